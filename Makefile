@@ -1,0 +1,55 @@
+# dtrain: the two commands, and a few helpers, over CMake.
+#
+#   make demo    install what is missing, build, run the example job on Slurm
+#   make test    install what is missing, build, run every test (also under
+#                AddressSanitizer + UBSan)
+#
+# Debian packages are installed by site/install-deps.sh (root; idempotent).
+
+BUILD      ?= build
+ASAN_BUILD ?= build/asan
+JOBS       ?= $(shell nproc)
+PREFIX     ?= /usr/local
+
+.PHONY: all deps build build-asan test test-fast demo cluster-up cluster-down \
+        cluster-status install clean
+
+all: build
+
+deps:
+	@bash site/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+build-asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDTRAIN_SANITIZE=ON >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+# Every test, in the normal build and then in the sanitizer build.
+test: build build-asan
+	@bash tests/run-tests.sh $(BUILD) $(ASAN_BUILD)
+
+# The unit tests of the normal build only (quick, no cluster).
+test-fast: build
+	@cd $(BUILD) && ctest -L unit --output-on-failure
+
+demo: build
+	@bash site/demo.sh $(BUILD)
+
+cluster-up: deps
+	@bash site/cluster.sh up --dir $(CURDIR)/$(BUILD)/cluster
+
+cluster-down:
+	@bash site/cluster.sh down --dir $(CURDIR)/$(BUILD)/cluster
+
+cluster-status:
+	@bash site/cluster.sh status --dir $(CURDIR)/$(BUILD)/cluster
+
+install: build
+	@cmake --install $(BUILD)
+
+clean:
+	@bash site/cluster.sh down --dir $(CURDIR)/$(BUILD)/cluster 2>/dev/null || true
+	rm -rf $(BUILD)

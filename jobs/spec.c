@@ -1,0 +1,1304 @@
+/*
+ * spec.c - parse, merge, validate and dump job specs, driven by the table in
+ * spec_table.c.
+ *
+ * Sections: JSON helpers, value checks, filling a struct spec from a tree,
+ * layers and origins (site defaults < file < --set), cross-field rules,
+ * public entry points, dump and docs.
+ */
+#include "jobs/spec.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "site/site.h"
+
+#define PATH_MAX_LEN 256
+
+/* --- JSON helpers --- */
+
+/* Parse text as one strict JSON object; errors name label:line:column. */
+static int parse_json(const char *label, const char *text, size_t len,
+		      json_object **out, struct dt_err *err)
+{
+	json_tokener *tok = json_tokener_new_ex(64);
+	enum json_tokener_error jerr;
+	json_object *obj = NULL;
+	size_t off, i;
+	int line = 1, col = 1;
+
+	*out = NULL;
+	if (!tok)
+		return -ENOMEM;
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	obj = json_tokener_parse_ex(tok, text, (int)len);
+	jerr = json_tokener_get_error(tok);
+	off = json_tokener_get_parse_end(tok);
+	if (jerr == json_tokener_success) {
+		/* Only white space may follow the document. */
+		while (off < len && isspace((unsigned char)text[off]))
+			off++;
+		if (off < len)
+			jerr = json_tokener_error_parse_unexpected;
+	} else if (jerr == json_tokener_continue) {
+		jerr = json_tokener_error_parse_eof;
+	}
+	json_tokener_free(tok);
+	if (jerr != json_tokener_success) {
+		for (i = 0; i < off && i < len; i++) {
+			if (text[i] == '\n') {
+				line++;
+				col = 1;
+			} else {
+				col++;
+			}
+		}
+		json_object_put(obj);
+		return dt_err_add(err, "%s:%d:%d: invalid JSON: %s", label, line, col,
+				  json_tokener_error_desc(jerr));
+	}
+	if (!json_object_is_type(obj, json_type_object)) {
+		json_object_put(obj);
+		return dt_err_add(err, "%s: expected a JSON object at the top level", label);
+	}
+	*out = obj;
+	return 0;
+}
+
+int spec_json_load(const char *path, json_object **out, struct dt_err *err)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	rc = dt_read_file(path, &text, &len);
+	if (rc)
+		return dt_err_add(err, "%s: cannot read: %s", path, strerror(-rc)), rc;
+	rc = parse_json(path, text, len, out, err);
+	free(text);
+	return rc;
+}
+
+/* The node at a dotted path, or NULL. */
+static json_object *tree_get(json_object *root, const char *path)
+{
+	char part[PATH_MAX_LEN];
+	const char *p = path;
+
+	while (root && *p) {
+		const char *dot = strchr(p, '.');
+		size_t n = dot ? (size_t)(dot - p) : strlen(p);
+		json_object *child = NULL;
+
+		if (n >= sizeof(part) || !json_object_is_type(root, json_type_object))
+			return NULL;
+		memcpy(part, p, n);
+		part[n] = '\0';
+		if (!json_object_object_get_ex(root, part, &child))
+			return NULL;
+		root = child;
+		p = dot ? dot + 1 : p + n;
+	}
+	return root;
+}
+
+/* Set root[path] = val (taking val's reference), creating objects on the way. */
+static int tree_set(json_object *root, const char *path, json_object *val)
+{
+	char part[PATH_MAX_LEN];
+	const char *p = path;
+
+	for (;;) {
+		const char *dot = strchr(p, '.');
+		size_t n = dot ? (size_t)(dot - p) : strlen(p);
+		json_object *child = NULL;
+
+		if (n >= sizeof(part)) {
+			json_object_put(val);
+			return -ENAMETOOLONG;
+		}
+		memcpy(part, p, n);
+		part[n] = '\0';
+		if (!dot)
+			return json_object_object_add(root, part, val) ? -ENOMEM : 0;
+		if (!json_object_object_get_ex(root, part, &child) ||
+		    !json_object_is_type(child, json_type_object)) {
+			child = json_object_new_object();
+			if (!child || json_object_object_add(root, part, child)) {
+				json_object_put(child);
+				json_object_put(val);
+				return -ENOMEM;
+			}
+		}
+		root = child;
+		p = dot + 1;
+	}
+}
+
+/* Overlay src onto dst: objects merge key by key, anything else replaces. */
+static int tree_merge(json_object *dst, json_object *src)
+{
+	json_object_object_foreach(src, key, val) {
+		json_object *old = NULL, *copy = NULL;
+
+		if (json_object_object_get_ex(dst, key, &old) &&
+		    json_object_is_type(old, json_type_object) &&
+		    json_object_is_type(val, json_type_object)) {
+			int rc = tree_merge(old, val);
+
+			if (rc)
+				return rc;
+			continue;
+		}
+		/* JSON null is a NULL json_object, which deep_copy refuses. */
+		if (val && json_object_deep_copy(val, &copy, NULL))
+			return -ENOMEM;
+		if (json_object_object_add(dst, key, copy)) {
+			json_object_put(copy);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static const char *json_kind(json_object *v)
+{
+	switch (json_object_get_type(v)) {
+	case json_type_null: return "null";
+	case json_type_boolean: return "a boolean";
+	case json_type_double: return "a number";
+	case json_type_int: return "an integer";
+	case json_type_object: return "an object";
+	case json_type_array: return "an array";
+	case json_type_string: return "a string";
+	}
+	return "a value";
+}
+
+/* A short rendering of a value for "(got ...)"; valid until the next call. */
+static const char *json_short(json_object *v)
+{
+	static __thread char buf[80];
+	const char *s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+
+	if (strlen(s) < sizeof(buf))
+		return s;
+	snprintf(buf, sizeof(buf), "%.70s...", s);
+	return buf;
+}
+
+/* --- value checks --- */
+
+/* Where a value came from, for messages: "file: path". */
+struct where {
+	const char *label;  /* file name, "--set" or "site.json (defaults)" */
+	const char *prefix; /* shown before the path: "" or "defaults." */
+};
+
+#define WHERE_FMT "%s: %s%s"
+#define WHERE_ARGS(w, path) (w)->label, (w)->prefix, (path)
+
+static bool char_ok(unsigned flags, unsigned char c)
+{
+	if (flags & SPEC_F_NAME)
+		return isalnum(c) || c == '.' || c == '_' || c == '-';
+	if (flags & SPEC_F_SLURM)
+		return isalnum(c) || strchr("._,:=+@-&|[]*!", c);
+	if (flags & SPEC_F_PATH)
+		return isalnum(c) || strchr("._/+,=@:~-", c);
+	/* Text and shell lines: anything printable, tabs, UTF-8. */
+	return c >= 0x20 ? c != 0x7f : c == '\t';
+}
+
+static const char *charset_doc(unsigned flags)
+{
+	if (flags & SPEC_F_NAME)
+		return "only letters, digits, '.', '_' and '-' are allowed";
+	if (flags & SPEC_F_SLURM)
+		return "only letters, digits and ._,:=+@-&|[]*! are allowed";
+	if (flags & SPEC_F_PATH)
+		return "only letters, digits and ._/+,=@:~- are allowed in this path (it is used in #SBATCH lines)";
+	return "control characters such as newlines are not allowed";
+}
+
+static int check_chars(const struct where *w, const char *path, unsigned flags,
+		       const char *s, struct dt_err *err)
+{
+	const unsigned char *p;
+
+	if ((flags & SPEC_F_NAME) && (s[0] == '-' || s[0] == '.'))
+		return dt_err_add(err, WHERE_FMT ": must not start with '%c' (got \"%s\")",
+				  WHERE_ARGS(w, path), s[0], s);
+	for (p = (const unsigned char *)s; *p; p++) {
+		if (char_ok(flags, *p))
+			continue;
+		if (isprint(*p))
+			return dt_err_add(err, WHERE_FMT ": character '%c' not allowed: %s",
+					  WHERE_ARGS(w, path), *p, charset_doc(flags));
+		return dt_err_add(err, WHERE_FMT ": character 0x%02x not allowed: %s",
+				  WHERE_ARGS(w, path), *p, charset_doc(flags));
+	}
+	return 0;
+}
+
+/* Suggest the choice closest to s, or NULL. */
+static const char *closest_choice(const char *choices, const char *s, char *buf, size_t size)
+{
+	const char *p = choices, *best = NULL;
+	int best_d = 3;
+
+	while (*p) {
+		const char *bar = strchr(p, '|');
+		size_t n = bar ? (size_t)(bar - p) : strlen(p);
+		char cand[64];
+		int d;
+
+		if (n < sizeof(cand)) {
+			memcpy(cand, p, n);
+			cand[n] = '\0';
+			d = dt_edit_distance(cand, s);
+			if (d < best_d || !strcasecmp(cand, s)) {
+				best_d = !strcasecmp(cand, s) ? -1 : d;
+				snprintf(buf, size, "%s", cand);
+				best = buf;
+			}
+		}
+		p += n;
+		if (*p == '|')
+			p++;
+	}
+	return best;
+}
+
+static bool choice_ok(const char *choices, const char *s)
+{
+	size_t n = strlen(s);
+	const char *p = choices;
+
+	while ((p = strstr(p, s)) != NULL) {
+		if ((p == choices || p[-1] == '|') && (p[n] == '|' || p[n] == '\0'))
+			return true;
+		p += n;
+	}
+	return false;
+}
+
+static int get_integer(json_object *v, long *out)
+{
+	if (json_object_is_type(v, json_type_int)) {
+		errno = 0;
+		int64_t x = json_object_get_int64(v);
+
+		if (errno == ERANGE || x == INT64_MAX || x == INT64_MIN)
+			return -ERANGE;
+		*out = (long)x;
+		return 0;
+	}
+	if (json_object_is_type(v, json_type_double)) {
+		double d = json_object_get_double(v);
+
+		if (!isfinite(d) || d != floor(d) || fabs(d) > 9e15)
+			return -EINVAL;
+		*out = (long)d;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int check_number(const struct where *w, const char *path,
+			const struct spec_field *f, double x, bool integer,
+			struct dt_err *err)
+{
+	if (x >= f->min && x <= f->max)
+		return 0;
+	if (integer)
+		return dt_err_add(err, WHERE_FMT ": must be between %.0f and %.0f (got %.0f)",
+				  WHERE_ARGS(w, path), f->min, f->max, x);
+	return dt_err_add(err, WHERE_FMT ": must be between %g and %g (got %g)",
+			  WHERE_ARGS(w, path), f->min, f->max, x);
+}
+
+/* --- filling a struct spec from a tree --- */
+
+/* Free what the slot p of type t owns and zero it. */
+static void free_slot(enum spec_type t, void *p)
+{
+	size_t i;
+
+	switch (t) {
+	case SPEC_STR:
+	case SPEC_ENUM:
+		free(*(char **)p);
+		*(char **)p = NULL;
+		break;
+	case SPEC_INTLIST:
+		free(((struct spec_ints *)p)->v);
+		memset(p, 0, sizeof(struct spec_ints));
+		break;
+	case SPEC_NUMLIST:
+		free(((struct spec_nums *)p)->v);
+		memset(p, 0, sizeof(struct spec_nums));
+		break;
+	case SPEC_STRLIST: {
+		struct spec_strs *l = p;
+
+		for (i = 0; i < l->n; i++)
+			free(l->v[i]);
+		free(l->v);
+		memset(l, 0, sizeof(*l));
+		break;
+	}
+	case SPEC_STRMAP: {
+		struct spec_map *m = p;
+
+		for (i = 0; i < m->n; i++) {
+			free(m->key[i]);
+			free(m->val[i]);
+		}
+		free(m->key);
+		free(m->val);
+		memset(m, 0, sizeof(*m));
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static int set_string(const struct where *w, const struct spec_field *f, json_object *v,
+		      char **dst, struct dt_err *err)
+{
+	const char *s;
+	size_t n;
+	char hint[64];
+
+	if (!json_object_is_type(v, json_type_string))
+		return dt_err_add(err, WHERE_FMT ": expected a string (got %s %s)",
+				  WHERE_ARGS(w, f->path), json_kind(v), json_short(v));
+	s = json_object_get_string(v);
+	n = strlen(s);
+	if (n != (size_t)json_object_get_string_len(v))
+		return dt_err_add(err, WHERE_FMT ": contains a NUL character", WHERE_ARGS(w, f->path));
+	if (f->type == SPEC_ENUM) {
+		if (!choice_ok(f->choices, s)) {
+			const char *c = closest_choice(f->choices, s, hint, sizeof(hint));
+
+			if (c)
+				return dt_err_add(err, WHERE_FMT ": unknown value \"%s\"; did you mean \"%s\"? (one of %s)",
+						  WHERE_ARGS(w, f->path), s, c, f->choices);
+			return dt_err_add(err, WHERE_FMT ": unknown value \"%s\" (expected one of %s)",
+					  WHERE_ARGS(w, f->path), s, f->choices);
+		}
+	} else {
+		if (n < (size_t)f->min || n > (size_t)f->max)
+			return dt_err_add(err, WHERE_FMT ": length must be between %.0f and %.0f characters (got %zu)",
+					  WHERE_ARGS(w, f->path), f->min, f->max, n);
+		if (check_chars(w, f->path, f->flags, s, err))
+			return -EINVAL;
+	}
+	*dst = strdup(s);
+	return *dst ? 0 : -ENOMEM;
+}
+
+static int set_list(const struct where *w, const struct spec_field *f, json_object *v,
+		    void *dst, struct dt_err *err)
+{
+	size_t n, i;
+	int rc = 0;
+	char ipath[PATH_MAX_LEN + 16];
+
+	if (!json_object_is_type(v, json_type_array))
+		return dt_err_add(err, WHERE_FMT ": expected an array (got %s %s)",
+				  WHERE_ARGS(w, f->path), json_kind(v), json_short(v));
+	n = json_object_array_length(v);
+	if ((f->min_items && n < (size_t)f->min_items) || (f->max_items && n > (size_t)f->max_items)) {
+		if (f->min_items == f->max_items)
+			return dt_err_add(err, WHERE_FMT ": expected exactly %d items (got %zu)",
+					  WHERE_ARGS(w, f->path), f->min_items, n);
+		return dt_err_add(err, WHERE_FMT ": expected %d to %d items (got %zu)",
+				  WHERE_ARGS(w, f->path), f->min_items, f->max_items, n);
+	}
+	if (f->type == SPEC_INTLIST) {
+		struct spec_ints *l = dst;
+
+		l->v = calloc(n ? n : 1, sizeof(long));
+		if (!l->v)
+			return -ENOMEM;
+		for (i = 0; i < n; i++) {
+			json_object *e = json_object_array_get_idx(v, i);
+
+			snprintf(ipath, sizeof(ipath), "%s[%zu]", f->path, i);
+			if (get_integer(e, &l->v[i])) {
+				rc = dt_err_add(err, WHERE_FMT ": expected an integer (got %s)",
+						WHERE_ARGS(w, ipath), json_short(e));
+				continue;
+			}
+			if (check_number(w, ipath, f, (double)l->v[i], true, err))
+				rc = -EINVAL;
+		}
+		l->n = n;
+	} else if (f->type == SPEC_NUMLIST) {
+		struct spec_nums *l = dst;
+
+		l->v = calloc(n ? n : 1, sizeof(double));
+		if (!l->v)
+			return -ENOMEM;
+		for (i = 0; i < n; i++) {
+			json_object *e = json_object_array_get_idx(v, i);
+
+			snprintf(ipath, sizeof(ipath), "%s[%zu]", f->path, i);
+			if (!json_object_is_type(e, json_type_double) && !json_object_is_type(e, json_type_int)) {
+				rc = dt_err_add(err, WHERE_FMT ": expected a number (got %s)",
+						WHERE_ARGS(w, ipath), json_short(e));
+				continue;
+			}
+			l->v[i] = json_object_get_double(e);
+			if (check_number(w, ipath, f, l->v[i], false, err))
+				rc = -EINVAL;
+		}
+		l->n = n;
+	} else {
+		struct spec_strs *l = dst;
+
+		l->v = calloc(n ? n : 1, sizeof(char *));
+		if (!l->v)
+			return -ENOMEM;
+		for (i = 0; i < n; i++) {
+			json_object *e = json_object_array_get_idx(v, i);
+			const char *s = json_object_get_string(e);
+
+			snprintf(ipath, sizeof(ipath), "%s[%zu]", f->path, i);
+			if (!json_object_is_type(e, json_type_string)) {
+				rc = dt_err_add(err, WHERE_FMT ": expected a string (got %s)",
+						WHERE_ARGS(w, ipath), json_short(e));
+				continue;
+			}
+			if (strlen(s) > (size_t)f->max) {
+				rc = dt_err_add(err, WHERE_FMT ": longer than %.0f characters",
+						WHERE_ARGS(w, ipath), f->max);
+				continue;
+			}
+			if (check_chars(w, ipath, f->flags, s, err)) {
+				rc = -EINVAL;
+				continue;
+			}
+			l->v[l->n] = strdup(s);
+			if (!l->v[l->n])
+				return -ENOMEM;
+			l->n++;
+		}
+	}
+	return rc;
+}
+
+static bool env_name_ok(const char *k)
+{
+	if (!(isalpha((unsigned char)k[0]) || k[0] == '_'))
+		return false;
+	for (k++; *k; k++)
+		if (!(isalnum((unsigned char)*k) || *k == '_'))
+			return false;
+	return true;
+}
+
+static int set_map(const struct where *w, const struct spec_field *f, json_object *v,
+		   struct spec_map *m, struct dt_err *err)
+{
+	char kpath[PATH_MAX_LEN + 64];
+	size_t n;
+	int rc = 0;
+
+	if (!json_object_is_type(v, json_type_object))
+		return dt_err_add(err, WHERE_FMT ": expected an object of strings (got %s %s)",
+				  WHERE_ARGS(w, f->path), json_kind(v), json_short(v));
+	n = (size_t)json_object_object_length(v);
+	if (f->max_items && n > (size_t)f->max_items)
+		return dt_err_add(err, WHERE_FMT ": at most %d entries (got %zu)",
+				  WHERE_ARGS(w, f->path), f->max_items, n);
+	m->key = calloc(n ? n : 1, sizeof(char *));
+	m->val = calloc(n ? n : 1, sizeof(char *));
+	if (!m->key || !m->val)
+		return -ENOMEM;
+	json_object_object_foreach(v, key, val) {
+		snprintf(kpath, sizeof(kpath), "%s.%.64s", f->path, key);
+		if (!env_name_ok(key) || strlen(key) > 64) {
+			rc = dt_err_add(err, WHERE_FMT ": not a valid environment variable name (letters, digits, '_'; not starting with a digit)",
+					WHERE_ARGS(w, kpath));
+			continue;
+		}
+		if (!json_object_is_type(val, json_type_string)) {
+			rc = dt_err_add(err, WHERE_FMT ": expected a string (got %s %s)",
+					WHERE_ARGS(w, kpath), json_kind(val), json_short(val));
+			continue;
+		}
+		if ((size_t)json_object_get_string_len(val) > (size_t)f->max) {
+			rc = dt_err_add(err, WHERE_FMT ": longer than %.0f characters", WHERE_ARGS(w, kpath), f->max);
+			continue;
+		}
+		if (check_chars(w, kpath, f->flags, json_object_get_string(val), err)) {
+			rc = -EINVAL;
+			continue;
+		}
+		m->key[m->n] = strdup(key);
+		m->val[m->n] = strdup(json_object_get_string(val));
+		if (!m->key[m->n] || !m->val[m->n]) {
+			free(m->key[m->n]);
+			free(m->val[m->n]);
+			return -ENOMEM;
+		}
+		m->n++;
+	}
+	return rc;
+}
+
+/* Check v against f; store it in the struct at base unless base is NULL
+ * (check only). */
+static int set_value(const struct where *w, const struct spec_field *f, json_object *v,
+		     void *base, struct dt_err *err)
+{
+	union { char *s; long l; double d; bool b; struct spec_ints li;
+		struct spec_nums ln; struct spec_strs ls; struct spec_map m; } scratch;
+	void *dst;
+	long x;
+	int rc;
+
+	memset(&scratch, 0, sizeof(scratch));
+	dst = base ? (char *)base + f->off : (void *)&scratch;
+	free_slot(f->type, dst);
+	if (json_object_is_type(v, json_type_null)) {
+		if (!(f->flags & SPEC_F_OPTIONAL))
+			return dt_err_add(err, WHERE_FMT ": must not be null", WHERE_ARGS(w, f->path));
+		if (f->type == SPEC_TIME || f->type == SPEC_MEM)
+			*(long *)dst = 0;
+		return 0;
+	}
+	switch (f->type) {
+	case SPEC_STR:
+	case SPEC_ENUM:
+		rc = set_string(w, f, v, dst, err);
+		break;
+	case SPEC_INT:
+		if (get_integer(v, &x))
+			return dt_err_add(err, WHERE_FMT ": expected an integer (got %s %s)",
+					  WHERE_ARGS(w, f->path), json_kind(v), json_short(v));
+		rc = check_number(w, f->path, f, (double)x, true, err);
+		*(long *)dst = x;
+		break;
+	case SPEC_NUM:
+		if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
+			return dt_err_add(err, WHERE_FMT ": expected a number (got %s %s)",
+					  WHERE_ARGS(w, f->path), json_kind(v), json_short(v));
+		*(double *)dst = json_object_get_double(v);
+		rc = check_number(w, f->path, f, *(double *)dst, false, err);
+		break;
+	case SPEC_BOOL:
+		if (!json_object_is_type(v, json_type_boolean))
+			return dt_err_add(err, WHERE_FMT ": expected true or false (got %s %s)",
+					  WHERE_ARGS(w, f->path), json_kind(v), json_short(v));
+		*(bool *)dst = json_object_get_boolean(v);
+		rc = 0;
+		break;
+	case SPEC_TIME:
+		if (json_object_is_type(v, json_type_string)) {
+			if (spec_parse_time(json_object_get_string(v), &x))
+				return dt_err_add(err, WHERE_FMT ": not a Slurm time: expected minutes, \"HH:MM:SS\" or \"D-HH:MM:SS\" (got \"%s\")",
+						  WHERE_ARGS(w, f->path), json_object_get_string(v));
+		} else if (!get_integer(v, &x) && x >= 0 && x < 1000000000) {
+			x *= 60; /* a bare number is minutes, as in sbatch */
+		} else {
+			return dt_err_add(err, WHERE_FMT ": expected a time string or minutes (got %s)",
+					  WHERE_ARGS(w, f->path), json_short(v));
+		}
+		if (x < f->min || x > f->max) {
+			char lo[32], hi[32], got[32];
+
+			spec_format_time((long)f->min, lo, sizeof(lo));
+			spec_format_time((long)f->max, hi, sizeof(hi));
+			spec_format_time(x, got, sizeof(got));
+			return dt_err_add(err, WHERE_FMT ": must be between %s and %s (got %s)",
+					  WHERE_ARGS(w, f->path), lo, hi, got);
+		}
+		*(long *)dst = x;
+		rc = 0;
+		break;
+	case SPEC_MEM:
+		if (json_object_is_type(v, json_type_string)) {
+			if (spec_parse_mem(json_object_get_string(v), &x))
+				return dt_err_add(err, WHERE_FMT ": not a memory size: expected e.g. \"16G\", \"512M\" or MiB as a number (got \"%s\")",
+						  WHERE_ARGS(w, f->path), json_object_get_string(v));
+		} else if (get_integer(v, &x)) {
+			return dt_err_add(err, WHERE_FMT ": expected a memory size (got %s)",
+					  WHERE_ARGS(w, f->path), json_short(v));
+		}
+		rc = check_number(w, f->path, f, (double)x, true, err);
+		*(long *)dst = x;
+		break;
+	case SPEC_INTLIST:
+	case SPEC_NUMLIST:
+	case SPEC_STRLIST:
+		rc = set_list(w, f, v, dst, err);
+		break;
+	case SPEC_STRMAP:
+		rc = set_map(w, f, v, dst, err);
+		break;
+	default:
+		rc = -EINVAL;
+	}
+	if (!base)
+		free_slot(f->type, dst);
+	return rc;
+}
+
+int spec_field_set(const struct spec_field *f, json_object *v, void *base,
+		   const char *label, const char *prefix, struct dt_err *err)
+{
+	struct where w = { label, prefix };
+
+	return set_value(&w, f, v, base, err);
+}
+
+void spec_field_free(const struct spec_field *f, void *base)
+{
+	free_slot(f->type, (char *)base + f->off);
+}
+
+/* Is there any field under "prefix."? */
+static bool is_section(const char *prefix)
+{
+	size_t n, i, len = strlen(prefix);
+	const struct spec_field *f = spec_fields(&n);
+
+	for (i = 0; i < n; i++)
+		if (!strncmp(f[i].path, prefix, len) && f[i].path[len] == '.')
+			return true;
+	return false;
+}
+
+/* The known path closest to an unknown one: same parent and a small edit
+ * distance, or any path whose last part is the unknown key. */
+static const char *suggest_path(const char *path)
+{
+	const char *dot = strrchr(path, '.');
+	const char *leaf = dot ? dot + 1 : path;
+	size_t parent_len = dot ? (size_t)(dot - path) : 0;
+	size_t n, i;
+	const struct spec_field *f = spec_fields(&n);
+	const char *best = NULL;
+	int best_d = 3;
+
+	for (i = 0; i < n; i++) {
+		const char *fp = f[i].path;
+		const char *fdot = strrchr(fp, '.');
+		const char *fleaf = fdot ? fdot + 1 : fp;
+		char sect[PATH_MAX_LEN];
+		int d;
+
+		/* Same parent: compare the leaf, or the section name at this level. */
+		if (strlen(fp) > parent_len && !strncmp(fp, path, parent_len) &&
+		    (parent_len == 0 || fp[parent_len] == '.')) {
+			const char *rest = fp + parent_len + (parent_len ? 1 : 0);
+			const char *rdot = strchr(rest, '.');
+			size_t rn = rdot ? (size_t)(rdot - rest) : strlen(rest);
+
+			if (rn < sizeof(sect)) {
+				memcpy(sect, rest, rn);
+				sect[rn] = '\0';
+				d = dt_edit_distance(leaf, sect);
+				if (d < best_d) {
+					best_d = d;
+					best = fp;
+				}
+			}
+		}
+		if (!strcmp(fleaf, leaf) && best_d > 0 && !best) {
+			best = fp;
+			best_d = 2;
+		}
+	}
+	return best;
+}
+
+struct layers;
+static struct where origin(struct layers *l, const char *path);
+
+/* Walk obj (the node at `path`, "" for the root): check every key against the
+ * table and fill s (NULL: check only). Messages name where each value came
+ * from: origin(l, path) when l is set, else *fixed. */
+static int walk_tree(struct layers *l, const struct where *fixed, json_object *obj,
+		     const char *path, struct spec *s, struct dt_err *err)
+{
+	char full[PATH_MAX_LEN];
+	int rc = 0;
+
+	json_object_object_foreach(obj, key, val) {
+		const struct spec_field *f;
+		struct where w;
+		int n = snprintf(full, sizeof(full), "%s%s%s", path, *path ? "." : "", key);
+
+		w = l ? origin(l, path) : *fixed;
+		if (n < 0 || (size_t)n >= sizeof(full)) {
+			rc = dt_err_add(err, WHERE_FMT ": key too long", WHERE_ARGS(&w, path));
+			continue;
+		}
+		w = l ? origin(l, full) : *fixed;
+		f = spec_field_find(full);
+		if (f) {
+			if (set_value(&w, f, val, s, err))
+				rc = -EINVAL;
+		} else if (is_section(full)) {
+			if (!json_object_is_type(val, json_type_object))
+				rc = dt_err_add(err, WHERE_FMT ": expected an object (got %s %s)",
+						WHERE_ARGS(&w, full), json_kind(val), json_short(val));
+			else if (walk_tree(l, fixed, val, full, s, err))
+				rc = -EINVAL;
+		} else {
+			const char *hint = suggest_path(full);
+
+			if (hint)
+				rc = dt_err_add(err, WHERE_FMT ": unknown key; did you mean \"%s\"?",
+						WHERE_ARGS(&w, full), hint);
+			else
+				rc = dt_err_add(err, WHERE_FMT ": unknown key (see jobs/README.md for every key)",
+						WHERE_ARGS(&w, full));
+		}
+	}
+	return rc;
+}
+
+int spec_check_fragment(json_object *obj, const char *label, const char *prefix,
+			struct dt_err *err)
+{
+	struct where w = { label, prefix };
+
+	if (!json_object_is_type(obj, json_type_object))
+		return dt_err_add(err, "%s: %s: expected an object (got %s)", label, prefix,
+				  json_kind(obj));
+	return walk_tree(NULL, &w, obj, "", NULL, err);
+}
+
+/* --- layers and origins --- */
+
+struct layers {
+	const char *file;            /* the user's spec file */
+	json_object *user;           /* its tree, with the --set values in it */
+	const struct site *site;
+	char **set_keys;             /* paths given with --set */
+	size_t n_sets;
+	char site_label[4096 + 16];
+};
+
+/* Where the value at path (or above it) came from. */
+static struct where origin(struct layers *l, const char *path)
+{
+	struct where w = { l->file, "" };
+	size_t i;
+
+	for (i = 0; i < l->n_sets; i++) {
+		size_t n = strlen(l->set_keys[i]);
+
+		if (!strncmp(path, l->set_keys[i], n) && (path[n] == '\0' || path[n] == '.'))
+			return (struct where){ "--set", "" };
+	}
+	if (tree_get(l->user, path))
+		return w;
+	if (l->site && l->site->defaults && tree_get(l->site->defaults, path))
+		return (struct where){ l->site_label, "defaults." };
+	return w;
+}
+
+static const char *origin_label(void *ctx, const char *path)
+{
+	struct layers *l = ctx;
+
+	return origin(l, path).label;
+}
+
+/* Parse the value of --set for field f: strings stay text unless quoted. */
+static json_object *set_value_json(const struct spec_field *f, const char *text)
+{
+	bool stringy = !f || f->type == SPEC_STR || f->type == SPEC_ENUM ||
+		       f->type == SPEC_TIME || f->type == SPEC_MEM;
+
+	if (stringy && strcmp(text, "null") && text[0] != '"')
+		return json_object_new_string(text);
+	return json_tokener_parse(text);
+}
+
+static int apply_sets(struct layers *l, const char *const *sets, size_t n, struct dt_err *err)
+{
+	size_t i;
+	int rc = 0;
+
+	l->set_keys = calloc(n ? n : 1, sizeof(char *));
+	if (!l->set_keys)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		const char *eq = strchr(sets[i], '=');
+		const struct spec_field *f;
+		json_object *v;
+		char *key;
+
+		if (!eq || eq == sets[i]) {
+			rc = dt_err_add(err, "--set: %s: expected KEY=VALUE, e.g. --set train.epochs=5", sets[i]);
+			continue;
+		}
+		key = strndup(sets[i], (size_t)(eq - sets[i]));
+		if (!key)
+			return -ENOMEM;
+		l->set_keys[l->n_sets++] = key;
+		f = spec_field_find(key);
+		if (!f && !strncmp(key, "env.", 4) && key[4]) {
+			if (!env_name_ok(key + 4)) {
+				rc = dt_err_add(err, "--set: %s: not a valid environment variable name", key);
+				continue;
+			}
+		} else if (!f && !is_section(key)) {
+			const char *hint = suggest_path(key);
+
+			if (hint)
+				rc = dt_err_add(err, "--set: %s: unknown key; did you mean \"%s\"?", key, hint);
+			else
+				rc = dt_err_add(err, "--set: %s: unknown key (see jobs/README.md for every key)", key);
+			continue;
+		}
+		v = set_value_json(f, eq + 1);
+		if (!v && strcmp(eq + 1, "null")) {
+			rc = dt_err_add(err, "--set: %s: cannot parse \"%s\" as JSON (strings need no quotes; lists look like [1,2])",
+					key, eq + 1);
+			continue;
+		}
+		if (tree_set(l->user, key, v))
+			return -ENOMEM;
+	}
+	return rc;
+}
+
+/* Every node of the user's layer that a site lock covers is an error. */
+static int check_locks(struct layers *l, json_object *obj, const char *path, struct dt_err *err)
+{
+	char full[PATH_MAX_LEN];
+	int rc = 0;
+
+	json_object_object_foreach(obj, key, val) {
+		const char *lock;
+
+		snprintf(full, sizeof(full), "%s%s%s", path, *path ? "." : "", key);
+		lock = site_locked(l->site, full);
+		if (lock) {
+			struct where w = origin(l, full);
+
+			rc = dt_err_add(err, WHERE_FMT ": locked by the site (%s: locked: \"%s\"); remove it from the spec",
+					WHERE_ARGS(&w, full), l->site->path, lock);
+			continue;
+		}
+		if (json_object_is_type(val, json_type_object) && check_locks(l, val, full, err))
+			rc = -EINVAL;
+	}
+	return rc;
+}
+
+/* --- cross-field rules --- */
+
+static int check_rules(const struct spec *s, const char *file, struct dt_err *err)
+{
+	long tasks = s->resources.nodes * s->resources.tasks_per_node;
+	long grid = s->parallel.data * s->parallel.pipeline;
+	long per_step = s->parallel.data * s->parallel.micro_batches;
+	int rc = 0;
+
+	if (tasks != grid)
+		rc = dt_err_add(err, "%s: parallel: data x pipeline (%ld x %ld = %ld) must equal resources.nodes x resources.tasks_per_node (%ld x %ld = %ld)",
+				file, s->parallel.data, s->parallel.pipeline, grid,
+				s->resources.nodes, s->resources.tasks_per_node, tasks);
+	if (s->train.global_batch % per_step)
+		rc = dt_err_add(err, "%s: train.global_batch: must be divisible by parallel.data*parallel.micro_batches = %ld (got %ld)",
+				file, per_step, s->train.global_batch);
+	if (s->parallel.pipeline > spec_layers(s))
+		rc = dt_err_add(err, "%s: parallel.pipeline: %ld stages but the model has only %ld layers (model.hidden + output)",
+				file, s->parallel.pipeline, spec_layers(s));
+	if (!strcmp(s->train.device, "cuda") && s->resources.gpus_per_node < 1)
+		rc = dt_err_add(err, "%s: resources.gpus_per_node: train.device is \"cuda\" but no GPUs are requested; set resources.gpus_per_node",
+				file);
+	if (s->train.epochs == 0 && s->train.max_steps == 0)
+		rc = dt_err_add(err, "%s: train.epochs: 0 epochs and no train.max_steps: nothing to train", file);
+	if (s->train.lr_schedule.min_lr > s->train.optimizer.lr)
+		rc = dt_err_add(err, "%s: train.lr_schedule.min_lr: %g is above train.optimizer.lr %g",
+				file, s->train.lr_schedule.min_lr, s->train.optimizer.lr);
+	if (s->resources.time_s > 0 && s->preemption.lead_seconds >= s->resources.time_s)
+		rc = dt_err_add(err, "%s: preemption.lead_seconds: %ld s is not less than resources.time (%ld s)",
+				file, s->preemption.lead_seconds, s->resources.time_s);
+	return rc;
+}
+
+/* --- public entry points --- */
+
+/* Fill *out from the table defaults, then from the merged tree. */
+static int fill(struct layers *l, json_object *tree, struct spec *out, struct dt_err *err)
+{
+	size_t n, i;
+	const struct spec_field *f = spec_fields(&n);
+	struct where def = { "spec table default", "" };
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < n; i++) {
+		json_object *v = json_tokener_parse(f[i].def);
+
+		/* A table default that does not parse or check is a bug here. */
+		if ((!v && strcmp(f[i].def, "null")) || set_value(&def, &f[i], v, out, err))
+			rc = -EINVAL;
+		json_object_put(v);
+	}
+	if (rc)
+		return rc;
+	return walk_tree(l, NULL, tree, "", out, err);
+}
+
+static int resolve_run_dir(struct spec *s, const char *file, struct dt_err *err)
+{
+	struct dt_buf b = {0};
+	char *abs;
+	struct where w = { file, "" };
+	const struct spec_field *f = spec_field_find("run_dir");
+
+	if (!s->run_dir)
+		return 0;
+	if (!strncmp(s->run_dir, "~/", 2)) {
+		const char *home = getenv("HOME");
+
+		if (!home || !*home)
+			return dt_err_add(err, "%s: run_dir: starts with ~/ but HOME is not set", file);
+		if (dt_buf_printf(&b, "%s/%s", home, s->run_dir + 2))
+			return -ENOMEM;
+	} else if (dt_buf_puts(&b, s->run_dir)) {
+		return -ENOMEM;
+	}
+	abs = dt_abspath(b.p);
+	dt_buf_free(&b);
+	if (!abs)
+		return -ENOMEM;
+	free(s->run_dir);
+	s->run_dir = abs;
+	if (strchr(abs, '~'))
+		return dt_err_add(err, "%s: run_dir: '~' is only expanded at the start (got \"%s\")", file, abs);
+	return check_chars(&w, "run_dir", f->flags, abs, err);
+}
+
+int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *err)
+{
+	struct layers l;
+	json_object *merged = NULL;
+	size_t i;
+	int rc, bad;
+
+	memset(&l, 0, sizeof(l));
+	memset(out, 0, sizeof(*out));
+	l.file = in->path;
+	l.site = in->site;
+	if (in->site && in->site->path)
+		snprintf(l.site_label, sizeof(l.site_label), "%s", in->site->path);
+	rc = spec_json_load(in->path, &l.user, err);
+	if (rc)
+		goto out;
+	/* Report every problem at once: bad --set values and locked keys do
+	 * not stop the checks of the rest. */
+	bad = apply_sets(&l, in->sets, in->n_sets, err);
+	if (bad == -ENOMEM || (in->site && check_locks(&l, l.user, "", err)))
+		bad = bad ? bad : -EINVAL;
+	if (bad == -ENOMEM) {
+		rc = bad;
+		goto out;
+	}
+	merged = json_object_new_object();
+	if (!merged) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (in->site && in->site->defaults && (rc = tree_merge(merged, in->site->defaults)))
+		goto out;
+	if ((rc = tree_merge(merged, l.user)))
+		goto out;
+	rc = fill(&l, merged, out, err);
+	if (rc)
+		goto out;
+	/* Cross-field rules and limits only make sense on well-typed values. */
+	rc = resolve_run_dir(out, in->path, err);
+	if (check_rules(out, in->path, err))
+		rc = -EINVAL;
+	if (in->site && site_check_limits(in->site, out, origin_label, &l, err))
+		rc = -EINVAL;
+	if (bad)
+		rc = -EINVAL;
+out:
+	if (rc)
+		spec_free(out);
+	for (i = 0; i < l.n_sets; i++)
+		free(l.set_keys[i]);
+	free(l.set_keys);
+	json_object_put(merged);
+	json_object_put(l.user);
+	return rc;
+}
+
+int spec_load(const char *path, struct spec *out, struct dt_err *err)
+{
+	struct spec_input in = { .path = path };
+
+	return spec_resolve(&in, out, err);
+}
+
+void spec_free(struct spec *s)
+{
+	size_t n, i;
+	const struct spec_field *f = spec_fields(&n);
+
+	for (i = 0; i < n; i++)
+		spec_field_free(&f[i], s);
+	memset(s, 0, sizeof(*s));
+}
+
+/* --- queries --- */
+
+long spec_layers(const struct spec *s)
+{
+	return (long)s->model.hidden.n + 1;
+}
+
+void spec_format_time(long t, char *buf, size_t size)
+{
+	long d = t / 86400, h = t / 3600 % 24, m = t / 60 % 60, sec = t % 60;
+
+	if (d)
+		snprintf(buf, size, "%ld-%02ld:%02ld:%02ld", d, h, m, sec);
+	else
+		snprintf(buf, size, "%02ld:%02ld:%02ld", h, m, sec);
+}
+
+/* Reads up to `max` colon-separated unsigned numbers; returns how many. */
+static int read_fields(const char *s, long *v, int max, const char **end)
+{
+	int n = 0;
+
+	while (n < max) {
+		char *e;
+		long x;
+
+		if (!isdigit((unsigned char)*s))
+			return -1;
+		errno = 0;
+		x = strtol(s, &e, 10);
+		if (errno || x > 100000000)
+			return -1;
+		v[n++] = x;
+		s = e;
+		if (*s != ':')
+			break;
+		s++;
+	}
+	*end = s;
+	return n;
+}
+
+int spec_parse_time(const char *s, long *seconds)
+{
+	long v[3] = {0}, days = 0, t;
+	const char *dash = strchr(s, '-'), *end;
+	int n;
+
+	if (dash) {
+		char *e;
+
+		if (!isdigit((unsigned char)*s))
+			return -EINVAL;
+		days = strtol(s, &e, 10);
+		if (e != dash || days > 10000)
+			return -EINVAL;
+		n = read_fields(dash + 1, v, 3, &end);
+		if (n < 1 || *end)
+			return -EINVAL;
+		/* days-hours[:minutes[:seconds]] */
+		t = v[0] * 3600 + (n > 1 ? v[1] * 60 : 0) + (n > 2 ? v[2] : 0);
+	} else {
+		n = read_fields(s, v, 3, &end);
+		if (n < 1 || *end)
+			return -EINVAL;
+		/* minutes, minutes:seconds, hours:minutes:seconds */
+		t = n == 1 ? v[0] * 60 : n == 2 ? v[0] * 60 + v[1] : v[0] * 3600 + v[1] * 60 + v[2];
+	}
+	*seconds = days * 86400 + t;
+	return 0;
+}
+
+int spec_parse_mem(const char *s, long *mib)
+{
+	char *e;
+	long x;
+
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	x = strtol(s, &e, 10);
+	if (errno || x > 1000000000)
+		return -EINVAL;
+	switch (toupper((unsigned char)*e)) {
+	case '\0': case 'M': break;
+	case 'K': x = (x + 1023) / 1024; break;
+	case 'G': x *= 1024; break;
+	case 'T': x *= 1024 * 1024; break;
+	default: return -EINVAL;
+	}
+	if (*e && e[1] && !(toupper((unsigned char)e[1]) == 'B' && !e[2]))
+		return -EINVAL;
+	*mib = x;
+	return 0;
+}
+
+/* --- dump and docs --- */
+
+static json_object *value_json(const struct spec *s, const struct spec_field *f)
+{
+	const void *p = (const char *)s + f->off;
+	json_object *v = NULL;
+	size_t i;
+	char buf[32];
+
+	switch (f->type) {
+	case SPEC_STR:
+	case SPEC_ENUM:
+		return *(char *const *)p ? json_object_new_string(*(char *const *)p) : NULL;
+	case SPEC_INT:
+		return json_object_new_int64(*(const long *)p);
+	case SPEC_NUM:
+		return json_object_new_double(*(const double *)p);
+	case SPEC_BOOL:
+		return json_object_new_boolean(*(const bool *)p);
+	case SPEC_TIME:
+		if (!*(const long *)p)
+			return NULL;
+		spec_format_time(*(const long *)p, buf, sizeof(buf));
+		return json_object_new_string(buf);
+	case SPEC_MEM: {
+		long m = *(const long *)p;
+
+		if (!m)
+			return NULL;
+		snprintf(buf, sizeof(buf), m % 1024 ? "%ldM" : "%ldG", m % 1024 ? m : m / 1024);
+		return json_object_new_string(buf);
+	}
+	case SPEC_INTLIST: {
+		const struct spec_ints *l = p;
+
+		v = json_object_new_array();
+		for (i = 0; v && i < l->n; i++)
+			json_object_array_add(v, json_object_new_int64(l->v[i]));
+		return v;
+	}
+	case SPEC_NUMLIST: {
+		const struct spec_nums *l = p;
+
+		v = json_object_new_array();
+		for (i = 0; v && i < l->n; i++)
+			json_object_array_add(v, json_object_new_double(l->v[i]));
+		return v;
+	}
+	case SPEC_STRLIST: {
+		const struct spec_strs *l = p;
+
+		v = json_object_new_array();
+		for (i = 0; v && i < l->n; i++)
+			json_object_array_add(v, json_object_new_string(l->v[i]));
+		return v;
+	}
+	case SPEC_STRMAP: {
+		const struct spec_map *m = p;
+
+		v = json_object_new_object();
+		for (i = 0; v && i < m->n; i++)
+			json_object_object_add(v, m->key[i], json_object_new_string(m->val[i]));
+		return v;
+	}
+	}
+	return NULL;
+}
+
+int spec_dump(const struct spec *s, struct dt_buf *out)
+{
+	size_t n, i;
+	const struct spec_field *f = spec_fields(&n);
+	json_object *root = json_object_new_object();
+	int rc = 0;
+
+	if (!root)
+		return -ENOMEM;
+	for (i = 0; i < n && !rc; i++)
+		rc = tree_set(root, f[i].path, value_json(s, &f[i]));
+	if (!rc)
+		rc = dt_buf_puts(out, json_object_to_json_string_ext(root,
+				 JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+				 JSON_C_TO_STRING_NOSLASHESCAPE));
+	if (!rc)
+		rc = dt_buf_puts(out, "\n");
+	json_object_put(root);
+	return rc;
+}
+
+static const char *type_doc(const struct spec_field *f)
+{
+	switch (f->type) {
+	case SPEC_STR: return "string";
+	case SPEC_ENUM: return "enum";
+	case SPEC_INT: return "integer";
+	case SPEC_NUM: return "number";
+	case SPEC_BOOL: return "boolean";
+	case SPEC_TIME: return "time";
+	case SPEC_MEM: return "memory";
+	case SPEC_INTLIST: return "integer list";
+	case SPEC_NUMLIST: return "number list";
+	case SPEC_STRLIST: return f->flags & SPEC_F_SHELL ? "shell lines" : "string list";
+	case SPEC_STRMAP: return "string map";
+	}
+	return "?";
+}
+
+int spec_doc_markdown(struct dt_buf *out)
+{
+	size_t n, i;
+	const struct spec_field *f = spec_fields(&n);
+	int rc;
+
+	rc = dt_buf_puts(out, "| key | type | default | allowed | description |\n"
+			      "|---|---|---|---|---|\n");
+	for (i = 0; i < n && !rc; i++) {
+		char allowed[128] = "";
+
+		if (f[i].type == SPEC_ENUM)
+			snprintf(allowed, sizeof(allowed), "`%s`", f[i].choices);
+		else if (f[i].type == SPEC_INT || f[i].type == SPEC_INTLIST || f[i].type == SPEC_MEM)
+			snprintf(allowed, sizeof(allowed), "%.0f .. %.0f", f[i].min, f[i].max);
+		else if (f[i].type == SPEC_NUM || f[i].type == SPEC_NUMLIST)
+			snprintf(allowed, sizeof(allowed), "%g .. %g", f[i].min, f[i].max);
+		else if (f[i].type == SPEC_TIME)
+			snprintf(allowed, sizeof(allowed), "1 minute .. 366 days");
+		else if (f[i].type == SPEC_STR)
+			snprintf(allowed, sizeof(allowed), "%.0f .. %.0f chars%s", f[i].min, f[i].max,
+				 f[i].flags & SPEC_F_NAME ? ", `[A-Za-z0-9._-]`" :
+				 f[i].flags & SPEC_F_SLURM ? ", `[A-Za-z0-9._,:=+@-&|[]*!]`" :
+				 f[i].flags & SPEC_F_PATH ? ", `[A-Za-z0-9._/+,=@:~-]`" : "");
+		if (f[i].min_items || f[i].max_items) {
+			size_t len = strlen(allowed);
+
+			snprintf(allowed + len, sizeof(allowed) - len, "%s%d .. %d items",
+				 len ? "; " : "", f[i].min_items, f[i].max_items);
+		}
+		rc = dt_buf_printf(out, "| `%s` | %s | `%s` | %s | %s |\n", f[i].path,
+				   type_doc(&f[i]), f[i].def, allowed, f[i].doc);
+	}
+	return rc;
+}

@@ -1,0 +1,210 @@
+/*
+ * spec.h - the dtrain job spec: one JSON document that says what to train,
+ * where and how.
+ *
+ * Every key is declared once, in the table in spec_table.c (path, type,
+ * default, bounds, one-line description). That table drives the parser, the
+ * validation messages, `--set a.b=value` overrides, the dump of the resolved
+ * spec and the reference in jobs/README.md. A key missing from the table is an
+ * error ("did you mean ...").
+ *
+ * Resolution, in order: the site's `defaults` (site/site.h), under the user's
+ * spec file, under the `--set` overrides; then the table defaults fill the
+ * rest; then types, bounds and cross-field rules are checked; then the site's
+ * limits. A struct spec that spec_resolve() filled is always valid.
+ *
+ * Invariants of a resolved spec:
+ *   resources.nodes * resources.tasks_per_node == parallel.data * parallel.pipeline
+ *   train.global_batch % (parallel.data * parallel.micro_batches) == 0
+ *   parallel.pipeline <= number of model layers (hidden layers + 1)
+ *   name, partition, account, qos, constraint, run_dir contain no character a
+ *   shell or an #SBATCH line would treat specially (see spec_table.c).
+ */
+#ifndef DTRAIN_JOBS_SPEC_H
+#define DTRAIN_JOBS_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "runtime/util.h"
+
+struct site;
+
+/* --- value containers (owned by the struct spec they are in) --- */
+struct spec_strs { char **v; size_t n; };
+struct spec_ints { long *v; size_t n; };
+struct spec_nums { double *v; size_t n; };
+struct spec_map { char **key; char **val; size_t n; }; /* in file order */
+
+/* --- the spec; strings are NULL when unset and optional --- */
+struct spec {
+	char *name;    /* job name, [A-Za-z0-9._-] */
+	char *run_dir; /* absolute after resolution; NULL: chosen at submit */
+	struct spec_resources {
+		long nodes;
+		long tasks_per_node;
+		long cpus_per_task;
+		long gpus_per_node;
+		long mem_per_node_mb; /* MiB; 0: Slurm's default */
+		long time_s;          /* wall-clock limit in seconds; 0: partition's */
+		char *partition;
+		char *account;
+		char *qos;
+		char *constraint;
+	} resources;
+	struct spec_map env;    /* exported before the job runs */
+	struct spec_strs setup; /* shell lines, run by the batch script */
+	struct spec_model {
+		char *type;           /* "mlp" */
+		long inputs;
+		struct spec_ints hidden; /* width of each hidden layer */
+		long outputs;
+		char *activation;     /* "relu" | "gelu" | "tanh" */
+		long init_seed;
+	} model;
+	struct spec_data {
+		char *train; /* HDF5 file; NULL: none yet */
+		char *test;
+		bool shuffle;
+	} data;
+	struct spec_parallel {
+		long data;          /* data-parallel replicas */
+		long pipeline;      /* pipeline stages */
+		long micro_batches; /* per replica per step */
+		char *schedule;     /* "1f1b" | "gpipe" */
+	} parallel;
+	struct spec_train {
+		char *device; /* "cpu" | "cuda" */
+		long epochs;
+		long max_steps; /* 0: no limit */
+		long global_batch;
+		long seed;
+		struct spec_optimizer {
+			char *type; /* "sgd" | "adamw" */
+			double lr;
+			double momentum;
+			struct spec_nums betas; /* exactly 2 */
+			double weight_decay;
+		} optimizer;
+		struct spec_lr_schedule {
+			long warmup_steps;
+			char *decay; /* "cosine" | "constant" */
+			double min_lr;
+		} lr_schedule;
+		double grad_clip; /* max global gradient norm; 0: off */
+		long log_every;   /* steps between progress lines */
+	} train;
+	struct spec_checkpoint {
+		long every_steps; /* 0: only at the end and on preemption */
+		long keep;
+		bool async;
+		char *resume; /* "auto" | "never" | a checkpoint path */
+	} checkpoint;
+	struct spec_preemption {
+		char *signal; /* "USR1", ...: sent lead_seconds before the end */
+		long lead_seconds;
+		long max_requeues;
+	} preemption;
+};
+
+/* --- the declarative table --- */
+enum spec_type {
+	SPEC_STR,     /* char * */
+	SPEC_ENUM,    /* char *, one of .choices */
+	SPEC_INT,     /* long */
+	SPEC_NUM,     /* double */
+	SPEC_BOOL,    /* bool */
+	SPEC_TIME,    /* long seconds; Slurm time string or minutes */
+	SPEC_MEM,     /* long MiB; "4G", "512M" or MiB */
+	SPEC_INTLIST, /* struct spec_ints */
+	SPEC_NUMLIST, /* struct spec_nums */
+	SPEC_STRLIST, /* struct spec_strs */
+	SPEC_STRMAP,  /* struct spec_map */
+};
+
+enum spec_flags {
+	SPEC_F_OPTIONAL = 1 << 0, /* may be null / unset */
+	SPEC_F_NAME = 1 << 1,     /* [A-Za-z0-9._-]+ */
+	SPEC_F_SLURM = 1 << 2,    /* [A-Za-z0-9._,:=+-]+ and for constraint &|[]*! */
+	SPEC_F_PATH = 1 << 3,     /* path safe in a batch script: no quote, $, `, space... */
+	SPEC_F_TEXT = 1 << 4,     /* any printable text (no control characters) */
+	SPEC_F_SHELL = 1 << 5,    /* shell lines: run as written, one line each */
+};
+
+struct spec_field {
+	const char *path;    /* "resources.nodes" */
+	enum spec_type type;
+	size_t off;          /* offsetof(struct spec, ...) */
+	const char *def;     /* default as JSON text ("null" for unset) */
+	double min, max;     /* bounds of numbers and of list elements */
+	int min_items, max_items; /* list lengths (0, 0: any) */
+	const char *choices; /* SPEC_ENUM: "a|b|c" */
+	unsigned flags;
+	const char *doc;     /* one line for the reference */
+};
+
+/* The table, in document order; *n gets its length. */
+const struct spec_field *spec_fields(size_t *n);
+/* The field with exactly this path, or NULL. */
+const struct spec_field *spec_field_find(const char *path);
+
+/* --- life cycle --- */
+
+/* Where a spec comes from. Every pointer is borrowed for the call. */
+struct spec_input {
+	const char *path;         /* the user's job spec file; required */
+	const struct site *site;  /* site policy, or NULL for none */
+	const char *const *sets;  /* "a.b=value" overrides, applied last */
+	size_t n_sets;
+};
+
+/* Resolve a job spec (see the top of this file). On success *out is a valid
+ * spec that the caller frees with spec_free(). On failure returns -EINVAL
+ * (invalid input), -ENOENT/-EACCES... (file not readable) or -ENOMEM, every
+ * problem is in err, and *out is left empty. */
+int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *err);
+
+/* Check a partial spec (a site's `defaults`) against the table: known keys,
+ * types, bounds; cross-field rules are not checked. Messages read
+ * "<label>: <prefix><path>: ...". 0 or -EINVAL. */
+struct json_object;
+int spec_check_fragment(struct json_object *obj, const char *label,
+			const char *prefix, struct dt_err *err);
+
+/* Read a file holding one strict JSON object; errors name path:line:column.
+ * Caller drops *out with json_object_put(). 0, -EINVAL or -errno. */
+int spec_json_load(const char *path, struct json_object **out, struct dt_err *err);
+
+/* The table engine, for other modules' own tables (site.c): check v against
+ * row f (f->off is relative to base) and store it at base, or only check
+ * when base is NULL. Messages read "<label>: <prefix><f->path>: ...". */
+int spec_field_set(const struct spec_field *f, struct json_object *v, void *base,
+		   const char *label, const char *prefix, struct dt_err *err);
+/* Free what spec_field_set() stored at base for row f. */
+void spec_field_free(const struct spec_field *f, void *base);
+
+/* Load a resolved spec written by spec_dump() (no site, no overrides). */
+int spec_load(const char *path, struct spec *out, struct dt_err *err);
+
+/* Frees everything a spec owns and zeroes it; safe on a zeroed spec. */
+void spec_free(struct spec *s);
+
+/* --- output --- */
+
+/* The resolved spec as pretty JSON with every key of the table. 0 or -ENOMEM. */
+int spec_dump(const struct spec *s, struct dt_buf *out);
+/* The reference table of every key as Markdown (for jobs/README.md). */
+int spec_doc_markdown(struct dt_buf *out);
+
+/* --- queries --- */
+
+/* Number of model layers (hidden + output). */
+long spec_layers(const struct spec *s);
+/* Slurm time string ("D-HH:MM:SS" or "HH:MM:SS") of seconds into buf. */
+void spec_format_time(long seconds, char *buf, size_t size);
+/* Parse a Slurm time string; 0 or -EINVAL. */
+int spec_parse_time(const char *s, long *seconds);
+/* Parse a memory size ("4G", "4096M", "4096"); MiB; 0 or -EINVAL. */
+int spec_parse_mem(const char *s, long *mib);
+
+#endif

@@ -1,0 +1,149 @@
+/*
+ * spec_table.c - every key of the job spec, declared once.
+ *
+ * Each row: JSON path, type, field of struct spec, default (JSON text),
+ * bounds, list lengths, choices, flags, one-line description. The parser,
+ * the validator, --set, the resolved-spec dump and jobs/README.md all read
+ * this table; adding a key means adding a row here and a field in spec.h.
+ */
+#include "jobs/spec.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#define F(field) offsetof(struct spec, field)
+#define BIG 1e15 /* integers we store in a long and print exactly */
+
+static const struct spec_field fields[] = {
+	/* --- identity --- */
+	{ "name", SPEC_STR, F(name), "\"dtrain\"", 1, 64, 0, 0, NULL, SPEC_F_NAME,
+	  "job name in Slurm and in run directory names; letters, digits, '.', '_', '-'" },
+	{ "run_dir", SPEC_STR, F(run_dir), "null", 1, 4000, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_PATH,
+	  "run directory (must not exist); null: <site runs_root>/<name>-<date>-<time>" },
+
+	/* --- resources: what sbatch asks for --- */
+	{ "resources.nodes", SPEC_INT, F(resources.nodes), "1", 1, 100000, 0, 0, NULL, 0,
+	  "nodes (sbatch --nodes)" },
+	{ "resources.tasks_per_node", SPEC_INT, F(resources.tasks_per_node), "1", 1, 4096, 0, 0, NULL, 0,
+	  "ranks per node (sbatch --ntasks-per-node)" },
+	{ "resources.cpus_per_task", SPEC_INT, F(resources.cpus_per_task), "1", 1, 4096, 0, 0, NULL, 0,
+	  "CPUs per rank (sbatch --cpus-per-task); also the BLAS threads per rank" },
+	{ "resources.gpus_per_node", SPEC_INT, F(resources.gpus_per_node), "0", 0, 64, 0, 0, NULL, 0,
+	  "GPUs per node (sbatch --gpus-per-node); 0: none" },
+	{ "resources.mem_per_node", SPEC_MEM, F(resources.mem_per_node_mb), "null", 1, 1e9, 0, 0, NULL, SPEC_F_OPTIONAL,
+	  "memory per node, e.g. \"16G\", \"4000M\" or MiB as a number (sbatch --mem); null: Slurm's default" },
+	{ "resources.time", SPEC_TIME, F(resources.time_s), "\"01:00:00\"", 60, 366.0 * 86400, 0, 0, NULL, SPEC_F_OPTIONAL,
+	  "wall-clock limit: minutes, \"HH:MM:SS\" or \"D-HH:MM:SS\" (sbatch --time); null: the partition's" },
+	{ "resources.partition", SPEC_STR, F(resources.partition), "null", 1, 128, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_SLURM,
+	  "Slurm partition (sbatch --partition); null: the cluster's default" },
+	{ "resources.account", SPEC_STR, F(resources.account), "null", 1, 128, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_SLURM,
+	  "Slurm account to charge (sbatch --account)" },
+	{ "resources.qos", SPEC_STR, F(resources.qos), "null", 1, 128, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_SLURM,
+	  "Slurm quality of service (sbatch --qos)" },
+	{ "resources.constraint", SPEC_STR, F(resources.constraint), "null", 1, 256, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_SLURM,
+	  "node features, e.g. \"avx512&ib\" (sbatch --constraint)" },
+
+	/* --- environment and set-up --- */
+	{ "env", SPEC_STRMAP, F(env), "{}", 0, 4096, 0, 256, NULL, SPEC_F_TEXT,
+	  "environment variables for every rank; values are exported verbatim, never run" },
+	{ "setup", SPEC_STRLIST, F(setup), "[]", 0, 4096, 0, 256, NULL, SPEC_F_SHELL,
+	  "shell lines run by the batch script before the ranks start (the only field that is shell code)" },
+
+	/* --- model --- */
+	{ "model.type", SPEC_ENUM, F(model.type), "\"mlp\"", 0, 0, 0, 0, "mlp", 0,
+	  "model family" },
+	{ "model.inputs", SPEC_INT, F(model.inputs), "784", 1, 1e8, 0, 0, NULL, 0,
+	  "input features per sample" },
+	{ "model.hidden", SPEC_INTLIST, F(model.hidden), "[512, 512]", 1, 1e8, 0, 1024, NULL, 0,
+	  "width of each hidden layer, input side first; [] for a linear model" },
+	{ "model.outputs", SPEC_INT, F(model.outputs), "10", 1, 1e8, 0, 0, NULL, 0,
+	  "output classes" },
+	{ "model.activation", SPEC_ENUM, F(model.activation), "\"relu\"", 0, 0, 0, 0, "relu|gelu|tanh", 0,
+	  "activation after each hidden layer" },
+	{ "model.init_seed", SPEC_INT, F(model.init_seed), "1234", 0, BIG, 0, 0, NULL, 0,
+	  "seed of the parameter initialisation" },
+
+	/* --- data --- */
+	{ "data.train", SPEC_STR, F(data.train), "null", 1, 4000, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_TEXT,
+	  "training set: HDF5 file with /features and /labels (see dtrain-data)" },
+	{ "data.test", SPEC_STR, F(data.test), "null", 1, 4000, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_TEXT,
+	  "test set evaluated at each epoch end; null: none" },
+	{ "data.shuffle", SPEC_BOOL, F(data.shuffle), "true", 0, 0, 0, 0, NULL, 0,
+	  "reshuffle the training set each epoch (seeded by train.seed + epoch)" },
+
+	/* --- parallel layout --- */
+	{ "parallel.data", SPEC_INT, F(parallel.data), "1", 1, 65536, 0, 0, NULL, 0,
+	  "data-parallel replicas" },
+	{ "parallel.pipeline", SPEC_INT, F(parallel.pipeline), "1", 1, 1024, 0, 0, NULL, 0,
+	  "pipeline stages the layers are split over" },
+	{ "parallel.micro_batches", SPEC_INT, F(parallel.micro_batches), "1", 1, 65536, 0, 0, NULL, 0,
+	  "micro-batches per replica per step" },
+	{ "parallel.schedule", SPEC_ENUM, F(parallel.schedule), "\"1f1b\"", 0, 0, 0, 0, "1f1b|gpipe", 0,
+	  "pipeline schedule" },
+
+	/* --- training --- */
+	{ "train.device", SPEC_ENUM, F(train.device), "\"cpu\"", 0, 0, 0, 0, "cpu|cuda", 0,
+	  "where the model trains" },
+	{ "train.epochs", SPEC_INT, F(train.epochs), "1", 0, 1e6, 0, 0, NULL, 0,
+	  "passes over the training set" },
+	{ "train.max_steps", SPEC_INT, F(train.max_steps), "0", 0, BIG, 0, 0, NULL, 0,
+	  "stop after this many optimizer steps; 0: no limit" },
+	{ "train.global_batch", SPEC_INT, F(train.global_batch), "64", 1, 1e8, 0, 0, NULL, 0,
+	  "samples per optimizer step, over all replicas" },
+	{ "train.seed", SPEC_INT, F(train.seed), "0", 0, BIG, 0, 0, NULL, 0,
+	  "seed of data shuffling" },
+	{ "train.optimizer.type", SPEC_ENUM, F(train.optimizer.type), "\"sgd\"", 0, 0, 0, 0, "sgd|adamw", 0,
+	  "optimizer" },
+	{ "train.optimizer.lr", SPEC_NUM, F(train.optimizer.lr), "0.01", 1e-12, 100, 0, 0, NULL, 0,
+	  "peak learning rate" },
+	{ "train.optimizer.momentum", SPEC_NUM, F(train.optimizer.momentum), "0.9", 0, 0.999999, 0, 0, NULL, 0,
+	  "SGD momentum; 0: plain SGD" },
+	{ "train.optimizer.betas", SPEC_NUMLIST, F(train.optimizer.betas), "[0.9, 0.999]", 0, 0.999999, 2, 2, NULL, 0,
+	  "AdamW beta1 and beta2" },
+	{ "train.optimizer.weight_decay", SPEC_NUM, F(train.optimizer.weight_decay), "0", 0, 1, 0, 0, NULL, 0,
+	  "decoupled weight decay (AdamW) or L2 (SGD)" },
+	{ "train.lr_schedule.warmup_steps", SPEC_INT, F(train.lr_schedule.warmup_steps), "0", 0, BIG, 0, 0, NULL, 0,
+	  "steps of linear warm-up from 0 to lr" },
+	{ "train.lr_schedule.decay", SPEC_ENUM, F(train.lr_schedule.decay), "\"cosine\"", 0, 0, 0, 0, "cosine|constant", 0,
+	  "decay after warm-up, down to min_lr at the last step" },
+	{ "train.lr_schedule.min_lr", SPEC_NUM, F(train.lr_schedule.min_lr), "0", 0, 100, 0, 0, NULL, 0,
+	  "learning rate at the end of the decay" },
+	{ "train.grad_clip", SPEC_NUM, F(train.grad_clip), "0", 0, 1e12, 0, 0, NULL, 0,
+	  "clip the global gradient norm to this; 0: off" },
+	{ "train.log_every", SPEC_INT, F(train.log_every), "10", 1, 1e9, 0, 0, NULL, 0,
+	  "steps between progress lines" },
+
+	/* --- checkpoints --- */
+	{ "checkpoint.every_steps", SPEC_INT, F(checkpoint.every_steps), "0", 0, BIG, 0, 0, NULL, 0,
+	  "save every this many steps; 0: only at the end and on preemption" },
+	{ "checkpoint.keep", SPEC_INT, F(checkpoint.keep), "3", 1, 1000, 0, 0, NULL, 0,
+	  "checkpoints kept; older ones are deleted" },
+	{ "checkpoint.async", SPEC_BOOL, F(checkpoint.async), "true", 0, 0, 0, 0, NULL, 0,
+	  "write checkpoints in the background while training goes on" },
+	{ "checkpoint.resume", SPEC_STR, F(checkpoint.resume), "\"auto\"", 1, 4000, 0, 0, NULL, SPEC_F_TEXT,
+	  "\"auto\": newest valid checkpoint of the run; \"never\"; or a checkpoint path" },
+
+	/* --- preemption --- */
+	{ "preemption.signal", SPEC_ENUM, F(preemption.signal), "\"USR1\"", 0, 0, 0, 0, "USR1|USR2|TERM|INT|HUP|URG|XCPU", 0,
+	  "signal Slurm sends lead_seconds before the time limit (sbatch --signal)" },
+	{ "preemption.lead_seconds", SPEC_INT, F(preemption.lead_seconds), "120", 0, 65535, 0, 0, NULL, 0,
+	  "seconds before the end that the signal arrives" },
+	{ "preemption.max_requeues", SPEC_INT, F(preemption.max_requeues), "3", 0, 1000, 0, 0, NULL, 0,
+	  "times the job requeues itself after saving; then it stops" },
+};
+
+const struct spec_field *spec_fields(size_t *n)
+{
+	*n = sizeof(fields) / sizeof(fields[0]);
+	return fields;
+}
+
+const struct spec_field *spec_field_find(const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (!strcmp(fields[i].path, path))
+			return &fields[i];
+	return NULL;
+}

@@ -1,0 +1,405 @@
+/*
+ * util.c - error reports, string buffers, quoting and file helpers.
+ *
+ * Sections: errors, buffers, strings, files.
+ */
+#include "runtime/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* --- errors --- */
+
+int dt_err_addv(struct dt_err *e, const char *fmt, va_list ap)
+{
+	size_t room;
+	int n;
+
+	e->count++;
+	if (e->len + 4 >= sizeof(e->msg))
+		return -EINVAL;
+	if (e->len > 0)
+		e->msg[e->len++] = '\n';
+	room = sizeof(e->msg) - e->len;
+	n = vsnprintf(e->msg + e->len, room, fmt, ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= room) {
+		/* Cut: end the report with "..." so nobody mistakes it for whole. */
+		e->len = sizeof(e->msg) - 1;
+		memcpy(e->msg + e->len - 3, "...", 3);
+	} else {
+		e->len += (size_t)n;
+	}
+	e->msg[e->len] = '\0';
+	return -EINVAL;
+}
+
+int dt_err_add(struct dt_err *e, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = dt_err_addv(e, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+void dt_err_clear(struct dt_err *e)
+{
+	e->msg[0] = '\0';
+	e->len = 0;
+	e->count = 0;
+}
+
+/* --- buffers --- */
+
+void dt_buf_free(struct dt_buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+static int buf_reserve(struct dt_buf *b, size_t extra)
+{
+	size_t need = b->len + extra + 1;
+	size_t cap;
+	char *p;
+
+	if (need <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : 256;
+	while (cap < need)
+		cap *= 2;
+	p = realloc(b->p, cap);
+	if (!p)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+int dt_buf_add(struct dt_buf *b, const char *s, size_t n)
+{
+	if (buf_reserve(b, n))
+		return -ENOMEM;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+int dt_buf_puts(struct dt_buf *b, const char *s)
+{
+	return dt_buf_add(b, s, strlen(s));
+}
+
+int dt_buf_printf(struct dt_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -EINVAL;
+	if (buf_reserve(b, (size_t)n))
+		return -ENOMEM;
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+const char *dt_buf_str(const struct dt_buf *b)
+{
+	return b->p ? b->p : "";
+}
+
+/* --- strings --- */
+
+char *dt_strdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int dt_edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned char row[65];
+	size_t i, j;
+
+	/* Hints only compare short keys; anything longer is "far". */
+	if (la > 64 || lb > 64)
+		return 255;
+	for (j = 0; j <= lb; j++)
+		row[j] = (unsigned char)j;
+	for (i = 1; i <= la; i++) {
+		unsigned char diag = row[0];
+
+		row[0] = (unsigned char)i;
+		for (j = 1; j <= lb; j++) {
+			unsigned char up = row[j];
+			unsigned best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1u < best)
+				best = up + 1u;
+			if (row[j - 1] + 1u < best)
+				best = row[j - 1] + 1u;
+			row[j] = (unsigned char)(best > 255 ? 255 : best);
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+int dt_shell_quote(struct dt_buf *b, const char *s)
+{
+	int rc = dt_buf_puts(b, "'");
+
+	for (; !rc && *s; s++) {
+		if (*s == '\'')
+			rc = dt_buf_puts(b, "'\\''");
+		else
+			rc = dt_buf_add(b, s, 1);
+	}
+	return rc ? rc : dt_buf_puts(b, "'");
+}
+
+/* --- files --- */
+
+int dt_read_file(const char *path, char **out, size_t *len)
+{
+	struct dt_buf b = {0};
+	char chunk[65536];
+	int fd, rc = 0;
+	ssize_t n;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		rc = dt_buf_add(&b, chunk, (size_t)n);
+		if (rc)
+			break;
+	}
+	close(fd);
+	if (!rc && !b.p)
+		rc = dt_buf_add(&b, "", 0);
+	if (rc) {
+		dt_buf_free(&b);
+		return rc;
+	}
+	*out = b.p;
+	if (len)
+		*len = b.len;
+	return 0;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int fsync_dir_of(const char *path)
+{
+	char *dir = strdup(path);
+	char *slash;
+	int fd, rc = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (!slash)
+		strcpy(dir, ".");
+	else if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		rc = -errno;
+	else if (fsync(fd) < 0 && errno != EINVAL)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return rc;
+}
+
+int dt_write_file_atomic(const char *path, const void *data, size_t len, int mode)
+{
+	struct dt_buf tmp = {0};
+	int fd = -1, rc;
+
+	rc = dt_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+	if (rc)
+		goto out;
+	fd = open(tmp.p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	rc = write_all(fd, data, len);
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	fd = -1;
+	if (!rc && rename(tmp.p, path) < 0)
+		rc = -errno;
+	if (!rc)
+		rc = fsync_dir_of(path);
+out:
+	if (rc && tmp.p)
+		unlink(tmp.p);
+	dt_buf_free(&tmp);
+	return rc;
+}
+
+int dt_mkdirs(const char *path, int mode)
+{
+	char *p = strdup(path);
+	char *s;
+	struct stat st;
+	int rc = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (s = p + 1; ; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+
+		*s = '\0';
+		if (mkdir(p, (mode_t)mode) < 0 && errno != EEXIST) {
+			rc = -errno;
+			break;
+		}
+		*s = c;
+		if (c == '\0')
+			break;
+	}
+	if (!rc && (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)))
+		rc = -ENOTDIR;
+	free(p);
+	return rc;
+}
+
+int dt_remove_tree(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	int rc = 0;
+
+	if (!d)
+		return errno == ENOTDIR ? (unlink(path) < 0 ? -errno : 0) : -errno;
+	while ((de = readdir(d)) != NULL) {
+		struct dt_buf child = {0};
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (dt_buf_printf(&child, "%s/%s", path, de->d_name)) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (lstat(child.p, &st) == 0 && S_ISDIR(st.st_mode))
+			rc = dt_remove_tree(child.p);
+		else if (unlink(child.p) < 0)
+			rc = -errno;
+		dt_buf_free(&child);
+		if (rc)
+			break;
+	}
+	closedir(d);
+	if (!rc && rmdir(path) < 0)
+		rc = -errno;
+	return rc;
+}
+
+char *dt_abspath(const char *path)
+{
+	struct dt_buf in = {0}, out = {0};
+	char cwd[PATH_MAX];
+	char *save = NULL, *tok;
+
+	if (path[0] != '/') {
+		if (!getcwd(cwd, sizeof(cwd)))
+			return NULL;
+		if (dt_buf_printf(&in, "%s/%s", cwd, path))
+			goto fail;
+	} else if (dt_buf_puts(&in, path)) {
+		goto fail;
+	}
+	for (tok = strtok_r(in.p, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(tok, "."))
+			continue;
+		if (!strcmp(tok, "..")) {
+			char *slash = out.p ? strrchr(out.p, '/') : NULL;
+
+			if (slash) {
+				*slash = '\0';
+				out.len = (size_t)(slash - out.p);
+			}
+			continue;
+		}
+		if (dt_buf_printf(&out, "/%s", tok))
+			goto fail;
+	}
+	if (!out.p && dt_buf_puts(&out, "/"))
+		goto fail;
+	dt_buf_free(&in);
+	return out.p;
+fail:
+	dt_buf_free(&in);
+	dt_buf_free(&out);
+	return NULL;
+}
+
+char *dt_exe_dir(void)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	return strdup(buf[0] ? buf : "/");
+}

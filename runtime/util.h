@@ -1,0 +1,88 @@
+/*
+ * util.h - small pieces every dtrain module uses: error reports, a growable
+ * string buffer, and file I/O that is safe to use for files we own.
+ *
+ * Errors: library functions return 0 or a negative errno-style code and add
+ * one line per problem to a caller-supplied struct dt_err, so that a caller can
+ * show every problem of a spec at once. Only main() prints and exits.
+ *
+ * Exit codes shared by all dtrain programs are defined here too, so that the
+ * batch script, the tests and the docs use one set of numbers.
+ */
+#ifndef DTRAIN_UTIL_H
+#define DTRAIN_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* --- exit codes (documented in README.md "Exit codes") --- */
+enum {
+	DT_EXIT_OK = 0,
+	DT_EXIT_FAIL = 1,     /* runtime failure: Slurm refused, I/O error, ... */
+	DT_EXIT_USAGE = 2,    /* bad command line */
+	DT_EXIT_SPEC = 3,     /* the job spec or site file is invalid */
+	DT_EXIT_REQUEUE = 75, /* dtrain-run saved its state: requeue me (EX_TEMPFAIL) */
+};
+
+/* --- error reports --- */
+
+/* Collected error lines, each "file: json.path: what is wrong (got X)".
+ * Fixed size: a report that overflows ends with "...". Zero-initialise. */
+struct dt_err {
+	char msg[8192]; /* lines joined by '\n', no trailing newline */
+	size_t len;
+	int count;      /* lines added, also those cut off */
+};
+
+/* Add one line. Returns -EINVAL so that callers can `return dt_err_add(...)`. */
+int dt_err_add(struct dt_err *e, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int dt_err_addv(struct dt_err *e, const char *fmt, va_list ap);
+void dt_err_clear(struct dt_err *e);
+
+/* --- growable string buffer (caller frees with dt_buf_free) --- */
+struct dt_buf {
+	char *p;    /* NUL-terminated, NULL until the first append */
+	size_t len;
+	size_t cap;
+};
+
+void dt_buf_free(struct dt_buf *b);
+/* Appends; returns 0 or -ENOMEM. */
+int dt_buf_add(struct dt_buf *b, const char *s, size_t n);
+int dt_buf_puts(struct dt_buf *b, const char *s);
+int dt_buf_printf(struct dt_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* The text ("" when empty); valid until the next append. */
+const char *dt_buf_str(const struct dt_buf *b);
+
+/* --- strings --- */
+
+/* strdup that treats NULL as NULL; returns NULL only when s is NULL or on ENOMEM. */
+char *dt_strdup(const char *s);
+/* Levenshtein distance, capped at 255 (for "did you mean" hints). */
+int dt_edit_distance(const char *a, const char *b);
+/* Appends s to b as one POSIX shell word in single quotes ('it'\''s'). */
+int dt_shell_quote(struct dt_buf *b, const char *s);
+
+/* --- files --- */
+
+/* Reads a whole file into *out (NUL-terminated, caller frees). 0 or -errno. */
+int dt_read_file(const char *path, char **out, size_t *len);
+/* Writes data to path atomically: path.tmp.<pid>, fsync, rename, fsync dir.
+ * mode is the new file's permission bits. 0 or -errno. */
+int dt_write_file_atomic(const char *path, const void *data, size_t len, int mode);
+/* mkdir -p; 0 or -errno (EEXIST of a directory is not an error). */
+int dt_mkdirs(const char *path, int mode);
+/* rm -r of a directory we created; 0 or -errno. */
+int dt_remove_tree(const char *path);
+/* Absolute, lexically normalised form of path relative to the current
+ * directory (no symlink resolution; the path need not exist). Caller frees. */
+char *dt_abspath(const char *path);
+
+/* Directory holding the running executable (for finding sibling programs).
+ * Caller frees; NULL on failure. */
+char *dt_exe_dir(void);
+
+#endif

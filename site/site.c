@@ -1,0 +1,317 @@
+/*
+ * site.c - load the site policy file and apply its locks and limits.
+ *
+ * The site file's own keys are declared in a table of the same kind as the
+ * job spec's (jobs/spec_table.c) and checked by the same engine; `defaults`
+ * is checked as a job-spec fragment and `locked` against the job-spec table.
+ */
+#include "site/site.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#define S(field) offsetof(struct site, field)
+
+static const struct spec_field site_fields[] = {
+	{ "runs_root", SPEC_STR, S(runs_root), "null", 1, 4000, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_PATH,
+	  "where run directories go when a spec sets no run_dir; default ~/dtrain-runs" },
+	{ "limits.max_nodes", SPEC_INT, S(limits.max_nodes), "0", 0, 1e9, 0, 0, NULL, 0,
+	  "most nodes a job may ask for; 0: no limit" },
+	{ "limits.max_tasks_per_node", SPEC_INT, S(limits.max_tasks_per_node), "0", 0, 1e9, 0, 0, NULL, 0,
+	  "most ranks per node; 0: no limit" },
+	{ "limits.max_cpus_per_task", SPEC_INT, S(limits.max_cpus_per_task), "0", 0, 1e9, 0, 0, NULL, 0,
+	  "most CPUs per rank; 0: no limit" },
+	{ "limits.max_gpus_per_node", SPEC_INT, S(limits.max_gpus_per_node), "-1", -1, 1e9, 0, 0, NULL, 0,
+	  "most GPUs per node; -1: no limit, 0: no GPUs" },
+	{ "limits.max_time", SPEC_TIME, S(limits.max_time_s), "null", 60, 1e12, 0, 0, NULL, SPEC_F_OPTIONAL,
+	  "longest wall-clock limit, as in resources.time; null: no limit" },
+	{ "limits.partitions", SPEC_STRLIST, S(limits.partitions), "[]", 1, 128, 0, 1024, NULL, SPEC_F_SLURM,
+	  "partitions jobs may use; []: any" },
+	{ "locked", SPEC_STRLIST, S(locked), "[]", 1, 256, 0, 1024, NULL, SPEC_F_TEXT,
+	  "job-spec paths a user spec may not set (their value comes from defaults)" },
+	{ "env", SPEC_STRMAP, S(env), "{}", 0, 4096, 0, 256, NULL, SPEC_F_TEXT,
+	  "environment exported in every batch script, after the user's (the site wins)" },
+	{ "sbatch_extra", SPEC_STRLIST, S(sbatch_extra), "[]", 1, 256, 0, 64, NULL, SPEC_F_TEXT,
+	  "extra sbatch options, one per item, e.g. \"--exclusive\"" },
+	{ "srun_extra", SPEC_STRLIST, S(srun_extra), "[]", 1, 256, 0, 64, NULL, SPEC_F_TEXT,
+	  "extra srun arguments, one per item; each is passed as one quoted word" },
+	{ "setup", SPEC_STRLIST, S(setup), "[]", 0, 4096, 0, 256, NULL, SPEC_F_SHELL,
+	  "shell lines run before the user's setup lines (e.g. module loads)" },
+};
+
+#define N_SITE_FIELDS (sizeof(site_fields) / sizeof(site_fields[0]))
+
+const char *site_find(const char *explicit_path)
+{
+	const char *env = getenv("DTRAIN_SITE");
+
+	if (explicit_path)
+		return explicit_path;
+	if (env && *env)
+		return env;
+	if (access(SITE_DEFAULT_PATH, F_OK) == 0)
+		return SITE_DEFAULT_PATH;
+	return NULL;
+}
+
+static const struct spec_field *site_field(const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < N_SITE_FIELDS; i++)
+		if (!strcmp(site_fields[i].path, path))
+			return &site_fields[i];
+	return NULL;
+}
+
+static const char *site_suggest(const char *path)
+{
+	const char *best = NULL;
+	int best_d = 4;
+	size_t i;
+
+	for (i = 0; i < N_SITE_FIELDS; i++) {
+		int d = dt_edit_distance(path, site_fields[i].path);
+
+		if (d < best_d) {
+			best_d = d;
+			best = site_fields[i].path;
+		}
+	}
+	if (!best && dt_edit_distance(path, "defaults") < 4)
+		best = "defaults";
+	if (!best && dt_edit_distance(path, "limits") < 3)
+		best = "limits";
+	return best;
+}
+
+/* A locked entry must name a job-spec key, a section of them, or env.NAME. */
+static int check_lock_path(const char *file, size_t idx, const char *p, struct dt_err *err)
+{
+	size_t n, i, len = strlen(p);
+	const struct spec_field *f = spec_fields(&n);
+
+	if (!strncmp(p, "env.", 4) && p[4])
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!strncmp(f[i].path, p, len) && (f[i].path[len] == '\0' || f[i].path[len] == '.'))
+			return 0;
+	return dt_err_add(err, "%s: locked[%zu]: \"%s\" is not a job-spec key (see jobs/README.md)",
+			  file, idx, p);
+}
+
+/* An sbatch option must look like --name or --name=value with nothing a
+ * batch script line could misread. */
+static int check_sbatch_opt(const char *file, size_t idx, const char *o, struct dt_err *err)
+{
+	const char *p;
+
+	if (strncmp(o, "--", 2) || !o[2])
+		return dt_err_add(err, "%s: sbatch_extra[%zu]: expected an option like \"--exclusive\" (got \"%s\")",
+				  file, idx, o);
+	for (p = o; *p; p++)
+		if (strchr(" \t'\"`$;\\|&<>(){}", *p))
+			return dt_err_add(err, "%s: sbatch_extra[%zu]: character '%c' not allowed in an #SBATCH option (got \"%s\")",
+					  file, idx, *p, o);
+	return 0;
+}
+
+static int walk_site(const char *file, json_object *obj, const char *prefix,
+		     struct site *out, struct dt_err *err)
+{
+	char full[256];
+	int rc = 0;
+
+	json_object_object_foreach(obj, key, val) {
+		const struct spec_field *f;
+
+		snprintf(full, sizeof(full), "%s%s", prefix, key);
+		if (!*prefix && !strcmp(key, "defaults")) {
+			if (spec_check_fragment(val, file, "defaults.", err))
+				rc = -EINVAL;
+			else if (val && json_object_deep_copy(val, &out->defaults, NULL))
+				return -ENOMEM;
+			continue;
+		}
+		if (!*prefix && !strcmp(key, "limits")) {
+			if (!json_object_is_type(val, json_type_object))
+				rc = dt_err_add(err, "%s: limits: expected an object", file);
+			else if (walk_site(file, val, "limits.", out, err))
+				rc = -EINVAL;
+			continue;
+		}
+		f = site_field(full);
+		if (!f) {
+			const char *hint = site_suggest(full);
+
+			if (hint)
+				rc = dt_err_add(err, "%s: %s: unknown key; did you mean \"%s\"?", file, full, hint);
+			else
+				rc = dt_err_add(err, "%s: %s: unknown key (see site/README.md)", file, full);
+			continue;
+		}
+		if (spec_field_set(f, val, out, file, "", err))
+			rc = -EINVAL;
+	}
+	return rc;
+}
+
+static int set_defaults(struct site *out, struct dt_err *err)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < N_SITE_FIELDS; i++) {
+		json_object *v = json_tokener_parse(site_fields[i].def);
+
+		if (spec_field_set(&site_fields[i], v, out, "site table default", "", err))
+			rc = -EINVAL;
+		json_object_put(v);
+	}
+	return rc;
+}
+
+static int resolve_runs_root(struct site *s, struct dt_err *err)
+{
+	const char *home = getenv("HOME");
+	struct dt_buf b = {0};
+	const char *label = s->path ? s->path : "site";
+
+	if (!s->runs_root || !strncmp(s->runs_root, "~/", 2)) {
+		if (!home || !*home)
+			return dt_err_add(err, "%s: runs_root: not set and HOME is not set; set runs_root", label);
+		if (dt_buf_printf(&b, "%s/%s", home, s->runs_root ? s->runs_root + 2 : "dtrain-runs"))
+			return -ENOMEM;
+	} else if (dt_buf_puts(&b, s->runs_root)) {
+		return -ENOMEM;
+	}
+	free(s->runs_root);
+	s->runs_root = dt_abspath(b.p);
+	dt_buf_free(&b);
+	return s->runs_root ? 0 : -ENOMEM;
+}
+
+int site_load(const char *path, struct site *out, struct dt_err *err)
+{
+	json_object *root = NULL;
+	size_t i;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = set_defaults(out, err);
+	if (rc)
+		goto out;
+	if (path) {
+		out->path = strdup(path);
+		if (!out->path) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		rc = spec_json_load(path, &root, err);
+		if (rc)
+			goto out;
+		rc = walk_site(path, root, "", out, err);
+		for (i = 0; i < out->locked.n; i++)
+			if (check_lock_path(path, i, out->locked.v[i], err))
+				rc = -EINVAL;
+		for (i = 0; i < out->sbatch_extra.n; i++)
+			if (check_sbatch_opt(path, i, out->sbatch_extra.v[i], err))
+				rc = -EINVAL;
+		if (rc)
+			goto out;
+	}
+	rc = resolve_runs_root(out, err);
+out:
+	json_object_put(root);
+	if (rc)
+		site_free(out);
+	return rc;
+}
+
+void site_free(struct site *s)
+{
+	size_t i;
+
+	for (i = 0; i < N_SITE_FIELDS; i++)
+		spec_field_free(&site_fields[i], s);
+	json_object_put(s->defaults);
+	free(s->path);
+	memset(s, 0, sizeof(*s));
+}
+
+const char *site_locked(const struct site *s, const char *path)
+{
+	size_t i;
+
+	if (!s)
+		return NULL;
+	for (i = 0; i < s->locked.n; i++) {
+		const char *l = s->locked.v[i];
+		size_t n = strlen(l);
+
+		if (!strncmp(path, l, n) && (path[n] == '\0' || path[n] == '.'))
+			return l;
+	}
+	return NULL;
+}
+
+int site_check_limits(const struct site *s, const struct spec *spec,
+		      const char *(*origin)(void *ctx, const char *path), void *ctx,
+		      struct dt_err *err)
+{
+	const struct site_limits *lim = &s->limits;
+	const char *site = s->path ? s->path : "site";
+	int rc = 0;
+	size_t i;
+
+#define OVER(val, max, key, limit)                                                     \
+	if ((max) >= 0 && (val) > (max))                                               \
+		rc = dt_err_add(err, "%s: %s: %ld exceeds the site limit %ld (%s: limits.%s)", \
+				origin(ctx, key), key, (long)(val), (long)(max), site, limit)
+
+	if (lim->max_nodes > 0)
+		OVER(spec->resources.nodes, lim->max_nodes, "resources.nodes", "max_nodes");
+	if (lim->max_tasks_per_node > 0)
+		OVER(spec->resources.tasks_per_node, lim->max_tasks_per_node,
+		     "resources.tasks_per_node", "max_tasks_per_node");
+	if (lim->max_cpus_per_task > 0)
+		OVER(spec->resources.cpus_per_task, lim->max_cpus_per_task,
+		     "resources.cpus_per_task", "max_cpus_per_task");
+	OVER(spec->resources.gpus_per_node, lim->max_gpus_per_node,
+	     "resources.gpus_per_node", "max_gpus_per_node");
+#undef OVER
+	if (lim->max_time_s > 0 && (spec->resources.time_s == 0 || spec->resources.time_s > lim->max_time_s)) {
+		char got[32], max[32];
+
+		spec_format_time(lim->max_time_s, max, sizeof(max));
+		if (spec->resources.time_s == 0)
+			rc = dt_err_add(err, "%s: resources.time: must be set, at most %s (%s: limits.max_time)",
+					origin(ctx, "resources.time"), max, site);
+		else {
+			spec_format_time(spec->resources.time_s, got, sizeof(got));
+			rc = dt_err_add(err, "%s: resources.time: %s exceeds the site limit %s (%s: limits.max_time)",
+					origin(ctx, "resources.time"), got, max, site);
+		}
+	}
+	if (lim->partitions.n && spec->resources.partition) {
+		for (i = 0; i < lim->partitions.n; i++)
+			if (!strcmp(lim->partitions.v[i], spec->resources.partition))
+				break;
+		if (i == lim->partitions.n) {
+			struct dt_buf allowed = {0};
+
+			for (i = 0; i < lim->partitions.n; i++)
+				dt_buf_printf(&allowed, "%s\"%s\"", i ? ", " : "", lim->partitions.v[i]);
+			rc = dt_err_add(err, "%s: resources.partition: \"%s\" is not allowed by the site (%s: limits.partitions: %s)",
+					origin(ctx, "resources.partition"), spec->resources.partition, site,
+					dt_buf_str(&allowed));
+			dt_buf_free(&allowed);
+		}
+	}
+	return rc;
+}

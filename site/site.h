@@ -1,0 +1,68 @@
+/*
+ * site.h - the cluster admins' policy for dtrain jobs: defaults under every
+ * user spec, hard limits, keys users may not set, and what every batch script
+ * gets (environment, extra #SBATCH options, extra srun options, setup lines).
+ *
+ * The site file is found by --site, then $DTRAIN_SITE, then
+ * /etc/dtrain/site.json; no file found means no policy. It is validated as
+ * strictly as a job spec: unknown keys are errors with a hint, `defaults`
+ * may hold only job-spec keys, `locked` only job-spec paths.
+ */
+#ifndef DTRAIN_SITE_SITE_H
+#define DTRAIN_SITE_SITE_H
+
+#include <stddef.h>
+
+#include "jobs/spec.h"
+#include "runtime/util.h"
+
+#define SITE_DEFAULT_PATH "/etc/dtrain/site.json"
+
+struct json_object;
+
+struct site_limits {
+	long max_nodes;          /* 0: no limit */
+	long max_tasks_per_node; /* 0: no limit */
+	long max_cpus_per_task;  /* 0: no limit */
+	long max_gpus_per_node;  /* -1: no limit (0 is a real limit: no GPUs) */
+	long max_time_s;         /* 0: no limit */
+	struct spec_strs partitions; /* allowed; empty: any */
+};
+
+struct site {
+	char *path;                  /* the file it came from; NULL: no site file */
+	struct json_object *defaults; /* job-spec fragment; NULL: none */
+	struct site_limits limits;
+	struct spec_strs locked;     /* job-spec paths users may not set */
+	char *runs_root;             /* absolute; default $HOME/dtrain-runs */
+	struct spec_map env;         /* exported after the user's env: site wins */
+	struct spec_strs sbatch_extra; /* each becomes one "#SBATCH <opt>" line */
+	struct spec_strs srun_extra;   /* each is one srun argument (quoted) */
+	struct spec_strs setup;      /* shell lines, run before the user's setup */
+};
+
+/* --- life cycle --- */
+
+/* Pick the site file: explicit (from --site) if not NULL, else $DTRAIN_SITE,
+ * else SITE_DEFAULT_PATH if it exists. Returns the path (static or borrowed
+ * from the arguments/environment), or NULL when there is none. */
+const char *site_find(const char *explicit_path);
+
+/* Load and validate a site file; path NULL gives the empty policy.
+ * Caller frees with site_free(). 0, -EINVAL (every problem in err), -errno. */
+int site_load(const char *path, struct site *out, struct dt_err *err);
+void site_free(struct site *s);
+
+/* --- policy checks, used by spec_resolve() --- */
+
+/* The locked path equal to `path` or above it ("resources" covers
+ * "resources.partition"), or NULL. s may be NULL (no policy). */
+const char *site_locked(const struct site *s, const char *path);
+
+/* Check a resolved spec against the limits; `origin` names where each
+ * value came from, for the message. 0 or -EINVAL with lines in err. */
+int site_check_limits(const struct site *s, const struct spec *spec,
+		      const char *(*origin)(void *ctx, const char *path), void *ctx,
+		      struct dt_err *err);
+
+#endif

@@ -1,0 +1,389 @@
+/*
+ * test_spec.c - the job spec: defaults, types, bounds, unknown keys,
+ * cross-field rules, --set overrides, hostile strings, the dump round trip
+ * and the reference in jobs/README.md.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jobs/spec.h"
+#include "tests/testutil.h"
+
+/* Resolve text as a spec file with optional --set values; no site. */
+static int resolve(const char *text, const char *const *sets, size_t n_sets,
+		   struct spec *s, struct dt_err *e)
+{
+	struct spec_input in = { tu_write("job.json", text), NULL, sets, n_sets };
+
+	dt_err_clear(e);
+	return spec_resolve(&in, s, e);
+}
+
+static void defaults_fill_every_key(void **state)
+{
+	struct spec s;
+	struct dt_err e = {0};
+
+	(void)state;
+	assert_int_equal(resolve("{}", NULL, 0, &s, &e), 0);
+	assert_string_equal(s.name, "dtrain");
+	assert_null(s.run_dir);
+	assert_int_equal(s.resources.nodes, 1);
+	assert_int_equal(s.resources.time_s, 3600);
+	assert_int_equal(s.model.hidden.n, 2);
+	assert_int_equal(s.model.hidden.v[0], 512);
+	assert_string_equal(s.parallel.schedule, "1f1b");
+	assert_true(s.data.shuffle);
+	assert_int_equal(s.train.optimizer.betas.n, 2);
+	assert_true(s.train.optimizer.betas.v[1] == 0.999);
+	assert_string_equal(s.preemption.signal, "USR1");
+	assert_string_equal(s.checkpoint.resume, "auto");
+	spec_free(&s);
+}
+
+static void values_from_file(void **state)
+{
+	struct spec s;
+	struct dt_err e = {0};
+
+	(void)state;
+	assert_int_equal(resolve("{\"name\": \"fm\", \"resources\": {\"nodes\": 2, \"tasks_per_node\": 2,"
+				 " \"time\": \"1-02:03:04\", \"mem_per_node\": \"2G\", \"partition\": \"low\"},"
+				 " \"parallel\": {\"data\": 2, \"pipeline\": 2, \"micro_batches\": 4},"
+				 " \"model\": {\"hidden\": [8, 4, 2]}, \"train\": {\"global_batch\": 64},"
+				 " \"env\": {\"A\": \"1\", \"B\": \"two\"}, \"setup\": [\"echo hi\"]}",
+				 NULL, 0, &s, &e), 0);
+	assert_string_equal(s.name, "fm");
+	assert_int_equal(s.resources.time_s, 86400 + 2 * 3600 + 3 * 60 + 4);
+	assert_int_equal(s.resources.mem_per_node_mb, 2048);
+	assert_string_equal(s.resources.partition, "low");
+	assert_int_equal(s.model.hidden.n, 3);
+	assert_int_equal(spec_layers(&s), 4);
+	assert_int_equal(s.env.n, 2);
+	assert_string_equal(s.env.key[1], "B");
+	assert_string_equal(s.env.val[1], "two");
+	assert_int_equal(s.setup.n, 1);
+	spec_free(&s);
+}
+
+static void unknown_keys_get_a_hint(void **state)
+{
+	struct spec s;
+	struct dt_err e = {0};
+
+	(void)state;
+	assert_int_equal(resolve("{\"resources\": {\"node\": 2}, \"train\": {\"lr\": 0.1},"
+				 " \"modle\": {}, \"zzzzzz\": 1}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "job.json: resources.node: unknown key; did you mean \"resources.nodes\"?"));
+	assert_true(tu_has(&e, "train.lr: unknown key; did you mean \"train.optimizer.lr\"?"));
+	assert_true(tu_has(&e, "modle: unknown key; did you mean \"model"));
+	assert_true(tu_has(&e, "zzzzzz: unknown key (see jobs/README.md"));
+	assert_int_equal(e.count, 4);
+	/* A failed resolve leaves nothing behind to free. */
+	assert_null(s.name);
+}
+
+static void types_and_bounds(void **state)
+{
+	struct spec s;
+	struct dt_err e = {0};
+
+	(void)state;
+	assert_int_equal(resolve("{\"resources\": {\"nodes\": \"2\", \"tasks_per_node\": 0,"
+				 " \"time\": \"soon\", \"mem_per_node\": \"lots\"},"
+				 " \"parallel\": {\"micro_batches\": 2.5}, \"data\": {\"shuffle\": 1},"
+				 " \"train\": {\"optimizer\": {\"lr\": -1, \"betas\": [0.9]}},"
+				 " \"model\": {\"activation\": \"Relu\", \"hidden\": [4, 0]}, \"name\": null}",
+				 NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "resources.nodes: expected an integer (got a string \"2\")"));
+	assert_true(tu_has(&e, "resources.tasks_per_node: must be between 1 and 4096 (got 0)"));
+	assert_true(tu_has(&e, "resources.time: not a Slurm time"));
+	assert_true(tu_has(&e, "resources.mem_per_node: not a memory size"));
+	assert_true(tu_has(&e, "parallel.micro_batches: expected an integer (got a number 2.5)"));
+	assert_true(tu_has(&e, "data.shuffle: expected true or false"));
+	assert_true(tu_has(&e, "train.optimizer.lr: must be between"));
+	assert_true(tu_has(&e, "train.optimizer.betas: expected exactly 2 items (got 1)"));
+	assert_true(tu_has(&e, "model.activation: unknown value \"Relu\"; did you mean \"relu\"?"));
+	assert_true(tu_has(&e, "model.hidden[1]: must be between 1 and"));
+	assert_true(tu_has(&e, "name: must not be null"));
+}
+
+static void sections_must_be_objects(void **state)
+{
+	struct spec s;
+	struct dt_err e = {0};
+
+	(void)state;
+	assert_int_equal(resolve("{\"resources\": 4}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "job.json: resources: expected an object (got an integer 4)"));
+	assert_int_equal(resolve("[1, 2]", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "expected a JSON object at the top level"));
+}
+
+static void invalid_json_names_line_and_column(void **state)
+{
+	struct spec s;
+	struct dt_err e = {0};
+
+	(void)state;
+	assert_int_equal(resolve("{\n  \"name\": \"x\",\n  \"model\": {,}\n}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "job.json:3:"));
+	assert_true(tu_has(&e, "invalid JSON"));
+	assert_int_equal(resolve("{\"name\": \"x\"} trailing", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "invalid JSON"));
+}
+
+static void missing_file_is_named(void **state)
+{
+	struct spec s;
+	struct dt_err e = {0};
+	struct spec_input in = { "/nonexistent/dir/job.json", NULL, NULL, 0 };
+
+	(void)state;
+	assert_int_equal(spec_resolve(&in, &s, &e), -ENOENT);
+	assert_true(tu_has(&e, "/nonexistent/dir/job.json: cannot read: No such file or directory"));
+}
+
+static void cross_field_rules(void **state)
+{
+	struct spec s;
+	struct dt_err e = {0};
+
+	(void)state;
+	assert_int_equal(resolve("{\"resources\": {\"nodes\": 2, \"tasks_per_node\": 2},"
+				 " \"parallel\": {\"data\": 3, \"pipeline\": 1, \"micro_batches\": 5},"
+				 " \"train\": {\"global_batch\": 100}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "parallel: data x pipeline (3 x 1 = 3) must equal resources.nodes x resources.tasks_per_node (2 x 2 = 4)"));
+	assert_true(tu_has(&e, "train.global_batch: must be divisible by parallel.data*parallel.micro_batches = 15 (got 100)"));
+
+	assert_int_equal(resolve("{\"resources\": {\"tasks_per_node\": 4}, \"parallel\": {\"pipeline\": 4},"
+				 " \"model\": {\"hidden\": [10, 10]}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "parallel.pipeline: 4 stages but the model has only 3 layers"));
+
+	assert_int_equal(resolve("{\"train\": {\"device\": \"cuda\", \"epochs\": 0,"
+				 " \"lr_schedule\": {\"min_lr\": 1}}, \"resources\": {\"time\": 1},"
+				 " \"preemption\": {\"lead_seconds\": 60}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "train.device is \"cuda\" but no GPUs are requested"));
+	assert_true(tu_has(&e, "nothing to train"));
+	assert_true(tu_has(&e, "train.lr_schedule.min_lr: 1 is above train.optimizer.lr 0.01"));
+	assert_true(tu_has(&e, "preemption.lead_seconds: 60 s is not less than resources.time (60 s)"));
+}
+
+static void set_overrides(void **state)
+{
+	struct spec s;
+	struct dt_err e = {0};
+	const char *sets[] = {
+		"train.epochs=5", "name=from-set", "model.hidden=[3, 2]", "env.EXTRA=a b $(c)",
+		"resources.time=90", "train.optimizer.lr=0.5", "data.train=/data/x.h5",
+		"run_dir=null",
+	};
+
+	(void)state;
+	assert_int_equal(resolve("{\"name\": \"file\", \"train\": {\"epochs\": 2},"
+				 " \"env\": {\"KEEP\": \"1\"}, \"run_dir\": \"/x\"}",
+				 sets, sizeof(sets) / sizeof(sets[0]), &s, &e), 0);
+	assert_int_equal(s.train.epochs, 5);
+	assert_string_equal(s.name, "from-set");
+	assert_int_equal(s.model.hidden.n, 2);
+	assert_int_equal(s.model.hidden.v[0], 3);
+	assert_int_equal(s.env.n, 2);
+	assert_string_equal(s.env.key[0], "KEEP");
+	assert_string_equal(s.env.val[1], "a b $(c)");
+	assert_int_equal(s.resources.time_s, 90 * 60);
+	assert_true(s.train.optimizer.lr == 0.5);
+	assert_string_equal(s.data.train, "/data/x.h5");
+	assert_null(s.run_dir);
+	spec_free(&s);
+}
+
+static void set_errors(void **state)
+{
+	struct spec s;
+	struct dt_err e = {0};
+	const char *sets[] = { "train.lr=1", "noequals", "train.epochs=many", "env.1X=y",
+			       "parallel.data=0" };
+
+	(void)state;
+	assert_int_equal(resolve("{}", sets, sizeof(sets) / sizeof(sets[0]), &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "--set: train.lr: unknown key; did you mean \"train.optimizer.lr\"?"));
+	assert_true(tu_has(&e, "--set: noequals: expected KEY=VALUE"));
+	assert_true(tu_has(&e, "--set: train.epochs: cannot parse \"many\" as JSON"));
+	assert_true(tu_has(&e, "--set: env.1X: not a valid environment variable name"));
+	assert_true(tu_has(&e, "--set: parallel.data: must be between 1 and 65536 (got 0)"));
+}
+
+static void hostile_strings(void **state)
+{
+	struct spec s;
+	struct dt_err e = {0};
+
+	(void)state;
+	assert_int_equal(resolve("{\"name\": \"x$(touch /tmp/pwned)\","
+				 " \"resources\": {\"partition\": \"low;rm -rf /\", \"account\": \"a`id`\","
+				 " \"qos\": \"q\\nq\", \"constraint\": \"a b\"},"
+				 " \"run_dir\": \"/tmp/a'b\", \"data\": {\"train\": \"x\\ny\"}}",
+				 NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "name: character '$' not allowed"));
+	assert_true(tu_has(&e, "resources.partition: character ';' not allowed"));
+	assert_true(tu_has(&e, "resources.account: character '`' not allowed"));
+	assert_true(tu_has(&e, "resources.qos: character 0x0a not allowed"));
+	assert_true(tu_has(&e, "resources.constraint: character ' ' not allowed"));
+	assert_true(tu_has(&e, "run_dir: character ''' not allowed"));
+	assert_true(tu_has(&e, "data.train: character 0x0a not allowed"));
+	assert_int_equal(resolve("{\"name\": \"-rf\"}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "name: must not start with '-'"));
+	/* Env values are data: anything printable is kept verbatim. */
+	assert_int_equal(resolve("{\"env\": {\"X\": \"'; rm -rf ~ # $(id) `id` \\\"q\\\"\"}}",
+				 NULL, 0, &s, &e), 0);
+	assert_string_equal(s.env.val[0], "'; rm -rf ~ # $(id) `id` \"q\"");
+	spec_free(&s);
+}
+
+static void run_dir_is_made_absolute(void **state)
+{
+	struct spec s;
+	struct dt_err e = {0};
+	const char *home = getenv("HOME");
+	char want[512];
+
+	(void)state;
+	setenv("HOME", "/home/alice", 1);
+	assert_int_equal(resolve("{\"run_dir\": \"~/runs/a/../b\"}", NULL, 0, &s, &e), 0);
+	assert_string_equal(s.run_dir, "/home/alice/runs/b");
+	spec_free(&s);
+	assert_int_equal(resolve("{\"run_dir\": \"rel/dir\"}", NULL, 0, &s, &e), 0);
+	assert_non_null(getcwd(want, sizeof(want) - 16));
+	strcat(want, "/rel/dir");
+	assert_string_equal(s.run_dir, want);
+	spec_free(&s);
+	if (home)
+		setenv("HOME", home, 1);
+}
+
+static void dump_round_trips(void **state)
+{
+	struct spec a, b;
+	struct dt_err e = {0};
+	struct dt_buf d1 = {0}, d2 = {0};
+
+	(void)state;
+	assert_int_equal(resolve("{\"name\": \"rt\", \"resources\": {\"nodes\": 2, \"tasks_per_node\": 2,"
+				 " \"mem_per_node\": 1536, \"time\": \"2-00:00:01\", \"constraint\": \"a&b\"},"
+				 " \"parallel\": {\"data\": 4}, \"train\": {\"optimizer\": {\"lr\": 0.1,"
+				 " \"betas\": [0.8, 0.95]}}, \"env\": {\"Z\": \"it's\"}, \"setup\": [\"a\", \"b\"],"
+				 " \"data\": {\"train\": \"/d/train.h5\"}}", NULL, 0, &a, &e), 0);
+	assert_int_equal(spec_dump(&a, &d1), 0);
+	assert_int_equal(spec_load(tu_write("resolved.json", d1.p), &b, &e), 0);
+	assert_int_equal(spec_dump(&b, &d2), 0);
+	assert_string_equal(d1.p, d2.p);
+	assert_true(b.train.optimizer.lr == 0.1);
+	assert_int_equal(b.resources.mem_per_node_mb, 1536);
+	assert_int_equal(b.resources.time_s, 2 * 86400 + 1);
+	assert_non_null(strstr(d1.p, "\"time\": \"2-00:00:01\""));
+	/* Every key of the table is in the dump. */
+	{
+		size_t n, i;
+		const struct spec_field *f = spec_fields(&n);
+
+		for (i = 0; i < n; i++) {
+			const char *leaf = strrchr(f[i].path, '.');
+			char key[80];
+
+			snprintf(key, sizeof(key), "\"%s\":", leaf ? leaf + 1 : f[i].path);
+			assert_non_null(strstr(d1.p, key));
+		}
+	}
+	dt_buf_free(&d1);
+	dt_buf_free(&d2);
+	spec_free(&a);
+	spec_free(&b);
+}
+
+static void table_is_consistent(void **state)
+{
+	size_t n, i;
+	const struct spec_field *f = spec_fields(&n);
+
+	(void)state;
+	assert_true(n >= 45);
+	for (i = 0; i < n; i++) {
+		assert_non_null(f[i].doc);
+		assert_true(strlen(f[i].doc) > 5);
+		assert_ptr_equal(spec_field_find(f[i].path), &f[i]);
+		if (f[i].type == SPEC_ENUM)
+			assert_non_null(f[i].choices);
+	}
+	assert_null(spec_field_find("resources"));
+	assert_null(spec_field_find("nope"));
+}
+
+/* jobs/README.md carries the generated reference between two markers; it
+ * must match the table. DTRAIN_UPDATE_DOCS=1 rewrites it. */
+static void readme_matches_table(void **state)
+{
+	const char *src = getenv("DTRAIN_SOURCE_DIR");
+	const char *begin_mark = "<!-- BEGIN KEYS (generated from jobs/spec_table.c) -->\n";
+	const char *end_mark = "<!-- END KEYS -->";
+	char path[1024];
+	char *text = NULL, *begin, *end;
+	struct dt_buf table = {0}, fixed = {0};
+
+	(void)state;
+	assert_non_null(src);
+	snprintf(path, sizeof(path), "%s/jobs/README.md", src);
+	assert_int_equal(dt_read_file(path, &text, NULL), 0);
+	begin = strstr(text, begin_mark);
+	assert_non_null(begin);
+	begin += strlen(begin_mark);
+	end = strstr(begin, end_mark);
+	assert_non_null(end);
+	assert_int_equal(spec_doc_markdown(&table), 0);
+	if ((size_t)(end - begin) != table.len || memcmp(begin, table.p, table.len)) {
+		if (getenv("DTRAIN_UPDATE_DOCS")) {
+			dt_buf_add(&fixed, text, (size_t)(begin - text));
+			dt_buf_puts(&fixed, table.p);
+			dt_buf_puts(&fixed, end);
+			assert_int_equal(dt_write_file_atomic(path, fixed.p, fixed.len, 0644), 0);
+		} else {
+			fail_msg("jobs/README.md is out of date with jobs/spec_table.c; "
+				 "run: DTRAIN_UPDATE_DOCS=1 build/tests/test_spec");
+		}
+	}
+	dt_buf_free(&fixed);
+	dt_buf_free(&table);
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(defaults_fill_every_key),
+		cmocka_unit_test(values_from_file),
+		cmocka_unit_test(unknown_keys_get_a_hint),
+		cmocka_unit_test(types_and_bounds),
+		cmocka_unit_test(sections_must_be_objects),
+		cmocka_unit_test(invalid_json_names_line_and_column),
+		cmocka_unit_test(missing_file_is_named),
+		cmocka_unit_test(cross_field_rules),
+		cmocka_unit_test(set_overrides),
+		cmocka_unit_test(set_errors),
+		cmocka_unit_test(hostile_strings),
+		cmocka_unit_test(run_dir_is_made_absolute),
+		cmocka_unit_test(dump_round_trips),
+		cmocka_unit_test(table_is_consistent),
+		cmocka_unit_test(readme_matches_table),
+	};
+	int rc = cmocka_run_group_tests_name("spec", tests, NULL, NULL);
+
+	tu_cleanup();
+	return rc;
+}

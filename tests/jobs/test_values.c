@@ -1,0 +1,95 @@
+/*
+ * test_values.c - Slurm time and memory strings, and the string helpers the
+ * spec checks rely on (edit distance for hints, shell quoting).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "jobs/spec.h"
+
+static void slurm_times(void **state)
+{
+	static const struct { const char *in; long want; } ok[] = {
+		{ "0", 0 }, { "90", 5400 }, { "10:30", 630 }, { "01:00:00", 3600 },
+		{ "2-0", 172800 }, { "1-02", 93600 }, { "1-02:03", 93780 },
+		{ "1-02:03:04", 93784 }, { "100:00:00", 360000 },
+	};
+	static const char *bad[] = { "", "x", "1:", ":5", "1-", "-1", "1-2-3", "1:2:3:4",
+				     "1h", "12 ", "99999999999" };
+	size_t i;
+	long t;
+	char buf[32];
+
+	(void)state;
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		assert_int_equal(spec_parse_time(ok[i].in, &t), 0);
+		assert_int_equal(t, ok[i].want);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(spec_parse_time(bad[i], &t), -EINVAL);
+	spec_format_time(93784, buf, sizeof(buf));
+	assert_string_equal(buf, "1-02:03:04");
+	spec_format_time(3599, buf, sizeof(buf));
+	assert_string_equal(buf, "00:59:59");
+	assert_int_equal(spec_parse_time(buf, &t), 0);
+	assert_int_equal(t, 3599);
+}
+
+static void memory_sizes(void **state)
+{
+	static const struct { const char *in; long want; } ok[] = {
+		{ "512", 512 }, { "512M", 512 }, { "512MB", 512 }, { "4G", 4096 }, { "4g", 4096 },
+		{ "1T", 1048576 }, { "2048K", 2 },
+	};
+	static const char *bad[] = { "", "G", "4X", "4GiB", "-4G", "4 G", "4GBB" };
+	size_t i;
+	long m;
+
+	(void)state;
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		assert_int_equal(spec_parse_mem(ok[i].in, &m), 0);
+		assert_int_equal(m, ok[i].want);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(spec_parse_mem(bad[i], &m), -EINVAL);
+}
+
+static void edit_distance(void **state)
+{
+	(void)state;
+	assert_int_equal(dt_edit_distance("nodes", "nodes"), 0);
+	assert_int_equal(dt_edit_distance("node", "nodes"), 1);
+	assert_int_equal(dt_edit_distance("partiton", "partition"), 1);
+	assert_int_equal(dt_edit_distance("", "abc"), 3);
+	assert_int_equal(dt_edit_distance("kitten", "sitting"), 3);
+}
+
+static void shell_quote(void **state)
+{
+	struct dt_buf b = {0};
+
+	(void)state;
+	assert_int_equal(dt_shell_quote(&b, "plain"), 0);
+	assert_int_equal(dt_shell_quote(&b, " it's $(x) `y`\n"), 0);
+	assert_int_equal(dt_shell_quote(&b, ""), 0);
+	assert_string_equal(b.p, "'plain'' it'\\''s $(x) `y`\n'''");
+	dt_buf_free(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(slurm_times),
+		cmocka_unit_test(memory_sizes),
+		cmocka_unit_test(edit_distance),
+		cmocka_unit_test(shell_quote),
+	};
+
+	return cmocka_run_group_tests_name("values", tests, NULL, NULL);
+}

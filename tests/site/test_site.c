@@ -1,0 +1,240 @@
+/*
+ * test_site.c - the site policy: finding the file, its own validation,
+ * defaults under the user's spec, locked keys, limits.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jobs/spec.h"
+#include "site/site.h"
+#include "tests/testutil.h"
+
+static const char *site_text =
+	"{\"runs_root\": \"/srv/runs\","
+	" \"defaults\": {\"resources\": {\"partition\": \"low\", \"time\": \"00:30:00\","
+	"                \"account\": \"physics\"}, \"env\": {\"SITE_DEF\": \"1\"},"
+	"                \"train\": {\"log_every\": 50}},"
+	" \"limits\": {\"max_nodes\": 2, \"max_tasks_per_node\": 4, \"max_cpus_per_task\": 2,"
+	"            \"max_gpus_per_node\": 0, \"max_time\": \"1-00:00:00\","
+	"            \"partitions\": [\"low\", \"high\"]},"
+	" \"locked\": [\"resources.account\", \"env.SITE_LOCK\", \"checkpoint\"],"
+	" \"env\": {\"SITE_ENV\": \"x\"}, \"sbatch_extra\": [\"--exclusive\"],"
+	" \"srun_extra\": [\"--kill-on-bad-exit=1\"], \"setup\": [\"module load mpi\"]}";
+
+struct fixture {
+	struct site site;
+	char site_path[512];
+};
+
+static int setup(void **state)
+{
+	static struct fixture fx;
+	struct dt_err e = {0};
+
+	snprintf(fx.site_path, sizeof(fx.site_path), "%s", tu_write("site.json", site_text));
+	if (site_load(fx.site_path, &fx.site, &e)) {
+		fprintf(stderr, "%s\n", e.msg);
+		return -1;
+	}
+	*state = &fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	site_free(&fx->site);
+	return 0;
+}
+
+static int resolve(struct fixture *fx, const char *text, const char *const *sets, size_t n,
+		   struct spec *s, struct dt_err *e)
+{
+	struct spec_input in = { tu_write("job.json", text), &fx->site, sets, n };
+
+	dt_err_clear(e);
+	return spec_resolve(&in, s, e);
+}
+
+static void site_file_is_loaded(void **state)
+{
+	struct fixture *fx = *state;
+
+	assert_string_equal(fx->site.runs_root, "/srv/runs");
+	assert_int_equal(fx->site.limits.max_nodes, 2);
+	assert_int_equal(fx->site.limits.max_time_s, 86400);
+	assert_int_equal(fx->site.limits.partitions.n, 2);
+	assert_int_equal(fx->site.locked.n, 3);
+	assert_string_equal(fx->site.env.key[0], "SITE_ENV");
+	assert_string_equal(fx->site.sbatch_extra.v[0], "--exclusive");
+	assert_string_equal(fx->site.setup.v[0], "module load mpi");
+}
+
+static void defaults_apply_under_the_spec(void **state)
+{
+	struct fixture *fx = *state;
+	struct spec s;
+	struct dt_err e = {0};
+
+	assert_int_equal(resolve(fx, "{\"resources\": {\"time\": \"02:00:00\"}, \"env\": {\"MINE\": \"2\"}}",
+				 NULL, 0, &s, &e), 0);
+	assert_string_equal(s.resources.partition, "low");   /* site default */
+	assert_string_equal(s.resources.account, "physics"); /* site default, locked */
+	assert_int_equal(s.resources.time_s, 7200);          /* user wins */
+	assert_int_equal(s.train.log_every, 50);
+	assert_int_equal(s.env.n, 2); /* maps merge key by key */
+	assert_string_equal(s.env.key[0], "SITE_DEF");
+	assert_string_equal(s.env.key[1], "MINE");
+	spec_free(&s);
+}
+
+static void locked_keys_are_refused(void **state)
+{
+	struct fixture *fx = *state;
+	struct spec s;
+	struct dt_err e = {0};
+	const char *sets[] = { "env.SITE_LOCK=1" };
+	char want[700];
+
+	assert_int_equal(resolve(fx, "{\"resources\": {\"account\": \"mine\"}, \"checkpoint\": {\"keep\": 9}}",
+				 sets, 1, &s, &e), -EINVAL);
+	snprintf(want, sizeof(want), "job.json: resources.account: locked by the site (%s: locked: \"resources.account\")",
+		 fx->site_path);
+	assert_true(tu_has(&e, want));
+	assert_true(tu_has(&e, "checkpoint: locked by the site"));
+	assert_true(tu_has(&e, "--set: env.SITE_LOCK: locked by the site"));
+	assert_int_equal(e.count, 3);
+}
+
+static void limits_are_enforced(void **state)
+{
+	struct fixture *fx = *state;
+	struct spec s;
+	struct dt_err e = {0};
+	const char *sets[] = { "resources.cpus_per_task=3" };
+
+	assert_int_equal(resolve(fx, "{\"resources\": {\"nodes\": 4, \"tasks_per_node\": 8,"
+				 " \"gpus_per_node\": 1, \"time\": \"2-00:00:00\", \"partition\": \"gpu\"},"
+				 " \"parallel\": {\"data\": 32}}", sets, 1, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "job.json: resources.nodes: 4 exceeds the site limit 2 ("));
+	assert_true(tu_has(&e, ": limits.max_nodes)"));
+	assert_true(tu_has(&e, "resources.tasks_per_node: 8 exceeds the site limit 4"));
+	assert_true(tu_has(&e, "--set: resources.cpus_per_task: 3 exceeds the site limit 2"));
+	assert_true(tu_has(&e, "resources.gpus_per_node: 1 exceeds the site limit 0"));
+	assert_true(tu_has(&e, "resources.time: 2-00:00:00 exceeds the site limit 1-00:00:00"));
+	assert_true(tu_has(&e, "resources.partition: \"gpu\" is not allowed by the site"));
+	assert_true(tu_has(&e, "limits.partitions: \"low\", \"high\")"));
+	/* Within the limits it resolves. */
+	assert_int_equal(resolve(fx, "{\"resources\": {\"nodes\": 2, \"tasks_per_node\": 2,"
+				 " \"partition\": \"high\"}, \"parallel\": {\"data\": 4}}", NULL, 0, &s, &e), 0);
+	spec_free(&s);
+}
+
+static void bad_site_files(void **state)
+{
+	struct site s;
+	struct dt_err e = {0};
+
+	(void)state;
+	assert_int_equal(site_load(tu_write("bad.json",
+		"{\"limit\": {}, \"limits\": {\"max_node\": 1, \"max_time\": \"x\"},"
+		" \"defaults\": {\"resources\": {\"nodez\": 1}, \"train\": {\"epochs\": -1}},"
+		" \"locked\": [\"resources.nodes\", \"no.such\"], \"sbatch_extra\": [\"exclusive\", \"--x=$(id)\"],"
+		" \"env\": {\"A B\": \"x\"}, \"runs_root\": \"/a b\"}"), &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "bad.json: limit: unknown key; did you mean \"limits"));
+	assert_true(tu_has(&e, "limits.max_node: unknown key; did you mean \"limits.max_nodes\"?"));
+	assert_true(tu_has(&e, "limits.max_time: not a Slurm time"));
+	assert_true(tu_has(&e, "defaults.resources.nodez: unknown key; did you mean \"resources.nodes\"?"));
+	assert_true(tu_has(&e, "defaults.train.epochs: must be between 0 and"));
+	assert_true(tu_has(&e, "locked[1]: \"no.such\" is not a job-spec key"));
+	assert_true(tu_has(&e, "sbatch_extra[0]: expected an option like \"--exclusive\""));
+	assert_true(tu_has(&e, "sbatch_extra[1]: character '$' not allowed"));
+	assert_true(tu_has(&e, "env.A B: not a valid environment variable name"));
+	assert_true(tu_has(&e, "runs_root: character ' ' not allowed"));
+	assert_null(s.path);
+	assert_int_equal(site_load("/nonexistent/site.json", &s, &e), -ENOENT);
+}
+
+static void no_site_file_means_no_policy(void **state)
+{
+	struct site s;
+	struct dt_err e = {0};
+
+	(void)state;
+	setenv("HOME", "/home/bob", 1);
+	assert_int_equal(site_load(NULL, &s, &e), 0);
+	assert_null(s.path);
+	assert_string_equal(s.runs_root, "/home/bob/dtrain-runs");
+	assert_int_equal(s.limits.max_nodes, 0);
+	assert_int_equal(s.limits.max_gpus_per_node, -1);
+	assert_null(site_locked(&s, "resources.nodes"));
+	site_free(&s);
+}
+
+static void site_file_search_order(void **state)
+{
+	(void)state;
+	setenv("DTRAIN_SITE", "/from/env.json", 1);
+	assert_string_equal(site_find("/explicit.json"), "/explicit.json");
+	assert_string_equal(site_find(NULL), "/from/env.json");
+	unsetenv("DTRAIN_SITE");
+	/* Without either, /etc/dtrain/site.json if it exists, else none. */
+	if (access(SITE_DEFAULT_PATH, F_OK) == 0)
+		assert_string_equal(site_find(NULL), SITE_DEFAULT_PATH);
+	else
+		assert_null(site_find(NULL));
+}
+
+static void lock_coverage(void **state)
+{
+	struct fixture *fx = *state;
+
+	assert_string_equal(site_locked(&fx->site, "resources.account"), "resources.account");
+	assert_string_equal(site_locked(&fx->site, "checkpoint.keep"), "checkpoint");
+	assert_null(site_locked(&fx->site, "resources"));
+	assert_null(site_locked(&fx->site, "resources.accounts"));
+	assert_null(site_locked(NULL, "resources.account"));
+}
+
+static void example_site_file_is_valid(void **state)
+{
+	const char *src = getenv("DTRAIN_SOURCE_DIR");
+	char path[1024];
+	struct site s;
+	struct dt_err e = {0};
+
+	(void)state;
+	assert_non_null(src);
+	snprintf(path, sizeof(path), "%s/site/site.json", src);
+	if (site_load(path, &s, &e))
+		fail_msg("%s", e.msg);
+	site_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(site_file_is_loaded),
+		cmocka_unit_test(defaults_apply_under_the_spec),
+		cmocka_unit_test(locked_keys_are_refused),
+		cmocka_unit_test(limits_are_enforced),
+		cmocka_unit_test(lock_coverage),
+		cmocka_unit_test(bad_site_files),
+		cmocka_unit_test(no_site_file_means_no_policy),
+		cmocka_unit_test(site_file_search_order),
+		cmocka_unit_test(example_site_file_is_valid),
+	};
+	int rc = cmocka_run_group_tests_name("site", tests, setup, teardown);
+
+	tu_cleanup();
+	return rc;
+}
