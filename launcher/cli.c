@@ -1,0 +1,354 @@
+/*
+ * cli.c - the command line of dtrain-submit: the commands, their options,
+ * their --help texts, and a parser that names the argument it cannot use.
+ *
+ * `dtrain-submit SPEC ...` is `dtrain-submit submit SPEC ...`: a first
+ * argument that is not a command name is the start of a submit (a spec file
+ * named like a command is reached as ./status or with `submit`).
+ *
+ * Sections: help texts, option table, parser.
+ */
+#include "launcher/launch.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- help texts --- */
+
+static const char help_program[] =
+	"Usage: dtrain-submit [submit] SPEC [--site FILE] [--set KEY=VALUE]... [--dry-run]\n"
+	"       dtrain-submit validate SPEC [--site FILE] [--set KEY=VALUE]...\n"
+	"       dtrain-submit status [JOB]\n"
+	"       dtrain-submit cancel JOB\n"
+	"       dtrain-submit logs [-f] JOB\n"
+	"       dtrain-submit --help | --version\n"
+	"\n"
+	"Run a dtrain job spec on Slurm as a batch job, and follow your jobs.\n"
+	"\n"
+	"commands:\n"
+	"  submit    resolve SPEC, create its run dir and sbatch it (the default)\n"
+	"  validate  resolve SPEC and print the resolved spec as JSON; submit nothing\n"
+	"  status    list your recent jobs, or show one\n"
+	"  cancel    cancel a job\n"
+	"  logs      print a job's output; -f follows it\n"
+	"\n"
+	"JOB is a Slurm job id or a job name (then the most recent job of that name).\n"
+	"`dtrain-submit COMMAND --help` describes a command.\n"
+	"\n"
+	"files:\n"
+	"  site policy   --site FILE, else $DTRAIN_SITE, else " SITE_DEFAULT_PATH "\n"
+	"  job registry  ${XDG_STATE_HOME:-$HOME/.local/state}/dtrain/jobs.tsv\n"
+	"\n"
+	"exit codes: 0 ok, 1 failure (Slurm refused, I/O error), 2 usage error,\n"
+	"            3 invalid job spec or site file\n";
+
+static const char help_submit[] =
+	"Usage: dtrain-submit [submit] SPEC [--site FILE] [--set KEY=VALUE]... [--dry-run]\n"
+	"\n"
+	"Resolve the job spec SPEC (site defaults, SPEC, then --set overrides), render\n"
+	"its batch script, create the run dir and submit it with sbatch. Prints the\n"
+	"Slurm job id on stdout, the run dir and how to follow the job on stderr.\n"
+	"\n"
+	"The run dir is the spec's run_dir, else <runs_root>/<name>-<YYYYmmdd-HHMMSS>\n"
+	"(-2, -3... when taken); it must not exist. It receives spec.json (the\n"
+	"resolved spec), job.sh (the batch script), job_id and the job's output\n"
+	"slurm-<id>.out. An invalid spec creates nothing; if sbatch refuses the job\n"
+	"the run dir is removed again.\n"
+	"\n"
+	"options:\n"
+	"  --site FILE      site policy file (default: $DTRAIN_SITE, else " SITE_DEFAULT_PATH ")\n"
+	"  --set KEY=VALUE  override one spec key, e.g. --set resources.nodes=2 (repeatable)\n"
+	"  --dry-run        print the batch script; create and submit nothing\n"
+	"  -h, --help       this text\n"
+	"\n"
+	"exit codes: 0 submitted, 1 sbatch refused or I/O error, 2 usage error,\n"
+	"            3 invalid job spec or site file (every problem is listed)\n";
+
+static const char help_validate[] =
+	"Usage: dtrain-submit validate SPEC [--site FILE] [--set KEY=VALUE]...\n"
+	"\n"
+	"Resolve SPEC exactly as submit would, render and check its batch script,\n"
+	"and print the resolved spec as JSON (the spec.json a submit would write,\n"
+	"with the run dir it would use). Creates nothing, runs no Slurm command.\n"
+	"\n"
+	"options:\n"
+	"  --site FILE      site policy file (default: $DTRAIN_SITE, else " SITE_DEFAULT_PATH ")\n"
+	"  --set KEY=VALUE  override one spec key (repeatable)\n"
+	"  -h, --help       this text\n"
+	"\n"
+	"exit codes: 0 valid, 1 I/O error, 2 usage error, 3 invalid spec or site file\n";
+
+static const char help_status[] =
+	"Usage: dtrain-submit status [JOB]\n"
+	"\n"
+	"Without JOB: your last 20 submitted jobs, oldest first, as columns\n"
+	"JOBID NAME STATE RUN_DIR. STATE is Slurm's (squeue, else scontrol), or\n"
+	"ENDED when Slurm no longer knows the job.\n"
+	"With JOB (a job id or name): that job's details and its latest progress\n"
+	"line (<run dir>/metrics.jsonl).\n"
+	"\n"
+	"options:\n"
+	"  -h, --help  this text\n";
+
+static const char help_cancel[] =
+	"Usage: dtrain-submit cancel JOB\n"
+	"\n"
+	"Cancel JOB (a job id, or the most recent job of that name) with scancel.\n"
+	"A cancelled job is not requeued, even if it saved a checkpoint.\n"
+	"\n"
+	"options:\n"
+	"  -h, --help  this text\n";
+
+static const char help_logs[] =
+	"Usage: dtrain-submit logs [-f] JOB\n"
+	"\n"
+	"Print the output of JOB (<run dir>/slurm-<id>.out: stdout and stderr of\n"
+	"every run of the job, requeues appended).\n"
+	"\n"
+	"options:\n"
+	"  -f, --follow  keep printing new output until the job has ended (Ctrl-C stops)\n"
+	"  -h, --help    this text\n";
+
+const char *launch_help(enum launch_cmd cmd)
+{
+	switch (cmd) {
+	case LAUNCH_SUBMIT:
+		return help_submit;
+	case LAUNCH_VALIDATE:
+		return help_validate;
+	case LAUNCH_STATUS:
+		return help_status;
+	case LAUNCH_CANCEL:
+		return help_cancel;
+	case LAUNCH_LOGS:
+		return help_logs;
+	default:
+		return help_program;
+	}
+}
+
+/* --- option table --- */
+
+struct cmd_def {
+	enum launch_cmd cmd;
+	const char *name;
+	const char *options; /* the long options it takes, space-separated */
+	int min_pos, max_pos; /* positional arguments */
+};
+
+static const struct cmd_def cmds[] = {
+	{ LAUNCH_SUBMIT, "submit", "--site --set --dry-run --help", 1, 1 },
+	{ LAUNCH_VALIDATE, "validate", "--site --set --help", 1, 1 },
+	{ LAUNCH_STATUS, "status", "--help", 0, 1 },
+	{ LAUNCH_CANCEL, "cancel", "--help", 1, 1 },
+	{ LAUNCH_LOGS, "logs", "--follow --help", 1, 1 },
+};
+
+const char *launch_cmd_name(enum launch_cmd cmd)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (cmds[i].cmd == cmd)
+			return cmds[i].name;
+	return "dtrain-submit";
+}
+
+/* Does cmd take the long option opt (without "=value")? */
+static bool takes(const struct cmd_def *c, const char *opt, size_t len)
+{
+	const char *p = c->options;
+
+	while ((p = strstr(p, opt)) != NULL) {
+		if ((p == c->options || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\0') &&
+		    !strncmp(p, opt, len))
+			return true;
+		p += 1;
+	}
+	return false;
+}
+
+/* The option of c closest to opt, for "did you mean". */
+static const char *closest(const struct cmd_def *c, const char *opt, char *buf, size_t size)
+{
+	const char *p = c->options;
+	int best = 4;
+
+	buf[0] = '\0';
+	while (*p) {
+		size_t n = strcspn(p, " ");
+		char cand[32];
+		int d;
+
+		if (n < sizeof(cand)) {
+			memcpy(cand, p, n);
+			cand[n] = '\0';
+			d = dt_edit_distance(opt, cand);
+			if (d < best && n < size) {
+				best = d;
+				memcpy(buf, cand, n + 1);
+			}
+		}
+		p += n + (p[n] == ' ');
+	}
+	return buf[0] ? buf : NULL;
+}
+
+/* --- parser --- */
+
+static int usage_error(struct dt_err *err, const struct cmd_def *c, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int usage_error(struct dt_err *err, const struct cmd_def *c, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	dt_err_add(err, "%s: %s; try 'dtrain-submit %s --help'", c->name, line, c->name);
+	return -EINVAL;
+}
+
+static int add_set(struct launch_args *out, const char *kv, const struct cmd_def *c,
+		   struct dt_err *err)
+{
+	const char **v;
+
+	if (!strchr(kv, '=') || kv[0] == '=')
+		return usage_error(err, c, "--set: expected KEY=VALUE (got '%s')", kv);
+	v = realloc(out->sets, (out->n_sets + 1) * sizeof(*v));
+	if (!v) {
+		dt_err_add(err, "out of memory");
+		return -ENOMEM;
+	}
+	out->sets = v;
+	out->sets[out->n_sets++] = kv;
+	return 0;
+}
+
+/* One option argument at argv[*i] (it starts with '-'); may consume the next. */
+static int parse_option(int argc, char *const argv[], int *i, const struct cmd_def *c,
+			struct launch_args *out, struct dt_err *err)
+{
+	const char *a = argv[*i];
+	const char *eq = strchr(a, '=');
+	const char *value = NULL;
+	char name[64], hint[32];
+
+	snprintf(name, sizeof(name), "%.*s", (int)(eq ? eq - a : (long)strlen(a)), a);
+	if (!strcmp(name, "-f") && c->cmd == LAUNCH_LOGS)
+		strcpy(name, "--follow");
+	if (name[1] != '-' || !takes(c, name, strlen(name))) {
+		if (closest(c, name, hint, sizeof(hint)))
+			return usage_error(err, c, "unknown option '%s' (did you mean '%s'?)", name, hint);
+		return usage_error(err, c, "unknown option '%s'", name);
+	}
+	if (strcmp(name, "--site") && strcmp(name, "--set")) {
+		/* Flags. */
+		if (eq)
+			return usage_error(err, c, "%s takes no value", name);
+		if (!strcmp(name, "--dry-run"))
+			out->dry_run = true;
+		else if (!strcmp(name, "--follow"))
+			out->follow = true;
+		return 0;
+	}
+	/* Options with a value: --opt VALUE or --opt=VALUE. */
+	if (eq)
+		value = eq + 1;
+	else if (*i + 1 < argc)
+		value = argv[++*i];
+	else
+		return usage_error(err, c, "%s needs a value", name);
+	if (!strcmp(name, "--set"))
+		return add_set(out, value, c, err);
+	if (!*value)
+		return usage_error(err, c, "%s needs a file name", name);
+	out->site_path = value;
+	return 0;
+}
+
+int launch_parse_args(int argc, char *const argv[], struct launch_args *out,
+		      struct dt_err *err)
+{
+	const struct cmd_def *c = &cmds[0];
+	const char *pos[2] = { NULL, NULL };
+	bool only_pos = false;
+	int i = 1, n_pos = 0, rc = 0;
+	size_t k;
+
+	*out = (struct launch_args){ .cmd = LAUNCH_SUBMIT, .help_for = LAUNCH_HELP };
+	if (argc < 2) {
+		dt_err_add(err, "no command and no SPEC; try 'dtrain-submit --help'");
+		return -EINVAL;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		out->cmd = LAUNCH_HELP;
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		out->cmd = LAUNCH_VERSION;
+		return 0;
+	}
+	for (k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
+		if (!strcmp(argv[1], cmds[k].name)) {
+			c = &cmds[k];
+			i = 2;
+			break;
+		}
+	}
+	out->cmd = c->cmd;
+	/* --help anywhere (before "--") wins over every other problem. */
+	for (k = (size_t)i; k < (size_t)argc && strcmp(argv[k], "--"); k++) {
+		if (!strcmp(argv[k], "-h") || !strcmp(argv[k], "--help")) {
+			out->cmd = LAUNCH_HELP;
+			out->help_for = c->cmd;
+			return 0;
+		}
+	}
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (only_pos || a[0] != '-' || !strcmp(a, "-")) {
+			if (n_pos >= c->max_pos) {
+				rc = usage_error(err, c, "unexpected argument '%s'", a);
+				goto out;
+			}
+			pos[n_pos++] = a;
+		} else if (!strcmp(a, "--")) {
+			only_pos = true;
+		} else if ((rc = parse_option(argc, argv, &i, c, out, err)) != 0) {
+			goto out;
+		}
+	}
+	if (n_pos < c->min_pos) {
+		rc = usage_error(err, c, "missing %s",
+				 c->cmd == LAUNCH_SUBMIT || c->cmd == LAUNCH_VALIDATE ? "SPEC" : "JOB");
+		goto out;
+	}
+	if (c->cmd == LAUNCH_SUBMIT || c->cmd == LAUNCH_VALIDATE) {
+		out->spec_path = pos[0];
+		if (!*pos[0])
+			rc = usage_error(err, c, "SPEC is an empty file name");
+	} else {
+		out->job = pos[0];
+		if (pos[0] && !*pos[0])
+			rc = usage_error(err, c, "JOB is empty");
+	}
+out:
+	if (rc)
+		launch_args_free(out);
+	return rc;
+}
+
+void launch_args_free(struct launch_args *a)
+{
+	free(a->sets);
+	a->sets = NULL;
+	a->n_sets = 0;
+}

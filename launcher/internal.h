@@ -1,0 +1,56 @@
+/*
+ * internal.h - helpers shared by the files of the launcher module (prefix
+ * launch__): running programs without a shell, writing files, and showing
+ * untrusted values in messages.
+ */
+#ifndef DTRAIN_LAUNCHER_INTERNAL_H
+#define DTRAIN_LAUNCHER_INTERNAL_H
+
+#include <stddef.h>
+
+#include "runtime/util.h"
+
+/* --- running programs (proc.c) --- */
+
+enum launch__stderr {
+	LAUNCH__STDERR_PASS,    /* the child writes to our stderr */
+	LAUNCH__STDERR_QUIET,   /* to /dev/null */
+	LAUNCH__STDERR_CAPTURE, /* into proc.err */
+};
+
+/* One program to run. argv[0] is looked up on $PATH (unless it has a '/');
+ * no shell is involved. Every pointer is borrowed for the call. */
+struct launch__proc {
+	const char *const *argv;    /* NULL-terminated */
+	const char *in;             /* data for its stdin; NULL: /dev/null */
+	size_t in_len;
+	struct dt_buf *out;         /* its stdout is appended here; NULL: ours */
+	enum launch__stderr err_mode;
+	struct dt_buf *err;         /* LAUNCH__STDERR_CAPTURE: appended here */
+};
+
+/* Run and wait. *status is the exit code, or 128+N when killed by signal N.
+ * -ENOENT (line in err) when argv[0] is not on $PATH, -errno on a failed
+ * pipe/fork. A non-zero *status is not an error of this function. */
+int launch__run(const struct launch__proc *p, int *status, struct dt_err *err);
+
+/* Full path of an executable found on $PATH (or name itself if it holds a
+ * '/' and is executable). Caller frees; NULL when none. */
+char *launch__which(const char *name);
+
+/* --- files (submit.c) --- */
+
+/* Create path (must not exist) with data, fsync it. 0 or -errno. */
+int launch__write_new(const char *path, const void *data, size_t len, int mode);
+
+/* --- text (render.c) --- */
+
+/* A copy of s fit for one line of a message or a script comment: control
+ * characters become '?', and at most size-1 bytes ("..." when cut). */
+const char *launch__printable(const char *s, char *buf, size_t size);
+
+/* The value of `key=` in `scontrol show job` output (up to the next
+ * whitespace), or NULL when absent or out of memory. Caller frees. (slurm.c) */
+char *launch__scontrol_field(const char *text, const char *key);
+
+#endif

@@ -1,0 +1,390 @@
+/*
+ * jobs.c - `dtrain-submit status`, `cancel` and `logs`: what happens to a
+ * job after the submit. A JOB argument is resolved by launch_resolve_job()
+ * (registry.c); Slurm is asked through its client programs (slurm.c).
+ *
+ * status prints one row per job through a table of columns, so that
+ * progress columns (step, loss from metrics.jsonl) are one entry each.
+ *
+ * Sections: status table, status of one job, cancel, logs.
+ */
+#include "launcher/launch.h"
+#include "launcher/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STATUS_ROWS 20        /* status without JOB: the most recent jobs */
+#define LOGS_POLL_NS 500000000L
+#define LOGS_STATE_EVERY_S 2.0 /* seconds between state queries while quiet */
+
+/* --- status table --- */
+
+/* What one row shows; add fields here for new columns. */
+struct status_row {
+	const struct launch_job *job;
+	char state[32];
+};
+
+struct status_col {
+	const char *title;
+	const char *(*get)(const struct status_row *r);
+};
+
+static const char *or_dash(const char *s)
+{
+	return s && *s ? s : "-";
+}
+
+static const char *col_id(const struct status_row *r) { return r->job->id; }
+static const char *col_name(const struct status_row *r) { return or_dash(r->job->name); }
+static const char *col_state(const struct status_row *r) { return r->state; }
+static const char *col_run_dir(const struct status_row *r) { return or_dash(r->job->run_dir); }
+
+/* In display order; the last column is not padded. */
+static const struct status_col status_cols[] = {
+	{ "JOBID", col_id },
+	{ "NAME", col_name },
+	{ "STATE", col_state },
+	{ "RUN_DIR", col_run_dir },
+};
+#define N_COLS (sizeof(status_cols) / sizeof(status_cols[0]))
+
+static void print_row(const int width[N_COLS], const struct status_row *r)
+{
+	size_t c;
+
+	for (c = 0; c < N_COLS; c++) {
+		const char *v = r ? status_cols[c].get(r) : status_cols[c].title;
+
+		if (c + 1 < N_COLS)
+			printf("%-*s  ", width[c], v);
+		else
+			printf("%s\n", v);
+	}
+}
+
+static int status_all(struct dt_err *err)
+{
+	struct launch_job *jobs = NULL;
+	struct status_row *rows = NULL;
+	int width[N_COLS];
+	size_t n = 0, first, i, c;
+	char *registry = NULL;
+	int rc;
+
+	rc = launch_registry_path(&registry, err);
+	if (!rc)
+		rc = launch_registry_load(&jobs, &n, err);
+	if (rc)
+		goto out;
+	if (n == 0) {
+		fprintf(stderr, "dtrain-submit: no jobs submitted yet (registry: %s)\n", registry);
+		goto out;
+	}
+	first = n > STATUS_ROWS ? n - STATUS_ROWS : 0;
+	rows = calloc(n - first, sizeof(*rows));
+	if (!rows) {
+		rc = -ENOMEM;
+		dt_err_add(err, "status: out of memory");
+		goto out;
+	}
+	for (c = 0; c < N_COLS; c++)
+		width[c] = (int)strlen(status_cols[c].title);
+	for (i = first; i < n; i++) {
+		struct status_row *r = &rows[i - first];
+
+		r->job = &jobs[i];
+		launch_job_state(jobs[i].id, r->state, sizeof(r->state));
+		for (c = 0; c < N_COLS; c++) {
+			int w = (int)strlen(status_cols[c].get(r));
+
+			if (w > width[c])
+				width[c] = w;
+		}
+	}
+	print_row(width, NULL);
+	for (i = first; i < n; i++)
+		print_row(width, &rows[i - first]);
+out:
+	free(rows);
+	launch_jobs_free(jobs, n);
+	free(registry);
+	return rc;
+}
+
+/* --- status of one job --- */
+
+/* The last non-empty line of a file (reads at most its last 64 KiB).
+ * *out NULL when the file does not exist or has no line. */
+static int last_line(const char *path, char **out)
+{
+	char buf[65536];
+	struct stat st;
+	off_t from;
+	ssize_t n;
+	size_t len;
+	char *end, *start;
+	int fd, rc = 0;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	from = st.st_size > (off_t)sizeof(buf) - 1 ? st.st_size - (off_t)sizeof(buf) + 1 : 0;
+	while ((n = pread(fd, buf, sizeof(buf) - 1, from)) < 0 && errno == EINTR)
+		;
+	if (n < 0) {
+		rc = -errno;
+		goto out;
+	}
+	len = (size_t)n;
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+		len--;
+	buf[len] = '\0';
+	end = buf + len;
+	start = memrchr(buf, '\n', len);
+	start = start ? start + 1 : buf;
+	/* A line longer than the window is not a whole line: leave it. */
+	if (start != end && (start != buf || from == 0) && !(*out = strndup(start, (size_t)(end - start))))
+		rc = -ENOMEM;
+out:
+	close(fd);
+	return rc;
+}
+
+static int status_one(const char *arg, struct dt_err *err)
+{
+	struct launch_job job = {0};
+	struct dt_buf metrics = {0};
+	char state[32], *progress = NULL;
+	int rc;
+
+	rc = launch_resolve_job(arg, &job, err);
+	if (rc)
+		goto out;
+	launch_job_state(job.id, state, sizeof(state));
+	printf("job:       %s\n", job.id);
+	printf("name:      %s\n", or_dash(job.name));
+	printf("state:     %s\n", state);
+	printf("run dir:   %s\n", or_dash(job.run_dir));
+	printf("submitted: %s\n", or_dash(job.submitted));
+	printf("output:    %s\n", or_dash(job.log_path));
+	if (job.run_dir) {
+		if (dt_buf_printf(&metrics, "%s/metrics.jsonl", job.run_dir)) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		/* Progress is whatever dtrain-run wrote last; not there is fine. */
+		if (last_line(metrics.p, &progress) == 0 && progress)
+			printf("progress:  %s\n", progress);
+	}
+out:
+	if (rc == -ENOMEM)
+		dt_err_add(err, "status: out of memory");
+	free(progress);
+	dt_buf_free(&metrics);
+	launch_job_free(&job);
+	return rc;
+}
+
+int launch_cmd_status(const struct launch_args *a, struct dt_err *err)
+{
+	return a->job ? status_one(a->job, err) : status_all(err);
+}
+
+/* --- cancel --- */
+
+int launch_cmd_cancel(const struct launch_args *a, struct dt_err *err)
+{
+	struct launch_job job = {0};
+	int rc, status;
+
+	rc = launch_resolve_job(a->job, &job, err);
+	if (rc)
+		goto out;
+	{
+		const char *argv[] = { "scancel", job.id, NULL };
+
+		rc = launch__run(&(struct launch__proc){ .argv = argv,
+							 .err_mode = LAUNCH__STDERR_PASS },
+				 &status, err);
+	}
+	if (!rc && status != 0) {
+		rc = -EIO;
+		dt_err_add(err, "scancel refused to cancel job %s (exit %d, its message is above)",
+			   job.id, status);
+	}
+	if (rc)
+		goto out;
+	printf("cancelled job %s (%s), run dir %s\n", job.id, or_dash(job.name),
+	       or_dash(job.run_dir));
+out:
+	launch_job_free(&job);
+	return rc;
+}
+
+/* --- logs --- */
+
+/* Ctrl-C during `logs -f` ends the command normally; the handler only sets
+ * this flag, the loop looks at it. */
+static volatile sig_atomic_t logs_interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	logs_interrupted = 1;
+}
+
+/* Copy what the file holds past *off to stdout. Returns bytes copied or -errno. */
+static ssize_t copy_new(int fd, off_t *off)
+{
+	char buf[65536];
+	struct stat st;
+	ssize_t total = 0, n;
+
+	if (fstat(fd, &st) == 0 && st.st_size < *off)
+		*off = 0; /* truncated (a new run with --open-mode=truncate) */
+	for (;;) {
+		n = pread(fd, buf, sizeof(buf), *off);
+		if (n < 0 && errno == EINTR) {
+			if (logs_interrupted)
+				break;
+			continue;
+		}
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		if (fwrite(buf, 1, (size_t)n, stdout) != (size_t)n)
+			return -EIO;
+		*off += n;
+		total += n;
+	}
+	fflush(stdout);
+	return total;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int follow(const struct launch_job *job, int fd, struct dt_err *err)
+{
+	struct sigaction sa = {0}, old;
+	struct timespec poll = { 0, LOGS_POLL_NS };
+	char state[32] = "";
+	bool ending = false, said_waiting = false, opened;
+	double asked = -1e9;
+	int rc = 0;
+	off_t off = 0;
+
+	logs_interrupted = 0;
+	sa.sa_handler = on_sigint;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old); /* no SA_RESTART: Ctrl-C cuts the sleep */
+	while (!logs_interrupted) {
+		ssize_t got = 0;
+
+		if (fd < 0 && (fd = open(job->log_path, O_RDONLY | O_CLOEXEC)) < 0 &&
+		    errno != ENOENT) {
+			rc = -errno;
+			dt_err_add(err, "%s: cannot open: %s", job->log_path, strerror(-rc));
+			break;
+		}
+		if (fd >= 0 && (got = copy_new(fd, &off)) < 0) {
+			rc = (int)got;
+			dt_err_add(err, "%s: cannot read: %s", job->log_path, strerror(-rc));
+			break;
+		}
+		/* Quiet: is more to come? After the job ended, one more read. */
+		if (got == 0 && ending)
+			break;
+		if (got == 0 && now_s() - asked >= LOGS_STATE_EVERY_S) {
+			asked = now_s();
+			launch_job_state(job->id, state, sizeof(state));
+			if (!launch_state_active(state)) {
+				ending = true;
+				continue;
+			}
+			if (fd < 0 && !said_waiting) {
+				fprintf(stderr, "dtrain-submit: job %s is %s; waiting for %s\n",
+					job->id, state, job->log_path);
+				said_waiting = true;
+			}
+		}
+		nanosleep(&poll, NULL);
+	}
+	sigaction(SIGINT, &old, NULL);
+	opened = fd >= 0;
+	if (fd >= 0)
+		close(fd);
+	if (!rc && ending && !opened)
+		fprintf(stderr, "dtrain-submit: job %s is %s and wrote no output to %s\n",
+			job->id, state, job->log_path);
+	return rc;
+}
+
+int launch_cmd_logs(const struct launch_args *a, struct dt_err *err)
+{
+	struct launch_job job = {0};
+	char state[32];
+	off_t off = 0;
+	int fd = -1, rc;
+
+	rc = launch_resolve_job(a->job, &job, err);
+	if (rc)
+		goto out;
+	if (!job.log_path) {
+		rc = -ENOENT;
+		dt_err_add(err, "job %s: its output file is unknown (no run dir in the registry or in Slurm)",
+			   job.id);
+		goto out;
+	}
+	fd = open(job.log_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno != ENOENT) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot open: %s", job.log_path, strerror(-rc));
+		goto out;
+	}
+	if (a->follow) {
+		rc = follow(&job, fd, err);
+		fd = -1; /* follow() closed it */
+		goto out;
+	}
+	if (fd < 0) {
+		launch_job_state(job.id, state, sizeof(state));
+		if (launch_state_active(state)) {
+			fprintf(stderr, "dtrain-submit: job %s is %s: no output yet (%s); hint: dtrain-submit logs -f %s\n",
+				job.id, state, job.log_path, a->job);
+		} else {
+			rc = -ENOENT;
+			dt_err_add(err, "%s: no such file (job %s is %s)", job.log_path, job.id, state);
+		}
+		goto out;
+	}
+	if (copy_new(fd, &off) < 0) {
+		rc = -EIO;
+		dt_err_add(err, "%s: cannot read or write the output", job.log_path);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	launch_job_free(&job);
+	return rc;
+}

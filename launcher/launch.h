@@ -1,0 +1,163 @@
+/*
+ * launch.h - dtrain-submit: turn a job spec into a Slurm batch job, and find,
+ * watch and cancel the jobs a user submitted.
+ *
+ * A submit has two phases. launch_plan() does, in memory, everything that can
+ * fail because of the input: site file, job spec, run dir name, batch script
+ * and its syntax. It creates nothing and runs no Slurm command. Then
+ * launch_submit() creates the run dir atomically, runs sbatch and records the
+ * job in the per-user registry; a refused sbatch leaves nothing behind.
+ *
+ * The batch script (launch_render_script) is the trust boundary: a value from
+ * a spec or site file that lands in it is refused (#SBATCH lines, comments)
+ * or a single-quoted shell word (the body), except `setup` lines, the only
+ * fields documented as shell.
+ *
+ * Errors: functions return 0 or a negative errno and add one line per problem
+ * to a struct dt_err. In the submit path -EINVAL means exactly "the job spec
+ * or the site file (or a value in them) is invalid" (exit code 3); a job that
+ * cannot be found is -ENOENT; Slurm refusing is -EIO.
+ */
+#ifndef DTRAIN_LAUNCHER_LAUNCH_H
+#define DTRAIN_LAUNCHER_LAUNCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "jobs/spec.h"
+#include "runtime/util.h"
+#include "site/site.h"
+
+/* --- command line --- */
+
+enum launch_cmd {
+	LAUNCH_SUBMIT,
+	LAUNCH_VALIDATE,
+	LAUNCH_STATUS,
+	LAUNCH_CANCEL,
+	LAUNCH_LOGS,
+	LAUNCH_HELP,    /* print launch_help(help_for) */
+	LAUNCH_VERSION,
+};
+
+/* A parsed command line. Strings are borrowed from argv; the sets array is
+ * owned (free with launch_args_free). */
+struct launch_args {
+	enum launch_cmd cmd;
+	enum launch_cmd help_for; /* LAUNCH_HELP: the command; LAUNCH_HELP: the program */
+	const char *spec_path;    /* submit, validate */
+	const char *site_path;    /* --site; NULL: $DTRAIN_SITE or the default */
+	const char **sets;        /* --set "a.b=value", in command-line order */
+	size_t n_sets;
+	bool dry_run;             /* submit --dry-run */
+	const char *job;          /* status (NULL: all), cancel, logs: id or name */
+	bool follow;              /* logs -f */
+};
+
+/* Parse argv (argv[0] is the program). 0, -EINVAL (usage error, a line in
+ * err naming the offending argument) or -ENOMEM. */
+int launch_parse_args(int argc, char *const argv[], struct launch_args *out,
+		      struct dt_err *err);
+void launch_args_free(struct launch_args *a);
+/* The --help text of a command (LAUNCH_HELP: the program's). Static. */
+const char *launch_help(enum launch_cmd cmd);
+/* Command name for messages ("submit"). Static. */
+const char *launch_cmd_name(enum launch_cmd cmd);
+
+/* --- commands: what main() calls; each prints its own results --- */
+
+int launch_cmd_submit(const struct launch_args *a, struct dt_err *err);
+int launch_cmd_validate(const struct launch_args *a, struct dt_err *err);
+int launch_cmd_status(const struct launch_args *a, struct dt_err *err);
+int launch_cmd_cancel(const struct launch_args *a, struct dt_err *err);
+int launch_cmd_logs(const struct launch_args *a, struct dt_err *err);
+
+/* --- batch script --- */
+
+/* Render the batch script of a resolved spec under a site policy into out
+ * (appended only on success). Pure: no I/O. run_dir is absolute; the job runs
+ * `srun --mpi=pmix <site srun_extra> <dtrain_run_path> <run_dir>/spec.json`.
+ * -EINVAL with one line per refused value (a character sbatch or a reader
+ * could misread in an #SBATCH line or a comment, a bad env name), -ENOMEM. */
+int launch_render_script(const struct spec *spec, const struct site *site,
+			 const char *run_dir, const char *dtrain_run_path,
+			 struct dt_buf *out, struct dt_err *err);
+
+/* Check a script's syntax with `bash -n` (no command runs). -EINVAL with
+ * bash's message in err, or -errno when bash cannot be run. */
+int launch_check_syntax(const char *script, struct dt_err *err);
+
+/* --- submit, in two phases --- */
+
+/* Everything a submit will write, rendered in memory. */
+struct launch_plan {
+	struct site site;        /* the policy used */
+	struct spec spec;        /* resolved; spec.run_dir is the run dir */
+	bool run_dir_auto;       /* named by us: may move on to the next suffix */
+	time_t now;              /* the time the run dir name was taken from */
+	char *dtrain_run;        /* the program the job runs (next to ours) */
+	struct dt_buf script;    /* job.sh */
+	struct dt_buf spec_json; /* spec.json (spec_dump) */
+};
+
+/* Load the site, resolve the spec, pick the run dir, render job.sh and
+ * spec.json, check the script's syntax. Creates nothing. The caller frees
+ * with launch_plan_free() (also after a failure). */
+int launch_plan(const struct launch_args *a, struct launch_plan *out,
+		struct dt_err *err);
+void launch_plan_free(struct launch_plan *p);
+
+/* The run dir for a job named `name` submitted at `now`:
+ * <runs_root>/<name>-<YYYYmmdd-HHMMSS> (local time), or with -2, -3...
+ * appended, the first that does not exist. Caller frees *out. */
+int launch_pick_run_dir(const char *runs_root, const char *name, time_t now,
+			char **out, struct dt_err *err);
+
+/* One job dtrain-submit knows about. Owned strings; launch_job_free(). */
+struct launch_job {
+	char *id;        /* Slurm job id (digits) */
+	char *name;      /* job name; NULL when unknown */
+	char *run_dir;   /* NULL when unknown */
+	char *submitted; /* "2024-05-01T12:00:00Z" (UTC); NULL: not from the registry */
+	char *log_path;  /* the job's output file; NULL when unknown */
+};
+void launch_job_free(struct launch_job *j);
+
+/* Create the run dir (atomically: a sibling temp dir, fsync, rename), run
+ * sbatch, then write <run_dir>/job_id and add the job to the registry.
+ * Fails (nothing left behind) when the run dir cannot be made or sbatch
+ * refuses the job (-EIO; sbatch's stderr went to ours). Once sbatch accepted
+ * the job it returns 0 and *job is filled; problems after that (job_id file,
+ * registry) go to warn. */
+int launch_submit(struct launch_plan *p, struct launch_job *job,
+		  struct dt_err *warn, struct dt_err *err);
+
+/* --- the registry: ${XDG_STATE_HOME:-$HOME/.local/state}/dtrain/jobs.tsv ---
+ * A first line "# dtrain-jobs v1", then one line per submitted job:
+ * job id, name, run dir, submit time, separated by tabs. Append-only. */
+
+/* The registry's path. Caller frees. */
+int launch_registry_path(char **out, struct dt_err *err);
+/* Append one job (id, name, run_dir, submitted). Creates the file. */
+int launch_registry_append(const struct launch_job *j, struct dt_err *err);
+/* Every job in the registry, oldest first; *jobs NULL and *n 0 when none.
+ * Caller frees with launch_jobs_free(). */
+int launch_registry_load(struct launch_job **jobs, size_t *n, struct dt_err *err);
+void launch_jobs_free(struct launch_job *jobs, size_t n);
+
+/* Find the job a user means: digits are a job id (from the registry, else
+ * from `scontrol show job`), anything else the most recent registry entry of
+ * that name. -ENOENT with a line naming arg when there is none. */
+int launch_resolve_job(const char *arg, struct launch_job *out, struct dt_err *err);
+
+/* --- Slurm queries --- */
+
+/* The job's state word: squeue's %T, else scontrol's JobState, else "ENDED"
+ * when Slurm no longer knows the job. Never fails. */
+void launch_job_state(const char *id, char *buf, size_t size);
+/* True for states from which more output may come (PENDING, RUNNING...). */
+bool launch_state_active(const char *state);
+
+#endif

@@ -1,0 +1,246 @@
+/*
+ * proc.c - run a program the way dtrain-submit runs sbatch, squeue, scontrol,
+ * scancel and bash: found on $PATH, started with fork/exec and an argv (never
+ * a shell), stdin fed from memory, stdout (and stderr) captured or passed on.
+ *
+ * Sections: PATH lookup, the run loop.
+ */
+#include "launcher/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* --- PATH lookup --- */
+
+static bool is_executable_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+char *launch__which(const char *name)
+{
+	const char *path = getenv("PATH");
+	const char *p, *end;
+
+	if (!*name)
+		return NULL;
+	if (strchr(name, '/'))
+		return is_executable_file(name) ? strdup(name) : NULL;
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; ; p = end + 1) {
+		struct dt_buf cand = {0};
+
+		end = strchr(p, ':');
+		if (!end)
+			end = p + strlen(p);
+		/* An empty PATH element means the current directory (POSIX). */
+		if (end == p ? dt_buf_puts(&cand, "./") :
+		    dt_buf_printf(&cand, "%.*s/", (int)(end - p), p))
+			return NULL;
+		if (dt_buf_puts(&cand, name)) {
+			dt_buf_free(&cand);
+			return NULL;
+		}
+		if (is_executable_file(cand.p))
+			return cand.p;
+		dt_buf_free(&cand);
+		if (!*end)
+			return NULL;
+	}
+}
+
+/* --- the run loop --- */
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* In the child: make fd `to` refer to `from`, or to /dev/null when from < 0. */
+static int child_redirect(int from, int to, int flags)
+{
+	int fd = from;
+
+	if (fd < 0) {
+		fd = open("/dev/null", flags);
+		if (fd < 0)
+			return -1;
+	}
+	if (dup2(fd, to) < 0)
+		return -1;
+	return 0;
+}
+
+/* Read what is there from *fd into b (NULL: discard); closes *fd at EOF. */
+static int drain(int *fd, struct dt_buf *b)
+{
+	char chunk[8192];
+	ssize_t n = read(*fd, chunk, sizeof(chunk));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (n <= 0) {
+		close_fd(fd);
+		return n < 0 ? -errno : 0;
+	}
+	return b ? dt_buf_add(b, chunk, (size_t)n) : 0;
+}
+
+int launch__run(const struct launch__proc *p, int *status, struct dt_err *err)
+{
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, eo[2] = {-1, -1}, ex[2] = {-1, -1};
+	struct sigaction ign = {0}, old_pipe;
+	bool pipe_ignored = false;
+	size_t in_off = 0;
+	char *path = NULL;
+	pid_t pid = -1;
+	int rc = 0, wst = 0, exec_errno = 0;
+
+	*status = -1;
+	path = launch__which(p->argv[0]);
+	if (!path) {
+		dt_err_add(err, "%s: command not found on PATH", p->argv[0]);
+		rc = -ENOENT;
+		goto out;
+	}
+	if ((p->in && pipe2(in, O_CLOEXEC) < 0) || (p->out && pipe2(out, O_CLOEXEC) < 0) ||
+	    (p->err_mode == LAUNCH__STDERR_CAPTURE && pipe2(eo, O_CLOEXEC) < 0) ||
+	    pipe2(ex, O_CLOEXEC) < 0) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot create a pipe: %s", p->argv[0], strerror(-rc));
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot fork: %s", p->argv[0], strerror(-rc));
+		goto out;
+	}
+	if (pid == 0) {
+		int e;
+
+		/* The child: plain signal dispositions, our pipes on 0, 1, 2. */
+		signal(SIGPIPE, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		if (child_redirect(p->in ? in[0] : -1, 0, O_RDONLY) < 0 ||
+		    (p->out && child_redirect(out[1], 1, O_WRONLY) < 0) ||
+		    (p->err_mode == LAUNCH__STDERR_CAPTURE && child_redirect(eo[1], 2, O_WRONLY) < 0) ||
+		    (p->err_mode == LAUNCH__STDERR_QUIET && child_redirect(-1, 2, O_WRONLY) < 0))
+			e = errno;
+		else {
+			execv(path, (char *const *)p->argv);
+			e = errno;
+		}
+		/* Tell the parent why, through the close-on-exec pipe. */
+		if (write(ex[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close_fd(&in[0]);
+	close_fd(&out[1]);
+	close_fd(&eo[1]);
+	close_fd(&ex[1]);
+
+	if (p->in) {
+		/* A child that stops reading early must not kill us with SIGPIPE. */
+		ign.sa_handler = SIG_IGN;
+		sigemptyset(&ign.sa_mask);
+		if (sigaction(SIGPIPE, &ign, &old_pipe) == 0)
+			pipe_ignored = true;
+		if (fcntl(in[1], F_SETFL, O_NONBLOCK) < 0) {
+			rc = -errno;
+			goto reap;
+		}
+		if (p->in_len == 0)
+			close_fd(&in[1]);
+	}
+	while (in[1] >= 0 || out[0] >= 0 || eo[0] >= 0) {
+		struct pollfd fds[3];
+		nfds_t n = 0;
+		int i;
+
+		if (in[1] >= 0)
+			fds[n++] = (struct pollfd){ .fd = in[1], .events = POLLOUT };
+		if (out[0] >= 0)
+			fds[n++] = (struct pollfd){ .fd = out[0], .events = POLLIN };
+		if (eo[0] >= 0)
+			fds[n++] = (struct pollfd){ .fd = eo[0], .events = POLLIN };
+		if (poll(fds, n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			goto reap;
+		}
+		for (i = 0; i < (int)n; i++) {
+			if (!fds[i].revents)
+				continue;
+			if (fds[i].fd == in[1]) {
+				ssize_t w = write(in[1], p->in + in_off, p->in_len - in_off);
+
+				if (w < 0 && (errno == EINTR || errno == EAGAIN))
+					continue;
+				if (w < 0) {
+					/* EPIPE: the child is done reading; its status tells. */
+					close_fd(&in[1]);
+					continue;
+				}
+				in_off += (size_t)w;
+				if (in_off == p->in_len)
+					close_fd(&in[1]);
+			} else if (fds[i].fd == out[0]) {
+				rc = drain(&out[0], p->out);
+			} else {
+				rc = drain(&eo[0], p->err);
+			}
+			if (rc)
+				goto reap;
+		}
+	}
+reap:
+	close_fd(&in[1]);
+	close_fd(&out[0]);
+	close_fd(&eo[0]);
+	while (waitpid(pid, &wst, 0) < 0) {
+		if (errno != EINTR) {
+			if (!rc)
+				rc = -errno;
+			break;
+		}
+	}
+	if (read(ex[0], &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno)) {
+		if (!rc)
+			rc = -exec_errno;
+		dt_err_add(err, "%s: cannot run %s: %s", p->argv[0], path, strerror(exec_errno));
+	} else if (rc) {
+		dt_err_add(err, "%s: lost contact with the program: %s", p->argv[0], strerror(-rc));
+	} else if (WIFEXITED(wst)) {
+		*status = WEXITSTATUS(wst);
+	} else if (WIFSIGNALED(wst)) {
+		*status = 128 + WTERMSIG(wst);
+	}
+out:
+	if (pipe_ignored)
+		sigaction(SIGPIPE, &old_pipe, NULL);
+	close_fd(&in[0]);
+	close_fd(&in[1]);
+	close_fd(&out[0]);
+	close_fd(&out[1]);
+	close_fd(&eo[0]);
+	close_fd(&eo[1]);
+	close_fd(&ex[0]);
+	close_fd(&ex[1]);
+	free(path);
+	return rc;
+}

@@ -1,0 +1,368 @@
+/*
+ * registry.c - the per-user list of jobs dtrain-submit submitted, so that
+ * `status`, `logs` and `cancel` take a job name and find the run dir.
+ *
+ * File: ${XDG_STATE_HOME:-$HOME/.local/state}/dtrain/jobs.tsv, mode 0600.
+ * First line "# dtrain-jobs v1", then one line per job, appended under an
+ * flock so that two submits never interleave:
+ *   <job id> TAB <name> TAB <run dir> TAB <submit time, UTC ISO 8601> LF
+ * A reader skips lines that are not four fields (a line cut by a crash) and
+ * refuses a file of another version.
+ *
+ * Sections: job records, path, append, load, JOB resolution.
+ */
+#include "launcher/launch.h"
+#include "launcher/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define REGISTRY_MAGIC "# dtrain-jobs v"
+#define REGISTRY_VERSION 1
+
+/* --- job records --- */
+
+void launch_job_free(struct launch_job *j)
+{
+	free(j->id);
+	free(j->name);
+	free(j->run_dir);
+	free(j->submitted);
+	free(j->log_path);
+	*j = (struct launch_job){0};
+}
+
+void launch_jobs_free(struct launch_job *jobs, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		launch_job_free(&jobs[i]);
+	free(jobs);
+}
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/* <run_dir>/slurm-<id>.out, the --output of every batch script we render. */
+static int set_log_path(struct launch_job *j)
+{
+	struct dt_buf b = {0};
+
+	if (!j->run_dir)
+		return 0;
+	if (dt_buf_printf(&b, "%s/slurm-%s.out", j->run_dir, j->id))
+		return -ENOMEM;
+	free(j->log_path);
+	j->log_path = b.p;
+	return 0;
+}
+
+/* --- path --- */
+
+int launch_registry_path(char **out, struct dt_err *err)
+{
+	const char *state = getenv("XDG_STATE_HOME");
+	const char *home = getenv("HOME");
+	struct dt_buf b = {0};
+	int rc;
+
+	*out = NULL;
+	/* The XDG spec says to ignore a relative XDG_STATE_HOME. */
+	if (state && state[0] == '/')
+		rc = dt_buf_printf(&b, "%s/dtrain/jobs.tsv", state);
+	else if (home && home[0] == '/')
+		rc = dt_buf_printf(&b, "%s/.local/state/dtrain/jobs.tsv", home);
+	else
+		return dt_err_add(err, "job registry: neither XDG_STATE_HOME nor HOME is an absolute path; hint: set HOME");
+	if (rc) {
+		dt_err_add(err, "job registry: out of memory");
+		return rc;
+	}
+	*out = b.p;
+	return 0;
+}
+
+/* --- append --- */
+
+static bool field_ok(const char *s)
+{
+	for (; *s; s++)
+		if (*s == '\t' || *s == '\n' || *s == '\r')
+			return false;
+	return true;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int launch_registry_append(const struct launch_job *j, struct dt_err *err)
+{
+	const char *name = j->name ? j->name : "-";
+	const char *run_dir = j->run_dir ? j->run_dir : "-";
+	const char *submitted = j->submitted ? j->submitted : "-";
+	struct dt_buf line = {0};
+	char *path = NULL, *slash;
+	struct stat st;
+	int fd = -1, rc;
+
+	if (!j->id || !all_digits(j->id) || !field_ok(name) || !field_ok(run_dir) || !field_ok(submitted)) {
+		rc = dt_err_add(err, "job registry: job %s: not a job id, or a field holds a tab or line break",
+				j->id ? j->id : "(none)");
+		goto out;
+	}
+	rc = launch_registry_path(&path, err);
+	if (rc)
+		goto out;
+	slash = strrchr(path, '/');
+	*slash = '\0';
+	rc = dt_mkdirs(path, 0700);
+	*slash = '/';
+	if (rc) {
+		dt_err_add(err, "%s: cannot create the directory: %s", path, strerror(-rc));
+		goto out;
+	}
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot open: %s", path, strerror(-rc));
+		goto out;
+	}
+	while ((rc = flock(fd, LOCK_EX)) < 0 && errno == EINTR)
+		;
+	if (rc < 0 || fstat(fd, &st) < 0) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot lock: %s", path, strerror(-rc));
+		goto out;
+	}
+	if (st.st_size == 0)
+		rc = dt_buf_printf(&line, REGISTRY_MAGIC "%d\tjob_id\tname\trun_dir\tsubmitted\n",
+				   REGISTRY_VERSION);
+	if (!rc)
+		rc = dt_buf_printf(&line, "%s\t%s\t%s\t%s\n", j->id, name, run_dir, submitted);
+	if (!rc)
+		rc = write_all(fd, line.p, line.len);
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (rc)
+		dt_err_add(err, "%s: cannot write: %s", path, strerror(-rc));
+out:
+	if (fd >= 0)
+		close(fd); /* also drops the lock */
+	dt_buf_free(&line);
+	free(path);
+	return rc;
+}
+
+/* --- load --- */
+
+/* Split a line into exactly 4 tab-separated fields, in place. */
+static bool split4(char *line, char *f[4])
+{
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		f[i] = line;
+		line = strchr(line, '\t');
+		if (i < 3) {
+			if (!line)
+				return false;
+			*line++ = '\0';
+		}
+	}
+	return line == NULL && all_digits(f[0]);
+}
+
+static char *field_dup(const char *s)
+{
+	return strcmp(s, "-") ? strdup(s) : NULL;
+}
+
+int launch_registry_load(struct launch_job **jobs, size_t *n, struct dt_err *err)
+{
+	struct launch_job *v = NULL;
+	size_t count = 0, cap = 0;
+	char *path = NULL, *text = NULL, *line, *save = NULL;
+	bool first = true;
+	int rc;
+
+	*jobs = NULL;
+	*n = 0;
+	rc = launch_registry_path(&path, err);
+	if (rc)
+		goto out;
+	rc = dt_read_file(path, &text, NULL);
+	if (rc == -ENOENT) {
+		rc = 0; /* nothing submitted yet */
+		goto out;
+	}
+	if (rc) {
+		dt_err_add(err, "%s: cannot read: %s", path, strerror(-rc));
+		goto out;
+	}
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct launch_job *j;
+		char *f[4];
+
+		if (first) {
+			first = false;
+			if (strncmp(line, REGISTRY_MAGIC, strlen(REGISTRY_MAGIC)) ||
+			    atoi(line + strlen(REGISTRY_MAGIC)) != REGISTRY_VERSION) {
+				rc = -EPROTO;
+				dt_err_add(err, "%s: not a dtrain job registry of version %d (first line \"%.40s\")",
+					   path, REGISTRY_VERSION, line);
+				goto out;
+			}
+			continue;
+		}
+		if (line[0] == '#' || !split4(line, f))
+			continue;
+		if (count == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct launch_job *nv = realloc(v, ncap * sizeof(*nv));
+
+			if (!nv) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		j = &v[count];
+		*j = (struct launch_job){ .id = strdup(f[0]), .name = field_dup(f[1]),
+					  .run_dir = field_dup(f[2]), .submitted = field_dup(f[3]) };
+		count++;
+		if (!j->id || (strcmp(f[1], "-") && !j->name) ||
+		    (strcmp(f[2], "-") && !j->run_dir) || (strcmp(f[3], "-") && !j->submitted) ||
+		    set_log_path(j)) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	*jobs = v;
+	*n = count;
+	v = NULL;
+	count = 0;
+out:
+	if (rc == -ENOMEM)
+		dt_err_add(err, "job registry: out of memory");
+	launch_jobs_free(v, count);
+	free(text);
+	free(path);
+	return rc;
+}
+
+/* --- JOB resolution --- */
+
+static int job_copy(struct launch_job *dst, const struct launch_job *src)
+{
+	*dst = (struct launch_job){ .id = dt_strdup(src->id), .name = dt_strdup(src->name),
+				    .run_dir = dt_strdup(src->run_dir),
+				    .submitted = dt_strdup(src->submitted),
+				    .log_path = dt_strdup(src->log_path) };
+	if ((src->id && !dst->id) || (src->name && !dst->name) ||
+	    (src->run_dir && !dst->run_dir) || (src->submitted && !dst->submitted) ||
+	    (src->log_path && !dst->log_path)) {
+		launch_job_free(dst);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* A job id the registry does not know: ask Slurm (a job submitted by hand,
+ * or from another machine). */
+static int resolve_from_slurm(const char *id, const char *registry,
+			      struct launch_job *out, struct dt_err *err)
+{
+	const char *argv[] = { "scontrol", "show", "job", id, NULL };
+	struct dt_buf text = {0};
+	struct dt_err ignored = {0};
+	int rc, status;
+
+	rc = launch__run(&(struct launch__proc){ .argv = argv, .out = &text,
+						 .err_mode = LAUNCH__STDERR_QUIET },
+			 &status, &ignored);
+	if (rc || status != 0) {
+		rc = -ENOENT;
+		dt_err_add(err, "job %s: not in %s and unknown to Slurm%s", id, registry,
+			   ignored.count ? " (scontrol not found on PATH)" : "");
+		goto out;
+	}
+	*out = (struct launch_job){ .id = strdup(id) };
+	out->name = launch__scontrol_field(text.p, "JobName");
+	out->run_dir = launch__scontrol_field(text.p, "WorkDir");
+	out->log_path = launch__scontrol_field(text.p, "StdOut");
+	if (!out->id) {
+		rc = -ENOMEM;
+		dt_err_add(err, "job %s: out of memory", id);
+		launch_job_free(out);
+	}
+out:
+	dt_buf_free(&text);
+	return rc;
+}
+
+int launch_resolve_job(const char *arg, struct launch_job *out, struct dt_err *err)
+{
+	struct launch_job *jobs = NULL;
+	size_t n = 0, i;
+	char *registry = NULL;
+	bool by_id = all_digits(arg);
+	char shown[96];
+	int rc;
+
+	*out = (struct launch_job){0};
+	if (!*arg)
+		return dt_err_add(err, "JOB: empty; hint: give a Slurm job id or a job name (see `dtrain-submit status`)");
+	rc = launch_registry_path(&registry, err);
+	if (!rc)
+		rc = launch_registry_load(&jobs, &n, err);
+	if (rc)
+		goto out;
+	/* The most recent entry wins: names repeat, and ids can after a Slurm
+	 * controller is reset. */
+	for (i = n; i-- > 0;) {
+		if (by_id ? !strcmp(jobs[i].id, arg) : (jobs[i].name && !strcmp(jobs[i].name, arg))) {
+			rc = job_copy(out, &jobs[i]);
+			if (rc)
+				dt_err_add(err, "job %s: out of memory", arg);
+			goto out;
+		}
+	}
+	if (by_id) {
+		rc = resolve_from_slurm(arg, registry, out, err);
+		goto out;
+	}
+	rc = -ENOENT;
+	dt_err_add(err, "\"%s\": no job of that name in %s; hint: `dtrain-submit status` lists your jobs",
+		   launch__printable(arg, shown, sizeof(shown)), registry);
+out:
+	launch_jobs_free(jobs, n);
+	free(registry);
+	return rc;
+}

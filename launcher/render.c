@@ -1,0 +1,420 @@
+/*
+ * render.c - the batch script of a job: #SBATCH options, then a bash body
+ * that exports the environment, runs the setup lines, starts dtrain-run on
+ * every task with srun, and requeues the job when dtrain-run asks for it.
+ *
+ * Trust: sbatch reads #SBATCH lines without a shell, but a space, quote or
+ * newline would still split or end an option, and a newline would start a
+ * shell line. So a value in an #SBATCH line or a comment is checked and
+ * refused, never escaped. In the body every value is one single-quoted word
+ * (dt_shell_quote); only `setup` lines are shell, by definition.
+ *
+ * Sections: text helpers, checks, #SBATCH header, body, the public function.
+ */
+#include "launcher/launch.h"
+#include "launcher/internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef LAUNCH_VERSION_STR
+#define LAUNCH_VERSION_STR "unknown"
+#endif
+
+/* Everything one render needs; rc is sticky so that each line of output
+ * needs no check of its own. */
+struct render {
+	const struct spec *spec;
+	const struct site *site;
+	const char *site_origin; /* prefix of messages about site values */
+	const char *run_dir;
+	struct dt_buf *b;
+	struct dt_err *err;
+	int rc;  /* first -ENOMEM */
+	int bad; /* values refused */
+};
+
+/* --- text helpers --- */
+
+const char *launch__printable(const char *s, char *buf, size_t size)
+{
+	size_t i, n = 0;
+
+	if (size == 0)
+		return "";
+	for (i = 0; s[i] && n + 1 < size; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		buf[n++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	}
+	buf[n] = '\0';
+	if (s[i] && size > 4)
+		memcpy(buf + size - 4, "...", 4);
+	return buf;
+}
+
+static void put(struct render *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void put(struct render *r, const char *fmt, ...)
+{
+	char *line = NULL;
+	va_list ap;
+	int n;
+
+	if (r->rc)
+		return;
+	va_start(ap, fmt);
+	n = vasprintf(&line, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		r->rc = -ENOMEM;
+		return;
+	}
+	r->rc = dt_buf_add(r->b, line, (size_t)n);
+	free(line);
+}
+
+/* Append s as one single-quoted shell word. */
+static void put_quoted(struct render *r, const char *s)
+{
+	if (!r->rc)
+		r->rc = dt_shell_quote(r->b, s);
+}
+
+/* --- checks --- */
+
+/* Why v cannot be an #SBATCH value, or NULL when it can. */
+static const char *sbatch_refusal(const char *v)
+{
+	if (!*v)
+		return "nothing (it is empty)";
+	for (; *v; v++) {
+		unsigned char c = (unsigned char)*v;
+
+		if (c == '\n' || c == '\r')
+			return "a line break";
+		if (c < 0x20 || c == 0x7f)
+			return "a control character";
+		switch (c) {
+		case ' ':
+			return "a space";
+		case '\'':
+		case '"':
+			return "a quote";
+		case '$':
+			return "'$'";
+		case '`':
+			return "a backtick";
+		case ';':
+			return "';'";
+		case '\\':
+			return "a backslash";
+		}
+	}
+	return NULL;
+}
+
+/* Refuse (count and report) a value that cannot go into an #SBATCH line.
+ * origin is "" for job-spec fields, "<site file>: " for site values. */
+static bool sbatch_ok(struct render *r, const char *origin, const char *field, const char *v)
+{
+	const char *why = sbatch_refusal(v);
+	char shown[96];
+
+	if (!why)
+		return true;
+	r->bad++;
+	dt_err_add(r->err, "%s%s: cannot go into an #SBATCH line: contains %s (got \"%s\")",
+		   origin, field, why, launch__printable(v, shown, sizeof(shown)));
+	return false;
+}
+
+/* Environment names: what POSIX export accepts, minus what this script or
+ * bash itself owns (bash refuses to assign its read-only variables). */
+static const char *env_name_refusal(const char *k)
+{
+	static const char *const bash_readonly[] = {
+		"BASHOPTS", "BASH_VERSINFO", "EUID", "PPID", "SHELLOPTS", "UID",
+	};
+	const char *p;
+	size_t i;
+
+	if (!((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') || *k == '_'))
+		return "a variable name must match [A-Za-z_][A-Za-z0-9_]*";
+	for (p = k + 1; *p; p++)
+		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_'))
+			return "a variable name must match [A-Za-z_][A-Za-z0-9_]*";
+	if (!strncmp(k, "dtrain_", 7))
+		return "names starting with dtrain_ belong to the batch script";
+	if (!strcmp(k, "DTRAIN_RUN_DIR"))
+		return "dtrain-submit sets DTRAIN_RUN_DIR to the run dir";
+	for (i = 0; i < sizeof(bash_readonly) / sizeof(bash_readonly[0]); i++)
+		if (!strcmp(k, bash_readonly[i]))
+			return "bash does not let a script set this variable";
+	return NULL;
+}
+
+static void check_env(struct render *r, const char *origin, const struct spec_map *env)
+{
+	char shown[96];
+	size_t i;
+
+	for (i = 0; i < env->n; i++) {
+		const char *why = env_name_refusal(env->key[i]);
+
+		if (!why)
+			continue;
+		r->bad++;
+		dt_err_add(r->err, "%senv: \"%s\": %s",
+			   origin, launch__printable(env->key[i], shown, sizeof(shown)), why);
+	}
+}
+
+static void check_run_dir(struct render *r)
+{
+	char shown[96];
+
+	if (!sbatch_ok(r, "", "run_dir", r->run_dir))
+		return;
+	if (r->run_dir[0] != '/') {
+		r->bad++;
+		dt_err_add(r->err, "run_dir: must be an absolute path (got \"%s\")",
+			   launch__printable(r->run_dir, shown, sizeof(shown)));
+	} else if (strchr(r->run_dir, '%')) {
+		r->bad++;
+		dt_err_add(r->err, "run_dir: contains '%%', which Slurm expands in --output file names (got \"%s\")",
+			   launch__printable(r->run_dir, shown, sizeof(shown)));
+	}
+}
+
+/* --- #SBATCH header --- */
+
+static void sbatch_str(struct render *r, const char *opt, const char *field, const char *v)
+{
+	if (v && sbatch_ok(r, "", field, v))
+		put(r, "#SBATCH --%s=%s\n", opt, v);
+}
+
+static void render_header(struct render *r)
+{
+	const struct spec_resources *res = &r->spec->resources;
+	const struct spec_preemption *pre = &r->spec->preemption;
+	char field[64];
+	size_t i;
+
+	put(r, "#!/bin/bash\n");
+	if (!r->spec->name) {
+		r->bad++;
+		dt_err_add(r->err, "name: a job needs a name");
+	}
+	sbatch_str(r, "job-name", "name", r->spec->name);
+	put(r, "#SBATCH --nodes=%ld\n", res->nodes);
+	put(r, "#SBATCH --ntasks-per-node=%ld\n", res->tasks_per_node);
+	put(r, "#SBATCH --cpus-per-task=%ld\n", res->cpus_per_task);
+	if (res->gpus_per_node > 0)
+		put(r, "#SBATCH --gpus-per-node=%ld\n", res->gpus_per_node);
+	if (res->mem_per_node_mb > 0)
+		put(r, "#SBATCH --mem=%ldM\n", res->mem_per_node_mb);
+	if (res->time_s > 0) {
+		char t[64];
+
+		spec_format_time(res->time_s, t, sizeof(t));
+		sbatch_str(r, "time", "resources.time", t);
+	}
+	sbatch_str(r, "partition", "resources.partition", res->partition);
+	sbatch_str(r, "account", "resources.account", res->account);
+	sbatch_str(r, "qos", "resources.qos", res->qos);
+	sbatch_str(r, "constraint", "resources.constraint", res->constraint);
+	check_run_dir(r);
+	put(r, "#SBATCH --chdir=%s\n", r->run_dir);
+	put(r, "#SBATCH --output=%s/slurm-%%j.out\n", r->run_dir);
+	put(r, "#SBATCH --open-mode=append\n");
+	put(r, "#SBATCH --requeue\n");
+	/* No "B:" prefix: the warning goes to the job steps (dtrain-run), not to
+	 * this shell. */
+	if (pre->signal && sbatch_ok(r, "", "preemption.signal", pre->signal))
+		put(r, "#SBATCH --signal=%s@%ld\n", pre->signal, pre->lead_seconds);
+	for (i = 0; i < r->site->sbatch_extra.n; i++) {
+		const char *opt = r->site->sbatch_extra.v[i];
+
+		snprintf(field, sizeof(field), "sbatch_extra[%zu]", i);
+		if (!sbatch_ok(r, r->site_origin, field, opt))
+			continue;
+		if (opt[0] != '-') {
+			r->bad++;
+			dt_err_add(r->err, "%s%s: an #SBATCH option starts with '-' (got \"%s\"); hint: write \"--option=value\"",
+				   r->site_origin, field, opt);
+			continue;
+		}
+		put(r, "#SBATCH %s\n", opt);
+	}
+}
+
+/* --- body --- */
+
+static void render_env(struct render *r, const struct spec_map *env)
+{
+	size_t i;
+
+	for (i = 0; i < env->n; i++) {
+		if (env_name_refusal(env->key[i]))
+			continue; /* reported by check_env() */
+		put(r, "export %s=", env->key[i]);
+		put_quoted(r, env->val[i] ? env->val[i] : "");
+		put(r, "\n");
+	}
+}
+
+static void render_setup(struct render *r, const char *title, const struct spec_strs *lines)
+{
+	size_t i;
+
+	if (lines->n == 0)
+		return;
+	put(r, "# %s\n", title);
+	for (i = 0; i < lines->n; i++)
+		put(r, "%s\n", lines->v[i]);
+}
+
+static void render_body(struct render *r, const char *dtrain_run_path)
+{
+	const struct spec *s = r->spec;
+	const struct site *site = r->site;
+	char site_shown[256], name_shown[96];
+	size_t i;
+
+	launch__printable(site->path ? site->path : "none", site_shown, sizeof(site_shown));
+	launch__printable(s->name ? s->name : "", name_shown, sizeof(name_shown));
+	put(r, "#\n"
+	       "# Generated by dtrain-submit %s for job \"%s\" from the resolved spec\n"
+	       "# %s/spec.json (site policy: %s).\n"
+	       "# Do not edit: change the spec and submit it again.\n"
+	       "#\n"
+	       "# Every value below that comes from the job spec or the site file is one\n"
+	       "# single-quoted shell word, except the `setup` lines, which are shell.\n",
+	    LAUNCH_VERSION_STR, name_shown, r->run_dir, site_shown);
+	put(r, "set -u\n\n");
+
+	put(r, "# Slurm's view of this run, read before the job's env could shadow it.\n"
+	       "readonly dtrain_job_id=\"${SLURM_JOB_ID:-}\" dtrain_restarts=\"${SLURM_RESTART_COUNT:-0}\"\n\n");
+
+	put(r, "# --- environment: the job spec's env, then the site's, so the site wins ---\n");
+	render_env(r, &s->env);
+	if (site->env.n)
+		put(r, "# site\n");
+	render_env(r, &site->env);
+	put(r, "export DTRAIN_RUN_DIR=");
+	put_quoted(r, r->run_dir);
+	put(r, "\n\n");
+
+	if (site->setup.n || s->setup.n) {
+		put(r, "# --- setup: the site's lines, then the job spec's (shell, run as written) ---\n"
+		       "# set -u is off while they run: activate scripts (venv, conda, module)\n"
+		       "# often read variables that are not set.\n"
+		       "set +u\n");
+		render_setup(r, "site setup", &site->setup);
+		render_setup(r, "job setup", &s->setup);
+		/* The empty line ends a last setup line that ends in a backslash. */
+		put(r, "\nset -u\n\n");
+	}
+
+	put(r, "# --- launch ---\n"
+	       "# On preemption or scancel Slurm sends SIGTERM to this shell and to the job\n"
+	       "# step at once; srun passes it on and dtrain-run saves its state. This shell\n"
+	       "# must outlive srun to see dtrain-run's exit code, so it traps TERM. A trap,\n"
+	       "# not trap '' (children would inherit \"ignored\"); bash runs it only after\n"
+	       "# srun returns. The time-limit warning (--signal) goes to the step only.\n"
+	       "dtrain_term=0\n"
+	       "trap 'dtrain_term=1' TERM\n"
+	       "echo \"dtrain: job ${dtrain_job_id:-none}, restart ${dtrain_restarts}, starting $(date -u +%%FT%%TZ)\"\n"
+	       "srun --mpi=pmix");
+	for (i = 0; i < site->srun_extra.n; i++) {
+		put(r, " ");
+		put_quoted(r, site->srun_extra.v[i]);
+	}
+	put(r, " ");
+	put_quoted(r, dtrain_run_path);
+	put(r, " ");
+	if (!r->rc) {
+		struct dt_buf spec_json = {0};
+
+		r->rc = dt_buf_printf(&spec_json, "%s/spec.json", r->run_dir);
+		put_quoted(r, dt_buf_str(&spec_json));
+		dt_buf_free(&spec_json);
+	}
+	put(r, "\ndtrain_rc=$?\n\n");
+
+	put(r, "# --- requeue ---\n"
+	       "# dtrain-run exits %d after saving its state when it must stop early (the\n"
+	       "# time limit is near); the job then goes back to the queue, at most\n"
+	       "# preemption.max_requeues times. After a SIGTERM this shell does not requeue:\n"
+	       "# a cancelled job must stay cancelled, and Slurm requeues a preempted job\n"
+	       "# itself (PreemptMode=REQUEUE).\n",
+	    DT_EXIT_REQUEUE);
+	put(r, "if [ \"$dtrain_rc\" -eq %d ]; then\n"
+	       "\tif [ \"$dtrain_term\" -ne 0 ]; then\n"
+	       "\t\techo \"dtrain: state saved; the job was terminated (scancel or preemption), not requeued by this script\" >&2\n"
+	       "\t\texit %d\n"
+	       "\tfi\n"
+	       "\tif [ \"$dtrain_restarts\" -lt %ld ]; then\n"
+	       "\t\techo \"dtrain: state saved; requeueing job $dtrain_job_id (restart $((dtrain_restarts + 1)) of %ld)\" >&2\n"
+	       "\t\tif scontrol requeue \"$dtrain_job_id\"; then\n"
+	       "\t\t\texit 0\n"
+	       "\t\tfi\n"
+	       "\t\techo \"dtrain: scontrol requeue failed; submit the spec again to resume\" >&2\n"
+	       "\t\texit %d\n"
+	       "\tfi\n"
+	       "\techo \"dtrain: state saved, but the job was restarted $dtrain_restarts times (preemption.max_requeues = %ld); submit the spec again to resume\" >&2\n"
+	       "\texit %d\n"
+	       "fi\n"
+	       "exit \"$dtrain_rc\"\n",
+	    DT_EXIT_REQUEUE, DT_EXIT_REQUEUE, s->preemption.max_requeues,
+	    s->preemption.max_requeues, DT_EXIT_REQUEUE, s->preemption.max_requeues,
+	    DT_EXIT_REQUEUE);
+}
+
+/* --- the public function --- */
+
+int launch_render_script(const struct spec *spec, const struct site *site,
+			 const char *run_dir, const char *dtrain_run_path,
+			 struct dt_buf *out, struct dt_err *err)
+{
+	static const struct site no_site;
+	struct dt_buf b = {0}, origin = {0};
+	struct render r = {0};
+	int rc = 0;
+
+	if (!site)
+		site = &no_site;
+	if (site->path) {
+		char shown[256];
+
+		rc = dt_buf_printf(&origin, "%s: ", launch__printable(site->path, shown, sizeof(shown)));
+		if (rc)
+			goto out;
+	} else if ((rc = dt_buf_puts(&origin, "site: ")) != 0) {
+		goto out;
+	}
+	r = (struct render){ .spec = spec, .site = site, .site_origin = origin.p,
+			     .run_dir = run_dir, .b = &b, .err = err };
+	check_env(&r, "", &spec->env);
+	check_env(&r, r.site_origin, &site->env);
+	render_header(&r);
+	render_body(&r, dtrain_run_path);
+	rc = r.rc;
+	if (!rc && r.bad)
+		rc = -EINVAL;
+	if (!rc)
+		rc = dt_buf_add(out, dt_buf_str(&b), b.len);
+out:
+	if (rc == -ENOMEM)
+		dt_err_add(err, "batch script: out of memory");
+	dt_buf_free(&origin);
+	dt_buf_free(&b);
+	return rc;
+}

@@ -1,0 +1,516 @@
+/*
+ * submit.c - `dtrain-submit submit` and `validate`: plan in memory, then
+ * create the run dir, sbatch, record.
+ *
+ * The run dir appears whole or not at all: it is built as a sibling temp dir
+ * ".<base>.tmp-<pid>" (spec.json, job.sh, each fsynced), then renamed into
+ * place with RENAME_NOREPLACE, so two submits never share a run dir and a
+ * crash leaves at most a dot-dir. If sbatch refuses the job the run dir is
+ * removed again.
+ *
+ * Sections: files, syntax check, plan, run dir, submit, commands.
+ */
+#include "launcher/launch.h"
+#include "launcher/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_RUN_DIR_SUFFIX 1000
+
+/* --- files --- */
+
+int launch__write_new(const char *path, const void *data, size_t len, int mode)
+{
+	const char *p = data;
+	int fd, rc = 0;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			break;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	return rc;
+}
+
+static int fsync_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0 && errno != EINVAL)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/* The parent directory of an absolute path, into a new string. */
+static char *parent_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return strdup(".");
+	if (slash == path)
+		return strdup("/");
+	return strndup(path, (size_t)(slash - path));
+}
+
+/* --- syntax check --- */
+
+int launch_check_syntax(const char *script, struct dt_err *err)
+{
+	const char *argv[] = { "bash", "-n", NULL };
+	struct dt_buf msg = {0};
+	char *line, *save = NULL;
+	int rc, status;
+
+	rc = launch__run(&(struct launch__proc){ .argv = argv, .in = script,
+						 .in_len = strlen(script),
+						 .err_mode = LAUNCH__STDERR_CAPTURE, .err = &msg },
+			 &status, err);
+	if (rc)
+		goto out;
+	if (status == 0)
+		goto out; /* at most warnings */
+	rc = -EINVAL;
+	for (line = msg.p ? strtok_r(msg.p, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		const char *at = strstr(line, "line ");
+		long n = at ? strtol(at + 5, NULL, 10) : 0;
+		const char *l = script;
+		char shown[160];
+
+		dt_err_add(err, "batch script: %s", line);
+		/* Show the script line bash means: it is a setup line. */
+		while (n > 1 && l && (l = strchr(l, '\n')) != NULL) {
+			l++;
+			n--;
+		}
+		if (at && l && n == 1) {
+			char *copy = strndup(l, strcspn(l, "\n"));
+
+			if (copy)
+				dt_err_add(err, "batch script: the line is: %s",
+					   launch__printable(copy, shown, sizeof(shown)));
+			free(copy);
+		}
+	}
+	if (!msg.len)
+		dt_err_add(err, "batch script: bash -n failed (exit %d)", status);
+	dt_err_add(err, "hint: only `setup` lines (of the job spec and the site file) are shell; check their quotes and brackets");
+out:
+	dt_buf_free(&msg);
+	return rc;
+}
+
+/* --- plan --- */
+
+int launch_pick_run_dir(const char *runs_root, const char *name, time_t now,
+			char **out, struct dt_err *err)
+{
+	struct dt_buf base = {0}, cand = {0};
+	char stamp[32];
+	struct tm tm;
+	struct stat st;
+	int rc = 0, k;
+
+	*out = NULL;
+	if (!localtime_r(&now, &tm) || !strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm))
+		return dt_err_add(err, "run_dir: cannot format the submit time");
+	rc = dt_buf_printf(&base, "%s/%s-%s", runs_root, name, stamp);
+	for (k = 1; !rc && k <= MAX_RUN_DIR_SUFFIX; k++) {
+		dt_buf_free(&cand);
+		rc = k == 1 ? dt_buf_puts(&cand, base.p) : dt_buf_printf(&cand, "%s-%d", base.p, k);
+		if (rc)
+			break;
+		if (lstat(cand.p, &st) < 0 && errno == ENOENT) {
+			*out = cand.p;
+			cand.p = NULL;
+			goto out;
+		}
+	}
+	if (!rc) {
+		rc = -EEXIST;
+		dt_err_add(err, "run_dir: \"%s\" and %d more like it exist; hint: set run_dir, or clean up %s",
+			   base.p, MAX_RUN_DIR_SUFFIX - 1, runs_root);
+	}
+out:
+	if (rc == -ENOMEM)
+		dt_err_add(err, "run_dir: out of memory");
+	dt_buf_free(&cand);
+	dt_buf_free(&base);
+	return rc;
+}
+
+/* Render job.sh and spec.json for the run dir now in p->spec.run_dir. */
+static int plan_render(struct launch_plan *p, struct dt_err *err)
+{
+	int rc;
+
+	dt_buf_free(&p->script);
+	dt_buf_free(&p->spec_json);
+	rc = launch_render_script(&p->spec, &p->site, p->spec.run_dir, p->dtrain_run,
+				  &p->script, err);
+	if (!rc)
+		rc = launch_check_syntax(dt_buf_str(&p->script), err);
+	if (!rc && spec_dump(&p->spec, &p->spec_json)) {
+		rc = -ENOMEM;
+		dt_err_add(err, "spec.json: out of memory");
+	}
+	return rc;
+}
+
+/* A failure of the site or spec module is an invalid input (exit 3) unless
+ * it is memory. */
+static int input_error(int rc, const char *what, const char *path, struct dt_err *err)
+{
+	if (err->count == 0)
+		dt_err_add(err, "%s: %s: %s", path ? path : what, what, strerror(-rc));
+	return rc == -ENOMEM ? rc : -EINVAL;
+}
+
+int launch_plan(const struct launch_args *a, struct launch_plan *p, struct dt_err *err)
+{
+	const char *site_path;
+	struct spec_input in;
+	char *exe_dir = NULL;
+	struct stat st;
+	int rc;
+
+	*p = (struct launch_plan){0};
+	site_path = site_find(a->site_path);
+	rc = site_load(site_path, &p->site, err);
+	if (rc) {
+		rc = input_error(rc, "site file", site_path, err);
+		goto out;
+	}
+	in = (struct spec_input){ .path = a->spec_path, .site = &p->site,
+				  .sets = a->sets, .n_sets = a->n_sets };
+	rc = spec_resolve(&in, &p->spec, err);
+	if (rc) {
+		rc = input_error(rc, "job spec", a->spec_path, err);
+		goto out;
+	}
+	exe_dir = dt_exe_dir();
+	if (!exe_dir || !(p->dtrain_run = malloc(strlen(exe_dir) + sizeof("/dtrain-run")))) {
+		rc = -ENOMEM;
+		dt_err_add(err, "cannot find the directory of dtrain-submit");
+		goto out;
+	}
+	sprintf(p->dtrain_run, "%s/dtrain-run", exe_dir);
+	p->now = time(NULL);
+	if (!p->spec.run_dir) {
+		const char *root = p->site.runs_root;
+		struct dt_buf def = {0};
+
+		if (!root) {
+			/* site.h promises a default; be safe if it is missing. */
+			const char *home = getenv("HOME");
+
+			if (!home || dt_buf_printf(&def, "%s/dtrain-runs", home)) {
+				rc = dt_err_add(err, "run_dir: no runs_root in the site policy and no HOME; hint: set run_dir");
+				goto out;
+			}
+			root = def.p;
+		}
+		p->run_dir_auto = true;
+		rc = launch_pick_run_dir(root, p->spec.name, p->now, &p->spec.run_dir, err);
+		dt_buf_free(&def);
+		if (rc)
+			goto out;
+	} else if (lstat(p->spec.run_dir, &st) == 0) {
+		rc = -EEXIST;
+		dt_err_add(err, "run_dir: \"%s\" already exists; hint: every submit needs a new run dir: --set run_dir=<new path>, or leave run_dir unset to get <runs_root>/<name>-<time>",
+			   p->spec.run_dir);
+		goto out;
+	}
+	rc = plan_render(p, err);
+out:
+	free(exe_dir);
+	return rc;
+}
+
+void launch_plan_free(struct launch_plan *p)
+{
+	spec_free(&p->spec);
+	site_free(&p->site);
+	free(p->dtrain_run);
+	dt_buf_free(&p->script);
+	dt_buf_free(&p->spec_json);
+	*p = (struct launch_plan){0};
+}
+
+/* --- run dir --- */
+
+/* Build the run dir under a temp name and rename it into place. -EEXIST
+ * when the run dir appeared meanwhile. */
+static int create_run_dir(const struct launch_plan *p, struct dt_err *err)
+{
+	const char *run_dir = p->spec.run_dir;
+	struct dt_buf tmp = {0}, file = {0};
+	char *parent = parent_of(run_dir);
+	bool made = false;
+	int rc;
+
+	if (!parent) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = dt_buf_printf(&tmp, "%s/.%s.tmp-%ld", parent, strrchr(run_dir, '/') + 1, (long)getpid());
+	if (rc)
+		goto out;
+	if (mkdir(tmp.p, 0755) < 0) {
+		rc = -errno;
+		/* A temp dir with our pid is from a dead process: ours to remove. */
+		if (rc == -EEXIST && dt_remove_tree(tmp.p) == 0)
+			rc = mkdir(tmp.p, 0755) < 0 ? -errno : 0;
+		if (rc) {
+			dt_err_add(err, "%s: cannot create: %s", tmp.p, strerror(-rc));
+			goto out;
+		}
+	}
+	made = true;
+	rc = dt_buf_printf(&file, "%s/spec.json", tmp.p);
+	if (!rc)
+		rc = launch__write_new(file.p, p->spec_json.p, p->spec_json.len, 0644);
+	if (!rc) {
+		dt_buf_free(&file);
+		rc = dt_buf_printf(&file, "%s/job.sh", tmp.p);
+	}
+	if (!rc)
+		rc = launch__write_new(file.p, p->script.p, p->script.len, 0755);
+	if (!rc)
+		rc = fsync_dir(tmp.p);
+	if (rc) {
+		dt_err_add(err, "%s: cannot write: %s", file.p ? file.p : tmp.p, strerror(-rc));
+		goto out;
+	}
+	if (renameat2(AT_FDCWD, tmp.p, AT_FDCWD, run_dir, RENAME_NOREPLACE) < 0) {
+		rc = -errno;
+		/* File systems without RENAME_NOREPLACE: check, then rename (the
+		 * rename would replace only an empty directory). */
+		if (rc == -EINVAL || rc == -ENOSYS) {
+			struct stat st;
+
+			if (lstat(run_dir, &st) == 0)
+				rc = -EEXIST;
+			else
+				rc = rename(tmp.p, run_dir) < 0 ? -errno : 0;
+		}
+		if (rc && rc != -EEXIST)
+			dt_err_add(err, "%s: cannot rename into place: %s", run_dir, strerror(-rc));
+		if (rc)
+			goto out;
+	}
+	made = false;
+	rc = fsync_dir(parent);
+	if (rc)
+		dt_err_add(err, "%s: cannot sync: %s", parent, strerror(-rc));
+out:
+	if (rc == -ENOMEM)
+		dt_err_add(err, "%s: out of memory", run_dir);
+	if (made)
+		dt_remove_tree(tmp.p);
+	dt_buf_free(&file);
+	dt_buf_free(&tmp);
+	free(parent);
+	return rc;
+}
+
+/* --- submit --- */
+
+/* sbatch --parsable prints "<id>" or "<id>;<cluster>". */
+static char *parse_job_id(const char *out)
+{
+	size_t n = strspn(out, "0123456789");
+
+	if (n == 0 || (out[n] != ';' && out[n] != '\n' && out[n] != '\0'))
+		return NULL;
+	return strndup(out, n);
+}
+
+int launch_submit(struct launch_plan *p, struct launch_job *job,
+		  struct dt_err *warn, struct dt_err *err)
+{
+	struct dt_buf job_sh = {0}, out = {0}, path = {0};
+	char *sbatch = NULL, *parent = NULL, stamp[32], shown[96];
+	struct tm tm;
+	int rc, status, attempt;
+
+	*job = (struct launch_job){0};
+	/* Everything that can be checked before creating anything. */
+	sbatch = launch__which("sbatch");
+	if (!sbatch) {
+		rc = -ENOENT;
+		dt_err_add(err, "sbatch: not found on PATH; hint: install the Slurm client tools or fix PATH");
+		goto out;
+	}
+	if (access(p->dtrain_run, X_OK) < 0) {
+		rc = -errno;
+		dt_err_add(err, "%s: %s; hint: dtrain-run is installed next to dtrain-submit, and every node must see it at that path",
+			   p->dtrain_run, strerror(-rc));
+		goto out;
+	}
+	parent = parent_of(p->spec.run_dir);
+	if (!parent) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = dt_mkdirs(parent, 0755);
+	if (rc) {
+		dt_err_add(err, "%s: cannot create the directory: %s", parent, strerror(-rc));
+		goto out;
+	}
+	for (attempt = 0; ; attempt++) {
+		rc = create_run_dir(p, err);
+		if (rc != -EEXIST)
+			break;
+		if (!p->run_dir_auto || attempt >= MAX_RUN_DIR_SUFFIX) {
+			dt_err_add(err, "run_dir: \"%s\" already exists; hint: --set run_dir=<new path>",
+				   p->spec.run_dir);
+			goto out;
+		}
+		/* Another submit took the name just now: take the next one. */
+		free(p->spec.run_dir);
+		p->spec.run_dir = NULL;
+		rc = launch_pick_run_dir(p->site.runs_root ? p->site.runs_root : parent,
+					 p->spec.name, p->now, &p->spec.run_dir, err);
+		if (!rc)
+			rc = plan_render(p, err);
+		if (rc)
+			goto out;
+	}
+	if (rc)
+		goto out;
+
+	rc = dt_buf_printf(&job_sh, "%s/job.sh", p->spec.run_dir);
+	if (rc)
+		goto out;
+	{
+		const char *argv[] = { sbatch, "--parsable", job_sh.p, NULL };
+
+		rc = launch__run(&(struct launch__proc){ .argv = argv, .out = &out,
+							 .err_mode = LAUNCH__STDERR_PASS },
+				 &status, err);
+	}
+	if (rc || status != 0) {
+		dt_remove_tree(p->spec.run_dir);
+		if (!rc)
+			dt_err_add(err, "sbatch refused the job (exit %d, its message is above); nothing was submitted",
+				   status);
+		rc = -EIO;
+		goto out;
+	}
+	job->id = parse_job_id(dt_buf_str(&out));
+	if (!job->id) {
+		rc = -EIO;
+		dt_err_add(err, "sbatch: unexpected output \"%s\"; the job may be queued: check squeue; its run dir %s is kept",
+			   launch__printable(dt_buf_str(&out), shown, sizeof(shown)), p->spec.run_dir);
+		goto out;
+	}
+
+	/* Accepted: from here on problems are warnings. */
+	gmtime_r(&p->now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	job->name = dt_strdup(p->spec.name);
+	job->run_dir = dt_strdup(p->spec.run_dir);
+	job->submitted = strdup(stamp);
+	if (dt_buf_printf(&path, "%s/slurm-%s.out", p->spec.run_dir, job->id) == 0) {
+		job->log_path = path.p;
+		path = (struct dt_buf){0};
+	}
+	dt_buf_free(&out);
+	if (dt_buf_printf(&path, "%s/job_id", p->spec.run_dir) ||
+	    dt_buf_printf(&out, "%s\n", job->id)) {
+		dt_err_add(warn, "%s/job_id: out of memory", p->spec.run_dir);
+	} else if ((rc = dt_write_file_atomic(path.p, out.p, out.len, 0644)) != 0) {
+		dt_err_add(warn, "%s: cannot write: %s", path.p, strerror(-rc));
+	}
+	rc = 0;
+	if (!job->name || !job->run_dir || !job->submitted)
+		dt_err_add(warn, "job %s: out of memory; not recorded in the job registry", job->id);
+	else
+		launch_registry_append(job, warn);
+out:
+	if (rc == -ENOMEM)
+		dt_err_add(err, "submit: out of memory");
+	if (rc)
+		launch_job_free(job);
+	dt_buf_free(&path);
+	dt_buf_free(&out);
+	dt_buf_free(&job_sh);
+	free(parent);
+	free(sbatch);
+	return rc;
+}
+
+/* --- commands --- */
+
+int launch_cmd_validate(const struct launch_args *a, struct dt_err *err)
+{
+	struct launch_plan p;
+	int rc = launch_plan(a, &p, err);
+
+	if (!rc) {
+		fputs(dt_buf_str(&p.spec_json), stdout);
+		fprintf(stderr, "dtrain-submit: %s: valid; it would run in %s\n",
+			a->spec_path, p.spec.run_dir);
+	}
+	launch_plan_free(&p);
+	return rc;
+}
+
+int launch_cmd_submit(const struct launch_args *a, struct dt_err *err)
+{
+	struct dt_err warn = {0};
+	struct launch_job job = {0};
+	struct launch_plan p;
+	char *line, *save = NULL;
+	int rc = launch_plan(a, &p, err);
+
+	if (rc)
+		goto out;
+	if (a->dry_run) {
+		fputs(dt_buf_str(&p.script), stdout);
+		fprintf(stderr, "dtrain-submit: dry run: nothing created, nothing submitted; the run dir would be %s\n",
+			p.spec.run_dir);
+		goto out;
+	}
+	rc = launch_submit(&p, &job, &warn, err);
+	if (rc)
+		goto out;
+	for (line = strtok_r(warn.msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		fprintf(stderr, "dtrain-submit: warning: %s\n", line);
+	printf("%s\n", job.id);
+	fflush(stdout);
+	fprintf(stderr, "dtrain-submit: submitted job %s (%s)\n"
+			"  run dir: %s\n"
+			"  status:  dtrain-submit status %s\n"
+			"  logs:    dtrain-submit logs -f %s\n",
+		job.id, job.name, job.run_dir, job.id, job.id);
+out:
+	launch_job_free(&job);
+	launch_plan_free(&p);
+	return rc;
+}

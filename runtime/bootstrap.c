@@ -1,0 +1,424 @@
+/*
+ * bootstrap.c - rank, size and placement of this process, from PMIx, Slurm's
+ * or Open MPI's environment, or a singleton default (order and meaning in
+ * bootstrap.h); then MPI_Init and the check that MPI agrees.
+ *
+ * Sections: small helpers, one function per source, the dispatcher, MPI.
+ */
+#include "runtime/bootstrap.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
+#include <pmix.h>
+
+/* Bound on each PMIx_Get, so that a launcher that never answers gives an
+ * error instead of a hang. The keys we read are local data: they come at
+ * once or not at all. */
+#define RT_PMIX_GET_TIMEOUT_S 30
+
+/* --- helpers --- */
+
+static void copy_name(char *dst, size_t size, const char *src)
+{
+	snprintf(dst, size, "%s", src);
+}
+
+static int local_hostname(char *buf, size_t size, struct dt_err *err)
+{
+	int e;
+
+	if (gethostname(buf, size) != 0) {
+		e = errno;
+		dt_err_add(err, "gethostname: %s", strerror(e));
+		return -e;
+	}
+	buf[size - 1] = '\0';
+	return 0;
+}
+
+/* An environment variable as an int in [min, max]. -ENOENT when unset (no
+ * message: the caller decides), -EINVAL with a message when malformed. */
+static int env_int(const char *name, int min, int max, int *out, struct dt_err *err)
+{
+	const char *s = getenv(name);
+	char *end;
+	long v;
+
+	if (!s)
+		return -ENOENT;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end != '\0' || v < min || v > max)
+		return dt_err_add(err, "environment variable %s: want an integer in [%d, %d] (got \"%s\")",
+				  name, min, max, s);
+	*out = (int)v;
+	return 0;
+}
+
+static int env_int_required(const char *name, int min, int max, int *out,
+			    const char *source, struct dt_err *err)
+{
+	int rc = env_int(name, min, max, out, err);
+
+	if (rc == -ENOENT)
+		return dt_err_add(err, "environment variable %s is not set (needed to bootstrap from %s)",
+				  name, source);
+	return rc;
+}
+
+/*
+ * The tasks on node `node_id` from a Slurm tasks-per-node list such as
+ * "2(x3),1": counts in node order, "N(xR)" repeating N for R nodes.
+ * Returns the count, or -1 when the list is malformed or too short.
+ */
+static int slurm_tasks_on_node(const char *list, int node_id)
+{
+	const char *s = list;
+	long count, rep;
+	char *end;
+
+	while (*s) {
+		count = strtol(s, &end, 10);
+		if (end == s || count < 0 || count > INT_MAX)
+			return -1;
+		s = end;
+		rep = 1;
+		if (s[0] == '(' && s[1] == 'x') {
+			rep = strtol(s + 2, &end, 10);
+			if (end == s + 2 || rep < 1 || *end != ')')
+				return -1;
+			s = end + 1;
+		}
+		if (node_id < rep)
+			return (int)count;
+		node_id -= (int)(rep < INT_MAX ? rep : INT_MAX);
+		if (*s == ',')
+			s++;
+		else if (*s)
+			return -1;
+	}
+	return -1;
+}
+
+/* --- source 1: PMIx --- */
+
+static int pmix_fail(struct dt_err *err, const char *call, const char *key, pmix_status_t st)
+{
+	if (key)
+		dt_err_add(err, "%s(%s): %s", call, key, PMIx_Error_string(st));
+	else
+		dt_err_add(err, "%s: %s", call, PMIx_Error_string(st));
+	return -EIO;
+}
+
+/* The integer in v, whatever its integer type (launchers differ: the
+ * standard says uint16_t for a local rank, others send uint32_t). */
+static int pmix_value_long(const pmix_value_t *v, long *out)
+{
+	switch (v->type) {
+	case PMIX_INT:       *out = v->data.integer; return 0;
+	case PMIX_INT8:      *out = v->data.int8; return 0;
+	case PMIX_INT16:     *out = v->data.int16; return 0;
+	case PMIX_INT32:     *out = v->data.int32; return 0;
+	case PMIX_INT64:     *out = (long)v->data.int64; return 0;
+	case PMIX_UINT:      *out = v->data.uint; return 0;
+	case PMIX_UINT8:     *out = v->data.uint8; return 0;
+	case PMIX_UINT16:    *out = v->data.uint16; return 0;
+	case PMIX_UINT32:    *out = v->data.uint32; return 0;
+	case PMIX_PROC_RANK: *out = v->data.rank; return 0;
+	case PMIX_UINT64:
+		if (v->data.uint64 > LONG_MAX)
+			return -ERANGE;
+		*out = (long)v->data.uint64;
+		return 0;
+	case PMIX_SIZE:
+		if (v->data.size > LONG_MAX)
+			return -ERANGE;
+		*out = (long)v->data.size;
+		return 0;
+	default:
+		return -EPROTO;
+	}
+}
+
+static int pmix_get(const pmix_proc_t *who, const char *key, pmix_value_t **val,
+		    struct dt_err *err)
+{
+	pmix_info_t info;
+	pmix_status_t st;
+	int timeout = RT_PMIX_GET_TIMEOUT_S;
+
+	PMIX_INFO_CONSTRUCT(&info);
+	PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
+	*val = NULL;
+	st = PMIx_Get(who, key, &info, 1, val);
+	PMIX_INFO_DESTRUCT(&info);
+	if (st != PMIX_SUCCESS)
+		return pmix_fail(err, "PMIx_Get", key, st);
+	if (!*val) {
+		dt_err_add(err, "PMIx_Get(%s): no value returned", key);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static int pmix_get_int(const pmix_proc_t *who, const char *key, int min, int *out,
+			struct dt_err *err)
+{
+	pmix_value_t *val = NULL;
+	long v = 0;
+	int rc;
+
+	rc = pmix_get(who, key, &val, err);
+	if (rc)
+		goto out;
+	rc = pmix_value_long(val, &v);
+	if (rc) {
+		dt_err_add(err, "PMIx_Get(%s): want an integer, got PMIx data type %d",
+			   key, (int)val->type);
+		goto out;
+	}
+	if (v < min || v > INT_MAX) {
+		rc = dt_err_add(err, "PMIx_Get(%s): value %ld out of range", key, v);
+		goto out;
+	}
+	*out = (int)v;
+out:
+	if (val)
+		PMIX_VALUE_RELEASE(val);
+	return rc;
+}
+
+static int pmix_get_str(const pmix_proc_t *who, const char *key, char *buf, size_t size,
+			struct dt_err *err)
+{
+	pmix_value_t *val = NULL;
+	int rc;
+
+	rc = pmix_get(who, key, &val, err);
+	if (rc)
+		goto out;
+	if (val->type != PMIX_STRING || !val->data.string) {
+		rc = dt_err_add(err, "PMIx_Get(%s): want a string, got PMIx data type %d",
+				key, (int)val->type);
+		goto out;
+	}
+	copy_name(buf, size, val->data.string);
+out:
+	if (val)
+		PMIX_VALUE_RELEASE(val);
+	return rc;
+}
+
+static int boot_pmix(struct rt_proc *p, struct dt_err *err)
+{
+	pmix_proc_t me, job;
+	pmix_status_t st;
+	int rc;
+
+	PMIX_PROC_CONSTRUCT(&me);
+	st = PMIx_Init(&me, NULL, 0);
+	if (st != PMIX_SUCCESS) {
+		dt_err_add(err, "PMIx_Init: %s (hint: PMIX_NAMESPACE=%s is set but no PMIx server of that job answers; launch with `srun --mpi=pmix` or `mpirun`, or unset PMIX_NAMESPACE)",
+			   PMIx_Error_string(st), getenv("PMIX_NAMESPACE"));
+		return -EIO;
+	}
+	p->pmix_up = true;
+	p->via = RT_BOOT_PMIX;
+
+	/* Job- and node-level keys (job size, local size) live under the
+	 * wildcard rank, per-process ones under ours; asked the other way,
+	 * Slurm's and mpirun's PMIx servers both answer NOT-FOUND. */
+	PMIX_PROC_CONSTRUCT(&job);
+	PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
+
+	if (me.rank > INT_MAX)
+		return dt_err_add(err, "PMIx_Init: rank %u out of range", me.rank);
+	p->rank = (int)me.rank;
+	rc = pmix_get_int(&job, PMIX_JOB_SIZE, 1, &p->size, err);
+	if (!rc)
+		rc = pmix_get_int(&job, PMIX_LOCAL_SIZE, 1, &p->local_size, err);
+	if (!rc)
+		rc = pmix_get_int(&me, PMIX_LOCAL_RANK, 0, &p->local_rank, err);
+	if (!rc)
+		rc = pmix_get_int(&me, PMIX_NODEID, 0, &p->node_id, err);
+	if (!rc)
+		rc = pmix_get_str(&me, PMIX_HOSTNAME, p->hostname, sizeof(p->hostname), err);
+	return rc;
+}
+
+/* --- source 2: Slurm's environment --- */
+
+static int boot_slurm(struct rt_proc *p, struct dt_err *err)
+{
+	const char *list, *name = "SLURM_STEP_TASKS_PER_NODE";
+	int rc;
+
+	p->via = RT_BOOT_SLURM;
+	rc = env_int_required("SLURM_PROCID", 0, INT_MAX - 1, &p->rank, "Slurm", err);
+	if (!rc)
+		rc = env_int_required("SLURM_NTASKS", 1, INT_MAX, &p->size, "Slurm", err);
+	if (!rc)
+		rc = env_int_required("SLURM_LOCALID", 0, INT_MAX - 1, &p->local_rank, "Slurm", err);
+	if (!rc)
+		rc = env_int_required("SLURM_NODEID", 0, INT_MAX - 1, &p->node_id, "Slurm", err);
+	if (rc)
+		return rc;
+
+	list = getenv(name);
+	if (!list) {
+		name = "SLURM_TASKS_PER_NODE";
+		list = getenv(name);
+	}
+	if (!list)
+		return dt_err_add(err, "environment variable SLURM_STEP_TASKS_PER_NODE is not set (needed to bootstrap from Slurm)");
+	p->local_size = slurm_tasks_on_node(list, p->node_id);
+	if (p->local_size < 1)
+		return dt_err_add(err, "environment variable %s: no task count for node %d (got \"%s\")",
+				  name, p->node_id, list);
+	return local_hostname(p->hostname, sizeof(p->hostname), err);
+}
+
+/* --- source 3: Open MPI's environment --- */
+
+static int boot_ompi(struct rt_proc *p, struct dt_err *err)
+{
+	const char *src = "Open MPI's environment";
+	int rc;
+
+	p->via = RT_BOOT_MPI;
+	rc = env_int_required("OMPI_COMM_WORLD_RANK", 0, INT_MAX - 1, &p->rank, src, err);
+	if (!rc)
+		rc = env_int_required("OMPI_COMM_WORLD_SIZE", 1, INT_MAX, &p->size, src, err);
+	if (!rc)
+		rc = env_int_required("OMPI_COMM_WORLD_LOCAL_RANK", 0, INT_MAX - 1,
+				      &p->local_rank, src, err);
+	if (!rc)
+		rc = env_int_required("OMPI_COMM_WORLD_LOCAL_SIZE", 1, INT_MAX,
+				      &p->local_size, src, err);
+	if (rc)
+		return rc;
+	/* Open MPI names no node index; it is 0 only when we know there is one node */
+	p->node_id = p->local_size == p->size ? 0 : -1;
+	return local_hostname(p->hostname, sizeof(p->hostname), err);
+}
+
+/* --- source 4: a single process --- */
+
+static int boot_singleton(struct rt_proc *p, struct dt_err *err)
+{
+	p->via = RT_BOOT_SINGLETON;
+	p->rank = 0;
+	p->size = 1;
+	p->local_rank = 0;
+	p->local_size = 1;
+	p->node_id = 0;
+	return local_hostname(p->hostname, sizeof(p->hostname), err);
+}
+
+/* --- dispatcher --- */
+
+int rt_bootstrap(struct rt_proc *p, struct dt_err *err)
+{
+	const char *nodename;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	p->node_id = -1;
+
+	if (getenv("PMIX_NAMESPACE"))
+		rc = boot_pmix(p, err);
+	else if (getenv("SLURM_PROCID"))
+		rc = boot_slurm(p, err);
+	else if (getenv("OMPI_COMM_WORLD_RANK"))
+		rc = boot_ompi(p, err);
+	else
+		rc = boot_singleton(p, err);
+	if (rc)
+		goto out;
+
+	if (p->rank >= p->size || p->local_rank >= p->local_size || p->local_size > p->size) {
+		rc = dt_err_add(err, "bootstrap via %s: inconsistent placement: rank %d of %d, local rank %d of %d",
+				rt_boot_via_name(p->via), p->rank, p->size, p->local_rank,
+				p->local_size);
+		goto out;
+	}
+	nodename = getenv("SLURMD_NODENAME");
+	copy_name(p->node, sizeof(p->node), nodename && *nodename ? nodename : p->hostname);
+out:
+	if (rc)
+		rt_bootstrap_fini(p);
+	return rc;
+}
+
+void rt_bootstrap_fini(struct rt_proc *p)
+{
+	if (p->pmix_up)
+		PMIx_Finalize(NULL, 0);
+	p->pmix_up = false;
+}
+
+const char *rt_boot_via_name(enum rt_boot_via via)
+{
+	switch (via) {
+	case RT_BOOT_PMIX:      return "pmix";
+	case RT_BOOT_SLURM:     return "slurm";
+	case RT_BOOT_MPI:       return "mpi";
+	case RT_BOOT_SINGLETON: return "singleton";
+	}
+	return "?";
+}
+
+/* --- MPI --- */
+
+int rt_mpi_init(const struct rt_proc *p, bool *mpi_up, struct dt_err *err)
+{
+	int rc, n = 0, r = -1;
+
+	*mpi_up = false;
+	rc = MPI_Init(NULL, NULL);
+	if (rc != MPI_SUCCESS) {
+		dt_err_add(err, "MPI_Init failed (MPI error %d)", rc);
+		return -EIO;
+	}
+	*mpi_up = true;
+	/* errors come back as codes; the caller decides to abort */
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	rc = MPI_Comm_size(MPI_COMM_WORLD, &n);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Comm_rank(MPI_COMM_WORLD, &r);
+	if (rc != MPI_SUCCESS) {
+		dt_err_add(err, "MPI_Comm_size/rank failed (MPI error %d)", rc);
+		return -EIO;
+	}
+	if (n != p->size || r != p->rank) {
+		dt_err_add(err, "MPI_COMM_WORLD has rank %d of %d but the %s bootstrap says rank %d of %d (hint: start dtrain-run with `srun --mpi=pmix` or `mpirun`, so that MPI sees every task)",
+			   r, n, rt_boot_via_name(p->via), p->rank, p->size);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int rt_mpi_first_failure(bool failed, int *first_failed, struct dt_err *err)
+{
+	int rank = -1, size = 0, mine, first = 0, rc;
+
+	rc = MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Comm_size(MPI_COMM_WORLD, &size);
+	mine = failed ? rank : size;
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (rc != MPI_SUCCESS) {
+		dt_err_add(err, "MPI_Allreduce failed (MPI error %d)", rc);
+		return -EIO;
+	}
+	*first_failed = first < size ? first : -1;
+	return 0;
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# dtrain-submit without a cluster: help and exit codes, validate and
+# --dry-run of every example spec, refusals that name file, path and flag.
+. "$(dirname "$0")/lib.sh"
+site=$(write_site)
+
+# --- help on the program and on every subcommand ---
+for sub in "" submit validate status cancel logs; do
+	expect_rc 0 $SUBMIT $sub --help
+	must_contain "$T/out" "Usage:"
+done
+pass "--help on every subcommand"
+expect_rc 2 $SUBMIT --frobnicate jobs.json
+must_contain "$T/err" "--frobnicate"
+expect_rc 2 $SUBMIT
+pass "usage errors exit 2 and name the flag"
+
+# --- every example spec validates and dry-runs to a script bash accepts ---
+for spec in "$DTRAIN_SOURCE_DIR"/jobs/*.json; do
+	expect_rc 0 $SUBMIT validate "$spec" --site "$site"
+	must_contain "$T/out" '"parallel"'
+	expect_rc 0 $SUBMIT "$spec" --site "$site" --dry-run
+	bash -n "$T/out" || fail "bash -n rejects the dry-run script of $spec"
+	must_contain "$T/out" "#SBATCH --nodes="
+	must_contain "$T/out" "#SBATCH --requeue"
+	must_contain "$T/out" "#SBATCH --open-mode=append"
+	must_contain "$T/out" "#SBATCH --signal="
+	must_contain "$T/out" "srun --mpi=pmix"
+done
+[ ! -e "$T/runs" ] || fail "dry-run created $T/runs"
+pass "validate and --dry-run of every spec in jobs/"
+
+# --- the resolved spec reflects site defaults and --set ---
+expect_rc 0 $SUBMIT validate "$DTRAIN_SOURCE_DIR/jobs/mlp-2x2.json" --site "$site" \
+	--set train.epochs=7 --set env.EXTRA=x
+must_contain "$T/out" '"epochs": 7'
+must_contain "$T/out" '"partition": "low"'
+must_contain "$T/out" '"EXTRA": "x"'
+pass "validate shows the resolved spec"
+
+# --- invalid specs: exit 3, every problem named with file and JSON path ---
+cat >"$T/bad.json" <<'JSON'
+{ "name": "bad", "resources": { "nodes": 2, "tasks_per_nod": 2 },
+  "parallel": { "data": 3 }, "train": { "global_batch": 10, "optimizer": { "lr": "fast" } } }
+JSON
+expect_rc 3 $SUBMIT validate "$T/bad.json" --site "$site"
+must_contain "$T/err" "$T/bad.json: resources.tasks_per_nod: unknown key; did you mean \"resources.tasks_per_node\"?"
+must_contain "$T/err" "$T/bad.json: train.optimizer.lr: expected a number"
+expect_rc 3 $SUBMIT "$T/bad.json" --site "$site"
+[ ! -e "$T/runs" ] || fail "an invalid spec left $T/runs behind"
+expect_rc 3 $SUBMIT validate "$DTRAIN_SOURCE_DIR/jobs/mlp-2x2.json" --site "$site" --set parallel.data=3
+must_contain "$T/err" "must equal resources.nodes x resources.tasks_per_node"
+expect_rc 3 $SUBMIT validate "$T/missing.json"
+must_contain "$T/err" "$T/missing.json: cannot read"
+pass "invalid specs exit 3 naming file and path"

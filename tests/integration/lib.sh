@@ -1,0 +1,88 @@
+# lib.sh - shared by the integration tests (sourced, not run).
+#
+# Each test gets a private HOME, state directory and runs root under a fresh
+# temporary directory, so tests never see each other's jobs or the user's.
+# The environment comes from ctest: DTRAIN_BIN (programs), DTRAIN_SOURCE_DIR,
+# SLURM_CONF (the local cluster, for the tests that need one).
+set -euo pipefail
+
+: "${DTRAIN_BIN:?DTRAIN_BIN must point at build/bin}"
+: "${DTRAIN_SOURCE_DIR:?DTRAIN_SOURCE_DIR must point at the source tree}"
+
+SUBMIT=$DTRAIN_BIN/dtrain-submit
+T=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-it-XXXXXX")
+export HOME=$T/home XDG_STATE_HOME=$T/state
+mkdir -p "$HOME"
+unset DTRAIN_SITE
+trap 'rc=$?; [ $rc -eq 0 ] && rm -rf "$T"; [ $rc -ne 0 ] && echo "(test files kept in $T)"; exit $rc' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "ok: $*"; }
+
+# expect_rc WANT CMD...: run CMD, capture stdout/stderr in $T/out, $T/err.
+expect_rc() {
+	local want=$1 got=0
+	shift
+	"$@" >"$T/out" 2>"$T/err" || got=$?
+	if [ "$got" -ne "$want" ]; then
+		echo "--- stdout"; cat "$T/out"; echo "--- stderr"; cat "$T/err"
+		fail "exit $got, expected $want: $*"
+	fi
+}
+
+# must_contain FILE TEXT: fixed-string match.
+must_contain() {
+	grep -qF -- "$2" "$1" || { echo "--- $1"; cat "$1"; fail "$1 lacks: $2"; }
+}
+
+must_not_contain() {
+	! grep -qF -- "$2" "$1" || { echo "--- $1"; cat "$1"; fail "$1 contains: $2"; }
+}
+
+# A site file for the local cluster, with runs under $T/runs.
+write_site() {
+	cat >"$T/site.json" <<JSON
+{
+  "runs_root": "$T/runs",
+  "defaults": { "resources": { "partition": "low", "time": "00:10:00" } },
+  "limits": { "max_nodes": 2, "max_tasks_per_node": 4, "max_gpus_per_node": 0,
+              "max_time": "02:00:00", "partitions": ["low", "high"] },
+  "locked": ["resources.qos"],
+  "env": { "DTRAIN_SITE_MARK": "site-env" },
+  "srun_extra": ["--kill-on-bad-exit=1"],
+  "setup": ["echo site-setup-ran"]
+}
+JSON
+	echo "$T/site.json"
+}
+
+# job_state ID: Slurm's state of a job, or ENDED once Slurm forgot it.
+job_state() {
+	local s
+	s=$(squeue -h -j "$1" -o %T 2>/dev/null || true)
+	[ -n "$s" ] || s=$(scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+	echo "${s:-ENDED}"
+}
+
+# wait_state ID TIMEOUT STATE...: wait until the job is in one of STATEs.
+wait_state() {
+	local id=$1 timeout=$2 s i
+	shift 2
+	for ((i = 0; i < timeout * 2; i++)); do
+		s=$(job_state "$id")
+		for want in "$@"; do
+			[ "$s" = "$want" ] && return 0
+		done
+		sleep 0.5
+	done
+	scontrol show job "$id" || true
+	fail "job $id is $s after ${timeout}s, expected one of: $*"
+}
+
+# The one run directory under $T/runs.
+run_dir_of() {
+	local d
+	d=$(find "$T/runs" -mindepth 1 -maxdepth 1 -type d -name "$1-*" | head -n 1)
+	[ -n "$d" ] || fail "no run directory for $1 under $T/runs"
+	echo "$d"
+}

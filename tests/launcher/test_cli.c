@@ -1,0 +1,182 @@
+/*
+ * test_cli.c - the command line of dtrain-submit: commands, the implicit
+ * submit, options in both spellings, --help everywhere, and usage errors
+ * that name the offending argument.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "launcher/launch.h"
+
+#define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int parse(int argc, char *const argv[], struct launch_args *a, struct dt_err *err)
+{
+	dt_err_clear(err);
+	return launch_parse_args(argc, argv, a, err);
+}
+
+static void test_submit_forms(void **state)
+{
+	char *implicit[] = { "dtrain-submit", "job.json", "--site", "s.json", "--set", "a.b=1",
+			     "--set=c=2", "--dry-run" };
+	char *explicit[] = { "dtrain-submit", "submit", "--site=s.json", "job.json" };
+	char *dash_first[] = { "dtrain-submit", "--dry-run", "job.json" };
+	struct launch_args a;
+	struct dt_err err = {0};
+
+	(void)state;
+	assert_int_equal(parse(ARGC(implicit), implicit, &a, &err), 0);
+	assert_int_equal(a.cmd, LAUNCH_SUBMIT);
+	assert_string_equal(a.spec_path, "job.json");
+	assert_string_equal(a.site_path, "s.json");
+	assert_int_equal(a.n_sets, 2);
+	assert_string_equal(a.sets[0], "a.b=1");
+	assert_string_equal(a.sets[1], "c=2");
+	assert_true(a.dry_run);
+	launch_args_free(&a);
+
+	assert_int_equal(parse(ARGC(explicit), explicit, &a, &err), 0);
+	assert_int_equal(a.cmd, LAUNCH_SUBMIT);
+	assert_string_equal(a.spec_path, "job.json");
+	assert_string_equal(a.site_path, "s.json");
+	assert_false(a.dry_run);
+	launch_args_free(&a);
+
+	assert_int_equal(parse(ARGC(dash_first), dash_first, &a, &err), 0);
+	assert_int_equal(a.cmd, LAUNCH_SUBMIT);
+	assert_true(a.dry_run);
+	launch_args_free(&a);
+}
+
+static void test_other_commands(void **state)
+{
+	char *validate[] = { "dtrain-submit", "validate", "j.json", "--set", "x=1" };
+	char *status[] = { "dtrain-submit", "status" };
+	char *status_job[] = { "dtrain-submit", "status", "123" };
+	char *cancel[] = { "dtrain-submit", "cancel", "demo" };
+	char *logs[] = { "dtrain-submit", "logs", "-f", "demo" };
+	char *logs_long[] = { "dtrain-submit", "logs", "demo", "--follow" };
+	char *version[] = { "dtrain-submit", "--version" };
+	struct launch_args a;
+	struct dt_err err = {0};
+
+	(void)state;
+	assert_int_equal(parse(ARGC(validate), validate, &a, &err), 0);
+	assert_int_equal(a.cmd, LAUNCH_VALIDATE);
+	assert_string_equal(a.spec_path, "j.json");
+	assert_int_equal(a.n_sets, 1);
+	launch_args_free(&a);
+	assert_int_equal(parse(ARGC(status), status, &a, &err), 0);
+	assert_int_equal(a.cmd, LAUNCH_STATUS);
+	assert_null(a.job);
+	assert_int_equal(parse(ARGC(status_job), status_job, &a, &err), 0);
+	assert_string_equal(a.job, "123");
+	assert_int_equal(parse(ARGC(cancel), cancel, &a, &err), 0);
+	assert_int_equal(a.cmd, LAUNCH_CANCEL);
+	assert_string_equal(a.job, "demo");
+	assert_int_equal(parse(ARGC(logs), logs, &a, &err), 0);
+	assert_int_equal(a.cmd, LAUNCH_LOGS);
+	assert_true(a.follow);
+	assert_string_equal(a.job, "demo");
+	assert_int_equal(parse(ARGC(logs_long), logs_long, &a, &err), 0);
+	assert_true(a.follow);
+	assert_int_equal(parse(ARGC(version), version, &a, &err), 0);
+	assert_int_equal(a.cmd, LAUNCH_VERSION);
+}
+
+static void test_help_everywhere(void **state)
+{
+	static const char *subs[] = { "submit", "validate", "status", "cancel", "logs" };
+	static const enum launch_cmd cmds[] = { LAUNCH_SUBMIT, LAUNCH_VALIDATE, LAUNCH_STATUS,
+						LAUNCH_CANCEL, LAUNCH_LOGS };
+	char *top[] = { "dtrain-submit", "--help" };
+	struct launch_args a;
+	struct dt_err err = {0};
+	size_t i;
+
+	(void)state;
+	assert_int_equal(parse(ARGC(top), top, &a, &err), 0);
+	assert_int_equal(a.cmd, LAUNCH_HELP);
+	assert_int_equal(a.help_for, LAUNCH_HELP);
+	assert_non_null(strstr(launch_help(LAUNCH_HELP), "Usage: dtrain-submit"));
+	for (i = 0; i < 5; i++) {
+		/* --help wins even over an unknown option before it. */
+		char *argv[] = { "dtrain-submit", (char *)subs[i], "--bogus", "-h" };
+
+		assert_int_equal(parse(ARGC(argv), argv, &a, &err), 0);
+		assert_int_equal(a.cmd, LAUNCH_HELP);
+		assert_int_equal(a.help_for, cmds[i]);
+		assert_non_null(strstr(launch_help(cmds[i]), "Usage: dtrain-submit"));
+		assert_non_null(strstr(launch_help(cmds[i]), subs[i]));
+	}
+}
+
+static void expect_usage(int argc, char *const argv[], const char *needle)
+{
+	struct launch_args a;
+	struct dt_err err = {0};
+
+	assert_int_equal(parse(argc, argv, &a, &err), -EINVAL);
+	if (!strstr(err.msg, needle))
+		fprintf(stderr, "usage error lacks \"%s\"; it reads:\n%s\n", needle, err.msg);
+	assert_non_null(strstr(err.msg, needle));
+	assert_null(a.sets);
+}
+
+static void test_usage_errors(void **state)
+{
+	char *none[] = { "dtrain-submit" };
+	char *unknown[] = { "dtrain-submit", "--frobnicate", "jobs.json" };
+	char *typo[] = { "dtrain-submit", "submit", "j.json", "--sett", "a=1" };
+	char *no_value[] = { "dtrain-submit", "j.json", "--site" };
+	char *bad_set[] = { "dtrain-submit", "j.json", "--set", "a.b" };
+	char *two_specs[] = { "dtrain-submit", "a.json", "b.json" };
+	char *no_spec[] = { "dtrain-submit", "validate", "--set", "a=1" };
+	char *no_job[] = { "dtrain-submit", "cancel" };
+	char *flag_value[] = { "dtrain-submit", "j.json", "--dry-run=yes" };
+	char *f_elsewhere[] = { "dtrain-submit", "status", "-f" };
+	char *dry_validate[] = { "dtrain-submit", "validate", "j.json", "--dry-run" };
+
+	(void)state;
+	expect_usage(ARGC(none), none, "no command and no SPEC");
+	expect_usage(ARGC(unknown), unknown, "unknown option '--frobnicate'");
+	expect_usage(ARGC(typo), typo, "unknown option '--sett' (did you mean '--set'?)");
+	expect_usage(ARGC(no_value), no_value, "--site needs a value");
+	expect_usage(ARGC(bad_set), bad_set, "--set: expected KEY=VALUE (got 'a.b')");
+	expect_usage(ARGC(two_specs), two_specs, "unexpected argument 'b.json'");
+	expect_usage(ARGC(no_spec), no_spec, "validate: missing SPEC");
+	expect_usage(ARGC(no_job), no_job, "cancel: missing JOB; try 'dtrain-submit cancel --help'");
+	expect_usage(ARGC(flag_value), flag_value, "--dry-run takes no value");
+	expect_usage(ARGC(f_elsewhere), f_elsewhere, "status: unknown option '-f'");
+	expect_usage(ARGC(dry_validate), dry_validate, "validate: unknown option '--dry-run'");
+}
+
+static void test_double_dash(void **state)
+{
+	char *argv[] = { "dtrain-submit", "submit", "--", "--weird-name.json" };
+	struct launch_args a;
+	struct dt_err err = {0};
+
+	(void)state;
+	assert_int_equal(parse(ARGC(argv), argv, &a, &err), 0);
+	assert_string_equal(a.spec_path, "--weird-name.json");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_submit_forms),
+		cmocka_unit_test(test_other_commands),
+		cmocka_unit_test(test_help_everywhere),
+		cmocka_unit_test(test_usage_errors),
+		cmocka_unit_test(test_double_dash),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,406 @@
+/*
+ * test_registry.c - the per-user job registry, JOB argument resolution,
+ * Slurm state queries and run dir naming of dtrain-submit.
+ *
+ * XDG_STATE_HOME and HOME point into a scratch dir; PATH starts with a dir
+ * of fake squeue/scontrol scripts whose answers each test writes.
+ *
+ * Sections: fixtures, registry, JOB resolution, job state, run dir names.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "launcher/launch.h"
+#include "runtime/util.h"
+
+/* --- fixtures --- */
+
+static char tmp[256];
+static char state_dir[512];
+static char fake_bin[512];
+
+static void write_file(const char *path, const char *text, int mode)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_true(fputs(text, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, (mode_t)mode), 0);
+}
+
+/* Install a fake Slurm client program: a bash script body. */
+static void fake(const char *name, const char *body)
+{
+	char path[600], text[2048];
+
+	snprintf(path, sizeof(path), "%s/%s", fake_bin, name);
+	snprintf(text, sizeof(text), "#!/bin/bash\n%s\n", body);
+	write_file(path, text, 0755);
+}
+
+static void no_fake(const char *name)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/%s", fake_bin, name);
+	unlink(path);
+}
+
+static int group_setup(void **state)
+{
+	char path[700];
+	const char *t = getenv("TMPDIR");
+
+	(void)state;
+	snprintf(tmp, sizeof(tmp), "%s/dtrain-launch-registry-XXXXXX", t && *t ? t : "/tmp");
+	if (!mkdtemp(tmp))
+		return -1;
+	snprintf(state_dir, sizeof(state_dir), "%s/state", tmp);
+	snprintf(fake_bin, sizeof(fake_bin), "%s/bin", tmp);
+	if (mkdir(fake_bin, 0755))
+		return -1;
+	/* Only the fakes: a real squeue must never answer these tests. */
+	snprintf(path, sizeof(path), "%s", fake_bin);
+	setenv("PATH", path, 1);
+	setenv("XDG_STATE_HOME", state_dir, 1);
+	setenv("HOME", tmp, 1);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	if (tmp[0])
+		dt_remove_tree(tmp);
+	return 0;
+}
+
+/* Each test starts with an empty registry and no fakes. */
+static int reset(void **state)
+{
+	(void)state;
+	dt_remove_tree(state_dir);
+	no_fake("squeue");
+	no_fake("scontrol");
+	setenv("XDG_STATE_HOME", state_dir, 1);
+	return 0;
+}
+
+static void append(const char *id, const char *name, const char *run_dir)
+{
+	struct launch_job j = { .id = (char *)id, .name = (char *)name,
+				.run_dir = (char *)run_dir, .submitted = "2024-05-01T12:00:00Z" };
+	struct dt_err err = {0};
+
+	assert_int_equal(launch_registry_append(&j, &err), 0);
+}
+
+static char *registry_text(void)
+{
+	char path[700], *text = NULL;
+
+	snprintf(path, sizeof(path), "%s/dtrain/jobs.tsv", state_dir);
+	if (dt_read_file(path, &text, NULL))
+		return NULL;
+	return text;
+}
+
+/* --- registry --- */
+
+static void test_registry_path(void **state)
+{
+	struct dt_err err = {0};
+	char want[700], *path;
+
+	(void)state;
+	assert_int_equal(launch_registry_path(&path, &err), 0);
+	snprintf(want, sizeof(want), "%s/dtrain/jobs.tsv", state_dir);
+	assert_string_equal(path, want);
+	free(path);
+	/* Unset or relative XDG_STATE_HOME: $HOME/.local/state (XDG spec). */
+	setenv("XDG_STATE_HOME", "relative/dir", 1);
+	assert_int_equal(launch_registry_path(&path, &err), 0);
+	snprintf(want, sizeof(want), "%s/.local/state/dtrain/jobs.tsv", tmp);
+	assert_string_equal(path, want);
+	free(path);
+	unsetenv("XDG_STATE_HOME");
+	assert_int_equal(launch_registry_path(&path, &err), 0);
+	assert_string_equal(path, want);
+	free(path);
+}
+
+static void test_registry_append_and_load(void **state)
+{
+	struct launch_job *jobs;
+	struct dt_err err = {0};
+	struct stat st;
+	char path[700], *text;
+	size_t n;
+
+	(void)state;
+	/* No file yet: no jobs, no error. */
+	assert_int_equal(launch_registry_load(&jobs, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_null(jobs);
+
+	append("100", "alpha", "/runs/alpha-1");
+	append("101", "beta", "/runs/beta-1");
+	append("102", "alpha", "/runs/alpha-2");
+	text = registry_text();
+	assert_non_null(text);
+	assert_string_equal(text,
+		"# dtrain-jobs v1\tjob_id\tname\trun_dir\tsubmitted\n"
+		"100\talpha\t/runs/alpha-1\t2024-05-01T12:00:00Z\n"
+		"101\tbeta\t/runs/beta-1\t2024-05-01T12:00:00Z\n"
+		"102\talpha\t/runs/alpha-2\t2024-05-01T12:00:00Z\n");
+	free(text);
+	snprintf(path, sizeof(path), "%s/dtrain/jobs.tsv", state_dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+
+	assert_int_equal(launch_registry_load(&jobs, &n, &err), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(jobs[0].id, "100");
+	assert_string_equal(jobs[1].name, "beta");
+	assert_string_equal(jobs[2].run_dir, "/runs/alpha-2");
+	assert_string_equal(jobs[2].submitted, "2024-05-01T12:00:00Z");
+	assert_string_equal(jobs[2].log_path, "/runs/alpha-2/slurm-102.out");
+	launch_jobs_free(jobs, n);
+}
+
+static void test_registry_refuses_bad_fields(void **state)
+{
+	struct launch_job j = { .id = "12", .name = "a\tb", .run_dir = "/r" };
+	struct launch_job k = { .id = "12x", .name = "a", .run_dir = "/r" };
+	struct launch_job l = { .id = "12", .name = "a", .run_dir = "/r\n13\tevil\t/x\t-" };
+	struct dt_err err = {0};
+
+	(void)state;
+	assert_int_equal(launch_registry_append(&j, &err), -EINVAL);
+	assert_int_equal(launch_registry_append(&k, &err), -EINVAL);
+	assert_int_equal(launch_registry_append(&l, &err), -EINVAL);
+	assert_null(registry_text());
+}
+
+static void test_registry_skips_torn_lines(void **state)
+{
+	struct launch_job *jobs;
+	struct dt_err err = {0};
+	char path[700];
+	size_t n;
+	FILE *f;
+
+	(void)state;
+	append("100", "alpha", "/runs/alpha-1");
+	snprintf(path, sizeof(path), "%s/dtrain/jobs.tsv", state_dir);
+	f = fopen(path, "a");
+	assert_non_null(f);
+	fputs("garbage\n101\tcut-short\n# a comment\n", f);
+	fclose(f);
+	append("102", "gamma", "/runs/gamma-1");
+	assert_int_equal(launch_registry_load(&jobs, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(jobs[0].id, "100");
+	assert_string_equal(jobs[1].id, "102");
+	launch_jobs_free(jobs, n);
+}
+
+static void test_registry_other_version(void **state)
+{
+	struct launch_job *jobs;
+	struct dt_err err = {0};
+	char dir[700], path[800];
+	size_t n;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/dtrain", state_dir);
+	assert_int_equal(dt_mkdirs(dir, 0700), 0);
+	snprintf(path, sizeof(path), "%s/jobs.tsv", dir);
+	write_file(path, "# dtrain-jobs v9\n1\ta\t/r\t-\n", 0600);
+	assert_int_equal(launch_registry_load(&jobs, &n, &err), -EPROTO);
+	assert_non_null(strstr(err.msg, "not a dtrain job registry of version 1"));
+}
+
+/* --- JOB resolution --- */
+
+static void test_resolve_by_id_and_name(void **state)
+{
+	struct launch_job j;
+	struct dt_err err = {0};
+
+	(void)state;
+	append("100", "alpha", "/runs/alpha-1");
+	append("101", "beta", "/runs/beta-1");
+	append("102", "alpha", "/runs/alpha-2");
+
+	assert_int_equal(launch_resolve_job("101", &j, &err), 0);
+	assert_string_equal(j.id, "101");
+	assert_string_equal(j.name, "beta");
+	assert_string_equal(j.run_dir, "/runs/beta-1");
+	assert_string_equal(j.log_path, "/runs/beta-1/slurm-101.out");
+	launch_job_free(&j);
+
+	/* A name means its most recent job. */
+	assert_int_equal(launch_resolve_job("alpha", &j, &err), 0);
+	assert_string_equal(j.id, "102");
+	assert_string_equal(j.run_dir, "/runs/alpha-2");
+	launch_job_free(&j);
+
+	assert_int_equal(launch_resolve_job("100", &j, &err), 0);
+	assert_string_equal(j.run_dir, "/runs/alpha-1");
+	launch_job_free(&j);
+}
+
+static void test_resolve_errors(void **state)
+{
+	struct launch_job j;
+	struct dt_err err = {0};
+
+	(void)state;
+	append("100", "alpha", "/runs/alpha-1");
+
+	assert_int_equal(launch_resolve_job("nope", &j, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "\"nope\": no job of that name in "));
+	assert_non_null(strstr(err.msg, "/dtrain/jobs.tsv"));
+	assert_null(j.id);
+
+	/* Digits that are neither in the registry nor known to Slurm. */
+	dt_err_clear(&err);
+	fake("scontrol", "echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1");
+	assert_int_equal(launch_resolve_job("999", &j, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "job 999: not in "));
+	assert_non_null(strstr(err.msg, "unknown to Slurm"));
+
+	/* No scontrol at all: still a clean error naming the job. */
+	dt_err_clear(&err);
+	no_fake("scontrol");
+	assert_int_equal(launch_resolve_job("999", &j, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "job 999"));
+	assert_non_null(strstr(err.msg, "scontrol not found"));
+
+	dt_err_clear(&err);
+	assert_int_equal(launch_resolve_job("", &j, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "JOB: empty"));
+
+	/* "12abc" is a name, not an id. */
+	dt_err_clear(&err);
+	assert_int_equal(launch_resolve_job("12abc", &j, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "\"12abc\": no job of that name"));
+}
+
+static void test_resolve_from_slurm(void **state)
+{
+	struct launch_job j;
+	struct dt_err err = {0};
+
+	(void)state;
+	fake("scontrol",
+	     "[ \"$1 $2 $3\" = 'show job 777' ] || exit 1\n"
+	     "echo 'JobId=777 JobName=handmade'\n"
+	     "echo '   JobState=RUNNING Reason=None Dependency=(null)'\n"
+	     "echo '   WorkDir=/home/u/runs/handmade-1'\n"
+	     "echo '   StdErr=/home/u/runs/handmade-1/out-777.txt'\n"
+	     "echo '   StdOut=/home/u/runs/handmade-1/out-777.txt'");
+	assert_int_equal(launch_resolve_job("777", &j, &err), 0);
+	assert_string_equal(j.id, "777");
+	assert_string_equal(j.name, "handmade");
+	assert_string_equal(j.run_dir, "/home/u/runs/handmade-1");
+	assert_string_equal(j.log_path, "/home/u/runs/handmade-1/out-777.txt");
+	assert_null(j.submitted);
+	launch_job_free(&j);
+}
+
+/* --- job state --- */
+
+static void test_job_state(void **state)
+{
+	char s[32];
+
+	(void)state;
+	fake("squeue", "[ \"$*\" = '-h -j 5 -o %T' ] || exit 1; echo RUNNING");
+	launch_job_state("5", s, sizeof(s));
+	assert_string_equal(s, "RUNNING");
+
+	/* squeue forgot the job: scontrol still knows it. */
+	fake("squeue", "echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1");
+	fake("scontrol", "echo 'JobId=5 JobName=x'; echo '   JobState=COMPLETED Reason=None'");
+	launch_job_state("5", s, sizeof(s));
+	assert_string_equal(s, "COMPLETED");
+
+	/* Neither knows it, or neither exists: ENDED. */
+	fake("scontrol", "exit 1");
+	launch_job_state("5", s, sizeof(s));
+	assert_string_equal(s, "ENDED");
+	no_fake("squeue");
+	no_fake("scontrol");
+	launch_job_state("5", s, sizeof(s));
+	assert_string_equal(s, "ENDED");
+
+	assert_true(launch_state_active("PENDING"));
+	assert_true(launch_state_active("RUNNING"));
+	assert_true(launch_state_active("COMPLETING"));
+	assert_false(launch_state_active("COMPLETED"));
+	assert_false(launch_state_active("CANCELLED"));
+	assert_false(launch_state_active("ENDED"));
+}
+
+/* --- run dir names --- */
+
+static void test_pick_run_dir(void **state)
+{
+	struct dt_err err = {0};
+	char root[600], want[800], *dir;
+	time_t now = 1714564800; /* a fixed instant; the name uses local time */
+	struct tm tm;
+	char stamp[32];
+
+	(void)state;
+	localtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+	snprintf(root, sizeof(root), "%s/runs", tmp);
+	/* The root need not exist yet (submit creates it). */
+	assert_int_equal(launch_pick_run_dir(root, "demo", now, &dir, &err), 0);
+	snprintf(want, sizeof(want), "%s/demo-%s", root, stamp);
+	assert_string_equal(dir, want);
+	assert_int_equal(dt_mkdirs(dir, 0755), 0);
+	free(dir);
+
+	assert_int_equal(launch_pick_run_dir(root, "demo", now, &dir, &err), 0);
+	snprintf(want, sizeof(want), "%s/demo-%s-2", root, stamp);
+	assert_string_equal(dir, want);
+	assert_int_equal(dt_mkdirs(dir, 0755), 0);
+	free(dir);
+
+	assert_int_equal(launch_pick_run_dir(root, "demo", now, &dir, &err), 0);
+	snprintf(want, sizeof(want), "%s/demo-%s-3", root, stamp);
+	assert_string_equal(dir, want);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_registry_path, reset),
+		cmocka_unit_test_setup(test_registry_append_and_load, reset),
+		cmocka_unit_test_setup(test_registry_refuses_bad_fields, reset),
+		cmocka_unit_test_setup(test_registry_skips_torn_lines, reset),
+		cmocka_unit_test_setup(test_registry_other_version, reset),
+		cmocka_unit_test_setup(test_resolve_by_id_and_name, reset),
+		cmocka_unit_test_setup(test_resolve_errors, reset),
+		cmocka_unit_test_setup(test_resolve_from_slurm, reset),
+		cmocka_unit_test_setup(test_job_state, reset),
+		cmocka_unit_test_setup(test_pick_run_dir, reset),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

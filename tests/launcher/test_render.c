@@ -1,0 +1,677 @@
+/*
+ * test_render.c - the batch script of dtrain-submit (launch_render_script).
+ *
+ * Specs and sites are built by hand, so these tests do not depend on the
+ * resolver. Beyond looking at the text, the script is checked with bash -n
+ * and then run: with a fake srun and scontrol first on PATH and a fake
+ * dtrain-run, in a scratch directory, to prove that hostile values come out
+ * as literal data and that the requeue branch does what it says.
+ *
+ * Sections: fixtures, #SBATCH lines, refusals, running the script, requeue.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "launcher/launch.h"
+#include "runtime/util.h"
+
+/* --- fixtures --- */
+
+static char tmp[256];       /* scratch dir of the test program */
+static char fake_bin[512];  /* fake srun, scontrol */
+static char run_dir_ok[512];
+static char fake_run[768];  /* fake dtrain-run, in a dir with a hostile name */
+
+/* A hand-built spec: every pointer is static or a literal (never freed). */
+static char *setup_none[1];
+static struct spec base_spec(void)
+{
+	struct spec s = {0};
+
+	s.name = "demo";
+	s.resources.nodes = 2;
+	s.resources.tasks_per_node = 4;
+	s.resources.cpus_per_task = 1;
+	s.resources.gpus_per_node = 0;
+	s.resources.time_s = 0;
+	s.preemption.signal = "USR1";
+	s.preemption.lead_seconds = 120;
+	s.preemption.max_requeues = 3;
+	s.setup.v = setup_none;
+	return s;
+}
+
+static void write_file(const char *path, const char *text, int mode)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, (mode_t)mode), 0);
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+	char *text = NULL;
+
+	if (dt_read_file(path, &text, len))
+		return NULL;
+	return text;
+}
+
+static int group_setup(void **state)
+{
+	char path[600], dir[600];
+	const char *t = getenv("TMPDIR");
+
+	(void)state;
+	snprintf(tmp, sizeof(tmp), "%s/dtrain-launch-render-XXXXXX", t && *t ? t : "/tmp");
+	if (!mkdtemp(tmp))
+		return -1;
+	snprintf(fake_bin, sizeof(fake_bin), "%s/bin", tmp);
+	snprintf(run_dir_ok, sizeof(run_dir_ok), "%s/run", tmp);
+	if (mkdir(fake_bin, 0755))
+		return -1;
+	/* The dir of dtrain-run has a name no unquoted shell word survives. */
+	snprintf(dir, sizeof(dir), "%s/fake run 'dir' $x `y`", tmp);
+	if (mkdir(dir, 0755))
+		return -1;
+	snprintf(fake_run, sizeof(fake_run), "%s/dtrain-run", dir);
+
+	/* srun: record the argv (NUL-separated), skip its options, run the rest. */
+	snprintf(path, sizeof(path), "%s/srun", fake_bin);
+	{
+		char text[1024];
+
+		snprintf(text, sizeof(text),
+			 "#!/bin/bash\n"
+			 "for a in \"$@\"; do printf '%%s\\0' \"$a\" >> '%s/srun.args'; done\n"
+			 "while [ $# -gt 0 ]; do case $1 in -*) shift;; *) break;; esac; done\n"
+			 "exec \"$@\"\n", tmp);
+		write_file(path, text, 0755);
+		snprintf(path, sizeof(path), "%s/scontrol", fake_bin);
+		snprintf(text, sizeof(text),
+			 "#!/bin/bash\nprintf '%%s\\n' \"$*\" >> '%s/scontrol.log'\nexit 0\n", tmp);
+		write_file(path, text, 0755);
+		/* dtrain-run: record argv and environment, maybe SIGTERM the
+		 * batch shell (as a preemption would), exit $FAKE_RC. */
+		snprintf(text, sizeof(text),
+			 "#!/bin/bash\n"
+			 "for a in \"$@\"; do printf '%%s\\0' \"$a\" >> '%s/run.args'; done\n"
+			 "env -0 > '%s/run.env'\n"
+			 "if [ \"${FAKE_TERM:-0}\" = 1 ]; then kill -TERM $PPID; sleep 0.2; fi\n"
+			 "exit \"${FAKE_RC:-0}\"\n", tmp, tmp);
+		write_file(fake_run, text, 0755);
+	}
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	if (tmp[0])
+		dt_remove_tree(tmp);
+	return 0;
+}
+
+/* Remove what a previous run of the script left in tmp. */
+static void reset_outputs(void)
+{
+	const char *names[] = { "srun.args", "scontrol.log", "run.args", "run.env", "job.sh",
+				"order" };
+	char path[600];
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", tmp, names[i]);
+		unlink(path);
+	}
+}
+
+static int render(const struct spec *s, const struct site *site, const char *run_dir,
+		  struct dt_buf *out, struct dt_err *err)
+{
+	dt_err_clear(err);
+	return launch_render_script(s, site, run_dir, fake_run, out, err);
+}
+
+/* Write the script to tmp/job.sh, run it with bash in tmp with a clean
+ * environment; returns its exit status. */
+static int run_script(const char *script, const char *restarts, const char *fake_rc,
+		      const char *fake_term)
+{
+	char path[600], env_path[700], env_rc[64], env_restart[64], env_term[64], env_home[300];
+	pid_t pid;
+	int st;
+
+	snprintf(path, sizeof(path), "%s/job.sh", tmp);
+	write_file(path, script, 0755);
+	snprintf(env_path, sizeof(env_path), "PATH=%s:/usr/bin:/bin", fake_bin);
+	snprintf(env_rc, sizeof(env_rc), "FAKE_RC=%s", fake_rc);
+	snprintf(env_restart, sizeof(env_restart), "SLURM_RESTART_COUNT=%s", restarts);
+	snprintf(env_term, sizeof(env_term), "FAKE_TERM=%s", fake_term);
+	snprintf(env_home, sizeof(env_home), "HOME=%s", tmp);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char *argv[] = { "bash", path, NULL };
+		char *envp[] = { env_path, env_rc, env_restart, env_term, env_home,
+				 "SLURM_JOB_ID=42", NULL };
+
+		if (chdir(tmp) == 0)
+			execve("/bin/bash", argv, envp);
+		_exit(126);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/* The i-th NUL-separated string of a file written by the fakes. */
+static char *nth_word(const char *file, int i)
+{
+	char path[600], *text, *p, *end, *word = NULL;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/%s", tmp, file);
+	text = read_all(path, &len);
+	if (!text)
+		return NULL;
+	for (p = text, end = text + len; p < end; p += strlen(p) + 1, i--) {
+		if (i == 0) {
+			word = strdup(p);
+			break;
+		}
+	}
+	free(text);
+	return word;
+}
+
+/* The value of NAME in the environment dtrain-run saw. */
+static char *env_of(const char *name)
+{
+	char path[600], *text, *p, *end, *val = NULL;
+	size_t len, n = strlen(name);
+
+	snprintf(path, sizeof(path), "%s/run.env", tmp);
+	text = read_all(path, &len);
+	if (!text)
+		return NULL;
+	for (p = text, end = text + len; p < end; p += strlen(p) + 1) {
+		if (!strncmp(p, name, n) && p[n] == '=') {
+			val = strdup(p + n + 1);
+			break;
+		}
+	}
+	free(text);
+	return val;
+}
+
+static void assert_env(const char *name, const char *want)
+{
+	char *got = env_of(name);
+
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void assert_word(const char *file, int i, const char *want)
+{
+	char *got = nth_word(file, i);
+
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+/* Nothing but the files the fakes write may appear in tmp. */
+static void assert_no_stray_files(void)
+{
+	static const char *allowed[] = { "bin", "run.args", "run.env", "srun.args",
+					 "scontrol.log", "job.sh", "order" };
+	struct dirent *de;
+	DIR *d = opendir(tmp);
+
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL) {
+		size_t i;
+		bool ok = de->d_name[0] == '.' || !strncmp(de->d_name, "fake run", 8);
+
+		for (i = 0; !ok && i < sizeof(allowed) / sizeof(allowed[0]); i++)
+			ok = !strcmp(de->d_name, allowed[i]);
+		if (!ok)
+			fprintf(stderr, "stray file in %s: \"%s\"\n", tmp, de->d_name);
+		assert_true(ok);
+	}
+	closedir(d);
+}
+
+static bool has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+	const char *p = text;
+
+	while ((p = strstr(p, line)) != NULL) {
+		if ((p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0'))
+			return true;
+		p += n;
+	}
+	return false;
+}
+
+/* --- #SBATCH lines --- */
+
+static void test_sbatch_all(void **state)
+{
+	static char *extra[] = { "--exclusive", "--mail-type=END" };
+	struct spec s = base_spec();
+	struct site site = {0};
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+
+	(void)state;
+	s.resources.gpus_per_node = 2;
+	s.resources.mem_per_node_mb = 4096;
+	s.resources.time_s = 90 * 60;
+	s.resources.partition = "low";
+	s.resources.account = "proj-1";
+	s.resources.qos = "normal";
+	s.resources.constraint = "a100&ib";
+	site.sbatch_extra = (struct spec_strs){ extra, 2 };
+	assert_int_equal(render(&s, &site, "/runs/demo-1", &out, &err), 0);
+	assert_true(!strncmp(out.p, "#!/bin/bash\n", 12));
+	assert_true(has_line(out.p, "#SBATCH --job-name=demo"));
+	assert_true(has_line(out.p, "#SBATCH --nodes=2"));
+	assert_true(has_line(out.p, "#SBATCH --ntasks-per-node=4"));
+	assert_true(has_line(out.p, "#SBATCH --cpus-per-task=1"));
+	assert_true(has_line(out.p, "#SBATCH --gpus-per-node=2"));
+	assert_true(has_line(out.p, "#SBATCH --mem=4096M"));
+	assert_true(has_line(out.p, "#SBATCH --time=01:30:00"));
+	assert_true(has_line(out.p, "#SBATCH --partition=low"));
+	assert_true(has_line(out.p, "#SBATCH --account=proj-1"));
+	assert_true(has_line(out.p, "#SBATCH --qos=normal"));
+	assert_true(has_line(out.p, "#SBATCH --constraint=a100&ib"));
+	assert_true(has_line(out.p, "#SBATCH --chdir=/runs/demo-1"));
+	assert_true(has_line(out.p, "#SBATCH --output=/runs/demo-1/slurm-%j.out"));
+	assert_true(has_line(out.p, "#SBATCH --open-mode=append"));
+	assert_true(has_line(out.p, "#SBATCH --requeue"));
+	assert_true(has_line(out.p, "#SBATCH --signal=USR1@120"));
+	assert_true(has_line(out.p, "#SBATCH --exclusive"));
+	assert_true(has_line(out.p, "#SBATCH --mail-type=END"));
+	/* sbatch stops reading options at the first command: all come first. */
+	assert_true(strstr(out.p, "#SBATCH --mail-type=END") < strstr(out.p, "set -u"));
+	assert_non_null(strstr(out.p, "srun --mpi=pmix "));
+	assert_int_equal(launch_check_syntax(out.p, &err), 0);
+	dt_buf_free(&out);
+}
+
+static void test_sbatch_optional_absent(void **state)
+{
+	struct spec s = base_spec();
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+
+	(void)state;
+	s.preemption.signal = NULL;
+	assert_int_equal(render(&s, NULL, "/runs/demo-1", &out, &err), 0);
+	assert_null(strstr(out.p, "--gpus-per-node"));
+	assert_null(strstr(out.p, "--mem="));
+	assert_null(strstr(out.p, "--time="));
+	assert_null(strstr(out.p, "--partition"));
+	assert_null(strstr(out.p, "--account"));
+	assert_null(strstr(out.p, "--qos"));
+	assert_null(strstr(out.p, "--constraint"));
+	assert_null(strstr(out.p, "--signal"));
+	assert_true(has_line(out.p, "#SBATCH --requeue"));
+	assert_int_equal(launch_check_syntax(out.p, &err), 0);
+	dt_buf_free(&out);
+}
+
+/* --- refusals --- */
+
+static void expect_refused(const struct spec *s, const struct site *site, const char *run_dir,
+			   const char *needle)
+{
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+
+	assert_int_equal(render(s, site, run_dir, &out, &err), -EINVAL);
+	if (!strstr(err.msg, needle))
+		fprintf(stderr, "error report lacks \"%s\"; it reads:\n%s\n", needle, err.msg);
+	assert_non_null(strstr(err.msg, needle));
+	assert_null(out.p); /* nothing rendered on failure */
+}
+
+static void test_sbatch_refusals(void **state)
+{
+	static const char *hostile[] = {
+		"low\n#SBATCH --uid=0", "a b", "a'b", "a\"b", "a$b", "a`b`", "a;b", "a\\b", "",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
+		struct spec s = base_spec();
+
+		s.resources.partition = (char *)hostile[i];
+		expect_refused(&s, NULL, "/runs/x", "resources.partition: cannot go into an #SBATCH line");
+		s = base_spec();
+		s.resources.account = (char *)hostile[i];
+		expect_refused(&s, NULL, "/runs/x", "resources.account: cannot go into an #SBATCH line");
+		s = base_spec();
+		s.resources.qos = (char *)hostile[i];
+		expect_refused(&s, NULL, "/runs/x", "resources.qos: cannot go into an #SBATCH line");
+		s = base_spec();
+		s.resources.constraint = (char *)hostile[i];
+		expect_refused(&s, NULL, "/runs/x", "resources.constraint: cannot go into an #SBATCH line");
+		s = base_spec();
+		s.name = (char *)hostile[i];
+		expect_refused(&s, NULL, "/runs/x", "name: cannot go into an #SBATCH line");
+		s = base_spec();
+		s.preemption.signal = (char *)hostile[i];
+		expect_refused(&s, NULL, "/runs/x", "preemption.signal: cannot go into an #SBATCH line");
+	}
+	{
+		struct spec s = base_spec();
+
+		expect_refused(&s, NULL, "/runs/$(touch x)", "run_dir: cannot go into an #SBATCH line: contains '$'");
+		expect_refused(&s, NULL, "/runs/a\nb", "run_dir: cannot go into an #SBATCH line: contains a line break");
+		expect_refused(&s, NULL, "/runs/a b", "run_dir: cannot go into an #SBATCH line: contains a space");
+		expect_refused(&s, NULL, "/runs/x;y", "run_dir: cannot go into an #SBATCH line: contains ';'");
+		expect_refused(&s, NULL, "runs/x", "run_dir: must be an absolute path");
+		expect_refused(&s, NULL, "/runs/x%j", "run_dir: contains '%'");
+	}
+}
+
+static void test_site_sbatch_extra_refused(void **state)
+{
+	static char *bad_space[] = { "--mail-user me@x" };
+	static char *bad_dash[] = { "exclusive" };
+	static char *bad_nl[] = { "--exclusive\nrm -rf /" };
+	struct spec s = base_spec();
+	struct site site = { .path = "/etc/dtrain/site.json" };
+
+	(void)state;
+	site.sbatch_extra = (struct spec_strs){ bad_space, 1 };
+	expect_refused(&s, &site, "/runs/x", "/etc/dtrain/site.json: sbatch_extra[0]: cannot go into an #SBATCH line: contains a space");
+	site.sbatch_extra = (struct spec_strs){ bad_dash, 1 };
+	expect_refused(&s, &site, "/runs/x", "sbatch_extra[0]: an #SBATCH option starts with '-'");
+	site.sbatch_extra = (struct spec_strs){ bad_nl, 1 };
+	expect_refused(&s, &site, "/runs/x", "sbatch_extra[0]: cannot go into an #SBATCH line: contains a line break");
+}
+
+static void test_every_problem_reported(void **state)
+{
+	static char *keys[] = { "A-B", "1X", "dtrain_rc", "DTRAIN_RUN_DIR", "UID", "OK_1" };
+	static char *vals[] = { "v", "v", "v", "v", "v", "v" };
+	struct spec s = base_spec();
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+
+	(void)state;
+	s.env = (struct spec_map){ keys, vals, 6 };
+	s.resources.partition = "a b";
+	assert_int_equal(render(&s, NULL, "/runs/x y", &out, &err), -EINVAL);
+	assert_int_equal(err.count, 7);
+	assert_non_null(strstr(err.msg, "env: \"A-B\": a variable name must match [A-Za-z_][A-Za-z0-9_]*"));
+	assert_non_null(strstr(err.msg, "env: \"1X\""));
+	assert_non_null(strstr(err.msg, "env: \"dtrain_rc\": names starting with dtrain_ belong to the batch script"));
+	assert_non_null(strstr(err.msg, "env: \"DTRAIN_RUN_DIR\""));
+	assert_non_null(strstr(err.msg, "env: \"UID\""));
+	assert_null(strstr(err.msg, "OK_1"));
+	assert_non_null(strstr(err.msg, "resources.partition:"));
+	assert_non_null(strstr(err.msg, "run_dir:"));
+	assert_null(out.p);
+}
+
+/* --- running the script --- */
+
+static void test_hostile_values_stay_data(void **state)
+{
+	static char *keys[] = { "SUBST", "BACKTICK", "QUOTE", "NEWLINE", "DQUOTE", "MIXED",
+				"EMPTY", "SHARED" };
+	static char *vals[] = {
+		"$(touch pwned1)",
+		"`touch pwned2`",
+		"'; touch pwned3 #",
+		"line1\nline2; touch pwned4\n",
+		"\"; touch pwned5; \"",
+		"back\\slash \\' $HOME ${PATH} %s %n * ? [a] ~ & | > < ( ) { } !x #",
+		"",
+		"from-the-spec",
+	};
+	static char *site_keys[] = { "SITE_SUBST", "SHARED" };
+	static char *site_vals[] = { "$(touch pwned6)'\"", "from-the-site" };
+	static char *srun_extra[] = { "--comment=$(touch pwned7)", "--x='; touch pwned8 #" };
+	char run_dir[700], spec_json[800], *script;
+	struct spec s = base_spec();
+	struct site site = {0};
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+	size_t i;
+
+	(void)state;
+	reset_outputs();
+	/* Shell syntax that #SBATCH lines do not care about, but an unquoted
+	 * shell word would act on: a pipe, redirections, globs, a subshell. */
+	snprintf(run_dir, sizeof(run_dir), "%s/run|tee>pwned9&(x)!#~{a,b}*?[z]<y", tmp);
+	snprintf(spec_json, sizeof(spec_json), "%s/spec.json", run_dir);
+	s.env = (struct spec_map){ keys, vals, sizeof(keys) / sizeof(keys[0]) };
+	site.env = (struct spec_map){ site_keys, site_vals, 2 };
+	site.srun_extra = (struct spec_strs){ srun_extra, 2 };
+	assert_int_equal(render(&s, &site, run_dir, &out, &err), 0);
+	script = out.p;
+	assert_int_equal(launch_check_syntax(script, &err), 0);
+	assert_int_equal(run_script(script, "0", "0", "0"), 0);
+
+	/* bash -n on the written file too, as the brief of the script says. */
+	{
+		char cmd[700];
+
+		snprintf(cmd, sizeof(cmd), "bash -n '%s/job.sh'", tmp);
+		assert_int_equal(system(cmd), 0);
+	}
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strcmp(keys[i], "SHARED"))
+			assert_env(keys[i], vals[i]);
+	assert_env("SITE_SUBST", site_vals[0]);
+	assert_env("SHARED", "from-the-site"); /* the site wins */
+	assert_env("DTRAIN_RUN_DIR", run_dir);
+	/* srun got exactly: --mpi=pmix, the site's extras, dtrain-run, spec.json. */
+	assert_word("srun.args", 0, "--mpi=pmix");
+	assert_word("srun.args", 1, srun_extra[0]);
+	assert_word("srun.args", 2, srun_extra[1]);
+	assert_word("srun.args", 3, fake_run);
+	assert_word("srun.args", 4, spec_json);
+	assert_null(nth_word("srun.args", 5));
+	assert_word("run.args", 0, spec_json);
+	assert_null(nth_word("run.args", 1));
+	assert_no_stray_files();
+	dt_buf_free(&out);
+}
+
+static void test_setup_lines_run_in_order(void **state)
+{
+	static char *site_setup[] = { "echo site >> order", "X_FROM_SETUP=$(echo yes)" };
+	static char *job_setup[] = { "echo job >> order",
+				     "if [ \"$X_FROM_SETUP\" = yes ]; then echo seen >> order; fi",
+				     "echo \"$UNSET_VARIABLE_IS_FINE\" >> order" };
+	struct spec s = base_spec();
+	struct site site = {0};
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+	char path[600], *text;
+
+	(void)state;
+	reset_outputs();
+	s.setup = (struct spec_strs){ job_setup, 3 };
+	site.setup = (struct spec_strs){ site_setup, 2 };
+	assert_int_equal(render(&s, &site, run_dir_ok, &out, &err), 0);
+	assert_int_equal(run_script(out.p, "0", "0", "0"), 0);
+	snprintf(path, sizeof(path), "%s/order", tmp);
+	text = read_all(path, NULL);
+	assert_non_null(text);
+	assert_string_equal(text, "site\njob\nseen\n\n");
+	free(text);
+	dt_buf_free(&out);
+}
+
+static void test_setup_syntax_error(void **state)
+{
+	static char *job_setup[] = { "echo fine", "echo )" };
+	struct spec s = base_spec();
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+
+	(void)state;
+	s.setup = (struct spec_strs){ job_setup, 2 };
+	assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
+	assert_int_equal(launch_check_syntax(out.p, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "batch script: the line is: echo )"));
+	assert_non_null(strstr(err.msg, "hint: only `setup` lines"));
+	dt_buf_free(&out);
+}
+
+/* --- requeue --- */
+
+static char *scontrol_log(void)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/scontrol.log", tmp);
+	return read_all(path, NULL);
+}
+
+static void requeue_case(const char *restarts, const char *rc, const char *term,
+			 int want_exit, const char *want_scontrol)
+{
+	struct spec s = base_spec();
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+	char *log;
+
+	reset_outputs();
+	s.preemption.max_requeues = 3;
+	assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
+	assert_int_equal(run_script(out.p, restarts, rc, term), want_exit);
+	log = scontrol_log();
+	if (want_scontrol) {
+		assert_non_null(log);
+		assert_string_equal(log, want_scontrol);
+	} else {
+		assert_null(log);
+	}
+	free(log);
+	dt_buf_free(&out);
+}
+
+static void test_requeue_below_limit(void **state)
+{
+	(void)state;
+	requeue_case("0", "75", "0", 0, "requeue 42\n");
+	requeue_case("2", "75", "0", 0, "requeue 42\n");
+}
+
+static void test_requeue_at_limit(void **state)
+{
+	(void)state;
+	requeue_case("3", "75", "0", 75, NULL);
+	requeue_case("7", "75", "0", 75, NULL);
+}
+
+static void test_no_requeue_on_other_exits(void **state)
+{
+	(void)state;
+	requeue_case("0", "0", "0", 0, NULL);
+	requeue_case("0", "7", "0", 7, NULL);
+}
+
+static void test_no_requeue_after_sigterm(void **state)
+{
+	(void)state;
+	/* The batch shell got SIGTERM (scancel or preemption) while srun ran:
+	 * it survives to see 75, and leaves requeueing to Slurm. */
+	requeue_case("0", "75", "1", 75, NULL);
+}
+
+static void test_requeue_limit_zero(void **state)
+{
+	struct spec s = base_spec();
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+	char *log;
+
+	(void)state;
+	reset_outputs();
+	s.preemption.max_requeues = 0;
+	assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
+	assert_int_equal(run_script(out.p, "0", "75", "0"), 75);
+	log = scontrol_log();
+	assert_null(log);
+	dt_buf_free(&out);
+}
+
+static void test_env_cannot_fake_restart_count(void **state)
+{
+	/* A job env that sets SLURM_RESTART_COUNT must not lift the limit:
+	 * the script reads Slurm's value before exporting the job's env. */
+	static char *keys[] = { "SLURM_RESTART_COUNT", "SLURM_JOB_ID" };
+	static char *vals[] = { "0", "1" };
+	struct spec s = base_spec();
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+	char *log;
+
+	(void)state;
+	reset_outputs();
+	s.env = (struct spec_map){ keys, vals, 2 };
+	assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
+	assert_int_equal(run_script(out.p, "3", "75", "0"), 75);
+	log = scontrol_log();
+	assert_null(log);
+	dt_buf_free(&out);
+	reset_outputs();
+	assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
+	assert_int_equal(run_script(out.p, "1", "75", "0"), 0);
+	log = scontrol_log();
+	assert_non_null(log);
+	assert_string_equal(log, "requeue 42\n");
+	free(log);
+	dt_buf_free(&out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sbatch_all),
+		cmocka_unit_test(test_sbatch_optional_absent),
+		cmocka_unit_test(test_sbatch_refusals),
+		cmocka_unit_test(test_site_sbatch_extra_refused),
+		cmocka_unit_test(test_every_problem_reported),
+		cmocka_unit_test(test_hostile_values_stay_data),
+		cmocka_unit_test(test_setup_lines_run_in_order),
+		cmocka_unit_test(test_setup_syntax_error),
+		cmocka_unit_test(test_requeue_below_limit),
+		cmocka_unit_test(test_requeue_at_limit),
+		cmocka_unit_test(test_no_requeue_on_other_exits),
+		cmocka_unit_test(test_no_requeue_after_sigterm),
+		cmocka_unit_test(test_requeue_limit_zero),
+		cmocka_unit_test(test_env_cannot_fake_restart_count),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
