@@ -923,6 +923,17 @@ static int check_rules(const struct spec *s, const char *file, struct dt_err *er
 	if (s->parallel.pipeline > spec_layers(s))
 		rc = dt_err_add(err, "%s: parallel.pipeline: %ld stages but the model has only %ld layers (model.hidden + output)",
 				file, s->parallel.pipeline, spec_layers(s));
+	if (s->parallel.stage_layers.n) {
+		long sum = 0;
+		size_t i;
+
+		for (i = 0; i < s->parallel.stage_layers.n; i++)
+			sum += s->parallel.stage_layers.v[i];
+		if ((long)s->parallel.stage_layers.n != s->parallel.pipeline || sum != spec_layers(s))
+			rc = dt_err_add(err, "%s: parallel.stage_layers: must list parallel.pipeline = %ld stages whose layers add up to %ld (got %zu stages, %ld layers)",
+					file, s->parallel.pipeline, spec_layers(s),
+					s->parallel.stage_layers.n, sum);
+	}
 	if (!strcmp(s->train.device, "cuda") && s->resources.gpus_per_node < 1)
 		rc = dt_err_add(err, "%s: resources.gpus_per_node: train.device is \"cuda\" but no GPUs are requested; set resources.gpus_per_node",
 				file);
@@ -961,34 +972,52 @@ static int fill(struct layers *l, json_object *tree, struct spec *out, struct dt
 	return walk_tree(l, NULL, tree, "", out, err);
 }
 
-static int resolve_run_dir(struct spec *s, const char *file, struct dt_err *err)
+/* Make a path value absolute: "~/" is $HOME, relative paths are taken from
+ * the current directory (where dtrain-submit runs). */
+static int absolutize(char **val, const char *file, const char *key, struct dt_err *err)
 {
 	struct dt_buf b = {0};
 	char *abs;
-	struct where w = { file, "" };
-	const struct spec_field *f = spec_field_find("run_dir");
 
-	if (!s->run_dir)
+	if (!*val)
 		return 0;
-	if (!strncmp(s->run_dir, "~/", 2)) {
+	if (!strncmp(*val, "~/", 2)) {
 		const char *home = getenv("HOME");
 
 		if (!home || !*home)
-			return dt_err_add(err, "%s: run_dir: starts with ~/ but HOME is not set", file);
-		if (dt_buf_printf(&b, "%s/%s", home, s->run_dir + 2))
+			return dt_err_add(err, "%s: %s: starts with ~/ but HOME is not set", file, key);
+		if (dt_buf_printf(&b, "%s/%s", home, *val + 2))
 			return -ENOMEM;
-	} else if (dt_buf_puts(&b, s->run_dir)) {
+	} else if (dt_buf_puts(&b, *val)) {
 		return -ENOMEM;
 	}
 	abs = dt_abspath(b.p);
 	dt_buf_free(&b);
 	if (!abs)
 		return -ENOMEM;
-	free(s->run_dir);
-	s->run_dir = abs;
-	if (strchr(abs, '~'))
-		return dt_err_add(err, "%s: run_dir: '~' is only expanded at the start (got \"%s\")", file, abs);
-	return check_chars(&w, "run_dir", f->flags, abs, err);
+	free(*val);
+	*val = abs;
+	return 0;
+}
+
+static int resolve_paths(struct spec *s, const char *file, struct dt_err *err)
+{
+	struct where w = { file, "" };
+	int rc = 0;
+
+	if (absolutize(&s->data.train, file, "data.train", err) ||
+	    absolutize(&s->data.test, file, "data.test", err))
+		rc = -EINVAL;
+	if (absolutize(&s->run_dir, file, "run_dir", err))
+		return -EINVAL;
+	if (!s->run_dir)
+		return rc;
+	if (strchr(s->run_dir, '~'))
+		return dt_err_add(err, "%s: run_dir: '~' is only expanded at the start (got \"%s\")",
+				  file, s->run_dir);
+	if (check_chars(&w, "run_dir", spec_field_find("run_dir")->flags, s->run_dir, err))
+		return -EINVAL;
+	return rc;
 }
 
 int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *err)
@@ -1029,7 +1058,7 @@ int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *e
 	if (rc)
 		goto out;
 	/* Cross-field rules and limits only make sense on well-typed values. */
-	rc = resolve_run_dir(out, in->path, err);
+	rc = resolve_paths(out, in->path, err);
 	if (check_rules(out, in->path, err))
 		rc = -EINVAL;
 	if (in->site && site_check_limits(in->site, out, origin_label, &l, err))

@@ -80,6 +80,8 @@ static const struct spec_field fields[] = {
 	  "micro-batches per replica per step" },
 	{ "parallel.schedule", SPEC_ENUM, F(parallel.schedule), "\"1f1b\"", 0, 0, 0, 0, "1f1b|gpipe", 0,
 	  "pipeline schedule" },
+	{ "parallel.stage_layers", SPEC_INTLIST, F(parallel.stage_layers), "[]", 1, 1e6, 0, 1024, NULL, 0,
+	  "layers of each pipeline stage, first stage first; []: split to balance parameters" },
 
 	/* --- training --- */
 	{ "train.device", SPEC_ENUM, F(train.device), "\"cpu\"", 0, 0, 0, 0, "cpu|cuda", 0,

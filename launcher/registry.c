@@ -106,21 +106,6 @@ static bool field_ok(const char *s)
 	return true;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int launch_registry_append(const struct launch_job *j, struct dt_err *err)
 {
 	const char *name = j->name ? j->name : "-";
@@ -166,7 +151,7 @@ int launch_registry_append(const struct launch_job *j, struct dt_err *err)
 	if (!rc)
 		rc = dt_buf_printf(&line, "%s\t%s\t%s\t%s\n", j->id, name, run_dir, submitted);
 	if (!rc)
-		rc = write_all(fd, line.p, line.len);
+		rc = launch__write_all(fd, line.p, line.len);
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
 	if (rc)

@@ -391,6 +391,8 @@ int launch_render_script(const struct spec *spec, const struct site *site,
 
 	if (!site)
 		site = &no_site;
+	if (!run_dir || !dtrain_run_path)
+		return dt_err_add(err, "batch script: %s is not known", run_dir ? "dtrain-run" : "the run dir");
 	if (site->path) {
 		char shown[256];
 

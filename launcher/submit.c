@@ -25,26 +25,31 @@
 
 /* --- files --- */
 
-int launch__write_new(const char *path, const void *data, size_t len, int mode)
+int launch__write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;
-	int fd, rc = 0;
 
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-	if (fd < 0)
-		return -errno;
 	while (len > 0) {
 		ssize_t n = write(fd, p, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			rc = -errno;
-			break;
-		}
+		if (n < 0)
+			return -errno;
 		p += n;
 		len -= (size_t)n;
 	}
+	return 0;
+}
+
+int launch__write_new(const char *path, const void *data, size_t len, int mode)
+{
+	int fd, rc;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	rc = launch__write_all(fd, data, len);
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
 	if (close(fd) < 0 && !rc)
@@ -107,7 +112,7 @@ int launch_check_syntax(const char *script, struct dt_err *err)
 			l++;
 			n--;
 		}
-		if (at && l && n == 1) {
+		if (at && l && n == 1 && strspn(l, " \t") < strcspn(l, "\n")) {
 			char *copy = strndup(l, strcspn(l, "\n"));
 
 			if (copy)

@@ -168,6 +168,14 @@ static void cross_field_rules(void **state)
 				 " \"model\": {\"hidden\": [10, 10]}}", NULL, 0, &s, &e), -EINVAL);
 	assert_true(tu_has(&e, "parallel.pipeline: 4 stages but the model has only 3 layers"));
 
+	assert_int_equal(resolve("{\"resources\": {\"tasks_per_node\": 2}, \"parallel\": {\"pipeline\": 2,"
+				 " \"stage_layers\": [1, 1]}, \"model\": {\"hidden\": [10, 10]}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "parallel.stage_layers: must list parallel.pipeline = 2 stages whose layers add up to 3 (got 2 stages, 2 layers)"));
+	assert_int_equal(resolve("{\"resources\": {\"tasks_per_node\": 2}, \"parallel\": {\"pipeline\": 2,"
+				 " \"stage_layers\": [1, 2]}, \"model\": {\"hidden\": [10, 10]}}", NULL, 0, &s, &e), 0);
+	assert_int_equal(s.parallel.stage_layers.n, 2);
+	spec_free(&s);
+
 	assert_int_equal(resolve("{\"train\": {\"device\": \"cuda\", \"epochs\": 0,"
 				 " \"lr_schedule\": {\"min_lr\": 1}}, \"resources\": {\"time\": 1},"
 				 " \"preemption\": {\"lead_seconds\": 60}}", NULL, 0, &s, &e), -EINVAL);
@@ -260,7 +268,11 @@ static void run_dir_is_made_absolute(void **state)
 	assert_int_equal(resolve("{\"run_dir\": \"~/runs/a/../b\"}", NULL, 0, &s, &e), 0);
 	assert_string_equal(s.run_dir, "/home/alice/runs/b");
 	spec_free(&s);
-	assert_int_equal(resolve("{\"run_dir\": \"rel/dir\"}", NULL, 0, &s, &e), 0);
+	assert_int_equal(resolve("{\"run_dir\": \"rel/dir\", \"data\": {\"train\": \"~/d/train.h5\","
+				 " \"test\": \"d/test.h5\"}}", NULL, 0, &s, &e), 0);
+	assert_string_equal(s.data.train, "/home/alice/d/train.h5");
+	assert_non_null(strstr(s.data.test, "/d/test.h5"));
+	assert_true(s.data.test[0] == '/');
 	assert_non_null(getcwd(want, sizeof(want) - 16));
 	strcat(want, "/rel/dir");
 	assert_string_equal(s.run_dir, want);

@@ -1,0 +1,392 @@
+/*
+ * test_submit.c - the two phases of a submit (launch_plan, launch_submit)
+ * with the real spec resolver and a fake sbatch first on PATH: what is
+ * created, what is left after a refusal, and that an invalid spec creates
+ * nothing and never reaches sbatch.
+ *
+ * Sections: fixtures, plan, submit, failures.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "launcher/launch.h"
+#include "runtime/util.h"
+
+/* --- fixtures --- */
+
+static char tmp[256];
+static char fake_bin[512];
+static char runs[512];
+static char site_path[512];
+static char spec_path[512];
+static char bad_spec_path[512];
+static char sbatch_log[512];
+
+static void write_file(const char *path, const char *text, int mode)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_true(fputs(text, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, (mode_t)mode), 0);
+}
+
+static void fake_sbatch(const char *body)
+{
+	char path[600], text[2048];
+
+	snprintf(path, sizeof(path), "%s/sbatch", fake_bin);
+	snprintf(text, sizeof(text),
+		 "#!/bin/bash\nprintf '%%s\\n' \"$@\" >> '%s'\n%s\n", sbatch_log, body);
+	write_file(path, text, 0755);
+}
+
+static int group_setup(void **state)
+{
+	const char *t = getenv("TMPDIR");
+	char text[1024], path[700];
+
+	(void)state;
+	snprintf(tmp, sizeof(tmp), "%s/dtrain-launch-submit-XXXXXX", t && *t ? t : "/tmp");
+	if (!mkdtemp(tmp))
+		return -1;
+	snprintf(fake_bin, sizeof(fake_bin), "%s/bin", tmp);
+	snprintf(runs, sizeof(runs), "%s/runs", tmp);
+	snprintf(sbatch_log, sizeof(sbatch_log), "%s/sbatch.log", tmp);
+	if (mkdir(fake_bin, 0755))
+		return -1;
+	snprintf(path, sizeof(path), "%s/home", tmp);
+	mkdir(path, 0755);
+	setenv("HOME", path, 1);
+	snprintf(path, sizeof(path), "%s/state", tmp);
+	setenv("XDG_STATE_HOME", path, 1);
+	snprintf(path, sizeof(path), "%s:/usr/bin:/bin", fake_bin);
+	setenv("PATH", path, 1);
+	unsetenv("DTRAIN_SITE");
+
+	snprintf(site_path, sizeof(site_path), "%s/site.json", tmp);
+	snprintf(text, sizeof(text),
+		 "{ \"runs_root\": \"%s\", \"env\": { \"SITE_MARK\": \"yes\" },\n"
+		 "  \"srun_extra\": [\"--kill-on-bad-exit=1\"], \"setup\": [\"echo site\"] }\n", runs);
+	write_file(site_path, text, 0644);
+	snprintf(spec_path, sizeof(spec_path), "%s/job.json", tmp);
+	write_file(spec_path,
+		   "{ \"name\": \"unit\", \"resources\": { \"nodes\": 1, \"tasks_per_node\": 1 },\n"
+		   "  \"model\": { \"inputs\": 4, \"hidden\": [8], \"outputs\": 2 },\n"
+		   "  \"train\": { \"epochs\": 1, \"global_batch\": 4 } }\n", 0644);
+	snprintf(bad_spec_path, sizeof(bad_spec_path), "%s/bad.json", tmp);
+	write_file(bad_spec_path, "{ \"name\": \"unit\", \"resources\": { \"nodez\": 1 } }\n", 0644);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	if (tmp[0])
+		dt_remove_tree(tmp);
+	return 0;
+}
+
+static int reset(void **state)
+{
+	char path[600];
+
+	(void)state;
+	dt_remove_tree(runs);
+	unlink(sbatch_log);
+	snprintf(path, sizeof(path), "%s/state", tmp);
+	dt_remove_tree(path);
+	fake_sbatch("echo '4242;dtrain-local'");
+	return 0;
+}
+
+static struct launch_args args_for(const char *spec, const char **sets, size_t n_sets)
+{
+	return (struct launch_args){ .cmd = LAUNCH_SUBMIT, .spec_path = spec,
+				     .site_path = site_path, .sets = sets, .n_sets = n_sets };
+}
+
+/* The test binary has no dtrain-run beside it: use an executable that is. */
+static void use_fake_dtrain_run(struct launch_plan *p)
+{
+	free(p->dtrain_run);
+	p->dtrain_run = strdup("/bin/true");
+	assert_non_null(p->dtrain_run);
+}
+
+static bool exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+/* Entries of runs/, dot-dirs included. */
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static char *slurp(const char *dir, const char *name)
+{
+	char path[1024], *text = NULL;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (dt_read_file(path, &text, NULL))
+		return NULL;
+	return text;
+}
+
+/* --- plan --- */
+
+static void test_plan_creates_nothing(void **state)
+{
+	struct launch_args a = args_for(spec_path, NULL, 0);
+	struct launch_plan p;
+	struct dt_err err = {0};
+	char want[700];
+
+	(void)state;
+	assert_int_equal(launch_plan(&a, &p, &err), 0);
+	assert_non_null(p.spec.run_dir);
+	assert_true(p.run_dir_auto);
+	snprintf(want, sizeof(want), "%s/unit-", runs);
+	assert_true(!strncmp(p.spec.run_dir, want, strlen(want)));
+	snprintf(want, sizeof(want), "\"run_dir\": \"%s\"", p.spec.run_dir);
+	assert_non_null(strstr(p.spec_json.p, want));
+	snprintf(want, sizeof(want), "#SBATCH --chdir=%s\n", p.spec.run_dir);
+	assert_non_null(strstr(p.script.p, want));
+	assert_non_null(strstr(p.script.p, "export SITE_MARK='yes'\n"));
+	assert_false(exists(runs));
+	assert_false(exists(sbatch_log));
+	launch_plan_free(&p);
+}
+
+static void test_plan_invalid_spec(void **state)
+{
+	struct launch_args a = args_for(bad_spec_path, NULL, 0);
+	struct launch_plan p;
+	struct dt_err err = {0};
+
+	(void)state;
+	assert_int_equal(launch_plan(&a, &p, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "resources.nodez"));
+	launch_plan_free(&p);
+	/* An unreadable spec or site file is an invalid input too (exit 3). */
+	a = args_for("/nonexistent/job.json", NULL, 0);
+	dt_err_clear(&err);
+	assert_int_equal(launch_plan(&a, &p, &err), -EINVAL);
+	launch_plan_free(&p);
+	a = args_for(spec_path, NULL, 0);
+	a.site_path = "/nonexistent/site.json";
+	dt_err_clear(&err);
+	assert_int_equal(launch_plan(&a, &p, &err), -EINVAL);
+	launch_plan_free(&p);
+	assert_false(exists(runs));
+	assert_false(exists(sbatch_log));
+}
+
+static void test_plan_run_dir_taken(void **state)
+{
+	char dir[700], set[800];
+	const char *sets[1] = { set };
+	struct launch_args a = args_for(spec_path, sets, 1);
+	struct launch_plan p;
+	struct dt_err err = {0};
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/mine", runs);
+	snprintf(set, sizeof(set), "run_dir=%s", dir);
+	assert_int_equal(dt_mkdirs(dir, 0755), 0);
+	assert_int_equal(launch_plan(&a, &p, &err), -EEXIST);
+	assert_non_null(strstr(err.msg, "already exists; hint:"));
+	launch_plan_free(&p);
+}
+
+/* --- submit --- */
+
+static void test_submit_creates_run_dir(void **state)
+{
+	struct launch_args a = args_for(spec_path, NULL, 0);
+	struct launch_plan p;
+	struct launch_job job;
+	struct dt_err err = {0}, warn = {0};
+	struct launch_job *jobs;
+	char want[800], *text;
+	struct stat st;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(launch_plan(&a, &p, &err), 0);
+	use_fake_dtrain_run(&p);
+	assert_int_equal(launch_submit(&p, &job, &warn, &err), 0);
+	assert_int_equal(warn.count, 0);
+	assert_string_equal(job.id, "4242");
+	assert_string_equal(job.name, "unit");
+	assert_string_equal(job.run_dir, p.spec.run_dir);
+
+	/* The run dir: spec.json, job.sh (executable), job_id; no temp dirs. */
+	text = slurp(job.run_dir, "job_id");
+	assert_non_null(text);
+	assert_string_equal(text, "4242\n");
+	free(text);
+	text = slurp(job.run_dir, "spec.json");
+	assert_non_null(text);
+	assert_string_equal(text, p.spec_json.p);
+	free(text);
+	text = slurp(job.run_dir, "job.sh");
+	assert_non_null(text);
+	assert_string_equal(text, p.script.p);
+	free(text);
+	snprintf(want, sizeof(want), "%s/job.sh", job.run_dir);
+	assert_int_equal(stat(want, &st), 0);
+	assert_true(st.st_mode & S_IXUSR);
+	assert_int_equal(count_entries(runs), 1);
+
+	/* sbatch got --parsable and the script, nothing else. */
+	text = slurp(tmp, "sbatch.log");
+	assert_non_null(text);
+	snprintf(want, sizeof(want), "--parsable\n%s/job.sh\n", job.run_dir);
+	assert_string_equal(text, want);
+	free(text);
+
+	/* Registered. */
+	assert_int_equal(launch_registry_load(&jobs, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(jobs[0].id, "4242");
+	assert_string_equal(jobs[0].run_dir, job.run_dir);
+	launch_jobs_free(jobs, n);
+	launch_job_free(&job);
+	launch_plan_free(&p);
+}
+
+static void test_submit_takes_next_name_on_race(void **state)
+{
+	struct launch_args a = args_for(spec_path, NULL, 0);
+	struct launch_plan p;
+	struct launch_job job;
+	struct dt_err err = {0}, warn = {0};
+	char planned[700], want[800], *text;
+
+	(void)state;
+	assert_int_equal(launch_plan(&a, &p, &err), 0);
+	use_fake_dtrain_run(&p);
+	/* Another submit takes the planned name between plan and submit. */
+	snprintf(planned, sizeof(planned), "%s", p.spec.run_dir);
+	assert_int_equal(dt_mkdirs(planned, 0755), 0);
+	assert_int_equal(launch_submit(&p, &job, &warn, &err), 0);
+	snprintf(want, sizeof(want), "%s-2", planned);
+	assert_string_equal(job.run_dir, want);
+	/* Rendered again for the new name. */
+	text = slurp(job.run_dir, "job.sh");
+	assert_non_null(text);
+	snprintf(want, sizeof(want), "#SBATCH --chdir=%s-2\n", planned);
+	assert_non_null(strstr(text, want));
+	free(text);
+	assert_int_equal(count_entries(planned), 0); /* the other one untouched */
+	launch_job_free(&job);
+	launch_plan_free(&p);
+}
+
+/* --- failures --- */
+
+static void test_sbatch_refusal_leaves_nothing(void **state)
+{
+	struct launch_args a = args_for(spec_path, NULL, 0);
+	struct launch_plan p;
+	struct launch_job job;
+	struct dt_err err = {0}, warn = {0};
+	struct launch_job *jobs;
+	size_t n;
+
+	(void)state;
+	fake_sbatch("echo 'sbatch: error: invalid partition specified: nosuch' >&2; exit 1");
+	assert_int_equal(launch_plan(&a, &p, &err), 0);
+	use_fake_dtrain_run(&p);
+	assert_int_equal(launch_submit(&p, &job, &warn, &err), -EIO);
+	assert_non_null(strstr(err.msg, "sbatch refused the job (exit 1"));
+	assert_null(job.id);
+	assert_int_equal(count_entries(runs), 0);
+	assert_int_equal(launch_registry_load(&jobs, &n, &err), 0);
+	assert_int_equal(n, 0);
+	launch_plan_free(&p);
+}
+
+static void test_sbatch_garbage_output(void **state)
+{
+	struct launch_args a = args_for(spec_path, NULL, 0);
+	struct launch_plan p;
+	struct launch_job job;
+	struct dt_err err = {0}, warn = {0};
+
+	(void)state;
+	fake_sbatch("echo 'Submitted batch job soon'");
+	assert_int_equal(launch_plan(&a, &p, &err), 0);
+	use_fake_dtrain_run(&p);
+	assert_int_equal(launch_submit(&p, &job, &warn, &err), -EIO);
+	assert_non_null(strstr(err.msg, "unexpected output"));
+	/* The job may be queued: its run dir must stay. */
+	assert_int_equal(count_entries(runs), 1);
+	launch_plan_free(&p);
+}
+
+static void test_no_sbatch_on_path(void **state)
+{
+	struct launch_args a = args_for(spec_path, NULL, 0);
+	struct launch_plan p;
+	struct launch_job job;
+	struct dt_err err = {0}, warn = {0};
+	char path[600];
+	const char *old = getenv("PATH");
+	char *saved = strdup(old);
+
+	(void)state;
+	assert_int_equal(launch_plan(&a, &p, &err), 0);
+	use_fake_dtrain_run(&p);
+	snprintf(path, sizeof(path), "%s/sbatch", fake_bin);
+	unlink(path);
+	setenv("PATH", fake_bin, 1); /* no real sbatch either */
+	assert_int_equal(launch_submit(&p, &job, &warn, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "sbatch: not found on PATH"));
+	assert_false(exists(runs));
+	launch_plan_free(&p);
+	setenv("PATH", saved, 1);
+	free(saved);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_plan_creates_nothing, reset),
+		cmocka_unit_test_setup(test_plan_invalid_spec, reset),
+		cmocka_unit_test_setup(test_plan_run_dir_taken, reset),
+		cmocka_unit_test_setup(test_submit_creates_run_dir, reset),
+		cmocka_unit_test_setup(test_submit_takes_next_name_on_race, reset),
+		cmocka_unit_test_setup(test_sbatch_refusal_leaves_nothing, reset),
+		cmocka_unit_test_setup(test_sbatch_garbage_output, reset),
+		cmocka_unit_test_setup(test_no_sbatch_on_path, reset),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
