@@ -5,8 +5,10 @@
  *
  * status prints one row per job through a table of columns, so that
  * progress columns (step, loss from metrics.jsonl) are one entry each.
+ * The progress is read and formatted by progress.c; status of one job
+ * shows the same strings as labelled lines.
  *
- * Sections: status table, status of one job, cancel, logs.
+ * Sections: progress, status table, status of one job, cancel, logs.
  */
 #include "launcher/launch.h"
 #include "launcher/internal.h"
@@ -25,12 +27,55 @@
 #define LOGS_POLL_NS 500000000L
 #define LOGS_STATE_EVERY_S 2.0 /* seconds between state queries while quiet */
 
+/* --- progress --- */
+
+/* Problems that do not fail the command, one "warning:" line each. */
+static void print_warnings(const struct dt_err *warn)
+{
+	const char *p = warn->msg;
+
+	while (warn->count && *p) {
+		size_t n = strcspn(p, "\n");
+
+		fprintf(stderr, "dtrain-submit: warning: %.*s\n", (int)n, p);
+		p += n + (p[n] == '\n');
+	}
+}
+
+/* The job's progress from <run_dir>/metrics.jsonl, formatted ("-" where
+ * unknown: no run dir, no metrics yet). A file that cannot be read is a
+ * line in warn, not an error of status; -ENOMEM is. */
+static int job_progress(const struct launch_job *job, const char *state,
+			struct launch_progress_text *out, struct dt_err *warn)
+{
+	struct launch_progress p;
+	struct dt_buf path = {0};
+	int rc = 0;
+
+	launch_progress_format(&(struct launch_progress){0}, false, out);
+	if (!job->run_dir)
+		goto out;
+	if (dt_buf_printf(&path, "%s/metrics.jsonl", job->run_dir)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = launch_progress_read(path.p, &p, warn);
+	if (!rc)
+		launch_progress_format(&p, !strcmp(state, "RUNNING"), out);
+	else if (rc != -ENOMEM)
+		rc = 0;
+out:
+	dt_buf_free(&path);
+	return rc;
+}
+
 /* --- status table --- */
 
 /* What one row shows; add fields here for new columns. */
 struct status_row {
 	const struct launch_job *job;
 	char state[32];
+	struct launch_progress_text prog;
 };
 
 struct status_col {
@@ -46,6 +91,12 @@ static const char *or_dash(const char *s)
 static const char *col_id(const struct status_row *r) { return r->job->id; }
 static const char *col_name(const struct status_row *r) { return or_dash(r->job->name); }
 static const char *col_state(const struct status_row *r) { return r->state; }
+static const char *col_step(const struct status_row *r) { return r->prog.step; }
+static const char *col_epoch(const struct status_row *r) { return r->prog.epoch; }
+static const char *col_loss(const struct status_row *r) { return r->prog.loss; }
+static const char *col_acc(const struct status_row *r) { return r->prog.acc; }
+static const char *col_rate(const struct status_row *r) { return r->prog.rate; }
+static const char *col_eta(const struct status_row *r) { return r->prog.eta; }
 static const char *col_run_dir(const struct status_row *r) { return or_dash(r->job->run_dir); }
 
 /* In display order; the last column is not padded. */
@@ -53,6 +104,12 @@ static const struct status_col status_cols[] = {
 	{ "JOBID", col_id },
 	{ "NAME", col_name },
 	{ "STATE", col_state },
+	{ "STEP", col_step },
+	{ "EPOCH", col_epoch },
+	{ "LOSS", col_loss },
+	{ "ACC", col_acc },
+	{ "SAMPLES/S", col_rate },
+	{ "ETA", col_eta },
 	{ "RUN_DIR", col_run_dir },
 };
 #define N_COLS (sizeof(status_cols) / sizeof(status_cols[0]))
@@ -75,6 +132,7 @@ static int status_all(struct dt_err *err)
 {
 	struct launch_job *jobs = NULL;
 	struct status_row *rows = NULL;
+	struct dt_err warn = {0};
 	int width[N_COLS];
 	size_t n = 0, first, i, c;
 	char *registry = NULL;
@@ -103,6 +161,12 @@ static int status_all(struct dt_err *err)
 
 		r->job = &jobs[i];
 		launch_job_state(jobs[i].id, r->state, sizeof(r->state));
+		/* An unreadable metrics file is a "-" and a warning. */
+		rc = job_progress(r->job, r->state, &r->prog, &warn);
+		if (rc) {
+			dt_err_add(err, "status: out of memory");
+			goto out;
+		}
 		for (c = 0; c < N_COLS; c++) {
 			int w = (int)strlen(status_cols[c].get(r));
 
@@ -113,6 +177,7 @@ static int status_all(struct dt_err *err)
 	print_row(width, NULL);
 	for (i = first; i < n; i++)
 		print_row(width, &rows[i - first]);
+	print_warnings(&warn);
 out:
 	free(rows);
 	launch_jobs_free(jobs, n);
@@ -122,79 +187,39 @@ out:
 
 /* --- status of one job --- */
 
-/* The last non-empty line of a file (reads at most its last 64 KiB).
- * *out NULL when the file does not exist or has no line. */
-static int last_line(const char *path, char **out)
-{
-	char buf[65536];
-	struct stat st;
-	off_t from;
-	ssize_t n;
-	size_t len;
-	char *end, *start;
-	int fd, rc = 0;
-
-	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	from = st.st_size > (off_t)sizeof(buf) - 1 ? st.st_size - (off_t)sizeof(buf) + 1 : 0;
-	while ((n = pread(fd, buf, sizeof(buf) - 1, from)) < 0 && errno == EINTR)
-		;
-	if (n < 0) {
-		rc = -errno;
-		goto out;
-	}
-	len = (size_t)n;
-	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
-		len--;
-	buf[len] = '\0';
-	end = buf + len;
-	start = memrchr(buf, '\n', len);
-	start = start ? start + 1 : buf;
-	/* A line longer than the window is not a whole line: leave it. */
-	if (start != end && (start != buf || from == 0) && !(*out = strndup(start, (size_t)(end - start))))
-		rc = -ENOMEM;
-out:
-	close(fd);
-	return rc;
-}
-
 static int status_one(const char *arg, struct dt_err *err)
 {
 	struct launch_job job = {0};
-	struct dt_buf metrics = {0};
-	char state[32], *progress = NULL;
+	struct launch_progress_text prog;
+	struct dt_err warn = {0};
+	char state[32];
 	int rc;
 
 	rc = launch_resolve_job(arg, &job, err);
 	if (rc)
 		goto out;
 	launch_job_state(job.id, state, sizeof(state));
-	printf("job:       %s\n", job.id);
-	printf("name:      %s\n", or_dash(job.name));
-	printf("state:     %s\n", state);
-	printf("run dir:   %s\n", or_dash(job.run_dir));
-	printf("submitted: %s\n", or_dash(job.submitted));
-	printf("output:    %s\n", or_dash(job.log_path));
-	if (job.run_dir) {
-		if (dt_buf_printf(&metrics, "%s/metrics.jsonl", job.run_dir)) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		/* Progress is whatever dtrain-run wrote last; not there is fine. */
-		if (last_line(metrics.p, &progress) == 0 && progress)
-			printf("progress:  %s\n", progress);
-	}
-out:
-	if (rc == -ENOMEM)
+	rc = job_progress(&job, state, &prog, &warn);
+	if (rc) {
 		dt_err_add(err, "status: out of memory");
-	free(progress);
-	dt_buf_free(&metrics);
+		goto out;
+	}
+	printf("job:           %s\n", job.id);
+	printf("name:          %s\n", or_dash(job.name));
+	printf("state:         %s\n", state);
+	printf("run dir:       %s\n", or_dash(job.run_dir));
+	printf("submitted:     %s\n", or_dash(job.submitted));
+	printf("output:        %s\n", or_dash(job.log_path));
+	if (!strcmp(prog.step, "-"))
+		printf("progress:      -\n");
+	else
+		printf("progress:      step %s, epoch %s\n", prog.step, prog.epoch);
+	printf("loss:          %s\n", prog.loss);
+	printf("test accuracy: %s\n", prog.acc);
+	printf("samples/s:     %s\n", prog.rate);
+	printf("eta:           %s\n", prog.eta);
+	print_warnings(&warn);
+out:
 	launch_job_free(&job);
 	return rc;
 }

@@ -160,4 +160,56 @@ void launch_job_state(const char *id, char *buf, size_t size);
 /* True for states from which more output may come (PENDING, RUNNING...). */
 bool launch_state_active(const char *state);
 
+/* --- progress: <run_dir>/metrics.jsonl, written by dtrain-run ---
+ * One JSON object per line, appended by rank 0; a requeued job appends a new
+ * "start" and more lines. Used events: start (epochs), step, eval, end. Other
+ * events, unknown keys, lines that are not one JSON object, and a last line
+ * without its '\n' (still being written) are ignored.
+ *
+ * The file can be large, so only its end is read: 64 KiB chunks backwards
+ * until the last step and the last eval are found, at most
+ * LAUNCH_PROGRESS_SCAN_MAX bytes in all. An eval further back counts as none
+ * (ACC "-"). When no "start" lies in the part read, the number of epochs is
+ * taken from the file's first lines (every run of a job has the same spec). */
+
+#define LAUNCH_PROGRESS_CHUNK (64 * 1024)
+#define LAUNCH_PROGRESS_SCAN_MAX (1024 * 1024)
+
+/* What a job's metrics say. Counts are 0 and doubles NAN when not reported. */
+struct launch_progress {
+	bool has_step;         /* a step event was found; the step fields are valid */
+	long long step;        /* optimizer steps done (the last step event) */
+	long long total_steps;
+	long long epoch;       /* 1-based epoch of that step */
+	long long epochs;      /* from a start event */
+	double loss;           /* training loss of that step */
+	double samples_per_s;  /* throughput over the last logging interval */
+	double eta_s;          /* seconds left, dtrain-run's estimate at that step */
+	bool step_stale;       /* that step precedes the last start: requeued, no step since */
+	bool has_eval;         /* an eval event was found; the eval fields are valid */
+	long long eval_step;
+	double test_loss;
+	double test_accuracy;  /* fraction, 0..1 */
+	bool ended;            /* an end event follows the last start */
+};
+
+/* Read the progress in the metrics file at path. A missing file is no
+ * progress (0, has_step false). -errno with a line in err when it cannot be
+ * read, -ENOMEM. Touches nothing but that file. */
+int launch_progress_read(const char *path, struct launch_progress *out, struct dt_err *err);
+
+/* The progress as status shows it: short strings, "-" for each unknown. */
+struct launch_progress_text {
+	char step[48];  /* "120/9380" */
+	char epoch[48]; /* "1/10" ("1" when the number of epochs is unknown) */
+	char loss[32];  /* "0.5123": 4 significant digits */
+	char acc[32];   /* "85.12%" */
+	char rate[32];  /* samples/s, "12346" */
+	char eta[32];   /* "00:07:00"; "-" unless running, not ended, step not stale */
+};
+
+/* Format p (no step: "-" everywhere). running: the job is RUNNING now. */
+void launch_progress_format(const struct launch_progress *p, bool running,
+			    struct launch_progress_text *out);
+
 #endif

@@ -8,6 +8,7 @@
  * This file only parses the command line, calls the runtime and maps errors
  * to exit codes (runtime/util.h).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "jobs/spec.h"
 #include "runtime/bootstrap.h"
 #include "runtime/grid.h"
+#include "runtime/train.h"
 #include "runtime/util.h"
 
 #ifndef DTRAIN_VERSION
@@ -25,7 +27,7 @@
 #endif
 
 static const char usage_text[] =
-	"usage: dtrain-run [--help] [--version] SPEC.json\n"
+	"usage: dtrain-run [--save-params DIR] [--quiet] SPEC.json\n"
 	"\n"
 	"Runs one rank of a dtrain job. SPEC.json is a resolved job spec, as\n"
 	"dtrain-submit writes it into the run directory. Every rank reads the same\n"
@@ -39,16 +41,27 @@ static const char usage_text[] =
 	"Ranks are ordered with the data-parallel index fastest:\n"
 	"  rank = pipeline_stage * parallel.data + replica\n"
 	"\n"
+	"Rank 0 prints a progress line every train.log_every steps and the test\n"
+	"accuracy at each epoch end; with run_dir set it appends metrics as JSON\n"
+	"lines to <run_dir>/metrics.jsonl.\n"
+	"\n"
 	"Options:\n"
-	"  -h, --help     this text\n"
-	"  -V, --version  print the version\n"
+	"  --save-params DIR  write the final parameters, one raw float32 file per\n"
+	"                     layer (DIR/layer-<L>.f32: weight [out][in], then bias)\n"
+	"  -q, --quiet        no progress lines\n"
+	"  -h, --help         this text\n"
+	"  -V, --version      print the version\n"
 	"\n"
 	"Exit codes:\n"
 	"  0   success\n"
 	"  1   runtime failure (PMIx, MPI, I/O)\n"
 	"  2   usage error\n"
-	"  3   invalid job spec, or the spec does not match the number of ranks\n"
+	"  3   invalid job spec, or the spec does not match the number of ranks or\n"
+	"      its data sets\n"
+	"  4   training diverged: the loss or gradient norm became NaN or infinite\n"
 	"  75  state saved, requeue me (reserved for checkpointing; not used yet)\n";
+
+enum { OPT_SAVE_PARAMS = 256 };
 
 /* --- sanitizer builds (-DDTRAIN_SANITIZE=ON) --- */
 
@@ -112,19 +125,28 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "save-params", required_argument, NULL, OPT_SAVE_PARAMS },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct spec spec = { 0 };
 	struct dt_err err = { 0 }, err2 = { 0 };
 	struct rt_proc proc = { 0 };
 	struct rt_grid grid = { 0 };
+	struct rt_train_opts topts = { 0 };
 	bool mpi_up = false;
 	char prefix[32];
 	int c, rc, bad, status = DT_EXIT_FAIL;
 
 	grid.data_comm = grid.pipe_comm = MPI_COMM_NULL;
-	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hVq", opts, NULL)) != -1) {
 		switch (c) {
+		case 'q':
+			topts.quiet = 1;
+			break;
+		case OPT_SAVE_PARAMS:
+			topts.save_params = optarg;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return DT_EXIT_OK;
@@ -199,7 +221,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dtrain-run: %sMPI_Barrier failed (MPI error %d)\n", prefix, rc);
 		goto out;
 	}
-	status = DT_EXIT_OK;
+
+	rc = rt_train(&spec, &grid, &topts, &err);
+	if (err.count)
+		print_err(&err, rc == -ERANGE ? "" : prefix);
+	/* -ERANGE and -EINVAL are reached by every rank alike (train.h); the
+	 * rest by this rank alone, and then the job is aborted. */
+	status = rc == 0 ? DT_EXIT_OK : rc == -ERANGE ? DT_EXIT_DIVERGED :
+		 rc == -EINVAL ? DT_EXIT_SPEC : DT_EXIT_FAIL;
 out:
 	rt_grid_free(&grid);
 	if (mpi_up) {

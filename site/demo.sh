@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
-# make demo: submit the example job in jobs/ with dtrain-submit, wait for it,
-# and say where its outputs are. It runs on the Slurm cluster that `sinfo`
-# reaches; when none is reachable it starts the local cluster (site/cluster.sh)
-# and uses the example site policy (site/site.json) that fits it.
+# make demo: convert Fashion-MNIST (dtrain-data), submit the example job
+# jobs/fashion-mnist-2x2.json with dtrain-submit, wait for it, and print its
+# test accuracy and where its outputs are. It runs on the Slurm cluster that
+# `sinfo` reaches; when none is reachable it starts the local cluster
+# (site/cluster.sh) and uses the example site policy (site/site.json) that
+# fits it. The spec's data paths are relative to the repository root.
 # Usage: site/demo.sh [BUILD_DIR] [SPEC]
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
 [[ "$build" = /* ]] || build=$top/$build
-spec=${2:-$top/jobs/mlp-2x2.json}
+spec=${2:-$top/jobs/fashion-mnist-2x2.json}
 bin=$build/bin
 site_args=()
+cd "$top"
+
+data=build/data/fashion-mnist
+if [ ! -s "$data/train.h5" ] || [ ! -s "$data/test.h5" ]; then
+	echo "demo: converting Fashion-MNIST into $data"
+	"$bin/dtrain-data" fashion-mnist "$data"
+fi
 
 if sinfo -h >/dev/null 2>&1; then
 	echo "demo: submitting to the Slurm cluster that sinfo reaches"
@@ -25,21 +34,17 @@ fi
 id=$("$bin/dtrain-submit" "$spec" "${site_args[@]}")
 echo "demo: submitted job $id ($spec)"
 
-state=
-for ((i = 0; i < 1200; i++)); do
+echo "----- output of job $id (dtrain-submit logs -f $id) -----"
+"$bin/dtrain-submit" logs -f "$id" | tee "$build/demo.out"
+echo "-----------------------------"
+# logs -f returns once the job stops running; wait out its clean-up
+for _ in $(seq 60); do
 	state=$(squeue -h -j "$id" -o %T 2>/dev/null || true)
 	[ -n "$state" ] || state=$(scontrol show job "$id" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
-	case "$state" in
-	PENDING | RUNNING | CONFIGURING | COMPLETING | REQUEUED | "") ;;
-	*) break ;;
-	esac
-	((i % 20 == 0)) && echo "demo: job $id is ${state:-starting}..."
-	sleep 0.5
+	case "$state" in COMPLETING | RUNNING | PENDING | CONFIGURING) sleep 0.5 ;; *) break ;; esac
 done
-
 echo "demo: job $id ended: ${state:-unknown}"
-echo "----- output of job $id -----"
-"$bin/dtrain-submit" logs "$id" || true
-echo "-----------------------------"
 "$bin/dtrain-submit" status "$id" || true
+acc=$(sed -n 's/^dtrain-run: epoch [0-9]*\/[0-9]* test loss [0-9.]* accuracy \([0-9.]*\)$/\1/p' "$build/demo.out" | tail -n 1)
+echo "demo: test accuracy: ${acc:-none}"
 [ "$state" = COMPLETED ]

@@ -9,7 +9,7 @@ PKGS=(
   libjson-c-dev libcmocka-dev
   libopenblas-dev
   libpmix-dev openmpi-bin libopenmpi-dev
-  libhdf5-openmpi-dev hdf5-tools
+  libhdf5-openmpi-dev hdf5-tools zlib1g-dev
   munge slurm-wlm slurmctld slurmd slurm-client libslurm-dev
   dataset-fashion-mnist
 )

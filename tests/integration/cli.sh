@@ -31,7 +31,7 @@ done
 pass "validate and --dry-run of every spec in jobs/"
 
 # --- the resolved spec reflects site defaults and --set ---
-expect_rc 0 $SUBMIT validate "$DTRAIN_SOURCE_DIR/jobs/mlp-2x2.json" --site "$site" \
+expect_rc 0 $SUBMIT validate "$DTRAIN_SOURCE_DIR/jobs/fashion-mnist-2x2.json" --site "$site" \
 	--set train.epochs=7 --set env.EXTRA=x
 must_contain "$T/out" '"epochs": 7'
 must_contain "$T/out" '"partition": "low"'
@@ -48,7 +48,7 @@ must_contain "$T/err" "$T/bad.json: resources.tasks_per_nod: unknown key; did yo
 must_contain "$T/err" "$T/bad.json: train.optimizer.lr: expected a number"
 expect_rc 3 $SUBMIT "$T/bad.json" --site "$site"
 [ ! -e "$T/runs" ] || fail "an invalid spec left $T/runs behind"
-expect_rc 3 $SUBMIT validate "$DTRAIN_SOURCE_DIR/jobs/mlp-2x2.json" --site "$site" --set parallel.data=3
+expect_rc 3 $SUBMIT validate "$DTRAIN_SOURCE_DIR/jobs/fashion-mnist-2x2.json" --site "$site" --set parallel.data=3
 must_contain "$T/err" "must equal resources.nodes x resources.tasks_per_node"
 expect_rc 3 $SUBMIT validate "$T/missing.json"
 must_contain "$T/err" "$T/missing.json: cannot read"

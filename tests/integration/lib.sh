@@ -48,7 +48,7 @@ write_site() {
   "limits": { "max_nodes": 2, "max_tasks_per_node": 4, "max_gpus_per_node": 0,
               "max_time": "02:00:00", "partitions": ["low", "high"] },
   "locked": ["resources.qos"],
-  "env": { "DTRAIN_SITE_MARK": "site-env" },
+  "env": { "DTRAIN_SITE_MARK": "site-env", "OMPI_MCA_mpi_yield_when_idle": "1" },
   "srun_extra": ["--kill-on-bad-exit=1"],
   "setup": ["echo site-setup-ran"]
 }

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 : "${SLURM_CONF:?needs the local cluster}"
 site=$(write_site)
-spec=$DTRAIN_SOURCE_DIR/jobs/mlp-2x2.json
+spec=$DTRAIN_SOURCE_DIR/jobs/fashion-mnist-2x2.json
 before=$(squeue -h | wc -l)
 
 expect_rc 3 $SUBMIT "$spec" --site "$site" --set resources.nodes=4 --set parallel.data=4

@@ -1,0 +1,187 @@
+/*
+ * model.h - the MLP of a job spec (model.*), cut into pipeline stages: the
+ * parameters a rank owns, their initialisation, and forward and backward of
+ * one stage over one micro-batch.
+ *
+ * The model: widths w[0] = model.inputs, w[1..H] = model.hidden, w[H+1] =
+ * model.outputs; layer l (0 <= l <= H, global index) maps w[l] -> w[l+1],
+ * y = x W^T + b, and is followed by model.activation, except the last layer
+ * (whose outputs are the logits). A stage owns a contiguous run of layers.
+ *
+ * Invariants that make runs on different layouts comparable:
+ *   - the initial parameters of layer l depend only on (model.init_seed, l,
+ *     the widths, model.activation), never on the stage split (rt_stage_init);
+ *   - the split is a pure function of the spec and the stage count, so every
+ *     rank computes the same one without talking (rt_stage_split);
+ *   - the forward of a stage runs exactly the kernels a 1-stage model runs on
+ *     the same layers, so the output of stages composed is bitwise the output
+ *     of the whole model (for a given OpenBLAS thread count).
+ *
+ * Memory layout of a stage: ONE buffer of parameters and one of gradients,
+ * same size and layout: its layers in order, each as W [out][in] then b [out].
+ * A run of whole layers i..j of the stage is therefore one contiguous range
+ * [layers[i].offset, layers[j].offset + layers[j].n_params): allreduce
+ * buckets are such runs, taken from the last layer backwards.
+ *
+ * Life cycle: rt_stage_split() (pure), rt_stage_init() / rt_stage_free();
+ * per micro-batch in flight: rt_acts_init() / rt_acts_free(); per step:
+ * rt_stage_zero_grads(), then forward and backward of each micro-batch
+ * (gradients accumulate), then the optimizer on params/grads.
+ *
+ * Sections: model queries, stage split, stages, activations, forward and
+ * backward.
+ */
+#ifndef DTRAIN_RUNTIME_MODEL_H
+#define DTRAIN_RUNTIME_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "jobs/spec.h"
+#include "runtime/kernels.h"
+#include "runtime/util.h"
+
+/* --- model queries (pure; the spec is borrowed for the call) --- */
+
+/* Number of layers (model.hidden + 1), as spec_layers(). */
+int rt_model_layers(const struct spec *s);
+/* Width w[i], 0 <= i <= layers: inputs, hidden..., outputs; -1 out of range. */
+long rt_model_width(const struct spec *s, int i);
+/* Parameters of layer l: w[l+1] * w[l] + w[l+1] (weights and biases);
+ * 0 for l out of range. */
+size_t rt_layer_params(const struct spec *s, int l);
+/* Parameters of the whole model; SIZE_MAX if the sum does not fit. */
+size_t rt_model_params(const struct spec *s);
+/* Parameters of stage k of a split (layers first[k]..first[k+1]-1). */
+size_t rt_split_params(const struct spec *s, const int *first, int k);
+
+/* --- stage split --- */
+
+/* Cuts the model's layers into `stages` contiguous runs, each >= 1 layer:
+ * stage k owns layers first[k] .. first[k+1]-1, first[0] = 0 and
+ * first[stages] = layers. first has stages + 1 elements (caller's).
+ *
+ * When parallel.stage_layers is set, it is the split (the user's choice,
+ * checked: one count >= 1 per stage, adding up to the layers). Otherwise
+ * the split balances parameters. Cost of a stage = its parameter count (for an MLP that is also its share of
+ * the multiply-adds, forward and backward, and of the allreduce volume).
+ * The split minimises the largest stage cost (the pipeline's bottleneck:
+ * every stage waits for the slowest one); among the splits that reach that
+ * minimum it takes the one with the least sum of squared stage costs (the
+ * most even one), ties going to the earliest boundaries. Found exactly:
+ * binary search on the bottleneck with a greedy feasibility test, then a
+ * dynamic program over (stage, boundary) that only tries runs within the
+ * bottleneck: a few ms for 1025 layers of similar widths, 0.2 s at worst
+ * (1025 layers, one of them huge, over 512 stages).
+ * Deterministic: the same spec and stage count give the same split.
+ *
+ * 0, or -EINVAL with a message in err: stages < 1 or more than the layers,
+ * a parallel.stage_layers that does not fit, or a model that is not a valid
+ * MLP (a width < 1). */
+int rt_stage_split(const struct spec *s, int stages, int *first, struct dt_err *err);
+
+/* --- stages --- */
+
+/* One layer of a stage: views into the stage's buffers. */
+struct rt_layer {
+	int index;       /* global layer index l, 0 <= l < rt_model_layers() */
+	int in, out;     /* widths w[l] -> w[l+1] */
+	bool act;        /* followed by the activation (all but the model's last layer) */
+	size_t offset;   /* index of this layer's first float in params and grads */
+	size_t n_params; /* out * in + out: W then b */
+	float *w;        /* [out][in] row-major, = params + offset */
+	float *b;        /* [out], = w + out * in */
+	float *dw;       /* [out][in], = grads + offset */
+	float *db;       /* [out], = dw + out * in */
+};
+
+/* The layers one pipeline stage owns. Everything here is owned by the stage
+ * and freed by rt_stage_free(). */
+struct rt_stage {
+	int stage;          /* 0 <= stage < n_stages */
+	int n_stages;
+	int first_layer;    /* global index of layers[0] */
+	int n_layers;       /* >= 1 */
+	int n_model_layers; /* layers of the whole model */
+	enum rt_act act;    /* model.activation */
+	int in;             /* width of the stage input: w[first_layer] */
+	int out;            /* width of the stage output: w[first_layer + n_layers] */
+	int max_width;      /* widest layer output of the stage */
+	float *params;      /* [n_params]: every layer's W then b, in layer order */
+	float *grads;       /* [n_params]: same layout; zero after init */
+	size_t n_params;
+	struct rt_layer *layers; /* [n_layers], in order */
+};
+
+/* Builds stage `stage` of n_stages, split as `first` (from rt_stage_split;
+ * borrowed), allocating ONLY this stage's layers. Initialisation, per layer l
+ * from rt_rng stream (model.init_seed, l), in row-major order of W:
+ *	W ~ U(-bound, bound), bound = gain * sqrt(3 / in)   (variance gain^2 / in)
+ *	b = 0
+ * with gain = sqrt(2) for relu and gelu (He et al. 2015, "Kaiming uniform")
+ * and 5/3 for tanh (PyTorch's calculate_gain), on every layer.
+ * The caller frees with rt_stage_free(), also after a failure (st is then
+ * empty). 0, -EINVAL (bad spec, stage or split; message in err) or -ENOMEM. */
+int rt_stage_init(struct rt_stage *st, const struct spec *s, int stage, int n_stages,
+		  const int *first, struct dt_err *err);
+/* Frees what the stage owns and zeroes it; safe on a zeroed or freed stage. */
+void rt_stage_free(struct rt_stage *st);
+/* grads = 0 (at the start of each step). */
+void rt_stage_zero_grads(struct rt_stage *st);
+
+/* --- activations of one micro-batch --- */
+
+/* What backward needs from forward, for up to max_rows samples: a copy of
+ * the stage input and each layer's pre-activation and output, plus two
+ * scratch buffers for the gradients flowing back. One per micro-batch in
+ * flight (GPipe: all m of a step; 1F1B: at most n_stages). Owned by the
+ * caller's struct, allocated by rt_acts_init(), freed by rt_acts_free(). */
+struct rt_acts {
+	/* the stage these were sized for (checked by forward and backward) */
+	int first_layer, n_layers, in;
+	int max_rows;
+	int rows;        /* rows of the last forward; -1 before the first */
+	float *x;        /* [max_rows][in]: copy of the stage input */
+	float **z;       /* [n_layers] -> [max_rows][layer out]: pre-activations */
+	float **a;       /* [n_layers] -> [max_rows][layer out]: outputs; == z[i]
+			    for a layer without activation */
+	float *dbuf[2];  /* [max_rows][max_width] each: backward scratch */
+	float *mem;      /* the one allocation behind x, z[], a[], dbuf[] */
+};
+
+/* Sizes acts for micro-batches of up to max_rows (>= 1) through st.
+ * 0, -EINVAL or -ENOMEM; rt_acts_free() also after a failure. */
+int rt_acts_init(struct rt_acts *acts, const struct rt_stage *st, int max_rows);
+/* Frees and zeroes; safe on a zeroed or freed struct. */
+void rt_acts_free(struct rt_acts *acts);
+
+/* --- forward and backward --- */
+
+/* Forward of rows (0 <= rows <= acts->max_rows) samples x [rows][st->in]
+ * through the stage. x is copied into acts, so the caller may reuse its
+ * buffer at once. *y gets the stage output [rows][st->out] (activations of
+ * the last layer, or the logits on the last stage), which lives in acts:
+ * valid until the next forward on the same acts. 0, or -EINVAL when rows is
+ * out of range or acts were sized for another stage. */
+int rt_stage_forward(const struct rt_stage *st, struct rt_acts *acts, const float *x,
+		     int rows, const float **y);
+
+/* Backward of the micro-batch of the last rt_stage_forward() on acts, given
+ * dy [rows][st->out] = dLoss/d(stage output) (on the last stage: the
+ * dlogits of rt_softmax_xent()). ACCUMULATES every layer's dW and db into
+ * st->grads (micro-batches add up; zero them per step), and writes dx
+ * [rows][st->in] = dLoss/d(stage input), to send to the previous stage; dx
+ * NULL skips that product (stage 0). dy and dx are the caller's and must not
+ * overlap acts.
+ *
+ * layer_done (may be NULL) is called as layer_done(ctx, i) as soon as layer i
+ * of the stage (0 <= i < n_layers, global index first_layer + i) has its
+ * gradients complete for this micro-batch, for i = n_layers-1 down to 0, so
+ * that on the last micro-batch of a step the caller can start that layer's
+ * allreduce while the earlier layers are still being computed.
+ * acts stay valid (a second backward would add the same gradients again).
+ * 0, or -EINVAL when acts hold no forward or were sized for another stage. */
+int rt_stage_backward(struct rt_stage *st, struct rt_acts *acts, const float *dy, float *dx,
+		      void (*layer_done)(void *ctx, int layer_index_in_stage), void *ctx);
+
+#endif

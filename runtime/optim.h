@@ -1,0 +1,100 @@
+/*
+ * optim.h - the optimizer of a job spec (train.optimizer.*), the learning
+ * rate schedule (train.lr_schedule.*) and the pieces of gradient clipping by
+ * global norm (train.grad_clip), for the parameters of one pipeline stage.
+ *
+ * The update rules are PyTorch's (torch.optim.SGD and torch.optim.AdamW,
+ * 1.13, default flags), element by element in float32, so that a run can be
+ * compared step by step with a PyTorch peer:
+ *
+ *   SGD, momentum mu, weight decay wd as L2 (dampening 0, no Nesterov):
+ *	g' = g + wd w;   v = mu v + g';   w -= lr v
+ *   AdamW (Loshchilov & Hutter 2019), t = steps taken including this one:
+ *	w -= lr wd w                       (decoupled weight decay, first)
+ *	m = b1 m + (1 - b1) g;   v = b2 v + (1 - b2) g^2
+ *	w -= (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps),  eps = 1e-8
+ *
+ * Weight decay applies to EVERY parameter given to rt_optim_step, biases
+ * included, as PyTorch does with one parameter group (model.parameters()).
+ * Reasons: one train.optimizer.weight_decay key, a like-for-like comparison
+ * with PyTorch, and biases are a tiny share of an MLP's parameters (out of
+ * out*in + out). A recipe that exempts biases would pass the bias ranges to
+ * a second rt_optim with weight_decay 0; nothing here assumes one instance
+ * per stage.
+ *
+ * State for checkpoints: step, m and v (plain counters and float arrays,
+ * exposed below); restoring them and the parameters continues the exact run.
+ *
+ * Sections: life cycle, update, schedule, clipping.
+ */
+#ifndef DTRAIN_RUNTIME_OPTIM_H
+#define DTRAIN_RUNTIME_OPTIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jobs/spec.h"
+#include "runtime/util.h"
+
+enum rt_optim_type {
+	RT_OPTIM_SGD,   /* "sgd": SGD with momentum (0 = plain SGD) */
+	RT_OPTIM_ADAMW, /* "adamw" */
+};
+
+struct rt_optim {
+	enum rt_optim_type type;
+	double momentum;     /* SGD mu, train.optimizer.momentum */
+	double beta1, beta2; /* AdamW, train.optimizer.betas */
+	double eps;          /* AdamW denominator term, 1e-8 (PyTorch's default) */
+	double weight_decay; /* train.optimizer.weight_decay */
+	int64_t step;        /* updates taken so far (0 before the first) */
+	size_t n;            /* elements of m and v: the stage's n_params */
+	float *m;            /* [n], owned: SGD momentum buffer v; AdamW first moment */
+	float *v;            /* [n], owned: AdamW second moment; NULL for SGD */
+};
+
+/* --- life cycle --- */
+
+/* An optimizer for n_params parameters (one stage's), from spec->train.optimizer;
+ * state zeroed, step 0. The caller frees with rt_optim_free(), also after a
+ * failure. 0, -EINVAL (unknown type, betas not 2 values) or -ENOMEM, with a
+ * message in err. */
+int rt_optim_init(struct rt_optim *o, const struct spec *s, size_t n_params, struct dt_err *err);
+/* Frees the state and zeroes o; safe on a zeroed or freed struct. */
+void rt_optim_free(struct rt_optim *o);
+
+/* --- update --- */
+
+/* One update of params [n] from grads [n] at learning rate lr (from
+ * rt_lr_at), then step += 1. n must be o->n: element i of params, grads, m
+ * and v belong together. grads is read only (clip it before). */
+void rt_optim_step(struct rt_optim *o, float *params, const float *grads, size_t n, double lr);
+
+/* --- schedule --- */
+
+/* Learning rate of step `step` (0-based) of a run of total_steps updates:
+ *   warm-up, step < W = warmup_steps:  lr * (step + 1) / W
+ *	(linear; the first step already moves, as in llm.c, and step W-1
+ *	reaches lr, so no update is spent at 0)
+ *   then "constant":  lr
+ *   then "cosine" (SGDR, Loshchilov & Hutter 2017, one cycle, no restart):
+ *	min_lr + (lr - min_lr) (1 + cos(pi p)) / 2,  p = (step - W) / (total_steps - 1 - W)
+ *	so lr at step W and exactly min_lr at the last step, total_steps - 1;
+ *	steps beyond the last stay at min_lr; with no step left after the
+ *	warm-up to decay over (total_steps - 1 <= W) the rate stays lr.
+ * A negative step is taken as 0. */
+double rt_lr_at(const struct spec *s, int64_t step, int64_t total_steps);
+
+/* --- clipping by global norm --- */
+
+/* Sum of g[i]^2, accumulated in double. The global norm of a replica's
+ * gradient is sqrt of the sum over stages of each stage's rt_sumsq. */
+double rt_sumsq(const float *g, size_t n);
+/* g[i] *= factor. */
+void rt_scale(float *g, size_t n, float factor);
+/* The factor to scale gradients by for a global sum of squares and
+ * train.grad_clip max_norm: min(1, max_norm / (sqrt(sumsq) + 1e-6)) as
+ * torch.nn.utils.clip_grad_norm_; 1 when max_norm <= 0 (clipping off). */
+double rt_clip_factor(double sumsq, double max_norm);
+
+#endif

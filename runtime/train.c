@@ -1,0 +1,777 @@
+/*
+ * train.c - the training loop (see train.h for the data flow of one step).
+ *
+ * Sections: set-up (model stage, optimizer, data, buffers, gradient
+ * buckets), the pipeline operations (forward and backward of one
+ * micro-batch), the schedules, gradient synchronisation, evaluation,
+ * progress and metrics, the loop.
+ */
+#include "runtime/train.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "runtime/bootstrap.h"
+#include "runtime/data.h"
+#include "runtime/kernels.h"
+#include "runtime/model.h"
+#include "runtime/optim.h"
+#include "runtime/sampler.h"
+
+/* PyTorch DDP's default bucket size (Li et al., VLDB 2020). */
+#define BUCKET_BYTES (25u << 20)
+/* Message tags: training micro-batches use their index, evaluation chunks
+ * this offset plus theirs. */
+#define TAG_EVAL 1000000
+
+/* --- state --- */
+
+/* One micro-batch in flight on this stage. */
+struct slot {
+	struct rt_acts acts;
+	float *x;        /* [rows][in]: stage input, read or received */
+	int32_t *y;      /* [rows]: labels (last stage) */
+	float *dy;       /* [rows][out]: gradient of the stage output */
+	float *dx;       /* [rows][in]: gradient of the stage input, sent back */
+	MPI_Request send_fwd; /* output to the next stage (buffer: acts) */
+	MPI_Request send_bwd; /* dx to the previous stage */
+};
+
+/* Whole layers whose gradients are allreduced together. */
+struct bucket {
+	size_t off, len;  /* range of stage->grads, in floats */
+	int pending;      /* layers not yet done in the final backward */
+	MPI_Request req;
+	int started;
+};
+
+struct trainer {
+	const struct spec *s;
+	struct rt_grid *g;
+	int stage, stages, replica, replicas, micro;
+	int prev, next;    /* pipe_comm ranks of the neighbours, or -1 */
+	int in, out;       /* widths of the stage input and output */
+	int classes;
+	int64_t max_rows;  /* most rows of one micro-batch */
+	struct rt_stage st;
+	struct rt_optim opt;
+	struct rt_data train, test;
+	int has_test;
+	struct rt_sampler sampler;
+	struct slot *slots;
+	int n_slots;
+	struct bucket *buckets;
+	int n_buckets;
+	int *layer_bucket; /* bucket of each layer of the stage */
+	int final_backward; /* the running backward is the step's last one */
+	/* the step in progress */
+	double loss_sum;   /* last stage: summed loss of this replica's rows */
+	int64_t correct;
+	float grad_scale;  /* 1 / rows of the global batch */
+	FILE *metrics;     /* rank 0 only */
+	struct dt_err *err;
+};
+
+static int mpi_fail(struct trainer *t, const char *call, int rc)
+{
+	char msg[MPI_MAX_ERROR_STRING];
+	int len = 0;
+
+	MPI_Error_string(rc, msg, &len);
+	return dt_err_add(t->err, "rank %d: %s failed: %s", t->g->rank, call, msg), -EIO;
+}
+
+#define MPI_CHECK(t, call)                                  \
+	do {                                                \
+		int mpi_rc_ = (call);                       \
+		if (mpi_rc_ != MPI_SUCCESS)                 \
+			return mpi_fail((t), #call, mpi_rc_); \
+	} while (0)
+
+/* --- set-up --- */
+
+/* Keep in memory what this stage reads (features on the first stage, labels
+ * on the last) when it is small; otherwise rows are read at each step. */
+#define LOAD_ALL_BYTES (1ll << 30)
+
+static int load_shares(struct trainer *t)
+{
+	int first = t->stage == 0, last = t->stage == t->stages - 1, rc = 0;
+
+	if (rt_data_bytes(&t->train) <= LOAD_ALL_BYTES)
+		rc = rt_data_load_all(&t->train, first, last, t->err);
+	if (!rc && t->has_test && rt_data_bytes(&t->test) <= LOAD_ALL_BYTES)
+		rc = rt_data_load_all(&t->test, first, last, t->err);
+	return rc;
+}
+
+static int open_data(struct trainer *t)
+{
+	const struct spec *s = t->s;
+	int rc;
+
+	if (!s->data.train)
+		return dt_err_add(t->err, "data.train: not set; dtrain-run needs a training set "
+				  "(make one with: dtrain-data fashion-mnist DIR, or dtrain-data synthetic FILE)");
+	rc = rt_data_open(&t->train, s->data.train, t->err);
+	if (rc)
+		return rc;
+	if (t->train.features != s->model.inputs)
+		return dt_err_add(t->err, "%s: %lld features per sample but model.inputs is %ld",
+				  s->data.train, (long long)t->train.features, s->model.inputs);
+	if (t->train.classes > s->model.outputs)
+		return dt_err_add(t->err, "%s: %d classes but model.outputs is only %ld",
+				  s->data.train, t->train.classes, s->model.outputs);
+	if (s->data.test) {
+		rc = rt_data_open(&t->test, s->data.test, t->err);
+		if (rc)
+			return rc;
+		t->has_test = 1;
+		if (t->test.features != t->train.features)
+			return dt_err_add(t->err, "%s: %lld features per sample but the training set has %lld",
+					  s->data.test, (long long)t->test.features,
+					  (long long)t->train.features);
+	}
+	t->classes = (int)s->model.outputs;
+	rc = load_shares(t);
+	if (rc)
+		return rc;
+	return rt_sampler_init(&t->sampler, t->train.n, s->train.global_batch,
+			       (uint64_t)s->train.seed, s->data.shuffle, t->err);
+}
+
+static int build_stage(struct trainer *t)
+{
+	const struct spec *s = t->s;
+	int first[1025];
+	int rc, k;
+
+	if (s->parallel.stage_layers.n) {
+		first[0] = 0;
+		for (k = 0; k < t->stages; k++)
+			first[k + 1] = first[k] + (int)s->parallel.stage_layers.v[k];
+	} else {
+		rc = rt_stage_split(s, t->stages, first, t->err);
+		if (rc)
+			return rc;
+	}
+	rc = rt_stage_init(&t->st, s, t->stage, t->stages, first, t->err);
+	if (rc)
+		return rc;
+	t->in = t->st.in;
+	t->out = t->st.out;
+	return rt_optim_init(&t->opt, s, t->st.n_params, t->err);
+}
+
+static int alloc_slots(struct trainer *t)
+{
+	const struct spec *s = t->s;
+	int64_t per_replica = (s->train.global_batch + t->replicas - 1) / t->replicas;
+	int i, rc;
+
+	t->max_rows = (per_replica + t->micro - 1) / t->micro;
+	if (t->max_rows < 1)
+		t->max_rows = 1;
+	/* 1F1B keeps at most (stages - stage) micro-batches alive on a stage
+	 * (Narayanan et al. 2021); GPipe keeps all of them. */
+	if (!strcmp(s->parallel.schedule, "1f1b"))
+		t->n_slots = t->stages - t->stage < t->micro ? t->stages - t->stage : t->micro;
+	else
+		t->n_slots = t->micro;
+	t->slots = calloc((size_t)t->n_slots, sizeof(*t->slots));
+	if (!t->slots)
+		return -ENOMEM;
+	for (i = 0; i < t->n_slots; i++) {
+		struct slot *sl = &t->slots[i];
+		size_t rows = (size_t)t->max_rows;
+
+		sl->send_fwd = sl->send_bwd = MPI_REQUEST_NULL;
+		rc = rt_acts_init(&sl->acts, &t->st, (int)t->max_rows);
+		if (rc)
+			return dt_err_add(t->err, "rank %d: out of memory for activations", t->g->rank), rc;
+		sl->x = malloc(rows * (size_t)t->in * sizeof(float));
+		sl->dx = malloc(rows * (size_t)t->in * sizeof(float));
+		sl->dy = malloc(rows * (size_t)t->out * sizeof(float));
+		sl->y = malloc(rows * sizeof(int32_t));
+		if (!sl->x || !sl->dx || !sl->dy || !sl->y)
+			return dt_err_add(t->err, "rank %d: out of memory for micro-batch buffers", t->g->rank), -ENOMEM;
+	}
+	return 0;
+}
+
+/* Buckets of whole layers, last layer first, each about BUCKET_BYTES; built
+ * the same way on every replica of a stage, so they are reduced in the same
+ * order everywhere (a mismatch would hang the job). */
+static int build_buckets(struct trainer *t)
+{
+	int n = t->st.n_layers, l, b = -1;
+	size_t bytes = 0;
+
+	t->buckets = calloc((size_t)n, sizeof(*t->buckets));
+	t->layer_bucket = calloc((size_t)n, sizeof(int));
+	if (!t->buckets || !t->layer_bucket)
+		return -ENOMEM;
+	for (l = n - 1; l >= 0; l--) {
+		const struct rt_layer *ly = &t->st.layers[l];
+
+		if (b < 0 || bytes >= BUCKET_BYTES) {
+			b++;
+			bytes = 0;
+			t->buckets[b].off = ly->offset + ly->n_params;
+			t->buckets[b].req = MPI_REQUEST_NULL;
+		}
+		/* layers are laid out in order, so going down extends the
+		 * bucket's range at its start */
+		t->buckets[b].off = ly->offset;
+		t->buckets[b].len += ly->n_params;
+		bytes += ly->n_params * sizeof(float);
+		t->layer_bucket[l] = b;
+	}
+	t->n_buckets = b + 1;
+	return 0;
+}
+
+static void free_trainer(struct trainer *t)
+{
+	int i;
+
+	for (i = 0; t->slots && i < t->n_slots; i++) {
+		rt_acts_free(&t->slots[i].acts);
+		free(t->slots[i].x);
+		free(t->slots[i].dx);
+		free(t->slots[i].dy);
+		free(t->slots[i].y);
+	}
+	free(t->slots);
+	free(t->buckets);
+	free(t->layer_bucket);
+	rt_optim_free(&t->opt);
+	rt_stage_free(&t->st);
+	rt_sampler_free(&t->sampler);
+	rt_data_close(&t->train);
+	if (t->has_test)
+		rt_data_close(&t->test);
+	if (t->metrics)
+		fclose(t->metrics);
+}
+
+/* --- gradient synchronisation --- */
+
+static int start_bucket(struct trainer *t, struct bucket *b)
+{
+	b->started = 1;
+	MPI_CHECK(t, MPI_Iallreduce(MPI_IN_PLACE, t->st.grads + b->off, (int)b->len, MPI_FLOAT,
+				    MPI_SUM, t->g->data_comm, &b->req));
+	return 0;
+}
+
+/* Called by rt_stage_backward after each layer's gradients are complete. */
+static void layer_done(void *ctx, int layer)
+{
+	struct trainer *t = ctx;
+	struct bucket *b;
+	int i, flag;
+
+	if (t->replicas == 1 || !t->final_backward)
+		return;
+	b = &t->buckets[t->layer_bucket[layer]];
+	if (--b->pending == 0 && start_bucket(t, b))
+		MPI_Abort(MPI_COMM_WORLD, DT_EXIT_FAIL); /* no way to return from here */
+	/* Open MPI progresses non-blocking collectives only inside MPI calls. */
+	for (i = 0; i < t->n_buckets; i++)
+		if (t->buckets[i].started && t->buckets[i].req != MPI_REQUEST_NULL)
+			MPI_Test(&t->buckets[i].req, &flag, MPI_STATUS_IGNORE);
+}
+
+static void arm_buckets(struct trainer *t)
+{
+	int l, i;
+
+	for (i = 0; i < t->n_buckets; i++) {
+		t->buckets[i].pending = 0;
+		t->buckets[i].started = 0;
+		t->buckets[i].req = MPI_REQUEST_NULL;
+	}
+	for (l = 0; l < t->st.n_layers; l++)
+		t->buckets[t->layer_bucket[l]].pending++;
+}
+
+/* Start what the backward pass did not (a replica whose last micro-batches
+ * were empty), in bucket order, then wait for all. */
+static int finish_buckets(struct trainer *t)
+{
+	int i;
+
+	if (t->replicas == 1)
+		return 0;
+	for (i = 0; i < t->n_buckets; i++)
+		if (!t->buckets[i].started && start_bucket(t, &t->buckets[i]))
+			return -EIO;
+	for (i = 0; i < t->n_buckets; i++)
+		MPI_CHECK(t, MPI_Wait(&t->buckets[i].req, MPI_STATUS_IGNORE));
+	return 0;
+}
+
+/* --- pipeline operations --- */
+
+struct mb {
+	const int64_t *idx; /* rows of the data set */
+	int64_t rows;
+	int tag;
+	struct rt_data *data;
+};
+
+static int forward_mb(struct trainer *t, struct slot *sl, const struct mb *m, double *loss,
+		      int64_t *correct, int want_grad)
+{
+	MPI_Comm pc = t->g->pipe_comm;
+	int last = t->stage == t->stages - 1;
+	const float *y = NULL;
+	int rc;
+
+	if (m->rows == 0)
+		return 0;
+	MPI_CHECK(t, MPI_Wait(&sl->send_fwd, MPI_STATUS_IGNORE));
+	if (t->stage == 0 || last) {
+		rc = rt_data_read(m->data, m->idx, (int)m->rows, t->stage == 0 ? sl->x : NULL,
+				  last ? sl->y : NULL, t->err);
+		if (rc)
+			return rc;
+	}
+	if (t->stage > 0)
+		MPI_CHECK(t, MPI_Recv(sl->x, (int)(m->rows * t->in), MPI_FLOAT, t->prev, m->tag, pc,
+				      MPI_STATUS_IGNORE));
+	rc = rt_stage_forward(&t->st, &sl->acts, sl->x, (int)m->rows, &y);
+	if (rc)
+		return dt_err_add(t->err, "rank %d: forward pass failed", t->g->rank), rc;
+	if (!last) {
+		MPI_CHECK(t, MPI_Isend(y, (int)(m->rows * t->out), MPI_FLOAT, t->next, m->tag, pc,
+				       &sl->send_fwd));
+		return 0;
+	}
+	*loss += rt_softmax_xent(y, sl->y, (int)m->rows, t->classes, t->grad_scale,
+				 want_grad ? sl->dy : NULL, correct);
+	return 0;
+}
+
+static int backward_mb(struct trainer *t, struct slot *sl, const struct mb *m)
+{
+	MPI_Comm pc = t->g->pipe_comm;
+	int rc;
+
+	if (m->rows == 0)
+		return 0;
+	MPI_CHECK(t, MPI_Wait(&sl->send_bwd, MPI_STATUS_IGNORE));
+	if (t->stage < t->stages - 1)
+		MPI_CHECK(t, MPI_Recv(sl->dy, (int)(m->rows * t->out), MPI_FLOAT, t->next, m->tag, pc,
+				      MPI_STATUS_IGNORE));
+	rc = rt_stage_backward(&t->st, &sl->acts, sl->dy, t->stage > 0 ? sl->dx : NULL,
+			       layer_done, t);
+	if (rc)
+		return dt_err_add(t->err, "rank %d: backward pass failed", t->g->rank), rc;
+	if (t->stage > 0)
+		MPI_CHECK(t, MPI_Isend(sl->dx, (int)(m->rows * t->in), MPI_FLOAT, t->prev, m->tag, pc,
+				       &sl->send_bwd));
+	return 0;
+}
+
+static int wait_sends(struct trainer *t)
+{
+	int i;
+
+	for (i = 0; i < t->n_slots; i++) {
+		MPI_CHECK(t, MPI_Wait(&t->slots[i].send_fwd, MPI_STATUS_IGNORE));
+		MPI_CHECK(t, MPI_Wait(&t->slots[i].send_bwd, MPI_STATUS_IGNORE));
+	}
+	return 0;
+}
+
+/* --- the schedules --- */
+
+/* Run this stage's part of one step over micro-batches mbs[0..micro-1].
+ * Backward passes go in forward order in both schedules, so gradients
+ * accumulate in the same order and gpipe and 1f1b give identical bits.
+ *   gpipe: F0 F1 ... F(m-1), then B0 ... B(m-1)
+ *   1f1b:  w = min(stages - stage - 1, m) warm-up forwards, then one forward
+ *          and one backward alternately, then the remaining backwards. */
+static int run_schedule(struct trainer *t, const struct mb *mbs)
+{
+	int m = t->micro, last_nonempty = -1, f = 0, b = 0, i, rc;
+	int warm = !strcmp(t->s->parallel.schedule, "1f1b") ? t->stages - t->stage - 1 : m;
+
+	if (warm > m)
+		warm = m;
+	for (i = 0; i < m; i++)
+		if (mbs[i].rows > 0)
+			last_nonempty = i;
+	t->loss_sum = 0;
+	t->correct = 0;
+
+#define FWD()                                                                            \
+	do {                                                                             \
+		rc = forward_mb(t, &t->slots[f % t->n_slots], &mbs[f], &t->loss_sum,     \
+				&t->correct, 1);                                         \
+		if (rc)                                                                  \
+			return rc;                                                       \
+		f++;                                                                     \
+	} while (0)
+#define BWD()                                                                            \
+	do {                                                                             \
+		t->final_backward = b == last_nonempty;                                  \
+		rc = backward_mb(t, &t->slots[b % t->n_slots], &mbs[b]);                 \
+		if (rc)                                                                  \
+			return rc;                                                       \
+		b++;                                                                     \
+	} while (0)
+
+	for (i = 0; i < warm; i++)
+		FWD();
+	while (f < m) {
+		FWD();
+		BWD();
+	}
+	while (b < m)
+		BWD();
+#undef FWD
+#undef BWD
+	t->final_backward = 0;
+	return 0;
+}
+
+/* --- evaluation --- */
+
+/* Loss and accuracy over a data set; every rank gets the totals. */
+static int evaluate(struct trainer *t, struct rt_data *d, double *loss, double *acc)
+{
+	int64_t off, count, done, n_chunks, c;
+	int64_t *idx = NULL;
+	double tot[2] = { 0, 0 };
+	int64_t correct = 0;
+	int rc = 0, i;
+
+	rt_sampler_slice(d->n, t->replicas, t->replica, &off, &count);
+	idx = malloc((size_t)(count ? count : 1) * sizeof(int64_t));
+	if (!idx)
+		return -ENOMEM;
+	for (i = 0; i < count; i++)
+		idx[i] = off + i;
+	n_chunks = (count + t->max_rows - 1) / t->max_rows;
+	for (c = 0, done = 0; c < n_chunks; c++) {
+		struct mb m = { idx + done, count - done < t->max_rows ? count - done : t->max_rows,
+				TAG_EVAL + (int)(c % 1000000), d };
+
+		rc = forward_mb(t, &t->slots[c % t->n_slots], &m, &tot[0], &correct, 0);
+		if (rc)
+			goto out;
+		done += m.rows;
+	}
+	rc = wait_sends(t);
+	if (rc)
+		goto out;
+	tot[1] = (double)correct;
+	if (t->stage == t->stages - 1 && t->replicas > 1 &&
+	    MPI_Allreduce(MPI_IN_PLACE, tot, 2, MPI_DOUBLE, MPI_SUM, t->g->data_comm) != MPI_SUCCESS) {
+		rc = dt_err_add(t->err, "rank %d: MPI_Allreduce of the evaluation failed", t->g->rank);
+		goto out;
+	}
+	if (MPI_Bcast(tot, 2, MPI_DOUBLE, t->stages - 1, t->g->pipe_comm) != MPI_SUCCESS) {
+		rc = dt_err_add(t->err, "rank %d: MPI_Bcast of the evaluation failed", t->g->rank);
+		goto out;
+	}
+	*loss = tot[0] / (double)d->n;
+	*acc = tot[1] / (double)d->n;
+out:
+	free(idx);
+	return rc;
+}
+
+/* --- progress and metrics --- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void fmt_duration(double s, char *buf, size_t size)
+{
+	long t = s < 0 ? 0 : (long)(s + 0.5);
+
+	snprintf(buf, size, "%02ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+static void open_metrics(struct trainer *t)
+{
+	char path[4200];
+
+	if (t->g->rank != 0 || !t->s->run_dir)
+		return;
+	snprintf(path, sizeof(path), "%s/metrics.jsonl", t->s->run_dir);
+	t->metrics = fopen(path, "a"); /* a requeued job appends */
+	if (!t->metrics)
+		fprintf(stderr, "dtrain-run: warning: cannot write %s: %s\n", path, strerror(errno));
+}
+
+static void metric(struct trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void metric(struct trainer *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!t->metrics)
+		return;
+	va_start(ap, fmt);
+	vfprintf(t->metrics, fmt, ap);
+	va_end(ap);
+	fputc('\n', t->metrics);
+	fflush(t->metrics);
+}
+
+/* --- saving the final parameters (a test and debugging aid) --- */
+
+static int save_params(struct trainer *t, const char *dir)
+{
+	int l, rc = 0;
+
+	if (t->replica != 0)
+		return 0;
+	rc = dt_mkdirs(dir, 0755);
+	if (rc)
+		return dt_err_add(t->err, "%s: cannot create: %s", dir, strerror(-rc)), rc;
+	for (l = 0; l < t->st.n_layers && !rc; l++) {
+		const struct rt_layer *ly = &t->st.layers[l];
+		char path[4200];
+
+		snprintf(path, sizeof(path), "%s/layer-%d.f32", dir, ly->index);
+		rc = dt_write_file_atomic(path, t->st.params + ly->offset, ly->n_params * sizeof(float), 0644);
+		if (rc)
+			dt_err_add(t->err, "%s: cannot write: %s", path, strerror(-rc));
+	}
+	return rc;
+}
+
+/* --- the loop --- */
+
+/* The step's loss (summed over replicas, known by every stage) and the
+ * global gradient norm (over all stages; replicas agree already). */
+static int reduce_step(struct trainer *t, double stats[2], double *norm)
+{
+	if (t->stage == t->stages - 1 && t->replicas > 1)
+		MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, stats, 2, MPI_DOUBLE, MPI_SUM,
+					   t->g->data_comm));
+	MPI_CHECK(t, MPI_Bcast(stats, 2, MPI_DOUBLE, t->stages - 1, t->g->pipe_comm));
+	*norm = rt_sumsq(t->st.grads, t->st.n_params);
+	MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, norm, 1, MPI_DOUBLE, MPI_SUM, t->g->pipe_comm));
+	*norm = sqrt(*norm);
+	return 0;
+}
+
+static int check_finite(struct trainer *t, int64_t step, double loss, double norm)
+{
+	if (isfinite(loss) && isfinite(norm))
+		return 0;
+	if (t->g->rank == 0)
+		dt_err_add(t->err, "step %lld: %s is %s; training diverged (hint: lower train.optimizer.lr, "
+			   "add train.lr_schedule.warmup_steps or set train.grad_clip)",
+			   (long long)step + 1, isfinite(loss) ? "the gradient norm" : "the loss",
+			   isfinite(loss) ? (isnan(norm) ? "NaN" : "infinite") : (isnan(loss) ? "NaN" : "infinite"));
+	return -ERANGE;
+}
+
+static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
+{
+	const struct spec *s = t->s;
+	int64_t per_epoch = rt_sampler_steps(&t->sampler);
+	int64_t total = s->train.epochs * per_epoch, step = 0, epoch = 0;
+	int64_t window_rows = 0;
+	double t0 = now_s(), tw = t0;
+	struct mb *mbs;
+	int rc = 0, i;
+
+	if (s->train.max_steps > 0 && (total == 0 || s->train.max_steps < total))
+		total = s->train.max_steps;
+	mbs = calloc((size_t)t->micro, sizeof(*mbs));
+	if (!mbs)
+		return -ENOMEM;
+	if (t->g->rank == 0 && !opts->quiet) {
+		printf("dtrain-run: training %s: %zu parameters, %lld steps (%lld per epoch), "
+		       "schedule %s, %d micro-batches\n", s->name, (size_t)rt_model_params(s),
+		       (long long)total, (long long)per_epoch, s->parallel.schedule, t->micro);
+		fflush(stdout);
+	}
+	metric(t, "{\"event\":\"start\",\"total_steps\":%lld,\"steps_per_epoch\":%lld,\"epochs\":%ld}",
+	       (long long)total, (long long)per_epoch, s->train.epochs);
+
+	while (step < total) {
+		int64_t k = step % per_epoch, batch_rows, rep_off, rep_rows;
+		const int64_t *idx;
+		double lr, loss, norm, stats[2];
+
+		epoch = step / per_epoch;
+		rc = rt_sampler_epoch(&t->sampler, epoch); /* no-op within an epoch */
+		if (rc)
+			break;
+		/* the global batch of this step, then this replica's share */
+		rt_sampler_batch(&t->sampler, k, &idx, &batch_rows);
+		rt_sampler_slice(batch_rows, t->replicas, t->replica, &rep_off, &rep_rows);
+		for (i = 0; i < t->micro; i++) {
+			int64_t o, c;
+
+			rt_sampler_slice(rep_rows, t->micro, i, &o, &c);
+			mbs[i] = (struct mb){ idx + rep_off + o, c, i, &t->train };
+		}
+		t->grad_scale = 1.0f / (float)batch_rows;
+		arm_buckets(t);
+		rc = run_schedule(t, mbs);
+		if (!rc)
+			rc = finish_buckets(t);
+		if (!rc)
+			rc = wait_sends(t);
+		if (rc)
+			break;
+
+		stats[0] = t->loss_sum;
+		stats[1] = (double)t->correct;
+		rc = reduce_step(t, stats, &norm);
+		if (rc)
+			break;
+		loss = stats[0] / (double)batch_rows;
+		rc = check_finite(t, step, loss, norm);
+		if (rc)
+			break;
+		if (s->train.grad_clip > 0 && norm > s->train.grad_clip)
+			rt_scale(t->st.grads, t->st.n_params, (float)(s->train.grad_clip / (norm + 1e-6)));
+		lr = rt_lr_at(s, step, total);
+		rt_optim_step(&t->opt, t->st.params, t->st.grads, t->st.n_params, lr);
+		rt_stage_zero_grads(&t->st);
+		step++;
+		window_rows += batch_rows;
+
+		if (step % s->train.log_every == 0 || step == total) {
+			double now = now_s(), rate = (double)window_rows / (now - tw);
+			double eta = (now - t0) / (double)step * (double)(total - step);
+			char eta_s[32];
+
+			fmt_duration(eta, eta_s, sizeof(eta_s));
+			if (t->g->rank == 0 && !opts->quiet) {
+				printf("dtrain-run: step %lld/%lld epoch %lld/%ld loss %.4f lr %.3g "
+				       "grad_norm %.3g samples/s %.0f eta %s\n",
+				       (long long)step, (long long)total, (long long)epoch + 1,
+				       s->train.epochs, loss, lr, norm, rate, eta_s);
+				fflush(stdout);
+			}
+			metric(t, "{\"event\":\"step\",\"step\":%lld,\"total_steps\":%lld,\"epoch\":%lld,"
+				  "\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"samples_per_s\":%.1f,"
+				  "\"eta_s\":%.0f}",
+			       (long long)step, (long long)total, (long long)epoch + 1, loss, lr, norm,
+			       rate, eta);
+			tw = now;
+			window_rows = 0;
+		}
+		if (t->has_test && (step % per_epoch == 0 || step == total)) {
+			double tl = 0, ta = 0;
+
+			rc = evaluate(t, &t->test, &tl, &ta);
+			if (rc)
+				break;
+			if (t->g->rank == 0 && !opts->quiet) {
+				printf("dtrain-run: epoch %lld/%ld test loss %.4f accuracy %.4f\n",
+				       (long long)epoch + 1, s->train.epochs, tl, ta);
+				fflush(stdout);
+			}
+			metric(t, "{\"event\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"test_loss\":%.9g,"
+				  "\"test_accuracy\":%.6f}", (long long)step, (long long)epoch + 1, tl, ta);
+		}
+	}
+	if (!rc) {
+		double secs = now_s() - t0;
+
+		metric(t, "{\"event\":\"end\",\"step\":%lld,\"seconds\":%.3f}", (long long)step, secs);
+		if (t->g->rank == 0 && !opts->quiet) {
+			printf("dtrain-run: done: %lld steps in %.1f s\n", (long long)step, secs);
+			fflush(stdout);
+		}
+	}
+	free(mbs);
+	return rc;
+}
+
+/* One line per rank: what it held and its peak memory. */
+static void report_rank(struct trainer *t)
+{
+	struct rusage ru;
+	size_t total = rt_model_params(t->s);
+
+	getrusage(RUSAGE_SELF, &ru);
+	printf("dtrain-run: rank %d stage %d/%d layers %d-%d params %zu (%.1f%% of %zu) peak_rss_mib %.1f\n",
+	       t->g->rank, t->stage, t->stages, t->st.first_layer,
+	       t->st.first_layer + t->st.n_layers - 1, t->st.n_params,
+	       100.0 * (double)t->st.n_params / (double)total, total, (double)ru.ru_maxrss / 1024.0);
+	fflush(stdout);
+}
+
+/* Set-up can fail on one rank only (a file missing on one node): all ranks
+ * agree before the loop, so that none waits for a peer that gave up. */
+static int agree(struct trainer *t, int rc)
+{
+	struct dt_err e2 = { 0 };
+	int bad = -1;
+
+	if (rt_mpi_first_failure(rc != 0, &bad, &e2))
+		return dt_err_add(t->err, "%s", e2.msg), -EIO;
+	if (bad < 0)
+		return 0;
+	if (t->g->rank != bad)
+		dt_err_clear(t->err); /* the failing rank reports */
+	return -EINVAL;
+}
+
+int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts *opts,
+	     struct dt_err *err)
+{
+	struct trainer t;
+	int rc;
+
+	memset(&t, 0, sizeof(t));
+	t.s = s;
+	t.g = g;
+	t.err = err;
+	t.stage = g->coord[RT_DIM_PIPE];
+	t.stages = g->size[RT_DIM_PIPE];
+	t.replica = g->coord[RT_DIM_DATA];
+	t.replicas = g->size[RT_DIM_DATA];
+	t.micro = (int)s->parallel.micro_batches;
+	t.prev = t.stage > 0 ? t.stage - 1 : -1;
+	t.next = t.stage < t.stages - 1 ? t.stage + 1 : -1;
+	rt_blas_threads((int)s->resources.cpus_per_task);
+
+	rc = open_data(&t);
+	if (!rc)
+		rc = build_stage(&t);
+	if (!rc)
+		rc = alloc_slots(&t);
+	if (!rc)
+		rc = build_buckets(&t);
+	rc = agree(&t, rc);
+	if (rc)
+		goto out;
+	open_metrics(&t);
+	rc = train_loop(&t, opts);
+	if (!rc)
+		report_rank(&t);
+	if (!rc && opts->save_params)
+		rc = save_params(&t, opts->save_params);
+out:
+	free_trainer(&t);
+	return rc;
+}

@@ -1,0 +1,43 @@
+/*
+ * train.h - the training loop of dtrain-run: one optimizer step after
+ * another over the data x pipeline grid, with evaluation at each epoch end.
+ *
+ * Data flow through one step (runtime/README.md has the picture):
+ *   1. the sampler gives the step's global batch (the same rows whatever the
+ *      layout); each replica takes its contiguous share, split again into
+ *      parallel.micro_batches micro-batches;
+ *   2. the pipeline schedule (gpipe or 1f1b) runs forward and backward passes
+ *      of the micro-batches; activations go to the next stage and gradients
+ *      back to the previous one with MPI point-to-point messages;
+ *   3. during the backward pass of the last micro-batch, each gradient bucket
+ *      (whole layers, about 25 MiB, last layer first) starts its allreduce
+ *      over the replicas of the stage as soon as its layers are done;
+ *   4. the global gradient norm (over all stages) is clipped, the optimizer
+ *      steps with the scheduled learning rate, and the loss, summed over the
+ *      replicas, reaches every rank.
+ *
+ * The loss of a step is the mean over the global batch, so gradients are
+ * summed (not averaged) over replicas: each replica scales by 1/global rows.
+ */
+#ifndef DTRAIN_RUNTIME_TRAIN_H
+#define DTRAIN_RUNTIME_TRAIN_H
+
+#include "jobs/spec.h"
+#include "runtime/grid.h"
+#include "runtime/util.h"
+
+struct rt_train_opts {
+	const char *save_params; /* directory for the final parameters, or NULL */
+	int quiet;               /* no progress lines (metrics are still written) */
+};
+
+/* Train as the spec says, on this rank's place in the grid (communicators
+ * built). Collective over the world: every rank must call it.
+ * Returns 0; -ERANGE when the loss or gradient became NaN/Inf (the message
+ * names the step; every rank returns it); -EINVAL for data that does not fit
+ * the spec (every rank returns it); other negative codes for I/O or MPI
+ * failures on this rank only (the caller aborts the job). */
+int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts *opts,
+	     struct dt_err *err);
+
+#endif

@@ -1,0 +1,327 @@
+/*
+ * test_optim.c - the optimizers, learning-rate schedule and clipping
+ * helpers of runtime/optim.h: SGD with momentum and AdamW against values
+ * worked out by hand for three steps, the same rules on a long vector
+ * against a double-precision reference, the schedule at its landmarks, and
+ * the errors of a bad optimizer spec.
+ *
+ * Sections: helpers, sgd, adamw, schedule, clipping, errors, main.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "runtime/optim.h"
+#include "runtime/rng.h"
+
+/* --- helpers --- */
+
+/* |got - want| <= tol, with both values in the failure message */
+#define assert_close(got, want, tol) do { \
+	double g_ = (got), w_ = (want), t_ = (tol); \
+	if (!(fabs(g_ - w_) <= t_)) \
+		fail_msg("%s = %.10g, want %.10g (tolerance %.3g)", #got, g_, w_, t_); \
+} while (0)
+
+/* A spec holding only train.optimizer and train.lr_schedule. */
+struct opt_spec {
+	struct spec s;
+	double betas[2];
+};
+
+static void opt_set(struct opt_spec *o, const char *type, double lr, double momentum,
+		    double wd)
+{
+	memset(o, 0, sizeof(*o));
+	o->betas[0] = 0.9;
+	o->betas[1] = 0.999;
+	o->s.train.optimizer.type = (char *)type;
+	o->s.train.optimizer.lr = lr;
+	o->s.train.optimizer.momentum = momentum;
+	o->s.train.optimizer.betas.v = o->betas;
+	o->s.train.optimizer.betas.n = 2;
+	o->s.train.optimizer.weight_decay = wd;
+	o->s.train.lr_schedule.decay = "cosine";
+}
+
+static void optim_ok(struct rt_optim *opt, const struct spec *s, size_t n)
+{
+	struct dt_err err = { 0 };
+
+	assert_int_equal(rt_optim_init(opt, s, n, &err), 0);
+	assert_int_equal(err.count, 0);
+}
+
+/* the three gradients both hand-worked examples use, for w = {1, -2} */
+static const float grads3[3][2] = { { 0.5f, -1.0f }, { 0.25f, 0.5f }, { -0.5f, 0.0f } };
+
+/* --- sgd --- */
+
+/* mu = 0.9, lr = 0.1, wd = 0.01 (L2: g' = g + wd w; v = mu v + g'; w -= lr v)
+ *  step 1: g' = 0.5 + 0.01         = 0.51        v = 0.51       w = 1 - 0.051        = 0.949
+ *          g' = -1 - 0.02          = -1.02       v = -1.02      w = -2 + 0.102       = -1.898
+ *  step 2: g' = 0.25 + 0.00949     = 0.25949     v = 0.459 + 0.25949 = 0.71849
+ *                                                               w = 0.949 - 0.071849 = 0.877151
+ *          g' = 0.5 - 0.01898      = 0.48102     v = -0.918 + 0.48102 = -0.43698
+ *                                                               w = -1.898 + 0.043698 = -1.854302
+ *  step 3: g' = -0.5 + 0.00877151  = -0.49122849 v = 0.646641 - 0.49122849 = 0.15541251
+ *                                                               w = 0.861609749
+ *          g' = -0.01854302                      v = -0.393282 - 0.01854302 = -0.41182502
+ *                                                               w = -1.813119498 */
+static void test_sgd_momentum_by_hand(void **state)
+{
+	static const double want_w[3][2] = {
+		{ 0.949, -1.898 }, { 0.877151, -1.854302 }, { 0.861609749, -1.813119498 } };
+	static const double want_v[3][2] = {
+		{ 0.51, -1.02 }, { 0.71849, -0.43698 }, { 0.15541251, -0.41182502 } };
+	float w[2] = { 1.0f, -2.0f };
+	struct opt_spec o;
+	struct rt_optim opt;
+	int t, i;
+
+	(void)state;
+	opt_set(&o, "sgd", 0.1, 0.9, 0.01);
+	optim_ok(&opt, &o.s, 2);
+	assert_int_equal(opt.type, RT_OPTIM_SGD);
+	assert_null(opt.v);
+	for (t = 0; t < 3; t++) {
+		rt_optim_step(&opt, w, grads3[t], 2, 0.1);
+		assert_int_equal(opt.step, t + 1);
+		for (i = 0; i < 2; i++) {
+			assert_close(w[i], want_w[t][i], 2e-7 * 2);
+			assert_close(opt.m[i], want_v[t][i], 2e-7 * 2);
+		}
+	}
+	rt_optim_free(&opt);
+	rt_optim_free(&opt); /* twice is safe */
+}
+
+/* momentum 0, no decay: plain w -= lr g */
+static void test_sgd_plain(void **state)
+{
+	float w[3] = { 1.0f, 2.0f, 3.0f }, g[3] = { 1.0f, -1.0f, 0.5f };
+	struct opt_spec o;
+	struct rt_optim opt;
+
+	(void)state;
+	opt_set(&o, "sgd", 0.5, 0.0, 0.0);
+	optim_ok(&opt, &o.s, 3);
+	rt_optim_step(&opt, w, g, 3, 0.5);
+	rt_optim_step(&opt, w, g, 3, 0.25); /* the lr argument, not the spec's, counts */
+	assert_true(w[0] == 0.25f && w[1] == 2.75f && w[2] == 2.625f);
+	rt_optim_free(&opt);
+}
+
+/* --- adamw --- */
+
+/* lr = 0.01, betas (0.9, 0.999), wd = 0.1, eps = 1e-8 (PyTorch's AdamW)
+ *  step 1 (t = 1, 1-b1 = 0.1, 1-b2 = 0.001):
+ *    w = 1 (1 - 0.001) = 0.999; m = 0.05; v = 0.00025
+ *    m^ = 0.05 / 0.1 = 0.5, v^ = 0.00025 / 0.001 = 0.25, sqrt = 0.5
+ *    w = 0.999 - 0.01 * 0.5 / (0.5 + 1e-8) = 0.989 (+ 2e-10)
+ *    second element: w = -1.998 + 0.01 = -1.988; m = -0.1; v = 0.001
+ *  step 2: m = 0.045 + 0.025 = 0.07; v = 0.00024975 + 0.0000625 = 0.00031225
+ *    w = 0.989 * 0.999 - 0.01 (0.07 / 0.19) / (sqrt(0.00031225 / 0.001999) + 1e-8)
+ *      = 0.988011 - 0.01 * 0.368421 / 0.395226 = 0.978689204
+ *  step 3: computed the same way in double: 0.9766026842, -1.9793064881 */
+static void test_adamw_by_hand(void **state)
+{
+	static const double want_w[3][2] = {
+		{ 0.9890000002, -1.9880000001 },
+		{ 0.9786892040, -1.9833486297 },
+		{ 0.9766026842, -1.9793064881 } };
+	static const double want_m[3][2] = { { 0.05, -0.1 }, { 0.07, -0.04 }, { 0.013, -0.036 } };
+	static const double want_v[3][2] = {
+		{ 0.00025, 0.001 }, { 0.00031225, 0.001249 }, { 0.00056193775, 0.001247751 } };
+	float w[2] = { 1.0f, -2.0f };
+	struct opt_spec o;
+	struct rt_optim opt;
+	int t, i;
+
+	(void)state;
+	opt_set(&o, "adamw", 0.01, 0.0, 0.1);
+	optim_ok(&opt, &o.s, 2);
+	assert_int_equal(opt.type, RT_OPTIM_ADAMW);
+	assert_close(opt.beta1, 0.9, 0);
+	assert_close(opt.beta2, 0.999, 0);
+	assert_close(opt.eps, 1e-8, 0);
+	for (t = 0; t < 3; t++) {
+		rt_optim_step(&opt, w, grads3[t], 2, 0.01);
+		assert_int_equal(opt.step, t + 1);
+		for (i = 0; i < 2; i++) {
+			/* float32 state: a few ulps of the double values */
+			assert_close(w[i], want_w[t][i], 1e-6);
+			assert_close(opt.m[i], want_m[t][i], 5e-7 * fabs(want_m[t][i]));
+			assert_close(opt.v[i], want_v[t][i], 5e-7 * fabs(want_v[t][i]));
+		}
+	}
+	rt_optim_free(&opt);
+}
+
+/* both rules over a long vector against a double reference of the same
+ * formulas (catches indexing and the per-element state) */
+static void test_long_vector(void **state)
+{
+	const size_t n = 1001;
+	float *w = malloc(n * sizeof(*w)), *g = malloc(n * sizeof(*g));
+	double *rw = malloc(n * sizeof(*rw)), *rm = calloc(n, sizeof(*rm)), *rv = calloc(n, sizeof(*rv));
+	struct opt_spec o;
+	struct rt_optim opt;
+	struct rt_rng r;
+	int type, t;
+	size_t i;
+
+	(void)state;
+	assert_true(w && g && rw && rm && rv);
+	for (type = 0; type < 2; type++) {
+		rt_rng_seed(&r, 8, (uint64_t)type);
+		opt_set(&o, type ? "adamw" : "sgd", 0.05, 0.8, 0.02);
+		optim_ok(&opt, &o.s, n);
+		for (i = 0; i < n; i++) {
+			w[i] = rt_rng_normal(&r);
+			rw[i] = w[i];
+			rm[i] = rv[i] = 0;
+		}
+		for (t = 1; t <= 5; t++) {
+			double lr = 0.05 / t;
+
+			for (i = 0; i < n; i++)
+				g[i] = rt_rng_normal(&r);
+			rt_optim_step(&opt, w, g, n, lr);
+			for (i = 0; i < n; i++) {
+				if (type == 0) {
+					rm[i] = 0.8 * rm[i] + g[i] + 0.02 * rw[i];
+					rw[i] -= lr * rm[i];
+				} else {
+					rw[i] *= 1 - lr * 0.02;
+					rm[i] = 0.9 * rm[i] + 0.1 * g[i];
+					rv[i] = 0.999 * rv[i] + 0.001 * (double)g[i] * g[i];
+					rw[i] -= lr * (rm[i] / (1 - pow(0.9, t))) /
+						 (sqrt(rv[i] / (1 - pow(0.999, t))) + 1e-8);
+				}
+				assert_close(w[i], rw[i], 1e-5 * (1 + fabs(rw[i])));
+			}
+		}
+		rt_optim_free(&opt);
+	}
+	free(rv);
+	free(rm);
+	free(rw);
+	free(g);
+	free(w);
+}
+
+/* --- schedule --- */
+
+static void test_lr_schedule(void **state)
+{
+	struct opt_spec o;
+	struct spec *s = &o.s;
+
+	(void)state;
+	opt_set(&o, "sgd", 0.1, 0.9, 0);
+	s->train.lr_schedule.warmup_steps = 10;
+	s->train.lr_schedule.min_lr = 0.001;
+	/* 111 steps: warm-up 0..9, cosine over 10..110 (span 100) */
+	assert_close(rt_lr_at(s, 0, 111), 0.01, 1e-15);    /* warm-up start: lr / W */
+	assert_close(rt_lr_at(s, 4, 111), 0.05, 1e-15);
+	assert_close(rt_lr_at(s, 9, 111), 0.1, 1e-15);     /* warm-up end: lr */
+	assert_close(rt_lr_at(s, 10, 111), 0.1, 1e-15);    /* cosine start: lr */
+	assert_close(rt_lr_at(s, 35, 111), 0.001 + 0.5 * 0.099 * (1 + cos(M_PI / 4)), 1e-15);
+	assert_close(rt_lr_at(s, 60, 111), 0.0505, 1e-15); /* middle: (lr + min) / 2 */
+	assert_close(rt_lr_at(s, 110, 111), 0.001, 1e-15); /* last step: min_lr */
+	assert_close(rt_lr_at(s, 500, 111), 0.001, 1e-15); /* beyond: stays */
+	assert_close(rt_lr_at(s, -3, 111), 0.01, 1e-15);
+	assert_true(rt_lr_at(s, 109, 111) > 0.001 && rt_lr_at(s, 109, 111) < rt_lr_at(s, 108, 111));
+	/* no step left to decay over: the peak */
+	assert_close(rt_lr_at(s, 10, 11), 0.1, 1e-15);
+	assert_close(rt_lr_at(s, 3, 5), 0.04, 1e-15);
+	/* no warm-up: step 0 already at lr */
+	s->train.lr_schedule.warmup_steps = 0;
+	assert_close(rt_lr_at(s, 0, 101), 0.1, 1e-15);
+	assert_close(rt_lr_at(s, 50, 101), 0.0505, 1e-15);
+	assert_close(rt_lr_at(s, 100, 101), 0.001, 1e-15);
+	assert_close(rt_lr_at(s, 0, 1), 0.1, 1e-15); /* a single step */
+	/* constant: warm-up, then lr for ever */
+	s->train.lr_schedule.warmup_steps = 4;
+	s->train.lr_schedule.decay = "constant";
+	assert_close(rt_lr_at(s, 0, 100), 0.025, 1e-15);
+	assert_close(rt_lr_at(s, 3, 100), 0.1, 1e-15);
+	assert_close(rt_lr_at(s, 50, 100), 0.1, 1e-15);
+	assert_close(rt_lr_at(s, 99, 100), 0.1, 1e-15);
+}
+
+/* --- clipping --- */
+
+static void test_sumsq_scale_clip(void **state)
+{
+	const size_t big = (1u << 24) + 1000; /* past float's exact integers */
+	float g[2] = { 3.0f, -4.0f }, *ones = malloc(big * sizeof(*ones));
+	size_t i;
+
+	(void)state;
+	assert_close(rt_sumsq(g, 2), 25.0, 0);
+	assert_close(rt_clip_factor(25.0, 1.0), 1.0 / (5.0 + 1e-6), 1e-15);
+	assert_close(rt_clip_factor(25.0, 10.0), 1.0, 0);
+	assert_close(rt_clip_factor(25.0, 0.0), 1.0, 0); /* clipping off */
+	rt_scale(g, 2, 0.5f);
+	assert_true(g[0] == 1.5f && g[1] == -2.0f);
+	/* accumulated in double: a float sum would stop at 2^24 */
+	assert_non_null(ones);
+	for (i = 0; i < big; i++)
+		ones[i] = 1.0f;
+	assert_close(rt_sumsq(ones, big), (double)big, 0);
+	free(ones);
+}
+
+/* --- errors --- */
+
+static void test_errors(void **state)
+{
+	struct dt_err err = { 0 };
+	struct opt_spec o;
+	struct rt_optim opt;
+
+	(void)state;
+	opt_set(&o, "lion", 0.1, 0.9, 0);
+	assert_int_equal(rt_optim_init(&opt, &o.s, 10, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "train.optimizer.type: \"lion\" is not one of sgd, adamw"));
+	assert_null(opt.m);
+	rt_optim_free(&opt);
+	opt_set(&o, "adamw", 0.1, 0.9, 0);
+	o.s.train.optimizer.betas.n = 1;
+	assert_int_equal(rt_optim_init(&opt, &o.s, 10, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "train.optimizer.betas: must be 2 numbers (got 1)"));
+	assert_int_equal(err.count, 2);
+	/* a huge state is refused with a message, not a crash */
+	opt_set(&o, "adamw", 0.1, 0.9, 0);
+	dt_err_clear(&err);
+	assert_int_equal(rt_optim_init(&opt, &o.s, SIZE_MAX / 2, &err), -ENOMEM);
+	assert_non_null(strstr(err.msg, "cannot allocate the adamw state"));
+	assert_null(opt.m);
+}
+
+/* --- main --- */
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sgd_momentum_by_hand),
+		cmocka_unit_test(test_sgd_plain),
+		cmocka_unit_test(test_adamw_by_hand),
+		cmocka_unit_test(test_long_vector),
+		cmocka_unit_test(test_lr_schedule),
+		cmocka_unit_test(test_sumsq_scale_clip),
+		cmocka_unit_test(test_errors),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
