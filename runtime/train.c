@@ -517,6 +517,8 @@ static void open_metrics(struct trainer *t)
 
 	if (t->g->rank != 0 || !t->s->run_dir)
 		return;
+	/* dtrain-submit made it; a spec run by hand may name a new one */
+	dt_mkdirs(t->s->run_dir, 0755);
 	snprintf(path, sizeof(path), "%s/metrics.jsonl", t->s->run_dir);
 	t->metrics = fopen(path, "a"); /* a requeued job appends */
 	if (!t->metrics)

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# dtrain-run's failures are clear and agreed by every rank (no hang): a loss
+# that diverges names its step (exit 4); data that does not fit the spec, a
+# missing data file, or a world that does not match the layout exit 3 with
+# one message naming the file or the sizes.
+. "$(dirname "$0")/lib.sh"
+RUN=$DTRAIN_BIN/dtrain-run
+
+"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 500 --features 20 --classes 4 >/dev/null ||
+	fail "dtrain-data synthetic"
+cat >"$T/base.json" <<JSON
+{ "name": "errs", "model": { "inputs": 20, "hidden": [16], "outputs": 4 },
+  "data": { "train": "$T/syn.h5" }, "train": { "epochs": 1, "global_batch": 50 } }
+JSON
+spec() { $SUBMIT validate "$T/base.json" "$@" >"$T/s.json" 2>"$T/s.err" || { cat "$T/s.err"; fail "spec"; }; }
+MPI="mpirun --allow-run-as-root --oversubscribe -np"
+
+spec --set train.optimizer.lr=100 --set train.optimizer.momentum=0.99 --set train.epochs=20 --set resources.tasks_per_node=2 --set parallel.pipeline=2
+expect_rc 4 timeout 120 $MPI 2 "$RUN" "$T/s.json"
+grep -qE "dtrain-run: step [0-9]+: the (loss|gradient norm) is (NaN|infinite); training diverged" "$T/err" ||
+	{ cat "$T/err"; fail "no divergence message naming the step"; }
+[ "$(grep -c 'training diverged' "$T/err")" -eq 1 ] || { cat "$T/err"; fail "expected one divergence message"; }
+pass "divergence: exit 4, one message naming the step"
+
+spec --set model.inputs=21
+expect_rc 3 timeout 60 "$RUN" "$T/s.json"
+must_contain "$T/err" "$T/syn.h5: 20 features per sample but model.inputs is 21"
+spec --set data.train="$T/none.h5" --set resources.tasks_per_node=2 --set parallel.data=2
+expect_rc 3 timeout 60 $MPI 2 "$RUN" "$T/s.json"
+must_contain "$T/err" "$T/none.h5"
+[ "$(grep -c "$T/none.h5" "$T/err")" -eq 1 ] || { cat "$T/err"; fail "expected one report from one rank"; }
+echo "not hdf5" >"$T/junk.h5"
+spec --set data.train="$T/junk.h5"
+expect_rc 3 timeout 60 "$RUN" "$T/s.json"
+must_contain "$T/err" "$T/junk.h5"
+pass "bad data: exit 3 naming the file"
+
+spec --set resources.tasks_per_node=4 --set parallel.data=2 --set parallel.pipeline=2
+expect_rc 3 timeout 60 $MPI 3 "$RUN" "$T/s.json"
+must_contain "$T/err" "world size 3 does not match parallel.data x parallel.pipeline = 2 x 2 = 4"
+pass "world size mismatch: exit 3"
