@@ -3,8 +3,8 @@
  *
  * Learns its rank from the launcher (bootstrap.h), starts MPI, reads the
  * resolved job spec (all ranks agree on the outcome), lays the ranks out as
- * data x pipeline (grid.h), builds the communicators and reports where each
- * rank landed. Training comes later.
+ * data x pipeline (grid.h), builds the communicators, reports where each
+ * rank landed, and trains (train.h).
  * This file only parses the command line, calls the runtime and maps errors
  * to exit codes (runtime/util.h).
  */

@@ -69,6 +69,15 @@ run b 1 1 1 1f1b
 same_bits a b
 pass "same spec, same seed: bitwise identical parameters"
 
+# The same spec as one process, with no launcher at all.
+cp "$T/a.json" "$T/solo.json"
+sed -i "s#\"run_dir\": \"$T/a\"#\"run_dir\": \"$T/solo\"#" "$T/solo.json"
+solo "$DTRAIN_BIN/dtrain-run" --quiet --save-params "$T/solo/params" "$T/solo.json" >"$T/solo.out" 2>&1 ||
+	{ cat "$T/solo.out"; fail "single process run"; }
+grep -q "via singleton" "$T/solo.out" || { cat "$T/solo.out"; fail "not a singleton run"; }
+same_bits a solo
+pass "one process without mpirun: the same bits"
+
 run g 1 2 3 gpipe
 run f 1 2 3 1f1b
 same_bits g f

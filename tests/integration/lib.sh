@@ -86,3 +86,11 @@ run_dir_of() {
 	[ -n "$d" ] || fail "no run directory for $1 under $T/runs"
 	echo "$d"
 }
+
+# solo CMD...: run dtrain-run as one process without a launcher (Open MPI's
+# singleton mode). In the sanitizer build LeakSanitizer's exit-time tracer
+# crashes in that mode (signal 11 in the tracer, whatever the options); the
+# same code is leak-checked in the runs under mpirun and srun.
+solo() {
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 "$@"
+}

@@ -23,7 +23,7 @@ grep -qE "dtrain-run: step [0-9]+: the (loss|gradient norm) is (NaN|infinite); t
 pass "divergence: exit 4, one message naming the step"
 
 spec --set model.inputs=21
-expect_rc 3 timeout 60 "$RUN" "$T/s.json"
+expect_rc 3 solo timeout 60 "$RUN" "$T/s.json"
 must_contain "$T/err" "$T/syn.h5: 20 features per sample but model.inputs is 21"
 spec --set data.train="$T/none.h5" --set resources.tasks_per_node=2 --set parallel.data=2
 expect_rc 3 timeout 60 $MPI 2 "$RUN" "$T/s.json"
@@ -31,7 +31,7 @@ must_contain "$T/err" "$T/none.h5"
 [ "$(grep -c "$T/none.h5" "$T/err")" -eq 1 ] || { cat "$T/err"; fail "expected one report from one rank"; }
 echo "not hdf5" >"$T/junk.h5"
 spec --set data.train="$T/junk.h5"
-expect_rc 3 timeout 60 "$RUN" "$T/s.json"
+expect_rc 3 solo timeout 60 "$RUN" "$T/s.json"
 must_contain "$T/err" "$T/junk.h5"
 pass "bad data: exit 3 naming the file"
 
