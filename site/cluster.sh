@@ -280,6 +280,15 @@ while (($#)); do
 done
 [[ -n $cmd ]] || { usage >&2; exit 2; }
 DIR=$(realpath -m -- "$DIR")
+# Socket paths under DIR must fit in 108 bytes. A checkout deep in the file
+# system gets a short alias: the files stay under DIR, every daemon and
+# config names them through /tmp/dtrain-cluster-<hash of DIR> -> DIR.
+if ((${#DIR} > MAX_DIR_LEN)); then
+  mkdir -p "$DIR"
+  alias_dir=/tmp/dtrain-cluster-$(printf '%s' "$DIR" | md5sum | cut -c1-12)
+  [[ -L $alias_dir && $(readlink "$alias_dir") == "$DIR" ]] || ln -sfn "$DIR" "$alias_dir"
+  DIR=$alias_dir
+fi
 readonly DIR
 export SLURM_CONF="$DIR/slurm.conf"
 if [[ $cmd != status ]]; then # tests may run `up` concurrently: one at a time per DIR
