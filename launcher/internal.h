@@ -40,8 +40,6 @@ char *launch__which(const char *name);
 
 /* --- files (submit.c) --- */
 
-/* write(2) until done, retrying EINTR and short writes. 0 or -errno. */
-int launch__write_all(int fd, const void *data, size_t len);
 /* Create path (must not exist) with data, fsync it. 0 or -errno. */
 int launch__write_new(const char *path, const void *data, size_t len, int mode);
 

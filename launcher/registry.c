@@ -151,7 +151,7 @@ int launch_registry_append(const struct launch_job *j, struct dt_err *err)
 	if (!rc)
 		rc = dt_buf_printf(&line, "%s\t%s\t%s\t%s\n", j->id, name, run_dir, submitted);
 	if (!rc)
-		rc = launch__write_all(fd, line.p, line.len);
+		rc = dt_write_all(fd, line.p, line.len);
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
 	if (rc)

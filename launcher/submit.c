@@ -25,23 +25,6 @@
 
 /* --- files --- */
 
-int launch__write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int launch__write_new(const char *path, const void *data, size_t len, int mode)
 {
 	int fd, rc;
@@ -49,7 +32,7 @@ int launch__write_new(const char *path, const void *data, size_t len, int mode)
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
-	rc = launch__write_all(fd, data, len);
+	rc = dt_write_all(fd, data, len);
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
 	if (close(fd) < 0 && !rc)

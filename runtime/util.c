@@ -217,8 +217,10 @@ int dt_read_file(const char *path, char **out, size_t *len)
 	return 0;
 }
 
-static int write_all(int fd, const char *p, size_t len)
+int dt_write_all(int fd, const void *data, size_t len)
 {
+	const char *p = data;
+
 	while (len > 0) {
 		ssize_t n = write(fd, p, len);
 
@@ -271,7 +273,7 @@ int dt_write_file_atomic(const char *path, const void *data, size_t len, int mod
 		rc = -errno;
 		goto out;
 	}
-	rc = write_all(fd, data, len);
+	rc = dt_write_all(fd, data, len);
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
 	if (close(fd) < 0 && !rc)

@@ -71,6 +71,8 @@ int dt_shell_quote(struct dt_buf *b, const char *s);
 
 /* Reads a whole file into *out (NUL-terminated, caller frees). 0 or -errno. */
 int dt_read_file(const char *path, char **out, size_t *len);
+/* write() all of data, retrying on EINTR and short writes. 0 or -errno. */
+int dt_write_all(int fd, const void *data, size_t len);
 /* Writes data to path atomically: path.tmp.<pid>, fsync, rename, fsync dir.
  * mode is the new file's permission bits. 0 or -errno. */
 int dt_write_file_atomic(const char *path, const void *data, size_t len, int mode);
