@@ -1110,45 +1110,6 @@ out:
 
 /* --- writing --- */
 
-/* The wrappers of the system calls a commit makes, so that each failure
- * names its call. */
-static int sys_fsync_path(const char *path, bool dir)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | (dir ? O_DIRECTORY : 0));
-	int rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	while (fsync(fd) < 0) {
-		if (errno == EINTR)
-			continue;
-		if (!(dir && errno == EINVAL)) /* some file systems cannot sync a directory */
-			rc = -errno;
-		break;
-	}
-	close(fd);
-	return rc;
-}
-
-static int fsync_parent(const char *path)
-{
-	char *dir = strdup(path), *slash;
-	int rc;
-
-	if (!dir)
-		return -ENOMEM;
-	slash = strrchr(dir, '/');
-	if (!slash)
-		strcpy(dir, ".");
-	else if (slash == dir)
-		slash[1] = '\0';
-	else
-		*slash = '\0';
-	rc = sys_fsync_path(dir, true);
-	free(dir);
-	return rc;
-}
-
 static void writer_close(struct rt_data_writer *w)
 {
 	h5_close(&w->h_x, H5Dclose);
@@ -1403,7 +1364,7 @@ static int commit(struct rt_data_writer *w, struct dt_err *err)
 	if (rc)
 		return dt_err_add(err, "%s: the new file does not read back (a bug in dtrain)",
 				  w->path), -EIO;
-	rc = sys_fsync_path(w->tmp, false);
+	rc = dt_fsync_path(w->tmp, false);
 	if (rc)
 		return dt_err_add(err, "%s: fsync of %s failed: %s", w->path, w->tmp, strerror(-rc)), rc;
 	if (rename(w->tmp, w->path) < 0) {
@@ -1411,7 +1372,7 @@ static int commit(struct rt_data_writer *w, struct dt_err *err)
 		return dt_err_add(err, "%s: cannot rename %s into place: %s", w->path, w->tmp,
 				  strerror(errno)), rc;
 	}
-	rc = fsync_parent(w->path);
+	rc = dt_fsync_parent(w->path);
 	if (rc)
 		return dt_err_add(err, "%s: fsync of its directory failed: %s", w->path,
 				  strerror(-rc)), rc;

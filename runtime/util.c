@@ -234,11 +234,28 @@ int dt_write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-static int fsync_dir_of(const char *path)
+int dt_fsync_path(const char *path, bool dir)
 {
-	char *dir = strdup(path);
-	char *slash;
-	int fd, rc = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | (dir ? O_DIRECTORY : 0));
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (fsync(fd) < 0) {
+		if (errno == EINTR)
+			continue;
+		if (!(dir && errno == EINVAL)) /* some file systems cannot sync a directory */
+			rc = -errno;
+		break;
+	}
+	close(fd);
+	return rc;
+}
+
+int dt_fsync_parent(const char *path)
+{
+	char *dir = strdup(path), *slash;
+	int rc;
 
 	if (!dir)
 		return -ENOMEM;
@@ -249,13 +266,7 @@ static int fsync_dir_of(const char *path)
 		slash[1] = '\0';
 	else
 		*slash = '\0';
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		rc = -errno;
-	else if (fsync(fd) < 0 && errno != EINVAL)
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
+	rc = dt_fsync_path(dir, true);
 	free(dir);
 	return rc;
 }
@@ -282,7 +293,7 @@ int dt_write_file_atomic(const char *path, const void *data, size_t len, int mod
 	if (!rc && rename(tmp.p, path) < 0)
 		rc = -errno;
 	if (!rc)
-		rc = fsync_dir_of(path);
+		rc = dt_fsync_parent(path);
 out:
 	if (rc && tmp.p)
 		unlink(tmp.p);

@@ -71,6 +71,11 @@ int dt_shell_quote(struct dt_buf *b, const char *s);
 
 /* Reads a whole file into *out (NUL-terminated, caller frees). 0 or -errno. */
 int dt_read_file(const char *path, char **out, size_t *len);
+/* fsync a file, or a directory (file systems that cannot sync one are
+ * not an error); 0 or -errno. */
+int dt_fsync_path(const char *path, bool dir);
+/* fsync the directory holding path (after a rename into it); 0 or -errno. */
+int dt_fsync_parent(const char *path);
 /* write() all of data, retrying on EINTR and short writes. 0 or -errno. */
 int dt_write_all(int fd, const void *data, size_t len);
 /* Writes data to path atomically: path.tmp.<pid>, fsync, rename, fsync dir.

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "runtime/util.h"
 
@@ -28,6 +29,24 @@ static inline const char *tu_scratch(void)
 	return tu_dir;
 }
 
+/* Writes text to path (any directory) with the given permission bits;
+ * aborts the test program on failure. */
+static inline void tu_write_path(const char *path, const char *text, int mode)
+{
+	if (dt_write_file_atomic(path, text, strlen(text), mode) || chmod(path, (mode_t)mode)) {
+		perror(path);
+		abort();
+	}
+}
+
+/* The whole file (caller frees), or NULL when it cannot be read. */
+static inline char *tu_read(const char *path, size_t *len)
+{
+	char *text = NULL;
+
+	return dt_read_file(path, &text, len) ? NULL : text;
+}
+
 /* Writes text to <scratch>/name and returns the path (static buffer, one
  * per call site is enough for these tests: copy it if you need two). */
 static inline const char *tu_write(const char *name, const char *text)
@@ -35,10 +54,7 @@ static inline const char *tu_write(const char *name, const char *text)
 	static char path[512];
 
 	snprintf(path, sizeof(path), "%s/%s", tu_scratch(), name);
-	if (dt_write_file_atomic(path, text, strlen(text), 0644)) {
-		perror(path);
-		abort();
-	}
+	tu_write_path(path, text, 0644);
 	return path;
 }
 

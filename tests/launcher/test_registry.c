@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "launcher/launch.h"
+#include "tests/testutil.h"
 #include "runtime/util.h"
 
 /* --- fixtures --- */
@@ -28,16 +29,6 @@ static char tmp[256];
 static char state_dir[512];
 static char fake_bin[512];
 
-static void write_file(const char *path, const char *text, int mode)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	assert_true(fputs(text, f) >= 0);
-	assert_int_equal(fclose(f), 0);
-	assert_int_equal(chmod(path, (mode_t)mode), 0);
-}
-
 /* Install a fake Slurm client program: a bash script body. */
 static void fake(const char *name, const char *body)
 {
@@ -45,7 +36,7 @@ static void fake(const char *name, const char *body)
 
 	snprintf(path, sizeof(path), "%s/%s", fake_bin, name);
 	snprintf(text, sizeof(text), "#!/bin/bash\n%s\n", body);
-	write_file(path, text, 0755);
+	tu_write_path(path, text, 0755);
 }
 
 static void no_fake(const char *name)
@@ -59,12 +50,9 @@ static void no_fake(const char *name)
 static int group_setup(void **state)
 {
 	char path[700];
-	const char *t = getenv("TMPDIR");
 
 	(void)state;
-	snprintf(tmp, sizeof(tmp), "%s/dtrain-launch-registry-XXXXXX", t && *t ? t : "/tmp");
-	if (!mkdtemp(tmp))
-		return -1;
+	snprintf(tmp, sizeof(tmp), "%s", tu_scratch());
 	snprintf(state_dir, sizeof(state_dir), "%s/state", tmp);
 	snprintf(fake_bin, sizeof(fake_bin), "%s/bin", tmp);
 	if (mkdir(fake_bin, 0755))
@@ -80,8 +68,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
 	(void)state;
-	if (tmp[0])
-		dt_remove_tree(tmp);
+	tu_cleanup();
 	return 0;
 }
 
@@ -226,7 +213,7 @@ static void test_registry_other_version(void **state)
 	snprintf(dir, sizeof(dir), "%s/dtrain", state_dir);
 	assert_int_equal(dt_mkdirs(dir, 0700), 0);
 	snprintf(path, sizeof(path), "%s/jobs.tsv", dir);
-	write_file(path, "# dtrain-jobs v9\n1\ta\t/r\t-\n", 0600);
+	tu_write_path(path, "# dtrain-jobs v9\n1\ta\t/r\t-\n", 0600);
 	assert_int_equal(launch_registry_load(&jobs, &n, &err), -EPROTO);
 	assert_non_null(strstr(err.msg, "not a dtrain job registry of version 1"));
 }

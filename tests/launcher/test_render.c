@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "launcher/launch.h"
+#include "tests/testutil.h"
 #include "runtime/util.h"
 
 /* --- fixtures --- */
@@ -53,34 +54,12 @@ static struct spec base_spec(void)
 	return s;
 }
 
-static void write_file(const char *path, const char *text, int mode)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	assert_int_equal(fputs(text, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
-	assert_int_equal(chmod(path, (mode_t)mode), 0);
-}
-
-static char *read_all(const char *path, size_t *len)
-{
-	char *text = NULL;
-
-	if (dt_read_file(path, &text, len))
-		return NULL;
-	return text;
-}
-
 static int group_setup(void **state)
 {
 	char path[600], dir[600];
-	const char *t = getenv("TMPDIR");
 
 	(void)state;
-	snprintf(tmp, sizeof(tmp), "%s/dtrain-launch-render-XXXXXX", t && *t ? t : "/tmp");
-	if (!mkdtemp(tmp))
-		return -1;
+	snprintf(tmp, sizeof(tmp), "%s", tu_scratch());
 	snprintf(fake_bin, sizeof(fake_bin), "%s/bin", tmp);
 	snprintf(run_dir_ok, sizeof(run_dir_ok), "%s/run", tmp);
 	if (mkdir(fake_bin, 0755))
@@ -101,11 +80,11 @@ static int group_setup(void **state)
 			 "for a in \"$@\"; do printf '%%s\\0' \"$a\" >> '%s/srun.args'; done\n"
 			 "while [ $# -gt 0 ]; do case $1 in -*) shift;; *) break;; esac; done\n"
 			 "exec \"$@\"\n", tmp);
-		write_file(path, text, 0755);
+		tu_write_path(path, text, 0755);
 		snprintf(path, sizeof(path), "%s/scontrol", fake_bin);
 		snprintf(text, sizeof(text),
 			 "#!/bin/bash\nprintf '%%s\\n' \"$*\" >> '%s/scontrol.log'\nexit 0\n", tmp);
-		write_file(path, text, 0755);
+		tu_write_path(path, text, 0755);
 		/* dtrain-run: record argv and environment, maybe SIGTERM the
 		 * batch shell (as a preemption would), exit $FAKE_RC. */
 		snprintf(text, sizeof(text),
@@ -114,7 +93,7 @@ static int group_setup(void **state)
 			 "env -0 > '%s/run.env'\n"
 			 "if [ \"${FAKE_TERM:-0}\" = 1 ]; then kill -TERM $PPID; sleep 0.2; fi\n"
 			 "exit \"${FAKE_RC:-0}\"\n", tmp, tmp);
-		write_file(fake_run, text, 0755);
+		tu_write_path(fake_run, text, 0755);
 	}
 	return 0;
 }
@@ -122,8 +101,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
 	(void)state;
-	if (tmp[0])
-		dt_remove_tree(tmp);
+	tu_cleanup();
 	return 0;
 }
 
@@ -158,7 +136,7 @@ static int run_script(const char *script, const char *restarts, const char *fake
 	int st;
 
 	snprintf(path, sizeof(path), "%s/job.sh", tmp);
-	write_file(path, script, 0755);
+	tu_write_path(path, script, 0755);
 	snprintf(env_path, sizeof(env_path), "PATH=%s:/usr/bin:/bin", fake_bin);
 	snprintf(env_rc, sizeof(env_rc), "FAKE_RC=%s", fake_rc);
 	snprintf(env_restart, sizeof(env_restart), "SLURM_RESTART_COUNT=%s", restarts);
@@ -187,7 +165,7 @@ static char *nth_word(const char *file, int i)
 	size_t len;
 
 	snprintf(path, sizeof(path), "%s/%s", tmp, file);
-	text = read_all(path, &len);
+	text = tu_read(path, &len);
 	if (!text)
 		return NULL;
 	for (p = text, end = text + len; p < end; p += strlen(p) + 1, i--) {
@@ -207,7 +185,7 @@ static char *env_of(const char *name)
 	size_t len, n = strlen(name);
 
 	snprintf(path, sizeof(path), "%s/run.env", tmp);
-	text = read_all(path, &len);
+	text = tu_read(path, &len);
 	if (!text)
 		return NULL;
 	for (p = text, end = text + len; p < end; p += strlen(p) + 1) {
@@ -523,7 +501,7 @@ static void test_setup_lines_run_in_order(void **state)
 	assert_int_equal(render(&s, &site, run_dir_ok, &out, &err), 0);
 	assert_int_equal(run_script(out.p, "0", "0", "0"), 0);
 	snprintf(path, sizeof(path), "%s/order", tmp);
-	text = read_all(path, NULL);
+	text = tu_read(path, NULL);
 	assert_non_null(text);
 	assert_string_equal(text, "site\njob\nseen\n\n");
 	free(text);
@@ -553,7 +531,7 @@ static char *scontrol_log(void)
 	char path[600];
 
 	snprintf(path, sizeof(path), "%s/scontrol.log", tmp);
-	return read_all(path, NULL);
+	return tu_read(path, NULL);
 }
 
 static void requeue_case(const char *restarts, const char *rc, const char *term,

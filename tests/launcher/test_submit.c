@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "launcher/launch.h"
+#include "tests/testutil.h"
 #include "runtime/util.h"
 
 /* --- fixtures --- */
@@ -32,16 +33,6 @@ static char spec_path[512];
 static char bad_spec_path[512];
 static char sbatch_log[512];
 
-static void write_file(const char *path, const char *text, int mode)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	assert_true(fputs(text, f) >= 0);
-	assert_int_equal(fclose(f), 0);
-	assert_int_equal(chmod(path, (mode_t)mode), 0);
-}
-
 static void fake_sbatch(const char *body)
 {
 	char path[600], text[2048];
@@ -49,18 +40,15 @@ static void fake_sbatch(const char *body)
 	snprintf(path, sizeof(path), "%s/sbatch", fake_bin);
 	snprintf(text, sizeof(text),
 		 "#!/bin/bash\nprintf '%%s\\n' \"$@\" >> '%s'\n%s\n", sbatch_log, body);
-	write_file(path, text, 0755);
+	tu_write_path(path, text, 0755);
 }
 
 static int group_setup(void **state)
 {
-	const char *t = getenv("TMPDIR");
 	char text[1024], path[700];
 
 	(void)state;
-	snprintf(tmp, sizeof(tmp), "%s/dtrain-launch-submit-XXXXXX", t && *t ? t : "/tmp");
-	if (!mkdtemp(tmp))
-		return -1;
+	snprintf(tmp, sizeof(tmp), "%s", tu_scratch());
 	snprintf(fake_bin, sizeof(fake_bin), "%s/bin", tmp);
 	snprintf(runs, sizeof(runs), "%s/runs", tmp);
 	snprintf(sbatch_log, sizeof(sbatch_log), "%s/sbatch.log", tmp);
@@ -79,22 +67,21 @@ static int group_setup(void **state)
 	snprintf(text, sizeof(text),
 		 "{ \"runs_root\": \"%s\", \"env\": { \"SITE_MARK\": \"yes\" },\n"
 		 "  \"srun_extra\": [\"--kill-on-bad-exit=1\"], \"setup\": [\"echo site\"] }\n", runs);
-	write_file(site_path, text, 0644);
+	tu_write_path(site_path, text, 0644);
 	snprintf(spec_path, sizeof(spec_path), "%s/job.json", tmp);
-	write_file(spec_path,
+	tu_write_path(spec_path,
 		   "{ \"name\": \"unit\", \"resources\": { \"nodes\": 1, \"tasks_per_node\": 1 },\n"
 		   "  \"model\": { \"inputs\": 4, \"hidden\": [8], \"outputs\": 2 },\n"
 		   "  \"train\": { \"epochs\": 1, \"global_batch\": 4 } }\n", 0644);
 	snprintf(bad_spec_path, sizeof(bad_spec_path), "%s/bad.json", tmp);
-	write_file(bad_spec_path, "{ \"name\": \"unit\", \"resources\": { \"nodez\": 1 } }\n", 0644);
+	tu_write_path(bad_spec_path, "{ \"name\": \"unit\", \"resources\": { \"nodez\": 1 } }\n", 0644);
 	return 0;
 }
 
 static int group_teardown(void **state)
 {
 	(void)state;
-	if (tmp[0])
-		dt_remove_tree(tmp);
+	tu_cleanup();
 	return 0;
 }
 
