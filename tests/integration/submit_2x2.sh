@@ -9,10 +9,13 @@ site=$(write_site)
 
 "$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 2000 --features 784 --classes 10 >/dev/null ||
 	fail "dtrain-data synthetic"
-expect_rc 0 $SUBMIT "$DTRAIN_SOURCE_DIR/jobs/fashion-mnist-2x2.json" --site "$site" \
-	--set data.train="$T/syn.h5" --set data.test="$T/syn.h5" --set train.epochs=2 --set train.log_every=5
-id=$(cat "$T/out")
-[[ "$id" =~ ^[0-9]+$ ]] || fail "submit printed '$id', not a job id"
+submit() {
+	expect_rc 0 $SUBMIT "$DTRAIN_SOURCE_DIR/jobs/fashion-mnist-2x2.json" --site "$site" \
+		--set data.train="$T/syn.h5" --set data.test="$T/syn.h5" --set train.epochs=2 --set train.log_every=5 "$@"
+	id=$(cat "$T/out")
+	[[ "$id" =~ ^[0-9]+$ ]] || fail "submit printed '$id', not a job id"
+}
+submit
 pass "submitted job $id"
 
 dir=$(run_dir_of fashion-mnist-2x2)
@@ -27,6 +30,20 @@ wait_state "$id" 180 COMPLETED FAILED CANCELLED TIMEOUT ENDED
 out=$dir/slurm-$id.out
 [ -f "$out" ] || fail "no Slurm output $out"
 state=$(job_state "$id")
+# Known, rare (about 1 in 100 runs, sanitizer build only): a rank dies
+# during MPI/PMIx start-up with a call through a null pointer and no stack
+# ("SEGV ... pc 0x000000000000"), before any dtrain-run line. Not yet
+# understood (see the closing notes); one resubmission, which must then
+# pass every check below, keeps it from hiding anything else.
+if [ "$state" = FAILED ] && grep -q 'SEGV on unknown address 0x000000000000 (pc 0x000000000000' "$out" &&
+	! grep -q '^dtrain-run: ' "$out"; then
+	echo "note: rank crashed in start-up under ASan (known issue); submitting once more"
+	submit --set run_dir="$T/rerun"
+	dir=$T/rerun
+	wait_state "$id" 180 COMPLETED FAILED CANCELLED TIMEOUT ENDED
+	out=$dir/slurm-$id.out
+	state=$(job_state "$id")
+fi
 [ "$state" = COMPLETED ] || [ "$state" = ENDED ] || { cat "$out"; fail "job ended $state"; }
 
 must_contain "$out" "site-setup-ran"
