@@ -1006,7 +1006,12 @@ static int resolve_paths(struct spec *s, const char *file, struct dt_err *err)
 	int rc = 0;
 
 	if (absolutize(&s->data.train, file, "data.train", err) ||
-	    absolutize(&s->data.test, file, "data.test", err))
+	    absolutize(&s->data.test, file, "data.test", err) ||
+	    absolutize(&s->checkpoint.dir, file, "checkpoint.dir", err))
+		rc = -EINVAL;
+	if (s->checkpoint.resume && strcmp(s->checkpoint.resume, "auto") &&
+	    strcmp(s->checkpoint.resume, "never") &&
+	    absolutize(&s->checkpoint.resume, file, "checkpoint.resume", err))
 		rc = -EINVAL;
 	if (absolutize(&s->run_dir, file, "run_dir", err))
 		return -EINVAL;

@@ -99,7 +99,8 @@ struct spec {
 		long every_steps; /* 0: only at the end and on preemption */
 		long keep;
 		bool async;
-		char *resume; /* "auto" | "never" | a checkpoint path */
+		char *resume; /* "auto" | "never" | a checkpoint or checkpoint dir path (absolute) */
+		char *dir;    /* NULL: <run_dir>/checkpoints; absolute */
 	} checkpoint;
 	struct spec_preemption {
 		char *signal; /* "USR1", ...: sent lead_seconds before the end */

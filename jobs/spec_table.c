@@ -123,7 +123,10 @@ static const struct spec_field fields[] = {
 	{ "checkpoint.async", SPEC_BOOL, F(checkpoint.async), "true", 0, 0, 0, 0, NULL, 0,
 	  "write checkpoints in the background while training goes on" },
 	{ "checkpoint.resume", SPEC_STR, F(checkpoint.resume), "\"auto\"", 1, 4000, 0, 0, NULL, SPEC_F_TEXT,
-	  "\"auto\": newest valid checkpoint of the run; \"never\"; or a checkpoint path" },
+	  "\"auto\": newest valid checkpoint of this run, if any; \"never\"; or the path of a "
+	  "checkpoint, or of a directory of checkpoints (its newest valid one), to start from" },
+	{ "checkpoint.dir", SPEC_STR, F(checkpoint.dir), "null", 1, 4000, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_TEXT,
+	  "where checkpoints go; null: <run_dir>/checkpoints (no checkpoints without either)" },
 
 	/* --- preemption --- */
 	{ "preemption.signal", SPEC_ENUM, F(preemption.signal), "\"USR1\"", 0, 0, 0, 0, "USR1|USR2|TERM|INT|HUP|URG|XCPU", 0,

@@ -152,8 +152,8 @@ int launch_registry_append(const struct launch_job *j, struct dt_err *err)
 		rc = dt_buf_printf(&line, "%s\t%s\t%s\t%s\n", j->id, name, run_dir, submitted);
 	if (!rc)
 		rc = dt_write_all(fd, line.p, line.len);
-	if (!rc && fsync(fd) < 0)
-		rc = -errno;
+	if (!rc)
+		rc = dt_fsync_fd(fd);
 	if (rc)
 		dt_err_add(err, "%s: cannot write: %s", path, strerror(-rc));
 out:

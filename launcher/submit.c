@@ -33,24 +33,13 @@ int launch__write_new(const char *path, const void *data, size_t len, int mode)
 	if (fd < 0)
 		return -errno;
 	rc = dt_write_all(fd, data, len);
-	if (!rc && fsync(fd) < 0)
-		rc = -errno;
+	if (!rc)
+		rc = dt_fsync_fd(fd);
 	if (close(fd) < 0 && !rc)
 		rc = -errno;
 	return rc;
 }
 
-static int fsync_dir(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0 && errno != EINVAL)
-		rc = -errno;
-	close(fd);
-	return rc;
-}
 
 /* The parent directory of an absolute path, into a new string. */
 static char *parent_of(const char *path)
@@ -289,7 +278,7 @@ static int create_run_dir(const struct launch_plan *p, struct dt_err *err)
 	if (!rc)
 		rc = launch__write_new(file.p, p->script.p, p->script.len, 0755);
 	if (!rc)
-		rc = fsync_dir(tmp.p);
+		rc = dt_fsync_path(tmp.p, true);
 	if (rc) {
 		dt_err_add(err, "%s: cannot write: %s", file.p ? file.p : tmp.p, strerror(-rc));
 		goto out;
@@ -312,7 +301,7 @@ static int create_run_dir(const struct launch_plan *p, struct dt_err *err)
 			goto out;
 	}
 	made = false;
-	rc = fsync_dir(parent);
+	rc = dt_fsync_path(parent, true);
 	if (rc)
 		dt_err_add(err, "%s: cannot sync: %s", parent, strerror(-rc));
 out:

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -217,19 +219,104 @@ int dt_read_file(const char *path, char **out, size_t *len)
 	return 0;
 }
 
-int dt_write_all(int fd, const void *data, size_t len)
+/*
+ * Every write and fsync of a file we own goes through sys_write() and
+ * sys_fsync(), so that tests can make them fail as a full disk would, or
+ * make them slow enough to kill a process in the middle (sqlite's
+ * aSyscall[] idea). DTRAIN_FAULT_WRITE, read at each call:
+ *   "enospc@BYTES"  once this process has written BYTES, writes fail with
+ *                   ENOSPC (fsync too);
+ *   "slow@MS"       each write call (at most WRITE_CHUNK bytes) sleeps MS first.
+ * Unset (always, outside tests) costs one getenv per call.
+ */
+#define WRITE_CHUNK (8u << 20)
+
+static _Atomic unsigned long long fault_written;
+
+static int fault_check(size_t len)
+{
+	const char *f = getenv("DTRAIN_FAULT_WRITE");
+	unsigned long long v;
+
+	if (!f || !*f)
+		return 0;
+	if (sscanf(f, "enospc@%llu", &v) == 1) {
+		if (fault_written + len > v)
+			return -ENOSPC;
+	} else if (sscanf(f, "slow@%llu", &v) == 1) {
+		struct timespec ts = { (time_t)(v / 1000), (long)(v % 1000) * 1000000L };
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
+	return 0;
+}
+
+static ssize_t sys_write(int fd, const void *p, size_t len, long long off)
+{
+	ssize_t n;
+	int rc = fault_check(len);
+
+	if (rc) {
+		errno = -rc;
+		return -1;
+	}
+	n = off < 0 ? write(fd, p, len) : pwrite(fd, p, len, (off_t)off);
+	if (n > 0)
+		fault_written += (unsigned long long)n;
+	return n;
+}
+
+static int sys_fsync(int fd)
+{
+	int rc = fault_check(0);
+
+	if (rc) {
+		errno = -rc;
+		return -1;
+	}
+	return fsync(fd);
+}
+
+/* write or pwrite (off >= 0) all of len, retrying EINTR and short writes */
+static int write_loop(int fd, const void *data, size_t len, long long off)
 {
 	const char *p = data;
 
 	while (len > 0) {
-		ssize_t n = write(fd, p, len);
+		ssize_t n = sys_write(fd, p, len > WRITE_CHUNK ? WRITE_CHUNK : len, off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
+		if (n == 0)
+			return -EIO;
 		p += n;
 		len -= (size_t)n;
+		if (off >= 0)
+			off += n;
+	}
+	return 0;
+}
+
+int dt_write_all(int fd, const void *data, size_t len)
+{
+	return write_loop(fd, data, len, -1);
+}
+
+int dt_pwrite_all(int fd, const void *data, size_t len, uint64_t offset)
+{
+	if (offset > (uint64_t)INT64_MAX - len)
+		return -EFBIG;
+	return write_loop(fd, data, len, (long long)offset);
+}
+
+int dt_fsync_fd(int fd)
+{
+	while (sys_fsync(fd) < 0) {
+		if (errno != EINTR)
+			return -errno;
 	}
 	return 0;
 }
@@ -241,13 +328,9 @@ int dt_fsync_path(const char *path, bool dir)
 
 	if (fd < 0)
 		return -errno;
-	while (fsync(fd) < 0) {
-		if (errno == EINTR)
-			continue;
-		if (!(dir && errno == EINVAL)) /* some file systems cannot sync a directory */
-			rc = -errno;
-		break;
-	}
+	rc = dt_fsync_fd(fd);
+	if (rc == -EINVAL && dir)
+		rc = 0; /* some file systems cannot sync a directory */
 	close(fd);
 	return rc;
 }
@@ -285,8 +368,8 @@ int dt_write_file_atomic(const char *path, const void *data, size_t len, int mod
 		goto out;
 	}
 	rc = dt_write_all(fd, data, len);
-	if (!rc && fsync(fd) < 0)
-		rc = -errno;
+	if (!rc)
+		rc = dt_fsync_fd(fd);
 	if (close(fd) < 0 && !rc)
 		rc = -errno;
 	fd = -1;

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* --- exit codes (documented in README.md "Exit codes") --- */
 enum {
@@ -76,8 +77,15 @@ int dt_read_file(const char *path, char **out, size_t *len);
 int dt_fsync_path(const char *path, bool dir);
 /* fsync the directory holding path (after a rename into it); 0 or -errno. */
 int dt_fsync_parent(const char *path);
-/* write() all of data, retrying on EINTR and short writes. 0 or -errno. */
+/* write() all of data, retrying on EINTR and short writes. 0 or -errno.
+ * This, dt_pwrite_all and dt_fsync_fd are the only places dtrain writes
+ * or syncs its files: tests inject failures there (DTRAIN_FAULT_WRITE,
+ * util.c). */
 int dt_write_all(int fd, const void *data, size_t len);
+/* pwrite() all of data at offset, same retries. 0 or -errno. */
+int dt_pwrite_all(int fd, const void *data, size_t len, uint64_t offset);
+/* fsync(), retrying on EINTR. 0 or -errno. */
+int dt_fsync_fd(int fd);
 /* Writes data to path atomically: path.tmp.<pid>, fsync, rename, fsync dir.
  * mode is the new file's permission bits. 0 or -errno. */
 int dt_write_file_atomic(const char *path, const void *data, size_t len, int mode);

@@ -1,0 +1,289 @@
+/*
+ * ckpt.h - dtrain checkpoints: sharded HDF5 files, an atomic commit, and
+ * the checks that make a checkpoint safe to resume from.
+ *
+ * A checkpoint is one directory, <dir>/step-<8 digits>, holding
+ *   shard-<k>.h5   pipeline stage k's layers: parameters and optimizer
+ *                  state, one dataset per logical tensor with its global
+ *                  shape (whole layers per stage, so local = global):
+ *                    /layers/<l>/weight                  [out][in] float32
+ *                    /layers/<l>/bias                    [out]
+ *                    /optimizer/<state>/layers/<l>/weight   same shapes, for
+ *                    /optimizer/<state>/layers/<l>/bias     each state name
+ *                  (sgd: "momentum_buffer"; adamw: "exp_avg", "exp_avg_sq",
+ *                  PyTorch's names), written by one data-parallel replica;
+ *   model.h5       the root: the same paths as virtual datasets mapping onto
+ *                  the shards (relative file names), so `h5ls -r model.h5`
+ *                  or h5py sees the whole model as one file;
+ *   MANIFEST.json  written last: format, step, layout, meta, and every
+ *                  other file with its size and CRC-32 (zlib's polynomial).
+ * Every HDF5 file carries the meta (below) as attributes of its root group,
+ * with "format" = CKPT_FORMAT and "format_version" = CKPT_VERSION.
+ * <dir>/latest is a symlink to the newest committed checkpoint's name (for
+ * people; resume never trusts it, it checks every file).
+ *
+ * Commit protocol (checkpoint/README.md has the full story):
+ *   1. files are written into <dir>/.step-<8 digits>.tmp, each fsynced;
+ *   2. the sizes and checksums are gathered by one rank, which writes
+ *      MANIFEST.json there, fsyncs it and the directory, renames the
+ *      directory to step-<8 digits>, fsyncs <dir>, repoints latest (symlink
+ *      to a temporary name, then rename) and deletes the oldest committed
+ *      checkpoints beyond `keep`.
+ * A reader that lists step-* directories therefore sees only complete
+ * checkpoints; a crash leaves at most a .tmp directory, which the next
+ * writer removes (ckpt_clean_tmp).
+ *
+ * Trust: nothing read from a checkpoint is used before it is checked:
+ * the manifest's fields and file names, each file's size and CRC, and each
+ * dataset's type and shape against what the caller expects. A damaged or
+ * hostile file gives an error naming the file, never an out-of-bounds read.
+ *
+ * This module knows files only: no MPI, no threads of its own. The runtime
+ * (runtime/checkpointing.c) decides who writes what and when; ckpt_shard_*
+ * split a shard's write into a fast part (main thread: copy the state, write
+ * the HDF5 metadata) and a slow part (any thread: the bytes, fsync, CRC)
+ * that calls no HDF5 function, because the HDF5 library is not thread-safe.
+ *
+ * Errors: functions return 0 or a negative errno-style code and add a line
+ * naming the path to err (runtime/util.h).
+ *
+ * Sections: meta, names and hashes, writing a shard, the root file, commit,
+ * listing and manifests, verifying, reading tensors, export and inspect.
+ */
+#ifndef DTRAIN_CHECKPOINT_CKPT_H
+#define DTRAIN_CHECKPOINT_CKPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "runtime/util.h"
+
+#define CKPT_FORMAT "dtrain-checkpoint"
+#define CKPT_VERSION 1
+#define CKPT_MAX_LAYERS 1025 /* model.hidden has at most 1024 entries */
+#define CKPT_MAX_FILES (CKPT_MAX_LAYERS + 1) /* a shard per stage, and the root */
+#define CKPT_MAX_STATES 2
+
+/* --- meta: what a checkpoint says about the run, beyond the tensors --- */
+
+struct ckpt_meta {
+	/* position */
+	int64_t step;            /* optimizer steps taken; training resumes at this step */
+	int64_t epoch;           /* epoch of the next step: step / steps_per_epoch */
+	int64_t epoch_step;      /* sampler position: the next step within its epoch */
+	int64_t steps_per_epoch;
+	int64_t total_steps;     /* the run's length, which the lr schedule depends on */
+	double lr;               /* learning rate the next step would use */
+	/* data order: the permutation of epoch e comes from rt_rng stream
+	 * (rng_seed, e); that pair and epoch_step are the whole RNG state */
+	uint64_t rng_seed;       /* train.seed */
+	uint64_t rng_stream;     /* = epoch */
+	bool shuffle;            /* data.shuffle */
+	int64_t global_batch;    /* train.global_batch */
+	int64_t train_rows;      /* rows of the training set */
+	/* optimizer */
+	char optimizer[16];      /* "sgd" | "adamw" */
+	int64_t optimizer_step;  /* updates taken (AdamW's bias correction) */
+	int n_states;            /* 0..CKPT_MAX_STATES */
+	char states[CKPT_MAX_STATES][16]; /* "momentum_buffer"; "exp_avg", "exp_avg_sq" */
+	/* model */
+	int n_layers;            /* 1..CKPT_MAX_LAYERS */
+	int64_t widths[CKPT_MAX_LAYERS + 1]; /* [n_layers + 1]: inputs, hidden..., outputs */
+	char activation[16];     /* "relu" | "gelu" | "tanh" */
+	/* identity: 16 lower-case hex digits each (ckpt_hash64) */
+	char spec_hash[17];      /* the resolved spec, run_dir and name left out */
+	char model_hash[17];     /* widths and activation: what must match to resume */
+	/* the layout it was written with */
+	int data, pipeline;      /* parallel.data, parallel.pipeline */
+	int stage_first[CKPT_MAX_LAYERS + 1]; /* [pipeline + 1]: stage k owns layers
+						 stage_first[k] .. stage_first[k+1]-1 */
+	/* provenance (informational) */
+	char created[32];        /* UTC, "2026-11-21T10:00:00Z" */
+	char job_id[32];         /* SLURM_JOB_ID, "" when none */
+};
+
+/* Fills meta->model_hash from widths and activation, and checks the meta
+ * for internal consistency (n_layers in range, widths >= 1, stage_first
+ * increasing from 0 to n_layers, states matching the optimizer, names
+ * that are plain words). 0 or -EINVAL naming the first bad field. */
+int ckpt_meta_finish(struct ckpt_meta *meta, struct dt_err *err);
+
+/* --- names and hashes --- */
+
+/* 64-bit FNV-1a of n bytes, as 16 lower-case hex digits into out[17]. */
+void ckpt_hash64(const void *data, size_t n, char out[17]);
+/* CRC-32 (zlib) continued from crc over n bytes; start with crc = 0. */
+uint32_t ckpt_crc32(uint32_t crc, const void *data, size_t n);
+/* "step-00000120" for 120 into out (at least 32 bytes). */
+void ckpt_step_name(int64_t step, char *out, size_t size);
+/* "shard-3.h5" for stage 3. */
+void ckpt_shard_name(int stage, char *out, size_t size);
+/* Parameters of layer l: widths[l+1] * widths[l] + widths[l+1]. */
+size_t ckpt_layer_params(const struct ckpt_meta *meta, int l);
+
+/* --- writing a shard: fast part, then slow part --- */
+
+/* One stage's state as the runtime lays it out (runtime/model.h): for each
+ * layer first_layer .. first_layer + n_layers - 1 in order, W [out][in]
+ * then b [out], contiguous; the optimizer states have the same layout. */
+struct ckpt_stage_view {
+	int stage;
+	int first_layer, n_layers;
+	size_t n;                            /* floats in params and each state */
+	const float *params;                 /* [n] */
+	const float *states[CKPT_MAX_STATES]; /* [n] each, meta->n_states of them */
+};
+
+/* A shard writer: owns a snapshot buffer that is reused from one save to
+ * the next (so a save allocates nothing once warmed up). Zero-initialise;
+ * free with ckpt_shard_free(). */
+struct ckpt_shard_writer {
+	/* the snapshot: (1 + n_states) * n floats, params then each state */
+	float *snap;
+	size_t snap_cap;         /* floats allocated */
+	/* the file being written */
+	char path[4096];
+	int n_regions;
+	struct ckpt_region {     /* where each tensor's bytes go in the file */
+		uint64_t offset;     /* file offset (HDF5 contiguous storage) */
+		uint64_t bytes;
+		const float *src;    /* into snap */
+	} *regions;
+	/* results of ckpt_shard_write */
+	uint64_t size;           /* bytes of the file */
+	uint32_t crc;            /* CRC-32 of the whole file */
+	double write_s;          /* seconds spent in ckpt_shard_write */
+};
+
+/* Fast part, on the thread that owns HDF5: copies the view's params and
+ * states into w's snapshot (the caller may change them as soon as this
+ * returns), then creates tmpdir/shard-<stage>.h5 with the meta attributes,
+ * one contiguous dataset per tensor (storage allocated, not written) and
+ * records where each tensor's bytes go. tmpdir must exist.
+ * 0, -ENOMEM, or -errno / -EIO naming the path (e.g. ENOSPC, EROFS). */
+int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
+		     const struct ckpt_meta *meta, const struct ckpt_stage_view *view,
+		     struct dt_err *err);
+/* Slow part, on any thread, no HDF5: writes the tensors' bytes with
+ * dt_pwrite_all, fsyncs the file, and computes w->size and w->crc over the
+ * whole file (the snapshot for the tensors, the file for the metadata
+ * between them). 0 or -errno naming the path (ENOSPC, EIO, ...). On failure
+ * the file stays in the tmp directory (the commit will not happen). */
+int ckpt_shard_write(struct ckpt_shard_writer *w, struct dt_err *err);
+/* Frees the snapshot and regions; safe on a zeroed writer. */
+void ckpt_shard_free(struct ckpt_shard_writer *w);
+
+/* --- the root file --- */
+
+/* Writes tmpdir/model.h5: the meta attributes and one virtual dataset per
+ * tensor of the whole model (meta's layout says which shard holds which
+ * layer). Main thread (HDF5). Not fsynced: ckpt_file_seal() does that. */
+int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta, struct dt_err *err);
+
+/* fsync path and compute its size and CRC-32 by reading it. Any thread. */
+int ckpt_file_seal(const char *path, uint64_t *size, uint32_t *crc, struct dt_err *err);
+
+/* --- commit --- */
+
+/* One file of a checkpoint, as the manifest lists it. */
+struct ckpt_file {
+	char name[64];  /* "model.h5", "shard-<k>.h5": a plain name, no '/' */
+	int stage;      /* the shard's stage; -1 for the root */
+	uint64_t size;  /* bytes */
+	uint32_t crc;   /* CRC-32 of all of them */
+};
+
+/* Paths of a save of step `step` under dir (the checkpoint directory):
+ * tmp = dir/.step-<8>.tmp, final = dir/step-<8>. Buffers of `size` bytes. */
+void ckpt_tmp_path(const char *dir, int64_t step, char *out, size_t size);
+void ckpt_final_path(const char *dir, int64_t step, char *out, size_t size);
+
+/* Removes every .step-*.tmp directory under dir (leftovers of a crash).
+ * Call on one rank before anyone starts writing. 0 or -errno. */
+int ckpt_clean_tmp(const char *dir, struct dt_err *err);
+
+/* The commit (steps 2 above): tmp must hold exactly the files listed.
+ * Writes tmp/MANIFEST.json from meta and files, fsyncs it and tmp, renames
+ * tmp to the final name (an existing final directory of the same step, from
+ * an earlier attempt, is replaced), fsyncs dir, repoints dir/latest, then
+ * deletes committed checkpoints beyond the newest `keep` (keep >= 1; the
+ * new one is never deleted). On failure before the rename the tmp directory
+ * is removed and the previous checkpoints are untouched. 0 or -errno. */
+int ckpt_commit(const char *dir, const char *tmp, const struct ckpt_meta *meta,
+		const struct ckpt_file *files, int n_files, int keep, struct dt_err *err);
+
+/* --- listing and manifests --- */
+
+/* A committed checkpoint's manifest, parsed and checked (format, version,
+ * every field's type and range, meta consistency, file names plain and
+ * unique, one shard per stage plus the root). */
+struct ckpt_manifest {
+	struct ckpt_meta meta;
+	int n_files;
+	struct ckpt_file files[CKPT_MAX_FILES];
+};
+
+/* Reads ckpt/MANIFEST.json into *m (caller's; large, allocate it).
+ * 0, -ENOENT (no manifest: not a dtrain checkpoint, the message says so),
+ * or -EINVAL naming the file and the field. */
+int ckpt_manifest_read(const char *ckpt, struct ckpt_manifest *m, struct dt_err *err);
+
+/* The committed checkpoints under dir (names step-<digits>, directories),
+ * newest first: *steps (caller frees) gets the steps, *n their count.
+ * A missing dir gives n = 0 and 0. */
+int ckpt_list(const char *dir, int64_t **steps, int *n, struct dt_err *err);
+
+/* --- verifying --- */
+
+/* Checks one listed file: present, the listed size, the listed CRC.
+ * 0, or -ENOENT / -EIO / -EINVAL with "ckpt/name: ..." saying which. */
+int ckpt_verify_file(const char *ckpt, const struct ckpt_file *f, struct dt_err *err);
+/* Manifest, then every file. stop_at_first: return at the first bad file;
+ * else report all. 0 when all is well. */
+int ckpt_verify(const char *ckpt, bool stop_at_first, struct dt_err *err);
+
+/* Newest usable checkpoint under dir: walks ckpt_list() newest first and
+ * takes the first whose manifest reads and whose files all verify; for
+ * each one skipped, a line naming the bad file goes to warn. *step = -1
+ * when there is none (not an error). out gets the checkpoint's path. */
+int ckpt_find_latest(const char *dir, char *out, size_t size, int64_t *step,
+		     struct dt_err *warn, struct dt_err *err);
+
+/* --- reading tensors (after verifying) --- */
+
+/* An open checkpoint for reading layers; zero-initialise, ckpt_reader_close(). */
+struct ckpt_reader {
+	char path[4096];
+	struct ckpt_manifest *m; /* owned */
+	int64_t open_stage;      /* the shard open now, -1 none */
+	int64_t file;            /* its hid_t, -1 none */
+};
+
+/* Reads and checks the manifest. 0 or an error as ckpt_manifest_read(). */
+int ckpt_reader_open(struct ckpt_reader *r, const char *ckpt, struct dt_err *err);
+void ckpt_reader_close(struct ckpt_reader *r);
+
+/* Reads global layer l into params [W [out][in] then b [out]] and, for
+ * each of the manifest's n_states states (in order), states[s] (same
+ * layout); states may be NULL to skip them. out and in are what the CALLER
+ * expects for layer l; every dataset's type class (float), rank and
+ * dimensions are checked against them before anything is read.
+ * 0, or -EINVAL / -EIO naming the file and the dataset. */
+int ckpt_read_layer(struct ckpt_reader *r, int l, int64_t in, int64_t out, float *params,
+		    float *const *states, struct dt_err *err);
+
+/* --- export and inspect --- */
+
+/* Writes the whole model of a checkpoint (parameters and optimizer state,
+ * the same paths and attributes as model.h5, real datasets, no links) to
+ * one self-contained HDF5 file, atomically (out.tmp, fsync, rename).
+ * Verifies the checkpoint first. */
+int ckpt_export(const char *ckpt, const char *out, struct dt_err *err);
+
+/* Human-readable summary to f: step, epoch, lr, optimizer, layout and the
+ * split, hashes, then each tensor with its shape and the shard holding it. */
+int ckpt_inspect(const char *ckpt, FILE *f, struct dt_err *err);
+
+#endif

@@ -1,0 +1,171 @@
+/*
+ * common.c - what every part of the checkpoint module shares: the meta's
+ * consistency check, names of files and tensors, hashes and checksums, and
+ * the HDF5 settings used for every file.
+ */
+#include "checkpoint/internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <zlib.h>
+
+/* --- names and hashes --- */
+
+void ckpt_hash64(const void *data, size_t n, char out[17])
+{
+	/* FNV-1a, 64 bits (Fowler, Noll, Vo): offset basis and prime */
+	const unsigned char *p = data;
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	snprintf(out, 17, "%016" PRIx64, h);
+}
+
+uint32_t ckpt_crc32(uint32_t crc, const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	uLong c = crc;
+
+	/* zlib takes uInt lengths: feed it 1 GiB at a time */
+	while (n > 0) {
+		uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
+
+		c = crc32(c, p, chunk);
+		p += chunk;
+		n -= chunk;
+	}
+	return (uint32_t)c;
+}
+
+void ckpt_step_name(int64_t step, char *out, size_t size)
+{
+	snprintf(out, size, "step-%08" PRId64, step);
+}
+
+void ckpt_shard_name(int stage, char *out, size_t size)
+{
+	snprintf(out, size, "shard-%d.h5", stage);
+}
+
+size_t ckpt_layer_params(const struct ckpt_meta *meta, int l)
+{
+	if (l < 0 || l >= meta->n_layers)
+		return 0;
+	return (size_t)meta->widths[l + 1] * (size_t)meta->widths[l] + (size_t)meta->widths[l + 1];
+}
+
+void ckpt__tensor_path(int l, const char *state, const char *which, char *out, size_t size)
+{
+	if (state)
+		snprintf(out, size, "optimizer/%s/layers/%d/%s", state, l, which);
+	else
+		snprintf(out, size, "layers/%d/%s", l, which);
+}
+
+int ckpt__tensor_rank(const char *which)
+{
+	return strcmp(which, "weight") ? 1 : 2;
+}
+
+void ckpt__tensor_dims(const struct ckpt_meta *meta, int l, const char *which, hsize_t dims[2])
+{
+	dims[0] = (hsize_t)meta->widths[l + 1];
+	dims[1] = strcmp(which, "weight") ? 0 : (hsize_t)meta->widths[l];
+}
+
+/* --- HDF5 settings --- */
+
+hid_t ckpt__fapl(void)
+{
+	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+
+	if (fapl < 0)
+		return -1;
+	if (H5Pset_file_locking(fapl, 0, 1) < 0 ||
+	    H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) < 0) {
+		H5Pclose(fapl);
+		return -1;
+	}
+	return fapl;
+}
+
+void ckpt__h5_quiet(void)
+{
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+/* --- meta --- */
+
+/* A plain word: what we accept as an optimizer, state or activation name. */
+static bool plain_word(const char *s, size_t cap)
+{
+	size_t i, n = strnlen(s, cap);
+
+	if (n == 0 || n == cap)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return false;
+	return true;
+}
+
+int ckpt_meta_finish(struct ckpt_meta *meta, struct dt_err *err)
+{
+	char buf[64];
+	struct dt_buf b = { 0 };
+	int l, k, rc = 0;
+
+	if (meta->n_layers < 1 || meta->n_layers > CKPT_MAX_LAYERS)
+		return dt_err_add(err, "checkpoint meta: n_layers must be 1..%d (got %d)",
+				  CKPT_MAX_LAYERS, meta->n_layers);
+	for (l = 0; l <= meta->n_layers; l++)
+		if (meta->widths[l] < 1 || meta->widths[l] > 100000000)
+			return dt_err_add(err, "checkpoint meta: widths[%d] must be 1..1e8 (got %lld)", l,
+					  (long long)meta->widths[l]);
+	if (meta->pipeline < 1 || meta->pipeline > meta->n_layers)
+		return dt_err_add(err, "checkpoint meta: pipeline must be 1..%d (got %d)",
+				  meta->n_layers, meta->pipeline);
+	if (meta->data < 1 || meta->data > 65536)
+		return dt_err_add(err, "checkpoint meta: data must be 1..65536 (got %d)", meta->data);
+	if (meta->stage_first[0] != 0 || meta->stage_first[meta->pipeline] != meta->n_layers)
+		return dt_err_add(err, "checkpoint meta: stage_first must run from 0 to %d",
+				  meta->n_layers);
+	for (k = 0; k < meta->pipeline; k++)
+		if (meta->stage_first[k + 1] <= meta->stage_first[k])
+			return dt_err_add(err, "checkpoint meta: stage_first must increase (stage %d)", k);
+	if (!plain_word(meta->optimizer, sizeof(meta->optimizer)))
+		return dt_err_add(err, "checkpoint meta: optimizer must be a plain name");
+	if (meta->n_states < 0 || meta->n_states > CKPT_MAX_STATES)
+		return dt_err_add(err, "checkpoint meta: n_states must be 0..%d (got %d)",
+				  CKPT_MAX_STATES, meta->n_states);
+	for (k = 0; k < meta->n_states; k++)
+		if (!plain_word(meta->states[k], sizeof(meta->states[k])))
+			return dt_err_add(err, "checkpoint meta: states[%d] must be a plain name", k);
+	if (!plain_word(meta->activation, sizeof(meta->activation)))
+		return dt_err_add(err, "checkpoint meta: activation must be a plain name");
+	if (meta->step < 0 || meta->epoch < 0 || meta->epoch_step < 0 || meta->steps_per_epoch < 1 ||
+	    meta->total_steps < 0 || meta->global_batch < 1 || meta->train_rows < 1 ||
+	    meta->optimizer_step < 0)
+		return dt_err_add(err, "checkpoint meta: step, epoch and counts must not be negative");
+
+	/* model hash: exactly what the tensors' shapes and meaning depend on */
+	for (l = 0; l <= meta->n_layers && !rc; l++)
+		rc = dt_buf_printf(&b, "%lld,", (long long)meta->widths[l]);
+	if (!rc)
+		rc = dt_buf_printf(&b, "%s", meta->activation);
+	if (rc) {
+		dt_buf_free(&b);
+		return -ENOMEM;
+	}
+	ckpt_hash64(b.p, b.len, buf);
+	memcpy(meta->model_hash, buf, 17);
+	dt_buf_free(&b);
+	return 0;
+}

@@ -1,0 +1,1 @@
+/* export.c: being written */

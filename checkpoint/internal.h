@@ -1,0 +1,50 @@
+/*
+ * internal.h - helpers shared by the files of the checkpoint module (not
+ * part of its interface; ckpt.h is).
+ *
+ * Files: common.c (meta, names, hashes), write.c (shards, root file, seal),
+ * commit.c (tmp directories, commit, retention), manifest.c (MANIFEST.json
+ * both ways), read.c (list, verify, find, reader), export.c (export,
+ * inspect).
+ */
+#ifndef DTRAIN_CHECKPOINT_INTERNAL_H
+#define DTRAIN_CHECKPOINT_INTERNAL_H
+
+#include <hdf5.h>
+
+#include "checkpoint/ckpt.h"
+
+#define CKPT_MANIFEST "MANIFEST.json"
+#define CKPT_ROOT "model.h5"
+#define CKPT_LATEST "latest"
+
+/* HDF5 path of a tensor of layer l: which = "weight" | "bias"; state NULL
+ * for the parameter itself ("layers/3/weight"), else the state's name
+ * ("optimizer/exp_avg/layers/3/weight"). */
+void ckpt__tensor_path(int l, const char *state, const char *which, char *out, size_t size);
+
+/* Shape of a tensor of layer l: W is [out][in] (rank 2), b is [out] (rank 1). */
+int ckpt__tensor_rank(const char *which);
+void ckpt__tensor_dims(const struct ckpt_meta *meta, int l, const char *which, hsize_t dims[2]);
+
+/* File access list for every file we open or create: file locking off
+ * (checkpoints live on file systems without locks, FIELD-NOTES), 1.10
+ * format. Caller closes with H5Pclose; -1 on failure. */
+hid_t ckpt__fapl(void);
+
+/* The meta as attributes of loc (a file's root group). */
+int ckpt__write_meta_attrs(hid_t loc, const struct ckpt_meta *meta, const char *path,
+			   struct dt_err *err);
+
+/* MANIFEST.json text for meta and files (schema: checkpoint/README.md). */
+int ckpt__manifest_emit(const struct ckpt_meta *meta, const struct ckpt_file *files, int n_files,
+			struct dt_buf *out);
+/* Parses and checks MANIFEST.json text; path names it in messages. */
+int ckpt__manifest_parse(const char *text, const char *path, struct ckpt_manifest *m,
+			 struct dt_err *err);
+
+/* Silences HDF5's own error stack printing for the calling thread (we
+ * report errors ourselves, naming the path). Call before HDF5 work. */
+void ckpt__h5_quiet(void);
+
+#endif

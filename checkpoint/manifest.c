@@ -1,0 +1,1 @@
+/* manifest.c: being written */

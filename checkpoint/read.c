@@ -1,0 +1,1 @@
+/* read.c: being written */

@@ -1,0 +1,1 @@
+/* write.c: being written */
