@@ -1,1 +1,406 @@
-/* commit.c: being written */
+/*
+ * commit.c - turning a directory of written files into a committed
+ * checkpoint: the tmp and final names, removing a crash's leftovers, the
+ * commit itself (manifest, fsync, rename, latest) and retention.
+ *
+ * The rename of .step-N.tmp to step-N is the commit point: before it, a
+ * failure removes the tmp directory and leaves every committed checkpoint
+ * as it was; after it, the checkpoint is committed whatever else fails
+ * (repointing latest, deleting old checkpoints), and such a failure is
+ * reported with a message that says so. Everything this file leaves behind
+ * after a crash is named .step-*.tmp or .latest.tmp, which the next
+ * ckpt_clean_tmp() or commit removes.
+ *
+ * Sections: names, cleaning up, checking the files, the commit, retention.
+ */
+#include "checkpoint/internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define TMP_PREFIX ".step-"
+#define TMP_SUFFIX ".tmp"
+#define LATEST_TMP ".latest.tmp"
+
+/* --- names --- */
+
+void ckpt_tmp_path(const char *dir, int64_t step, char *out, size_t size)
+{
+	char name[32];
+
+	ckpt_step_name(step, name, sizeof(name));
+	snprintf(out, size, "%s/.%s.tmp", dir, name);
+}
+
+void ckpt_final_path(const char *dir, int64_t step, char *out, size_t size)
+{
+	char name[32];
+
+	ckpt_step_name(step, name, sizeof(name));
+	snprintf(out, size, "%s/%s", dir, name);
+}
+
+/* dir/name into out[PATH_MAX-ish]; false when it does not fit. */
+static bool join(char *out, size_t size, const char *dir, const char *name)
+{
+	return (size_t)snprintf(out, size, "%s/%s", dir, name) < size;
+}
+
+/* --- cleaning up --- */
+
+/* A leftover of an unfinished save: .step-<anything>.tmp. */
+static bool is_tmp_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > strlen(TMP_PREFIX) + strlen(TMP_SUFFIX) &&
+	       !strncmp(name, TMP_PREFIX, strlen(TMP_PREFIX)) &&
+	       !strcmp(name + n - strlen(TMP_SUFFIX), TMP_SUFFIX);
+}
+
+int ckpt_clean_tmp(const char *dir, struct dt_err *err)
+{
+	char path[4096];
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int rc = 0, r;
+
+	d = opendir(dir);
+	if (!d) {
+		if (errno == ENOENT)
+			return 0;
+		rc = -errno;
+		dt_err_add(err, "%s: cannot list checkpoint directory: %s", dir, strerror(-rc));
+		return rc;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (!is_tmp_name(de->d_name))
+			continue;
+		if (!join(path, sizeof(path), dir, de->d_name) || lstat(path, &st) < 0 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		r = dt_remove_tree(path);
+		if (r && !rc) {
+			rc = r;
+			dt_err_add(err, "%s: cannot remove unfinished checkpoint: %s", path,
+				   strerror(-r));
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+/* --- checking the files --- */
+
+/* A file name the manifest may list: what this module writes, never a path. */
+static bool plain_name(const char *name, size_t cap)
+{
+	size_t n = strnlen(name, cap);
+
+	return n > 0 && n < cap && !strchr(name, '/') && strcmp(name, ".") &&
+	       strcmp(name, "..") && strcmp(name, CKPT_MANIFEST);
+}
+
+/* Each listed file is a plain name, listed once, a regular file in tmp of
+ * the listed size; tmp holds nothing else (but a manifest we overwrite). */
+static int check_files(const char *tmp, const struct ckpt_file *files, int n_files,
+		       struct dt_err *err)
+{
+	char path[4096];
+	struct dirent *de;
+	struct stat st;
+	DIR *d = NULL;
+	int i, j, rc = 0;
+
+	if (n_files < 1 || n_files > CKPT_MAX_FILES)
+		return dt_err_add(err, "%s: a checkpoint has 1..%d files (got %d)", tmp,
+				  CKPT_MAX_FILES, n_files);
+	for (i = 0; i < n_files; i++) {
+		if (!plain_name(files[i].name, sizeof(files[i].name)))
+			return dt_err_add(err, "%s: files[%d]: \"%.64s\" is not a plain file name", tmp,
+					  i, files[i].name);
+		for (j = 0; j < i; j++)
+			if (!strcmp(files[i].name, files[j].name))
+				return dt_err_add(err, "%s: files[%d]: \"%s\" is listed twice", tmp, i,
+						  files[i].name);
+		if (!join(path, sizeof(path), tmp, files[i].name))
+			return dt_err_add(err, "%s: path too long", tmp);
+		if (lstat(path, &st) < 0) {
+			rc = -errno;
+			dt_err_add(err, "%s: cannot commit: %s", path, strerror(-rc));
+			return rc;
+		}
+		if (!S_ISREG(st.st_mode))
+			return dt_err_add(err, "%s: cannot commit: not a regular file", path);
+		if ((uint64_t)st.st_size != files[i].size)
+			return dt_err_add(err, "%s: cannot commit: %lld bytes, but %" PRIu64 " listed",
+					  path, (long long)st.st_size, files[i].size);
+	}
+	d = opendir(tmp);
+	if (!d) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot list: %s", tmp, strerror(-rc));
+		return rc;
+	}
+	while ((de = readdir(d)) != NULL && !rc) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, CKPT_MANIFEST))
+			continue;
+		for (i = 0; i < n_files && strcmp(de->d_name, files[i].name); i++)
+			;
+		if (i == n_files)
+			rc = dt_err_add(err, "%s/%s: cannot commit: not one of the checkpoint's files",
+					tmp, de->d_name);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* --- the commit --- */
+
+static int write_manifest(const char *path, const struct dt_buf *text, struct dt_err *err)
+{
+	int fd, rc;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot write: %s", path, strerror(-rc));
+		return rc;
+	}
+	rc = dt_write_all(fd, text->p, text->len);
+	if (!rc)
+		rc = dt_fsync_fd(fd);
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (rc)
+		dt_err_add(err, "%s: cannot write: %s", path, strerror(-rc));
+	return rc;
+}
+
+/* dir/latest -> name: a symlink made under a temporary name, then renamed
+ * over the old one, so that latest is always whole. */
+static int repoint_latest(const char *dir, const char *name, struct dt_err *err)
+{
+	char tmp[4096], latest[4096];
+	int rc = 0;
+
+	if (!join(tmp, sizeof(tmp), dir, LATEST_TMP) || !join(latest, sizeof(latest), dir, CKPT_LATEST))
+		return dt_err_add(err, "%s: path too long", dir);
+	if ((unlink(tmp) < 0 && errno != ENOENT) || symlink(name, tmp) < 0 ||
+	    rename(tmp, latest) < 0) {
+		rc = -errno;
+		unlink(tmp);
+	}
+	if (!rc)
+		rc = dt_fsync_path(dir, true);
+	if (rc)
+		dt_err_add(err, "%s: cannot point to %s: %s (%s is committed)", latest, name,
+			   strerror(-rc), name);
+	return rc;
+}
+
+static int retain(const char *dir, int64_t step, int keep, struct dt_err *err);
+
+/* The meta must be finished (ckpt_meta_finish), or the manifest would not
+ * read back: checked on a copy. */
+static int check_meta(const struct ckpt_meta *meta, const char *tmp, struct dt_err *err)
+{
+	struct ckpt_meta copy = *meta;
+	int rc = ckpt_meta_finish(&copy, err);
+
+	if (!rc && strcmp(copy.model_hash, meta->model_hash))
+		rc = dt_err_add(err, "checkpoint meta: model_hash does not match widths and activation (got \"%.16s\")",
+				meta->model_hash);
+	if (rc)
+		dt_err_add(err, "%s: refusing to commit a checkpoint with an inconsistent meta", tmp);
+	return rc;
+}
+
+int ckpt_commit(const char *dir, const char *tmp, const struct ckpt_meta *meta,
+		const struct ckpt_file *files, int n_files, int keep, struct dt_err *err)
+{
+	char final[4096], aside[4096], manifest[4096], name[32], tmp_name[48];
+	const char *base = strrchr(tmp, '/');
+	struct dt_buf text = { 0 };
+	struct stat st;
+	bool ours = false, moved = false, committed = false;
+	int rc = 0, r;
+
+	/* the tmp directory is removed on failure: only ever one of ours */
+	ckpt_step_name(meta->step, name, sizeof(name));
+	snprintf(tmp_name, sizeof(tmp_name), ".%s.tmp", name);
+	base = base ? base + 1 : tmp;
+	if (strcmp(base, tmp_name)) {
+		rc = dt_err_add(err, "%s: cannot commit: not the directory of a save of step %lld (want %s)",
+				tmp, (long long)meta->step, tmp_name);
+		goto out;
+	}
+	ours = true;
+	if (strlen(dir) + 64 >= sizeof(final) || !join(manifest, sizeof(manifest), tmp, CKPT_MANIFEST)) {
+		rc = dt_err_add(err, "%s: path too long", dir);
+		goto out;
+	}
+	ckpt_final_path(dir, meta->step, final, sizeof(final));
+	snprintf(aside, sizeof(aside), "%s/.%s.old.tmp", dir, name);
+	if (keep < 1) {
+		rc = dt_err_add(err, "%s: cannot commit: keep must be at least 1 (got %d)", tmp, keep);
+		goto out;
+	}
+	rc = check_meta(meta, tmp, err);
+	if (!rc)
+		rc = check_files(tmp, files, n_files, err);
+	if (rc)
+		goto out;
+
+	/* 1. the manifest, written last, and the directory made durable */
+	rc = ckpt__manifest_emit(meta, files, n_files, &text);
+	if (rc) {
+		dt_err_add(err, "%s: cannot write: %s", manifest,
+			   rc == -ENOMEM ? "out of memory" : "the meta cannot be written as JSON");
+		goto out;
+	}
+	rc = write_manifest(manifest, &text, err);
+	if (rc)
+		goto out;
+	rc = dt_fsync_path(tmp, true);
+	if (rc) {
+		dt_err_add(err, "%s: cannot sync: %s", tmp, strerror(-rc));
+		goto out;
+	}
+
+	/* 2. the same step committed by an earlier attempt (before a requeue)
+	 * goes aside under a name ckpt_clean_tmp() knows, until the new one
+	 * is in place */
+	if (lstat(final, &st) == 0) {
+		dt_remove_tree(aside); /* a crash's leftover; usually there is none */
+		if (rename(final, aside) < 0) {
+			rc = -errno;
+			dt_err_add(err, "%s: cannot move the earlier %s aside: %s", final, name,
+				   strerror(-rc));
+			goto out;
+		}
+		moved = true;
+	}
+
+	/* 3. the commit point */
+	if (rename(tmp, final) < 0) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot commit as %s: %s", tmp, final, strerror(-rc));
+		if (moved)
+			rename(aside, final); /* put the earlier one back */
+		goto out;
+	}
+	committed = true;
+	rc = dt_fsync_path(dir, true);
+	if (rc) {
+		dt_err_add(err, "%s: cannot sync: %s (%s is committed)", dir, strerror(-rc), name);
+		goto out;
+	}
+	if (moved)
+		dt_remove_tree(aside); /* if this fails, ckpt_clean_tmp() will */
+
+	/* 4. for people: latest; then retention. Both are tried. */
+	rc = repoint_latest(dir, name, err);
+	r = retain(dir, meta->step, keep, err);
+	if (!rc)
+		rc = r;
+out:
+	if (rc && ours && !committed)
+		dt_remove_tree(tmp);
+	dt_buf_free(&text);
+	return rc;
+}
+
+/* --- retention --- */
+
+/* A committed checkpoint found in dir. */
+struct entry {
+	int64_t step;
+	char name[32]; /* step-<digits> */
+};
+
+/* The step of a committed checkpoint's name, step-<digits>; -1 if not one. */
+static int64_t step_of(const char *name)
+{
+	const char *p = name + 5;
+	int64_t v = 0;
+
+	if (strncmp(name, "step-", 5) || !*p || strlen(p) > 18)
+		return -1;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = v * 10 + (*p - '0');
+	}
+	return v;
+}
+
+static int newest_first(const void *a, const void *b)
+{
+	int64_t x = ((const struct entry *)a)->step, y = ((const struct entry *)b)->step;
+
+	return x > y ? -1 : x < y;
+}
+
+/* Deletes the committed checkpoints beyond the newest `keep`, never `step`
+ * (just committed). Listed here rather than with ckpt_list() so that a
+ * commit depends on nothing that reads checkpoints. */
+static int retain(const char *dir, int64_t step, int keep, struct dt_err *err)
+{
+	char path[4096];
+	struct entry *all = NULL, *grown;
+	size_t n = 0, cap = 0, i;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int64_t s;
+	int rc = 0, r;
+
+	d = opendir(dir);
+	if (!d) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot list old checkpoints: %s", dir, strerror(-rc));
+		return rc;
+	}
+	while ((de = readdir(d)) != NULL) {
+		s = step_of(de->d_name);
+		if (s < 0 || !join(path, sizeof(path), dir, de->d_name) || lstat(path, &st) < 0 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			grown = realloc(all, cap * sizeof(*all));
+			if (!grown) {
+				rc = -ENOMEM;
+				dt_err_add(err, "%s: cannot list old checkpoints: out of memory", dir);
+				goto out;
+			}
+			all = grown;
+		}
+		all[n].step = s;
+		memcpy(all[n].name, de->d_name, strlen(de->d_name) + 1); /* step_of: <= 23 */
+		n++;
+	}
+	qsort(all, n, sizeof(*all), newest_first);
+	for (i = (size_t)keep; i < n; i++) {
+		if (all[i].step == step || !join(path, sizeof(path), dir, all[i].name))
+			continue;
+		r = dt_remove_tree(path);
+		if (r && !rc) {
+			rc = r;
+			dt_err_add(err, "%s: cannot delete old checkpoint: %s", path, strerror(-r));
+		}
+	}
+out:
+	closedir(d);
+	free(all);
+	return rc;
+}

@@ -1,1 +1,296 @@
-/* export.c: being written */
+/*
+ * export.c - a checkpoint for people and other tools: export to one
+ * self-contained HDF5 file, and a human-readable summary.
+ *
+ * The export holds the same paths and root attributes as the checkpoint's
+ * model.h5, but as real contiguous datasets instead of virtual ones, so it
+ * can be copied anywhere alone. It is written like every file we own:
+ * out.tmp.<pid>, fsync, rename, fsync the directory. The data is read
+ * through the checking reader (read.c), a layer at a time, after the whole
+ * checkpoint has been verified.
+ *
+ * Sections: export, inspect.
+ */
+#include "checkpoint/internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define WHY_MAX 256
+
+/* --- export --- */
+
+static herr_t why_walk(unsigned n, const H5E_error2_t *e, void *arg)
+{
+	if (n == 0 && e->desc && e->desc[0])
+		snprintf(arg, WHY_MAX, "%s", e->desc);
+	return 0;
+}
+
+/* HDF5's innermost message for the call that just failed. */
+static const char *h5_why(char *buf)
+{
+	buf[0] = '\0';
+	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_walk, buf);
+	if (!buf[0])
+		snprintf(buf, WHY_MAX, "HDF5 error");
+	return buf;
+}
+
+static void h5_close(hid_t *id, herr_t (*close_fn)(hid_t))
+{
+	if (*id > 0)
+		close_fn(*id);
+	*id = H5I_INVALID_HID;
+}
+
+/* Writes one tensor of layer l (state NULL for the parameter) from src as a
+ * contiguous float32 dataset; tmp names the file in messages. */
+static int put_tensor(hid_t file, hid_t lcpl, hid_t dcpl, const struct ckpt_meta *meta, int l,
+		      const char *state, const char *which, const float *src, const char *tmp,
+		      struct dt_err *err)
+{
+	hid_t space = H5I_INVALID_HID, set = H5I_INVALID_HID;
+	char name[128], why[WHY_MAX];
+	hsize_t dims[2];
+	int rc = 0;
+
+	ckpt__tensor_path(l, state, which, name, sizeof(name));
+	ckpt__tensor_dims(meta, l, which, dims);
+	space = H5Screate_simple(ckpt__tensor_rank(which), dims, NULL);
+	if (space < 0 ||
+	    (set = H5Dcreate2(file, name, H5T_IEEE_F32LE, space, lcpl, dcpl, H5P_DEFAULT)) < 0 ||
+	    H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, src) < 0) {
+		rc = -EIO;
+		dt_err_add(err, "%s: cannot write %s: %s", tmp, name, h5_why(why));
+	}
+	h5_close(&set, H5Dclose);
+	h5_close(&space, H5Sclose);
+	return rc;
+}
+
+/* Every layer's parameters and states from r into file. */
+static int copy_layers(struct ckpt_reader *r, hid_t file, const char *tmp, struct dt_err *err)
+{
+	static const char *const which[2] = { "weight", "bias" };
+	const struct ckpt_meta *meta = &r->m->meta;
+	float *bufs[1 + CKPT_MAX_STATES] = { NULL };
+	hid_t lcpl = H5I_INVALID_HID, dcpl = H5I_INVALID_HID;
+	size_t most = 0, n;
+	int64_t in, out;
+	int l, s, w, rc = 0;
+
+	for (l = 0; l < meta->n_layers; l++)
+		if (ckpt_layer_params(meta, l) > most)
+			most = ckpt_layer_params(meta, l);
+	for (s = 0; s <= meta->n_states; s++) {
+		bufs[s] = malloc(most * sizeof(float));
+		if (!bufs[s]) {
+			rc = -ENOMEM;
+			dt_err_add(err, "%s: out of memory for a layer of %zu floats", tmp, most);
+			goto out;
+		}
+	}
+	lcpl = H5Pcreate(H5P_LINK_CREATE);
+	dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	/* contiguous (the default layout), no time stamps: same state, same bytes */
+	if (lcpl < 0 || dcpl < 0 || H5Pset_create_intermediate_group(lcpl, 1) < 0 ||
+	    H5Pset_layout(dcpl, H5D_CONTIGUOUS) < 0 || H5Pset_obj_track_times(dcpl, 0) < 0) {
+		rc = -EIO;
+		dt_err_add(err, "%s: HDF5 cannot set up dataset creation", tmp);
+		goto out;
+	}
+	for (l = 0; l < meta->n_layers && !rc; l++) {
+		in = meta->widths[l];
+		out = meta->widths[l + 1];
+		n = (size_t)in * (size_t)out;
+		rc = ckpt_read_layer(r, l, in, out, bufs[0], bufs + 1, err);
+		for (s = 0; s <= meta->n_states && !rc; s++)
+			for (w = 0; w < 2 && !rc; w++)
+				rc = put_tensor(file, lcpl, dcpl, meta, l,
+						s ? meta->states[s - 1] : NULL, which[w],
+						bufs[s] + (w ? n : 0), tmp, err);
+	}
+out:
+	h5_close(&dcpl, H5Pclose);
+	h5_close(&lcpl, H5Pclose);
+	for (s = 0; s <= CKPT_MAX_STATES; s++)
+		free(bufs[s]);
+	return rc;
+}
+
+int ckpt_export(const char *ckpt, const char *out, struct dt_err *err)
+{
+	struct ckpt_reader r = { .open_stage = -1, .file = H5I_INVALID_HID };
+	hid_t fapl = H5I_INVALID_HID, file = H5I_INVALID_HID;
+	char tmp[4200], why[WHY_MAX];
+	bool created = false;
+	int rc;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", out, (long)getpid()) >= sizeof(tmp))
+		return dt_err_add(err, "%s: path too long", out);
+	rc = ckpt_verify(ckpt, true, err);
+	if (rc)
+		goto out;
+	rc = ckpt_reader_open(&r, ckpt, err);
+	if (rc)
+		goto out;
+	ckpt__h5_quiet();
+	fapl = ckpt__fapl();
+	if (fapl < 0) {
+		rc = -EIO;
+		dt_err_add(err, "%s: HDF5 cannot set up file access: %s", out, h5_why(why));
+		goto out;
+	}
+	file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+	if (file < 0) {
+		rc = -EIO;
+		dt_err_add(err, "%s: cannot create: %s", tmp, h5_why(why));
+		goto out;
+	}
+	created = true;
+	rc = ckpt__write_meta_attrs(file, &r.m->meta, tmp, err);
+	if (!rc)
+		rc = copy_layers(&r, file, tmp, err);
+	if (rc)
+		goto out;
+	/* the close writes the metadata: its failure is a failed export */
+	rc = H5Fclose(file) < 0 ? -EIO : 0;
+	file = H5I_INVALID_HID;
+	if (rc) {
+		dt_err_add(err, "%s: closing failed: %s", tmp, h5_why(why));
+		goto out;
+	}
+	rc = dt_fsync_path(tmp, false);
+	if (rc) {
+		dt_err_add(err, "%s: fsync failed: %s", tmp, strerror(-rc));
+		goto out;
+	}
+	if (rename(tmp, out) != 0) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot rename %s into place: %s", out, tmp, strerror(errno));
+		goto out;
+	}
+	created = false;
+	rc = dt_fsync_parent(out);
+	if (rc)
+		dt_err_add(err, "%s: fsync of its directory failed: %s", out, strerror(-rc));
+out:
+	h5_close(&file, H5Fclose);
+	h5_close(&fapl, H5Pclose);
+	ckpt_reader_close(&r);
+	if (created)
+		unlink(tmp);
+	return rc;
+}
+
+/* --- inspect --- */
+
+static void print_meta(FILE *f, const char *ckpt, const struct ckpt_meta *meta)
+{
+	int k, l;
+
+	fprintf(f, "checkpoint    %s\n", ckpt);
+	fprintf(f, "format        %s %d\n", CKPT_FORMAT, CKPT_VERSION);
+	fprintf(f, "step          %" PRId64 " of %" PRId64 "\n", meta->step, meta->total_steps);
+	fprintf(f, "epoch         %" PRId64 " (epoch index %" PRId64 "), step %" PRId64
+		   " of %" PRId64 " in it\n",
+		meta->epoch + 1, meta->epoch, meta->epoch_step, meta->steps_per_epoch);
+	fprintf(f, "lr            %.9g\n", meta->lr);
+	fprintf(f, "optimizer     %s, step %" PRId64 ", states:", meta->optimizer,
+		meta->optimizer_step);
+	for (k = 0; k < meta->n_states; k++)
+		fprintf(f, "%s %s", k ? "," : "", meta->states[k]);
+	fprintf(f, "%s\n", meta->n_states ? "" : " none");
+	fprintf(f, "model         ");
+	for (l = 0; l <= meta->n_layers; l++)
+		fprintf(f, "%s%" PRId64, l ? " -> " : "", meta->widths[l]);
+	fprintf(f, ", %s, %d layers\n", meta->activation, meta->n_layers);
+	fprintf(f, "layout        data %d x pipeline %d\n", meta->data, meta->pipeline);
+	for (k = 0; k < meta->pipeline; k++) {
+		if (meta->stage_first[k + 1] - meta->stage_first[k] == 1)
+			fprintf(f, "  stage %-5d layer %d\n", k, meta->stage_first[k]);
+		else
+			fprintf(f, "  stage %-5d layers %d..%d\n", k, meta->stage_first[k],
+				meta->stage_first[k + 1] - 1);
+	}
+	fprintf(f, "global batch  %" PRId64 " (train rows %" PRId64 ", shuffle %s, seed %" PRIu64
+		   ", stream %" PRIu64 ")\n",
+		meta->global_batch, meta->train_rows, meta->shuffle ? "on" : "off", meta->rng_seed,
+		meta->rng_stream);
+	fprintf(f, "spec hash     %s\n", meta->spec_hash);
+	fprintf(f, "model hash    %s\n", meta->model_hash);
+	fprintf(f, "created       %s\n", meta->created[0] ? meta->created : "-");
+	fprintf(f, "job           %s\n", meta->job_id[0] ? meta->job_id : "-");
+}
+
+static void print_tensors(FILE *f, const struct ckpt_meta *meta)
+{
+	static const char *const which[2] = { "weight", "bias" };
+	char name[128], shape[64], shard[64];
+	hsize_t dims[2];
+	int l, s, w, stage = 0, width = 0, n;
+
+	/* first pass: the widest path, so the columns line up */
+	for (l = 0; l < meta->n_layers; l++)
+		for (s = -1; s < meta->n_states; s++) {
+			ckpt__tensor_path(l, s < 0 ? NULL : meta->states[s], "weight", name,
+					  sizeof(name));
+			n = (int)strlen(name);
+			width = n > width ? n : width;
+		}
+	fprintf(f, "\ntensors (float32)\n");
+	for (s = -1; s < meta->n_states; s++)
+		for (l = 0, stage = 0; l < meta->n_layers; l++) {
+			while (l >= meta->stage_first[stage + 1])
+				stage++;
+			ckpt_shard_name(stage, shard, sizeof(shard));
+			for (w = 0; w < 2; w++) {
+				ckpt__tensor_path(l, s < 0 ? NULL : meta->states[s], which[w], name,
+						  sizeof(name));
+				ckpt__tensor_dims(meta, l, which[w], dims);
+				if (w == 0)
+					snprintf(shape, sizeof(shape), "[%llu, %llu]",
+						 (unsigned long long)dims[0],
+						 (unsigned long long)dims[1]);
+				else
+					snprintf(shape, sizeof(shape), "[%llu]",
+						 (unsigned long long)dims[0]);
+				fprintf(f, "  %-*s  %-20s  %s\n", width, name, shape, shard);
+			}
+		}
+}
+
+int ckpt_inspect(const char *ckpt, FILE *f, struct dt_err *err)
+{
+	struct ckpt_manifest *m = malloc(sizeof(*m));
+	uint64_t total = 0;
+	int i, rc;
+
+	if (!m)
+		return dt_err_add(err, "%s: out of memory", ckpt), -ENOMEM;
+	rc = ckpt_manifest_read(ckpt, m, err);
+	if (rc)
+		goto out;
+	print_meta(f, ckpt, &m->meta);
+	print_tensors(f, &m->meta);
+	fprintf(f, "\nfiles\n");
+	for (i = 0; i < m->n_files; i++) {
+		fprintf(f, "  %-14s %14" PRIu64 " bytes  crc32 %08" PRIx32 "\n", m->files[i].name,
+			m->files[i].size, m->files[i].crc);
+		total += m->files[i].size;
+	}
+	fprintf(f, "  %-14s %14" PRIu64 " bytes (not verified: dtrain-ckpt verify checks them)\n",
+		"total", total);
+	if (fflush(f) != 0 || ferror(f)) {
+		rc = -EIO;
+		dt_err_add(err, "%s: cannot write the summary: %s", ckpt, strerror(errno));
+	}
+out:
+	free(m);
+	return rc;
+}

@@ -1,1 +1,547 @@
-/* read.c: being written */
+/*
+ * read.c - the read side of checkpoints: reading a manifest, listing the
+ * committed checkpoints, verifying files against their manifest, finding
+ * the newest usable checkpoint, and reading layers back.
+ *
+ * Nothing a checkpoint says is used before it is checked: the manifest goes
+ * through ckpt__manifest_parse (manifest.c), each file's size and CRC-32 are
+ * compared with it, and each dataset's type class, rank and dimensions are
+ * compared with what the caller expects before HDF5 copies a byte into the
+ * caller's buffer. The element count read is therefore always the caller's.
+ *
+ * Sections: HDF5 helpers, manifests and listing, verifying, finding the
+ * latest, the reader.
+ */
+#include "checkpoint/internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_MANIFEST_BYTES (16u << 20) /* far above any real one (~1 KiB a stage) */
+#define CRC_CHUNK (8u << 20)           /* bytes read at a time when checksumming */
+#define WHY_MAX 256
+
+/* --- HDF5 helpers --- */
+
+static herr_t why_walk(unsigned n, const H5E_error2_t *e, void *arg)
+{
+	if (n == 0 && e->desc && e->desc[0])
+		snprintf(arg, WHY_MAX, "%s", e->desc);
+	return 0;
+}
+
+/* HDF5's innermost message for the call that just failed. */
+static const char *h5_why(char *buf)
+{
+	buf[0] = '\0';
+	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_walk, buf);
+	if (!buf[0])
+		snprintf(buf, WHY_MAX, "HDF5 error");
+	return buf;
+}
+
+static void h5_close(hid_t *id, herr_t (*close)(hid_t))
+{
+	if (*id > 0)
+		close(*id);
+	*id = H5I_INVALID_HID;
+}
+
+/* "[4, 5]" for a dataset's dimensions, into out[size]. */
+static void shape_str(const hsize_t *dims, int rank, char *out, size_t size)
+{
+	size_t len = 0;
+	int i;
+
+	len += (size_t)snprintf(out, size, "[");
+	for (i = 0; i < rank && len < size; i++)
+		len += (size_t)snprintf(out + len, size - len, "%s%llu", i ? ", " : "",
+					(unsigned long long)dims[i]);
+	if (len < size)
+		snprintf(out + len, size - len, "]");
+}
+
+/* --- manifests and listing --- */
+
+int ckpt_manifest_read(const char *ckpt, struct ckpt_manifest *m, struct dt_err *err)
+{
+	char path[4200];
+	char *text = NULL;
+	struct stat st;
+	size_t len = 0;
+	int rc;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", ckpt, CKPT_MANIFEST) >= sizeof(path))
+		return dt_err_add(err, "%s: path too long", ckpt);
+	if (stat(path, &st) != 0) {
+		rc = -errno;
+		if (rc == -ENOENT || rc == -ENOTDIR)
+			dt_err_add(err, "%s: not a dtrain checkpoint (no %s)", ckpt, CKPT_MANIFEST);
+		else
+			dt_err_add(err, "%s: cannot read: %s", path, strerror(-rc));
+		return rc == -ENOTDIR ? -ENOENT : rc;
+	}
+	if (!S_ISREG(st.st_mode))
+		return dt_err_add(err, "%s: not a regular file", path);
+	if (st.st_size > MAX_MANIFEST_BYTES)
+		return dt_err_add(err, "%s: %lld bytes, too large for a manifest (at most %u)", path,
+				  (long long)st.st_size, MAX_MANIFEST_BYTES);
+	rc = dt_read_file(path, &text, &len);
+	if (rc) {
+		dt_err_add(err, "%s: cannot read: %s", path, strerror(-rc));
+		goto out;
+	}
+	/* it may have grown since the stat; a NUL would hide the rest from the parser */
+	if (len > MAX_MANIFEST_BYTES)
+		rc = dt_err_add(err, "%s: too large for a manifest", path);
+	else if (memchr(text, '\0', len))
+		rc = dt_err_add(err, "%s: contains a NUL byte: not a manifest", path);
+	else
+		rc = ckpt__manifest_parse(text, path, m, err);
+out:
+	free(text);
+	return rc;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The step of a name ckpt_step_name() makes, or -1 ("step-12", "step-x",
+ * ".step-00000012.tmp" and names with a sign or too many digits are not). */
+static int64_t step_of(const char *name)
+{
+	char canon[32];
+	int64_t step = 0;
+	const char *p;
+
+	if (strncmp(name, "step-", 5) != 0 || !name[5] || strlen(name + 5) > 18)
+		return -1;
+	for (p = name + 5; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		step = step * 10 + (*p - '0');
+	}
+	ckpt_step_name(step, canon, sizeof(canon));
+	return strcmp(canon, name) == 0 ? step : -1;
+}
+
+int ckpt_list(const char *dir, int64_t **steps, int *n, struct dt_err *err)
+{
+	DIR *d = NULL;
+	struct dirent *e;
+	struct stat st;
+	int64_t *v = NULL, *grown, step;
+	int count = 0, cap = 0, rc = 0;
+
+	*steps = NULL;
+	*n = 0;
+	d = opendir(dir);
+	if (!d) {
+		if (errno == ENOENT)
+			return 0;
+		rc = -errno;
+		dt_err_add(err, "%s: cannot list: %s", dir, strerror(errno));
+		return rc;
+	}
+	for (;;) {
+		errno = 0;
+		e = readdir(d);
+		if (!e) {
+			if (errno) {
+				rc = -errno;
+				dt_err_add(err, "%s: cannot list: %s", dir, strerror(errno));
+			}
+			break;
+		}
+		step = step_of(e->d_name);
+		/* a symlink is not a committed checkpoint (latest is one) */
+		if (step < 0 || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		if (count == cap) {
+			cap = cap ? 2 * cap : 16;
+			grown = realloc(v, (size_t)cap * sizeof(*v));
+			if (!grown) {
+				rc = -ENOMEM;
+				dt_err_add(err, "%s: out of memory listing checkpoints", dir);
+				break;
+			}
+			v = grown;
+		}
+		v[count++] = step;
+	}
+	closedir(d);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	if (count > 1)
+		qsort(v, (size_t)count, sizeof(*v), cmp_desc);
+	*steps = v;
+	*n = count;
+	return 0;
+}
+
+/* --- verifying --- */
+
+/* A name the manifest parser would accept: plain, no directory part. */
+static bool plain_name(const char *name)
+{
+	return name[0] && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
+	       !strchr(name, '/') && strnlen(name, 64) < 64;
+}
+
+int ckpt_verify_file(const char *ckpt, const struct ckpt_file *f, struct dt_err *err)
+{
+	char path[4200];
+	unsigned char *buf = NULL;
+	struct stat st;
+	uint64_t total = 0;
+	uint32_t crc = 0;
+	ssize_t got;
+	int fd = -1, rc = 0;
+
+	if (!plain_name(f->name))
+		return dt_err_add(err, "%s: manifest lists \"%.64s\", not a plain file name", ckpt,
+				  f->name);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", ckpt, f->name) >= sizeof(path))
+		return dt_err_add(err, "%s: path too long", ckpt);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		if (rc == -ENOENT)
+			dt_err_add(err, "%s: missing", path);
+		else
+			dt_err_add(err, "%s: cannot open: %s", path, strerror(-rc));
+		goto out;
+	}
+	if (fstat(fd, &st) != 0) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot stat: %s", path, strerror(-rc));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = dt_err_add(err, "%s: not a regular file", path);
+		goto out;
+	}
+	if ((uint64_t)st.st_size != f->size) {
+		rc = -EIO;
+		dt_err_add(err, "%s: size %lld bytes, manifest says %" PRIu64 " (truncated or replaced)",
+			   path, (long long)st.st_size, f->size);
+		goto out;
+	}
+	buf = malloc(CRC_CHUNK);
+	if (!buf) {
+		rc = -ENOMEM;
+		dt_err_add(err, "%s: out of memory for checksumming", path);
+		goto out;
+	}
+	for (;;) {
+		got = read(fd, buf, CRC_CHUNK);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			rc = -errno;
+			dt_err_add(err, "%s: read failed: %s", path, strerror(-rc));
+			goto out;
+		}
+		if (got == 0)
+			break;
+		crc = ckpt_crc32(crc, buf, (size_t)got);
+		total += (uint64_t)got;
+	}
+	if (total != f->size) {
+		rc = -EIO;
+		dt_err_add(err, "%s: changed while being read (%" PRIu64 " bytes, manifest says %" PRIu64 ")",
+			   path, total, f->size);
+	} else if (crc != f->crc) {
+		rc = -EIO;
+		dt_err_add(err, "%s: checksum mismatch (crc32 %08" PRIx32 ", manifest says %08" PRIx32 "): the file is damaged",
+			   path, crc, f->crc);
+	}
+out:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* Every file of m; the first error code. */
+static int verify_files(const char *ckpt, const struct ckpt_manifest *m, bool stop_at_first,
+			struct dt_err *err)
+{
+	int i, one, rc = 0;
+
+	for (i = 0; i < m->n_files; i++) {
+		one = ckpt_verify_file(ckpt, &m->files[i], err);
+		if (one && !rc)
+			rc = one;
+		if (rc && (stop_at_first || rc == -ENOMEM))
+			break;
+	}
+	return rc;
+}
+
+int ckpt_verify(const char *ckpt, bool stop_at_first, struct dt_err *err)
+{
+	struct ckpt_manifest *m = malloc(sizeof(*m));
+	int rc;
+
+	if (!m)
+		return dt_err_add(err, "%s: out of memory", ckpt), -ENOMEM;
+	rc = ckpt_manifest_read(ckpt, m, err);
+	if (!rc)
+		rc = verify_files(ckpt, m, stop_at_first, err);
+	free(m);
+	return rc;
+}
+
+/* --- finding the latest --- */
+
+/* Is the checkpoint at path, of step `step`, usable? Reasons go to why. */
+static int usable(const char *path, int64_t step, struct ckpt_manifest *m, struct dt_err *why)
+{
+	int rc = ckpt_manifest_read(path, m, why);
+
+	if (rc)
+		return rc;
+	/* a directory renamed or copied by hand would resume at the wrong step */
+	if (m->meta.step != step)
+		return dt_err_add(why, "%s/%s: step is %" PRId64 ", the directory's name says %" PRId64,
+				  path, CKPT_MANIFEST, m->meta.step, step);
+	return verify_files(path, m, true, why);
+}
+
+int ckpt_find_latest(const char *dir, char *out, size_t size, int64_t *step,
+		     struct dt_err *warn, struct dt_err *err)
+{
+	struct ckpt_manifest *m = NULL;
+	int64_t *steps = NULL;
+	char path[4200];
+	int n = 0, i, rc;
+
+	*step = -1;
+	if (size)
+		out[0] = '\0';
+	rc = ckpt_list(dir, &steps, &n, err);
+	if (rc || n == 0)
+		goto out;
+	m = malloc(sizeof(*m));
+	if (!m) {
+		rc = -ENOMEM;
+		dt_err_add(err, "%s: out of memory", dir);
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		struct dt_err why = { 0 };
+
+		ckpt_final_path(dir, steps[i], path, sizeof(path));
+		rc = usable(path, steps[i], m, &why);
+		if (rc == -ENOMEM) {
+			dt_err_add(err, "%s", why.msg);
+			goto out;
+		}
+		if (rc) {
+			dt_err_add(warn, "%s: skipped: %s", path, why.msg);
+			rc = 0;
+			continue;
+		}
+		if ((size_t)snprintf(out, size, "%s", path) >= size) {
+			rc = dt_err_add(err, "%s: path too long", path);
+			goto out;
+		}
+		*step = steps[i];
+		goto out;
+	}
+out:
+	free(m);
+	free(steps);
+	return rc;
+}
+
+/* --- the reader --- */
+
+int ckpt_reader_open(struct ckpt_reader *r, const char *ckpt, struct dt_err *err)
+{
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->open_stage = -1;
+	r->file = H5I_INVALID_HID;
+	if ((size_t)snprintf(r->path, sizeof(r->path), "%s", ckpt) >= sizeof(r->path))
+		return dt_err_add(err, "%s: path too long", ckpt);
+	r->m = malloc(sizeof(*r->m));
+	if (!r->m)
+		return dt_err_add(err, "%s: out of memory", ckpt), -ENOMEM;
+	rc = ckpt_manifest_read(ckpt, r->m, err);
+	if (rc) {
+		free(r->m);
+		r->m = NULL;
+	}
+	return rc;
+}
+
+void ckpt_reader_close(struct ckpt_reader *r)
+{
+	hid_t file = (hid_t)r->file;
+
+	h5_close(&file, H5Fclose);
+	free(r->m);
+	r->m = NULL;
+	r->file = H5I_INVALID_HID;
+	r->open_stage = -1;
+}
+
+/* Makes stage's shard the open one. path gets its name for messages. */
+static int open_shard(struct ckpt_reader *r, int stage, char *path, size_t size,
+		      struct dt_err *err)
+{
+	char name[64], why[WHY_MAX];
+	hid_t fapl = H5I_INVALID_HID, file = (hid_t)r->file;
+	int rc = 0;
+
+	ckpt_shard_name(stage, name, sizeof(name));
+	snprintf(path, size, "%s/%s", r->path, name);
+	if (r->open_stage == stage && file > 0)
+		return 0;
+	h5_close(&file, H5Fclose);
+	r->file = H5I_INVALID_HID;
+	r->open_stage = -1;
+	ckpt__h5_quiet();
+	fapl = ckpt__fapl();
+	if (fapl < 0) {
+		rc = dt_err_add(err, "%s: HDF5 cannot set up file access: %s", path, h5_why(why));
+		goto out;
+	}
+	file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+	if (file < 0) {
+		rc = -EIO;
+		dt_err_add(err, "%s: cannot open as HDF5: %s", path, h5_why(why));
+		goto out;
+	}
+	r->file = file;
+	r->open_stage = stage;
+out:
+	h5_close(&fapl, H5Pclose);
+	return rc;
+}
+
+/* Reads the dataset dname of file (named path) into dst, which holds
+ * exactly the expected shape (rank, dims); anything else is refused before
+ * a byte is read. Also refused: storage outside the file (virtual datasets,
+ * external raw files), which a shard never has. */
+static int read_tensor(hid_t file, const char *path, const char *dname, int rank,
+		       const hsize_t *dims, float *dst, struct dt_err *err)
+{
+	hid_t set = H5I_INVALID_HID, type = H5I_INVALID_HID, space = H5I_INVALID_HID;
+	hid_t dcpl = H5I_INVALID_HID;
+	hsize_t got[H5S_MAX_RANK];
+	char why[WHY_MAX], have[400], want[80];
+	H5D_layout_t layout;
+	int ndims, i, rc = 0;
+
+	set = H5Dopen2(file, dname, H5P_DEFAULT);
+	if (set < 0) {
+		rc = dt_err_add(err, "%s: %s: missing or not a dataset: %s", path, dname,
+				h5_why(why));
+		goto out;
+	}
+	type = H5Dget_type(set);
+	if (type < 0 || H5Tget_class(type) != H5T_FLOAT) {
+		rc = dt_err_add(err, "%s: %s: not a floating-point dataset", path, dname);
+		goto out;
+	}
+	space = H5Dget_space(set);
+	if (space < 0 || H5Sget_simple_extent_type(space) != H5S_SIMPLE) {
+		rc = dt_err_add(err, "%s: %s: not an array (scalar or empty dataspace)", path, dname);
+		goto out;
+	}
+	ndims = H5Sget_simple_extent_ndims(space);
+	if (ndims < 1 || ndims > H5S_MAX_RANK ||
+	    H5Sget_simple_extent_dims(space, got, NULL) != ndims) {
+		rc = dt_err_add(err, "%s: %s: unreadable dataspace (rank %d)", path, dname, ndims);
+		goto out;
+	}
+	for (i = 0; ndims == rank && i < rank; i++)
+		if (got[i] != dims[i])
+			break;
+	if (ndims != rank || i != rank) {
+		shape_str(got, ndims, have, sizeof(have));
+		shape_str(dims, rank, want, sizeof(want));
+		rc = dt_err_add(err, "%s: %s: shape %s, expected %s", path, dname, have, want);
+		goto out;
+	}
+	dcpl = H5Dget_create_plist(set);
+	layout = dcpl < 0 ? H5D_LAYOUT_ERROR : H5Pget_layout(dcpl);
+	if (layout == H5D_LAYOUT_ERROR || layout == H5D_VIRTUAL || H5Pget_external_count(dcpl) != 0) {
+		rc = dt_err_add(err, "%s: %s: data stored outside the file (virtual or external): a shard holds its own data",
+				path, dname);
+		goto out;
+	}
+	/* the file's extent equals dims, so H5S_ALL reads exactly dst's size */
+	if (H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst) < 0) {
+		rc = -EIO;
+		dt_err_add(err, "%s: %s: cannot read: %s", path, dname, h5_why(why));
+	}
+out:
+	h5_close(&dcpl, H5Pclose);
+	h5_close(&space, H5Sclose);
+	h5_close(&type, H5Tclose);
+	h5_close(&set, H5Dclose);
+	return rc;
+}
+
+int ckpt_read_layer(struct ckpt_reader *r, int l, int64_t in, int64_t out, float *params,
+		    float *const *states, struct dt_err *err)
+{
+	static const char *const which[2] = { "weight", "bias" };
+	const struct ckpt_meta *meta;
+	char path[4200], dname[128];
+	hsize_t dims[2];
+	float *dst;
+	int stage, s, w, rc;
+
+	if (!r->m)
+		return dt_err_add(err, "%s: checkpoint reader is not open", r->path);
+	meta = &r->m->meta;
+	if (l < 0 || l >= meta->n_layers)
+		return dt_err_add(err, "%s: layer %d does not exist (the checkpoint has %d layers)",
+				  r->path, l, meta->n_layers);
+	if (meta->widths[l] != in || meta->widths[l + 1] != out)
+		return dt_err_add(err,
+				  "%s: layer %d is %lldx%lld in the checkpoint, the model expects %lldx%lld: a checkpoint of another model",
+				  r->path, l, (long long)meta->widths[l], (long long)meta->widths[l + 1],
+				  (long long)in, (long long)out);
+	for (stage = 0; stage < meta->pipeline; stage++)
+		if (l < meta->stage_first[stage + 1])
+			break;
+	rc = open_shard(r, stage, path, sizeof(path), err);
+	if (rc)
+		return rc;
+	for (s = -1; s < (states ? meta->n_states : 0); s++) {
+		float *base = s < 0 ? params : states[s];
+
+		for (w = 0; w < 2; w++) {
+			ckpt__tensor_path(l, s < 0 ? NULL : meta->states[s], which[w], dname,
+					  sizeof(dname));
+			ckpt__tensor_dims(meta, l, which[w], dims);
+			dst = base + (w == 0 ? 0 : (size_t)out * (size_t)in);
+			rc = read_tensor((hid_t)r->file, path, dname, ckpt__tensor_rank(which[w]),
+					 dims, dst, err);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}

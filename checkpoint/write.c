@@ -1,1 +1,688 @@
-/* write.c: being written */
+/*
+ * write.c - writing a checkpoint's HDF5 files: the meta as attributes, a
+ * shard in two parts, the root file of virtual datasets, and sealing a file
+ * (fsync, size, CRC).
+ *
+ * A shard is written in two parts because the HDF5 library is not
+ * thread-safe and a save should cost the training loop only a copy:
+ * ckpt_shard_begin (main thread) snapshots the tensors and lets HDF5 write
+ * the whole file except the tensors' bytes: every dataset is contiguous,
+ * its storage allocated at creation (alloc time EARLY) and never filled, so
+ * H5Dget_offset tells where its bytes go. ckpt_shard_write (any thread)
+ * then puts the snapshot there with plain pwrite and checksums the file.
+ * HDF5 stores float32 little-endian ("IEEE_F32LE"), which is the snapshot's
+ * own byte order on the machines we build for (checked below).
+ *
+ * Sections: HDF5 helpers, meta attributes, a shard's fast part, a shard's
+ * slow part, the root file, sealing a file.
+ */
+#include "checkpoint/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "checkpoint/write.c writes float32 bytes as they are in memory: little-endian only"
+#endif
+
+#define WHY_MAX 256
+#define READ_CHUNK (64u << 10) /* bytes read at a time when checksumming a file */
+
+/* The tensors of a layer, in the order they are laid out (runtime/model.h). */
+static const char *const which_names[2] = { "weight", "bias" };
+
+/* --- HDF5 helpers --- */
+
+static herr_t why_walk(unsigned n, const H5E_error2_t *e, void *arg)
+{
+	if (n == 0 && e->desc && e->desc[0])
+		snprintf(arg, WHY_MAX, "%s", e->desc);
+	return 0;
+}
+
+/* HDF5's innermost message for the call that just failed. */
+static const char *h5_why(char *buf)
+{
+	buf[0] = '\0';
+	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_walk, buf);
+	if (!buf[0])
+		snprintf(buf, WHY_MAX, "HDF5 error");
+	return buf;
+}
+
+static void h5_close(hid_t *id, herr_t (*close_fn)(hid_t))
+{
+	if (*id >= 0)
+		close_fn(*id);
+	*id = H5I_INVALID_HID;
+}
+
+/* An attribute of loc: rank 0 (scalar) or rank 1 of n elements, file type
+ * ftype, from v in memory type mtype. On failure why gets HDF5's reason. */
+static int attr_put(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int rank,
+		    hsize_t n, const void *v, char *why)
+{
+	hid_t space = H5I_INVALID_HID, attr = H5I_INVALID_HID;
+	int rc = 0;
+
+	space = rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, NULL);
+	if (space < 0 ||
+	    (attr = H5Acreate2(loc, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT)) < 0 ||
+	    H5Awrite(attr, mtype, v) < 0) {
+		h5_why(why);
+		rc = -EIO;
+	}
+	h5_close(&attr, H5Aclose);
+	h5_close(&space, H5Sclose);
+	return rc;
+}
+
+/* Strings are fixed-length, NUL-terminated ASCII: no heap in the file, the
+ * same meta gives the same bytes. The length counts the NUL, so "" works. */
+static int attr_put_str(hid_t loc, const char *name, const char *v, char *why)
+{
+	hid_t type = H5Tcopy(H5T_C_S1);
+	int rc;
+
+	if (type < 0 || H5Tset_size(type, strlen(v) + 1) < 0 ||
+	    H5Tset_strpad(type, H5T_STR_NULLTERM) < 0) {
+		h5_why(why);
+		rc = -EIO;
+	} else {
+		rc = attr_put(loc, name, type, type, 0, 0, v, why);
+	}
+	h5_close(&type, H5Tclose);
+	return rc;
+}
+
+static int attr_i64(hid_t loc, const char *name, int64_t v, char *why)
+{
+	return attr_put(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, 0, 0, &v, why);
+}
+
+static int attr_i32(hid_t loc, const char *name, int32_t v, char *why)
+{
+	return attr_put(loc, name, H5T_STD_I32LE, H5T_NATIVE_INT32, 0, 0, &v, why);
+}
+
+static int attr_u64(hid_t loc, const char *name, uint64_t v, char *why)
+{
+	return attr_put(loc, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, 0, 0, &v, why);
+}
+
+/* No time stamps in any object header, so that the same state gives the
+ * same bytes (and CRC) whenever it is saved: the root group's come from the
+ * file creation list, every other group is made by make_parents(). */
+static hid_t create_file(const char *path)
+{
+	hid_t fcpl = H5Pcreate(H5P_FILE_CREATE), fapl = ckpt__fapl(), file = H5I_INVALID_HID;
+
+	if (fcpl >= 0 && fapl >= 0 && H5Pset_obj_track_times(fcpl, 0) >= 0)
+		file = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
+	h5_close(&fapl, H5Pclose);
+	h5_close(&fcpl, H5Pclose);
+	return file;
+}
+
+/* The groups above a dataset's path ("optimizer", "optimizer/exp_avg", ...),
+ * those not made yet. HDF5's own intermediate groups would carry times. */
+static int make_parents(hid_t file, const char *name, hid_t gcpl)
+{
+	char prefix[128];
+	const char *slash;
+	hid_t g;
+
+	for (slash = strchr(name, '/'); slash; slash = strchr(slash + 1, '/')) {
+		snprintf(prefix, sizeof(prefix), "%.*s", (int)(slash - name), name);
+		if (H5Lexists(file, prefix, H5P_DEFAULT) > 0)
+			continue;
+		g = H5Gcreate2(file, prefix, H5P_DEFAULT, gcpl, H5P_DEFAULT);
+		if (g < 0)
+			return -EIO;
+		H5Gclose(g);
+	}
+	return 0;
+}
+
+/* Property lists of every tensor: groups and datasets without time stamps. */
+static int make_plists(hid_t *gcpl, hid_t *dcpl)
+{
+	*gcpl = H5Pcreate(H5P_GROUP_CREATE);
+	*dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	if (*gcpl < 0 || *dcpl < 0 || H5Pset_obj_track_times(*gcpl, 0) < 0 ||
+	    H5Pset_obj_track_times(*dcpl, 0) < 0)
+		return -EIO;
+	return 0;
+}
+
+/* --- meta attributes --- */
+
+int ckpt__write_meta_attrs(hid_t loc, const struct ckpt_meta *meta, const char *path,
+			   struct dt_err *err)
+{
+	struct dt_buf states = { 0 };
+	int32_t stage_first[CKPT_MAX_LAYERS + 1];
+	char why[WHY_MAX] = "";
+	const char *failed = NULL;
+	int k, rc = 0;
+
+	for (k = 0; k < meta->n_states && !rc; k++)
+		rc = dt_buf_printf(&states, "%s%s", k ? "," : "", meta->states[k]);
+	if (rc) {
+		dt_err_add(err, "%s: cannot write checkpoint attributes: out of memory", path);
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (k = 0; k <= meta->pipeline; k++)
+		stage_first[k] = meta->stage_first[k];
+
+	/* each attribute in turn; the first that fails names itself */
+#define PUT(name, call)                \
+	do {                           \
+		if (!failed && (call)) \
+			failed = name; \
+	} while (0)
+	PUT("format", attr_put_str(loc, "format", CKPT_FORMAT, why));
+	PUT("format_version", attr_i32(loc, "format_version", CKPT_VERSION, why));
+	PUT("step", attr_i64(loc, "step", meta->step, why));
+	PUT("epoch", attr_i64(loc, "epoch", meta->epoch, why));
+	PUT("epoch_step", attr_i64(loc, "epoch_step", meta->epoch_step, why));
+	PUT("steps_per_epoch", attr_i64(loc, "steps_per_epoch", meta->steps_per_epoch, why));
+	PUT("total_steps", attr_i64(loc, "total_steps", meta->total_steps, why));
+	PUT("global_batch", attr_i64(loc, "global_batch", meta->global_batch, why));
+	PUT("train_rows", attr_i64(loc, "train_rows", meta->train_rows, why));
+	PUT("optimizer_step", attr_i64(loc, "optimizer_step", meta->optimizer_step, why));
+	PUT("rng_seed", attr_u64(loc, "rng_seed", meta->rng_seed, why));
+	PUT("rng_stream", attr_u64(loc, "rng_stream", meta->rng_stream, why));
+	PUT("lr", attr_put(loc, "lr", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, 0, &meta->lr, why));
+	PUT("shuffle", attr_i32(loc, "shuffle", meta->shuffle ? 1 : 0, why));
+	PUT("optimizer", attr_put_str(loc, "optimizer", meta->optimizer, why));
+	PUT("activation", attr_put_str(loc, "activation", meta->activation, why));
+	PUT("spec_hash", attr_put_str(loc, "spec_hash", meta->spec_hash, why));
+	PUT("model_hash", attr_put_str(loc, "model_hash", meta->model_hash, why));
+	PUT("created", attr_put_str(loc, "created", meta->created, why));
+	PUT("job_id", attr_put_str(loc, "job_id", meta->job_id, why));
+	PUT("optimizer_states", attr_put_str(loc, "optimizer_states", dt_buf_str(&states), why));
+	PUT("widths", attr_put(loc, "widths", H5T_STD_I64LE, H5T_NATIVE_INT64, 1,
+			       (hsize_t)meta->n_layers + 1, meta->widths, why));
+	PUT("layout_data", attr_i32(loc, "layout_data", meta->data, why));
+	PUT("layout_pipeline", attr_i32(loc, "layout_pipeline", meta->pipeline, why));
+	PUT("stage_first", attr_put(loc, "stage_first", H5T_STD_I32LE, H5T_NATIVE_INT32, 1,
+				    (hsize_t)meta->pipeline + 1, stage_first, why));
+#undef PUT
+	if (failed) {
+		dt_err_add(err, "%s: cannot write attribute \"%s\": %s", path, failed, why);
+		rc = -EIO;
+	}
+out:
+	dt_buf_free(&states);
+	return rc;
+}
+
+/* --- a shard's fast part --- */
+
+/* The meta must be finished (ckpt_meta_finish): checked on a copy, since
+ * the layout's numbers index arrays here and in the root file. */
+static int check_meta(const struct ckpt_meta *meta, const char *path, struct dt_err *err)
+{
+	struct ckpt_meta copy = *meta;
+	int rc = ckpt_meta_finish(&copy, err);
+
+	if (!rc && strcmp(copy.model_hash, meta->model_hash))
+		rc = dt_err_add(err, "checkpoint meta: model_hash does not match widths and activation (got \"%.16s\")",
+				meta->model_hash);
+	if (rc)
+		dt_err_add(err, "%s: refusing to write a checkpoint with an inconsistent meta", path);
+	return rc;
+}
+
+/* The view must be exactly the stage's part of the model the meta describes:
+ * the root file maps each layer onto the shard of the stage owning it. */
+static int check_view(const struct ckpt_meta *meta, const struct ckpt_stage_view *view,
+		      const char *path, struct dt_err *err)
+{
+	size_t n = 0;
+	int l, s;
+
+	if (view->stage < 0 || view->stage >= meta->pipeline)
+		return dt_err_add(err, "%s: stage %d is not one of the meta's %d stages", path,
+				  view->stage, meta->pipeline);
+	if (view->first_layer != meta->stage_first[view->stage] ||
+	    view->n_layers != meta->stage_first[view->stage + 1] - meta->stage_first[view->stage])
+		return dt_err_add(err,
+				  "%s: stage %d holds layers %d..%d but the meta gives it %d..%d",
+				  path, view->stage, view->first_layer,
+				  view->first_layer + view->n_layers - 1,
+				  meta->stage_first[view->stage],
+				  meta->stage_first[view->stage + 1] - 1);
+	for (l = view->first_layer; l < view->first_layer + view->n_layers; l++)
+		n += ckpt_layer_params(meta, l);
+	if (view->n != n)
+		return dt_err_add(err, "%s: stage %d has %zu parameters but its layers need %zu",
+				  path, view->stage, view->n, n);
+	if (!view->params)
+		return dt_err_add(err, "%s: stage %d has no parameters", path, view->stage);
+	for (s = 0; s < meta->n_states; s++)
+		if (!view->states[s])
+			return dt_err_add(err, "%s: stage %d lacks optimizer state \"%s\"", path,
+					  view->stage, meta->states[s]);
+	return 0;
+}
+
+/* Copies params then each state into w->snap, growing it only when too small. */
+static int snapshot(struct ckpt_shard_writer *w, const struct ckpt_meta *meta,
+		    const struct ckpt_stage_view *view)
+{
+	size_t parts = 1 + (size_t)meta->n_states, need;
+	int s;
+
+	if (view->n > SIZE_MAX / sizeof(float) / parts)
+		return -ENOMEM;
+	need = parts * view->n;
+	if (need > w->snap_cap) {
+		float *p = malloc(need * sizeof(float));
+
+		if (!p)
+			return -ENOMEM;
+		free(w->snap);
+		w->snap = p;
+		w->snap_cap = need;
+	}
+	memcpy(w->snap, view->params, view->n * sizeof(float));
+	for (s = 0; s < meta->n_states; s++)
+		memcpy(w->snap + (size_t)(s + 1) * view->n, view->states[s], view->n * sizeof(float));
+	return 0;
+}
+
+/* Creates one tensor's dataset and records where its bytes go. */
+static int add_tensor(struct ckpt_shard_writer *w, hid_t file, hid_t gcpl, hid_t dcpl,
+		      const struct ckpt_meta *meta, int l, const char *state, const char *which,
+		      const float *src, char *why)
+{
+	char name[128];
+	hsize_t dims[2];
+	hid_t space = H5I_INVALID_HID, dset = H5I_INVALID_HID;
+	haddr_t addr;
+	int rank = ckpt__tensor_rank(which), rc = 0;
+
+	ckpt__tensor_path(l, state, which, name, sizeof(name));
+	ckpt__tensor_dims(meta, l, which, dims);
+	space = H5Screate_simple(rank, dims, NULL);
+	if (space < 0 || make_parents(file, name, gcpl) ||
+	    (dset = H5Dcreate2(file, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl,
+			       H5P_DEFAULT)) < 0) {
+		snprintf(why, WHY_MAX, "cannot create dataset \"%s\": ", name);
+		h5_why(why + strlen(why));
+		rc = -EIO;
+		goto out;
+	}
+	addr = H5Dget_offset(dset);
+	if (addr == HADDR_UNDEF) {
+		snprintf(why, WHY_MAX, "dataset \"%s\" has no storage", name);
+		rc = -EIO;
+		goto out;
+	}
+	w->regions[w->n_regions].offset = (uint64_t)addr;
+	w->regions[w->n_regions].bytes = (uint64_t)dims[0] * (rank == 2 ? dims[1] : 1) * 4;
+	w->regions[w->n_regions].src = src;
+	w->n_regions++;
+out:
+	h5_close(&dset, H5Dclose);
+	h5_close(&space, H5Sclose);
+	return rc;
+}
+
+int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
+		     const struct ckpt_meta *meta, const struct ckpt_stage_view *view,
+		     struct dt_err *err)
+{
+	hid_t file = H5I_INVALID_HID, root = H5I_INVALID_HID;
+	hid_t gcpl = H5I_INVALID_HID, dcpl = H5I_INVALID_HID;
+	char name[32], why[WHY_MAX] = "";
+	struct ckpt_region *regions;
+	int32_t layers[2];
+	int fd, l, s, t, n_regions, rc = 0;
+
+	ckpt__h5_quiet();
+	w->n_regions = 0;
+	w->size = 0;
+	w->crc = 0;
+	w->write_s = 0;
+	ckpt_shard_name(view->stage, name, sizeof(name));
+	if ((size_t)snprintf(w->path, sizeof(w->path), "%s/%s", tmpdir, name) >= sizeof(w->path)) {
+		rc = dt_err_add(err, "%s: checkpoint directory path too long", tmpdir);
+		goto out;
+	}
+	rc = check_meta(meta, w->path, err);
+	if (!rc)
+		rc = check_view(meta, view, w->path, err);
+	if (rc)
+		goto out;
+	n_regions = view->n_layers * 2 * (1 + meta->n_states);
+	regions = realloc(w->regions, (size_t)n_regions * sizeof(*regions));
+	if (!regions || snapshot(w, meta, view)) {
+		if (regions)
+			w->regions = regions;
+		dt_err_add(err, "%s: cannot snapshot checkpoint shard: out of memory", w->path);
+		rc = -ENOMEM;
+		goto out;
+	}
+	w->regions = regions;
+
+	/* Create the file ourselves first: HDF5 would report a missing or
+	 * read-only directory as "unable to open file", we report the errno. */
+	fd = open(w->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot create checkpoint shard: %s", w->path, strerror(-rc));
+		goto out;
+	}
+	close(fd);
+	if ((file = create_file(w->path)) < 0 ||
+	    (root = H5Gopen2(file, "/", H5P_DEFAULT)) < 0) {
+		dt_err_add(err, "%s: cannot create checkpoint shard: %s", w->path, h5_why(why));
+		rc = -EIO;
+		goto out;
+	}
+	rc = ckpt__write_meta_attrs(root, meta, w->path, err);
+	if (rc)
+		goto out;
+	layers[0] = view->first_layer;
+	layers[1] = view->first_layer + view->n_layers - 1;
+	if (attr_i32(root, "stage", view->stage, why) ||
+	    attr_put(root, "layers", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 2, layers, why)) {
+		dt_err_add(err, "%s: cannot write shard attributes: %s", w->path, why);
+		rc = -EIO;
+		goto out;
+	}
+	if (make_plists(&gcpl, &dcpl) || H5Pset_layout(dcpl, H5D_CONTIGUOUS) < 0 ||
+	    H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0 ||
+	    H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0) {
+		dt_err_add(err, "%s: cannot set up datasets: %s", w->path, h5_why(why));
+		rc = -EIO;
+		goto out;
+	}
+	/* params of every layer, then each state's: the snapshot's order */
+	for (s = -1; s < meta->n_states; s++) {
+		const float *src = w->snap + (size_t)(s + 1) * view->n;
+
+		for (l = view->first_layer; l < view->first_layer + view->n_layers; l++) {
+			for (t = 0; t < 2; t++) {
+				rc = add_tensor(w, file, gcpl, dcpl, meta, l,
+						s < 0 ? NULL : meta->states[s], which_names[t], src,
+						why);
+				if (rc) {
+					dt_err_add(err, "%s: %s", w->path, why);
+					goto out;
+				}
+				src += w->regions[w->n_regions - 1].bytes / sizeof(float);
+			}
+		}
+	}
+out:
+	h5_close(&dcpl, H5Pclose);
+	h5_close(&gcpl, H5Pclose);
+	h5_close(&root, H5Gclose);
+	/* closing writes the metadata: its failure (a full disk) is the shard's */
+	if (file >= 0 && H5Fclose(file) < 0 && !rc) {
+		dt_err_add(err, "%s: cannot write checkpoint shard: %s", w->path, h5_why(why));
+		rc = -EIO;
+	}
+	if (rc)
+		w->n_regions = 0;
+	return rc;
+}
+
+/* --- a shard's slow part: no HDF5 from here on --- */
+
+static int region_cmp(const void *a, const void *b)
+{
+	const struct ckpt_region *x = a, *y = b;
+
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* CRC of len bytes of the file at offset, continued from *crc. */
+static int crc_file_range(int fd, uint64_t offset, uint64_t len, uint32_t *crc)
+{
+	unsigned char buf[READ_CHUNK];
+
+	while (len > 0) {
+		size_t want = len > sizeof(buf) ? sizeof(buf) : (size_t)len;
+		ssize_t got = pread(fd, buf, want, (off_t)offset);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			return -EIO; /* shorter than fstat said: changed under us */
+		*crc = ckpt_crc32(*crc, buf, (size_t)got);
+		offset += (uint64_t)got;
+		len -= (uint64_t)got;
+	}
+	return 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int ckpt_shard_write(struct ckpt_shard_writer *w, struct dt_err *err)
+{
+	double t0 = now_s();
+	uint64_t at = 0;
+	uint32_t crc = 0;
+	struct stat st;
+	int fd = -1, i, rc = 0;
+
+	if (w->n_regions <= 0)
+		return dt_err_add(err, "%s: checkpoint shard was not begun", w->path);
+	fd = open(w->path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot open checkpoint shard: %s", w->path, strerror(-rc));
+		goto out;
+	}
+	for (i = 0; i < w->n_regions && !rc; i++)
+		rc = dt_pwrite_all(fd, w->regions[i].src, w->regions[i].bytes, w->regions[i].offset);
+	if (!rc)
+		rc = dt_fsync_fd(fd);
+	if (rc) {
+		dt_err_add(err, "%s: cannot write checkpoint shard: %s", w->path, strerror(-rc));
+		goto out;
+	}
+
+	/* The checksum of the file as it is on disk, in file order: the tensors
+	 * from the snapshot (they are what was just written), the metadata
+	 * between and after them from the file. */
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot stat checkpoint shard: %s", w->path, strerror(-rc));
+		goto out;
+	}
+	qsort(w->regions, (size_t)w->n_regions, sizeof(*w->regions), region_cmp);
+	for (i = 0; i < w->n_regions && !rc; i++) {
+		const struct ckpt_region *r = &w->regions[i];
+
+		if (r->offset < at || r->bytes > (uint64_t)st.st_size - r->offset ||
+		    r->offset > (uint64_t)st.st_size) {
+			dt_err_add(err, "%s: tensor bytes at %llu overlap or lie past the end (%lld bytes)",
+				   w->path, (unsigned long long)r->offset, (long long)st.st_size);
+			rc = -EIO;
+			goto out;
+		}
+		rc = crc_file_range(fd, at, r->offset - at, &crc);
+		crc = ckpt_crc32(crc, r->src, (size_t)r->bytes);
+		at = r->offset + r->bytes;
+	}
+	if (!rc)
+		rc = crc_file_range(fd, at, (uint64_t)st.st_size - at, &crc);
+	if (rc) {
+		dt_err_add(err, "%s: cannot read checkpoint shard: %s", w->path, strerror(-rc));
+		goto out;
+	}
+	w->size = (uint64_t)st.st_size;
+	w->crc = crc;
+out:
+	if (fd >= 0 && close(fd) < 0 && !rc) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot write checkpoint shard: %s", w->path, strerror(-rc));
+	}
+	w->write_s = now_s() - t0;
+	return rc;
+}
+
+void ckpt_shard_free(struct ckpt_shard_writer *w)
+{
+	free(w->snap);
+	free(w->regions);
+	w->snap = NULL;
+	w->snap_cap = 0;
+	w->regions = NULL;
+	w->n_regions = 0;
+}
+
+/* --- the root file --- */
+
+/* One virtual dataset: the whole of the same path in the shard holding l. */
+static int add_virtual(hid_t file, hid_t gcpl, const struct ckpt_meta *meta, int l,
+		       const char *state, const char *which, char *why)
+{
+	char name[128], src_name[130], shard[32];
+	hsize_t dims[2];
+	hid_t space = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, dset = H5I_INVALID_HID;
+	int k, rc = 0;
+
+	for (k = 0; k + 1 < meta->pipeline && meta->stage_first[k + 1] <= l; k++)
+		;
+	ckpt_shard_name(k, shard, sizeof(shard));
+	ckpt__tensor_path(l, state, which, name, sizeof(name));
+	snprintf(src_name, sizeof(src_name), "/%s", name);
+	ckpt__tensor_dims(meta, l, which, dims);
+	/* one space for both sides: its default selection is all of it */
+	space = H5Screate_simple(ckpt__tensor_rank(which), dims, NULL);
+	dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	if (space < 0 || dcpl < 0 || H5Pset_obj_track_times(dcpl, 0) < 0 ||
+	    H5Pset_virtual(dcpl, space, shard, src_name, space) < 0 ||
+	    make_parents(file, name, gcpl) ||
+	    (dset = H5Dcreate2(file, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl,
+			       H5P_DEFAULT)) < 0) {
+		snprintf(why, WHY_MAX, "cannot create virtual dataset \"%s\": ", name);
+		h5_why(why + strlen(why));
+		rc = -EIO;
+	}
+	h5_close(&dset, H5Dclose);
+	h5_close(&dcpl, H5Pclose);
+	h5_close(&space, H5Sclose);
+	return rc;
+}
+
+int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta, struct dt_err *err)
+{
+	hid_t file = H5I_INVALID_HID, root = H5I_INVALID_HID;
+	hid_t gcpl = H5I_INVALID_HID, dcpl = H5I_INVALID_HID;
+	char path[4096], why[WHY_MAX] = "";
+	int fd, l, s, t, rc = 0;
+
+	ckpt__h5_quiet();
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", tmpdir, CKPT_ROOT) >= sizeof(path))
+		return dt_err_add(err, "%s: checkpoint directory path too long", tmpdir);
+	rc = check_meta(meta, path, err);
+	if (rc)
+		return rc;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot create checkpoint root file: %s", path, strerror(-rc));
+		goto out;
+	}
+	close(fd);
+	if ((file = create_file(path)) < 0 ||
+	    (root = H5Gopen2(file, "/", H5P_DEFAULT)) < 0) {
+		dt_err_add(err, "%s: cannot create checkpoint root file: %s", path,
+				h5_why(why));
+		rc = -EIO;
+		goto out;
+	}
+	rc = ckpt__write_meta_attrs(root, meta, path, err);
+	if (rc)
+		goto out;
+	if (make_plists(&gcpl, &dcpl)) {
+		dt_err_add(err, "%s: cannot set up datasets: %s", path, h5_why(why));
+		rc = -EIO;
+		goto out;
+	}
+	for (s = -1; s < meta->n_states; s++) {
+		for (l = 0; l < meta->n_layers; l++) {
+			for (t = 0; t < 2; t++) {
+				rc = add_virtual(file, gcpl, meta, l, s < 0 ? NULL : meta->states[s],
+						 which_names[t], why);
+				if (rc) {
+					dt_err_add(err, "%s: %s", path, why);
+					goto out;
+				}
+			}
+		}
+	}
+out:
+	h5_close(&dcpl, H5Pclose);
+	h5_close(&gcpl, H5Pclose);
+	h5_close(&root, H5Gclose);
+	if (file >= 0 && H5Fclose(file) < 0 && !rc) {
+		dt_err_add(err, "%s: cannot write checkpoint root file: %s", path, h5_why(why));
+		rc = -EIO;
+	}
+	return rc;
+}
+
+/* --- sealing a file --- */
+
+int ckpt_file_seal(const char *path, uint64_t *size, uint32_t *crc, struct dt_err *err)
+{
+	unsigned char buf[READ_CHUNK];
+	uint64_t total = 0;
+	uint32_t c = 0;
+	int fd, rc = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot open: %s", path, strerror(-rc));
+		return rc;
+	}
+	rc = dt_fsync_fd(fd);
+	if (rc) {
+		dt_err_add(err, "%s: cannot sync: %s", path, strerror(-rc));
+		goto out;
+	}
+	for (;;) {
+		ssize_t got = read(fd, buf, sizeof(buf));
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			rc = -errno;
+			dt_err_add(err, "%s: cannot read: %s", path, strerror(-rc));
+			goto out;
+		}
+		if (got == 0)
+			break;
+		c = ckpt_crc32(c, buf, (size_t)got);
+		total += (uint64_t)got;
+	}
+	*size = total;
+	*crc = c;
+out:
+	close(fd);
+	return rc;
+}

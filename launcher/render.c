@@ -301,7 +301,10 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	put(r, "set -u\n\n");
 
 	put(r, "# Slurm's view of this run, read before the job's env could shadow it.\n"
-	       "readonly dtrain_job_id=\"${SLURM_JOB_ID:-}\" dtrain_restarts=\"${SLURM_RESTART_COUNT:-0}\"\n\n");
+	       "readonly dtrain_job_id=\"${SLURM_JOB_ID:-}\" dtrain_restarts=\"${SLURM_RESTART_COUNT:-0}\"\n"
+	       "# when this start of the job began: dtrain-run reports its first step after a\n"
+	       "# resume against it\n"
+	       "export DTRAIN_JOB_START=\"$(date +%%s.%%N)\"\n\n");
 
 	put(r, "# --- environment: the job spec's env, then the site's, so the site wins ---\n");
 	render_env(r, &s->env);

@@ -393,11 +393,12 @@ static void yield_if_oversubscribed(const struct rt_proc *p)
 
 int rt_mpi_init(const struct rt_proc *p, bool *mpi_up, struct dt_err *err)
 {
-	int rc, n = 0, r = -1;
+	int rc, n = 0, r = -1, provided = 0;
 
 	*mpi_up = false;
 	yield_if_oversubscribed(p);
-	rc = MPI_Init(NULL, NULL);
+	/* FUNNELED: the checkpoint writer thread never calls MPI */
+	rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
 	if (rc != MPI_SUCCESS) {
 		dt_err_add(err, "MPI_Init failed (MPI error %d)", rc);
 		return -EIO;

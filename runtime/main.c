@@ -18,6 +18,7 @@
 
 #include "jobs/spec.h"
 #include "runtime/bootstrap.h"
+#include "runtime/checkpointing.h"
 #include "runtime/grid.h"
 #include "runtime/train.h"
 #include "runtime/util.h"
@@ -59,7 +60,12 @@ static const char usage_text[] =
 	"  3   invalid job spec, or the spec does not match the number of ranks or\n"
 	"      its data sets\n"
 	"  4   training diverged: the loss or gradient norm became NaN or infinite\n"
-	"  75  state saved, requeue me (reserved for checkpointing; not used yet)\n";
+	"  75  a stop signal arrived (SIGTERM or preemption.signal): the state was\n"
+	"      saved at the next step boundary; requeue me\n"
+	"\n"
+	"Checkpoints: saved every checkpoint.every_steps steps and at the end, into\n"
+	"checkpoint.dir (default <run_dir>/checkpoints); a run resumes from its newest\n"
+	"valid checkpoint (checkpoint.resume). See checkpoint/README.md.\n";
 
 enum { OPT_SAVE_PARAMS = 256 };
 
@@ -134,7 +140,7 @@ int main(int argc, char **argv)
 	struct rt_proc proc = { 0 };
 	struct rt_grid grid = { 0 };
 	struct rt_train_opts topts = { 0 };
-	bool mpi_up = false;
+	bool mpi_up = false, together = false;
 	char prefix[32];
 	int c, rc, bad, status = DT_EXIT_FAIL;
 
@@ -142,7 +148,7 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "hVq", opts, NULL)) != -1) {
 		switch (c) {
 		case 'q':
-			topts.quiet = 1;
+			topts.quiet = true;
 			break;
 		case OPT_SAVE_PARAMS:
 			topts.save_params = optarg;
@@ -164,6 +170,8 @@ int main(int argc, char **argv)
 		return DT_EXIT_USAGE;
 	}
 
+	/* SIGTERM only sets the stop flag from here on (checkpointing.h) */
+	rt_ckpt_signals(NULL);
 	if (rt_bootstrap(&proc, &err)) {
 		print_err(&err, "bootstrap: ");
 		goto out;
@@ -178,6 +186,11 @@ int main(int argc, char **argv)
 	 * file missing on one node ends the job instead of hanging the rest.
 	 * The first failing rank reports (rank 0 when all fail alike). */
 	rc = spec_load(argv[optind], &spec, &err);
+	if (!rc && rt_ckpt_signals(spec.preemption.signal)) {
+		dt_err_add(&err, "%s: preemption.signal: unknown signal \"%s\"", argv[optind],
+			   spec.preemption.signal);
+		rc = -EINVAL;
+	}
 	if (rt_mpi_first_failure(rc != 0, &bad, &err2)) {
 		print_err(&err2, prefix);
 		goto out;
@@ -228,11 +241,12 @@ int main(int argc, char **argv)
 	/* -ERANGE and -EINVAL are reached by every rank alike (train.h); the
 	 * rest by this rank alone, and then the job is aborted. */
 	status = rc == 0 ? DT_EXIT_OK : rc == -ERANGE ? DT_EXIT_DIVERGED :
-		 rc == -EINVAL ? DT_EXIT_SPEC : DT_EXIT_FAIL;
+		 rc == -EINVAL ? DT_EXIT_SPEC : rc == -EAGAIN ? DT_EXIT_REQUEUE : DT_EXIT_FAIL;
+	together = rc == -ECANCELED; /* a failed final save: every rank knows */
 out:
 	rt_grid_free(&grid);
 	if (mpi_up) {
-		if (status == DT_EXIT_FAIL)
+		if (status == DT_EXIT_FAIL && !together)
 			MPI_Abort(MPI_COMM_WORLD, DT_EXIT_FAIL); /* peers may wait on us */
 		MPI_Finalize();
 	}

@@ -21,6 +21,7 @@
 #include <mpi.h>
 
 #include "runtime/bootstrap.h"
+#include "runtime/checkpointing.h"
 #include "runtime/data.h"
 #include "runtime/kernels.h"
 #include "runtime/model.h"
@@ -78,6 +79,10 @@ struct trainer {
 	int64_t correct;
 	float grad_scale;  /* 1 / rows of the global batch */
 	FILE *metrics;     /* rank 0 only */
+	int first[CKPT_MAX_LAYERS + 1]; /* the stage split: stage k owns layers first[k].. */
+	struct rt_ckpt ck; /* saves and resume */
+	int64_t start_step; /* where this process started (> 0 after a resume) */
+	double t_proc;     /* when rt_train started (monotonic seconds) */
 	struct dt_err *err;
 };
 
@@ -152,7 +157,7 @@ static int open_data(struct trainer *t)
 static int build_stage(struct trainer *t)
 {
 	const struct spec *s = t->s;
-	int first[1025];
+	int *first = t->first;
 	int rc, k;
 
 	if (s->parallel.stage_layers.n) {
@@ -254,6 +259,7 @@ static void free_trainer(struct trainer *t)
 	free(t->slots);
 	free(t->buckets);
 	free(t->layer_bucket);
+	rt_ckpt_free(&t->ck);
 	rt_optim_free(&t->opt);
 	rt_stage_free(&t->st);
 	rt_sampler_free(&t->sampler);
@@ -590,29 +596,93 @@ static int check_finite(struct trainer *t, int64_t step, double loss, double nor
 	return -ERANGE;
 }
 
+/* Steps of the whole run: train.epochs epochs, cut by train.max_steps. */
+static int64_t total_steps(const struct trainer *t)
+{
+	int64_t per_epoch = rt_sampler_steps(&t->sampler), total = t->s->train.epochs * per_epoch;
+
+	if (t->s->train.max_steps > 0 && (total == 0 || t->s->train.max_steps < total))
+		total = t->s->train.max_steps;
+	return total;
+}
+
+/* Seconds since the batch job started (DTRAIN_JOB_START, set by the batch
+ * script), or -1 when unknown. */
+static double since_job_start(void)
+{
+	const char *v = getenv("DTRAIN_JOB_START");
+	struct timespec ts;
+	char *end;
+	double start;
+
+	if (!v || !*v)
+		return -1;
+	start = strtod(v, &end);
+	if (*end || start <= 0)
+		return -1;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec - start;
+}
+
+/* At a step boundary: a stop signal means save now and leave (-EAGAIN);
+ * otherwise a periodic save when one is due. */
+static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int64_t per_epoch,
+			    const struct rt_train_opts *opts)
+{
+	const struct spec *s = t->s;
+	struct rt_ckpt_pos pos = { step, per_epoch, total };
+	bool stop = false;
+	int rc;
+
+	rc = rt_ckpt_poll(&t->ck, &stop, t->err);
+	if (rc)
+		return rc;
+	if (stop) {
+		int sig = rt_ckpt_signal_pending();
+
+		if (t->g->rank == 0 && !opts->quiet) {
+			printf("dtrain-run: %s received: saving at step %lld, then exiting for a requeue\n",
+			       sig ? strsignal(sig) : "stop signal (on another rank)", (long long)step);
+			fflush(stdout);
+		}
+		metric(t, "{\"event\":\"stop\",\"step\":%lld,\"signal\":\"%s\"}", (long long)step,
+		       sig ? sigabbrev_np(sig) : "");
+		rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
+		if (rc == -ECANCELED && t->g->rank == 0)
+			dt_err_add(t->err, "stopped at step %lld without saving it (see above); a resume "
+				   "starts from the newest saved checkpoint", (long long)step);
+		return rc ? rc : -EAGAIN;
+	}
+	if (s->checkpoint.every_steps > 0 && step % s->checkpoint.every_steps == 0 && step < total)
+		return rt_ckpt_save(&t->ck, &pos, !s->checkpoint.async, t->err);
+	return 0;
+}
+
 static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 {
 	const struct spec *s = t->s;
 	int64_t per_epoch = rt_sampler_steps(&t->sampler);
-	int64_t total = s->train.epochs * per_epoch, step = 0, epoch = 0;
+	int64_t total = total_steps(t), step = t->start_step, epoch = 0;
 	int64_t window_rows = 0;
 	double t0 = now_s(), tw = t0;
 	struct mb *mbs;
 	int rc = 0, i;
 
-	if (s->train.max_steps > 0 && (total == 0 || s->train.max_steps < total))
-		total = s->train.max_steps;
 	mbs = calloc((size_t)t->micro, sizeof(*mbs));
 	if (!mbs)
 		return -ENOMEM;
 	if (t->g->rank == 0 && !opts->quiet) {
 		printf("dtrain-run: training %s: %zu parameters, %lld steps (%lld per epoch), "
-		       "schedule %s, %d micro-batches\n", s->name, (size_t)rt_model_params(s),
-		       (long long)total, (long long)per_epoch, s->parallel.schedule, t->micro);
+		       "schedule %s, %d micro-batches%s\n", s->name, (size_t)rt_model_params(s),
+		       (long long)total, (long long)per_epoch, s->parallel.schedule, t->micro,
+		       step ? ", resumed" : "");
+		if (step >= total)
+			printf("dtrain-run: the checkpoint is at the end of training: nothing left to do\n");
 		fflush(stdout);
 	}
-	metric(t, "{\"event\":\"start\",\"total_steps\":%lld,\"steps_per_epoch\":%lld,\"epochs\":%ld}",
-	       (long long)total, (long long)per_epoch, s->train.epochs);
+	metric(t, "{\"event\":\"start\",\"total_steps\":%lld,\"steps_per_epoch\":%lld,\"epochs\":%ld,"
+		  "\"step\":%lld}", (long long)total, (long long)per_epoch, s->train.epochs,
+	       (long long)step);
 
 	while (step < total) {
 		int64_t k = step % per_epoch, batch_rows, rep_off, rep_rows;
@@ -658,6 +728,17 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 		rt_stage_zero_grads(&t->st);
 		step++;
 		window_rows += batch_rows;
+		if (step == t->start_step + 1 && t->start_step > 0) {
+			double since = since_job_start();
+
+			if (since >= 0 && t->g->rank == 0 && !opts->quiet) {
+				printf("dtrain-run: first step after the resume done %.2f s after the job "
+				       "started\n", since);
+				fflush(stdout);
+			}
+			metric(t, "{\"event\":\"first_step\",\"step\":%lld,\"since_job_start_s\":%.3f,"
+				  "\"since_process_start_s\":%.3f}", (long long)step, since, now_s() - t->t_proc);
+		}
 
 		if (step % s->train.log_every == 0 || step == total) {
 			double now = now_s(), rate = (double)window_rows / (now - tw);
@@ -694,6 +775,18 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 			metric(t, "{\"event\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"test_loss\":%.9g,"
 				  "\"test_accuracy\":%.6f}", (long long)step, (long long)epoch + 1, tl, ta);
 		}
+		rc = checkpoint_point(t, step, total, per_epoch, opts);
+		if (rc)
+			break;
+	}
+	if (!rc) {
+		/* the final save: the end of training is a checkpoint too */
+		struct rt_ckpt_pos pos = { step, per_epoch, total };
+
+		rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
+		if (rc == -ECANCELED && t->g->rank == 0)
+			dt_err_add(t->err, "training finished, but its final checkpoint (step %lld) could "
+				   "not be saved (see above)", (long long)step);
 	}
 	if (!rc) {
 		double secs = now_s() - t0;
@@ -745,6 +838,7 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	int rc;
 
 	memset(&t, 0, sizeof(t));
+	t.t_proc = now_s();
 	t.s = s;
 	t.g = g;
 	t.err = err;
@@ -768,7 +862,14 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	if (rc)
 		goto out;
 	open_metrics(&t);
-	rc = train_loop(&t, opts);
+	rc = rt_ckpt_init(&t.ck, s, g, &t.st, &t.opt, t.first, t.train.n, t.metrics, opts->quiet, err);
+	if (!rc) {
+		struct rt_ckpt_pos pos = { 0, rt_sampler_steps(&t.sampler), total_steps(&t) };
+
+		rc = rt_ckpt_resume(&t.ck, &pos, &t.start_step, err);
+	}
+	if (!rc)
+		rc = train_loop(&t, opts);
 	if (!rc)
 		report_rank(&t);
 	if (!rc && opts->save_params)

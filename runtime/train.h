@@ -22,21 +22,27 @@
 #ifndef DTRAIN_RUNTIME_TRAIN_H
 #define DTRAIN_RUNTIME_TRAIN_H
 
+#include <stdbool.h>
+
 #include "jobs/spec.h"
 #include "runtime/grid.h"
 #include "runtime/util.h"
 
 struct rt_train_opts {
 	const char *save_params; /* directory for the final parameters, or NULL */
-	int quiet;               /* no progress lines (metrics are still written) */
+	bool quiet;              /* no progress lines (metrics are still written) */
 };
 
 /* Train as the spec says, on this rank's place in the grid (communicators
- * built). Collective over the world: every rank must call it.
- * Returns 0; -ERANGE when the loss or gradient became NaN/Inf (the message
- * names the step; every rank returns it); -EINVAL for data that does not fit
- * the spec (every rank returns it); other negative codes for I/O or MPI
- * failures on this rank only (the caller aborts the job). */
+ * built), resuming from a checkpoint when checkpoint.resume finds one, and
+ * saving as checkpoint.* says (runtime/checkpointing.h).
+ * Collective over the world: every rank must call it.
+ * Returns 0; on every rank alike: -ERANGE when the loss or gradient became
+ * NaN/Inf (the message names the step); -EINVAL for data or a checkpoint
+ * that does not fit the spec; -EAGAIN when a stop signal arrived and the
+ * state was saved ("requeue me"); -ECANCELED when the final or stop save
+ * failed (reported already). Other negative codes for I/O or MPI failures
+ * on this rank only (the caller aborts the job). */
 int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts *opts,
 	     struct dt_err *err);
 

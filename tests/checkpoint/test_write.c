@@ -1,2 +1,959 @@
-/* being written */
-int main(void) { return 1; }
+/*
+ * test_write.c - the write side of checkpoints (checkpoint/write.c and
+ * commit.c): shards, the root file and the commit, checked with plain HDF5
+ * and zlib rather than with the module's own readers (which test_read
+ * covers), then with ckpt_verify as a reader would.
+ *
+ * The model: widths 5-4-3-2 (3 layers) in 2 pipeline stages, layers 0-1
+ * and 2; sgd (one state) and adamw (two). Every float of a save is
+ * distinct and exact, so a value read back names where it came from.
+ *
+ * Sections: fixtures, reading back, saves, refusals and failures, main.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <hdf5.h>
+#include <zlib.h>
+
+#include "checkpoint/ckpt.h"
+#include "tests/testutil.h"
+
+#define N_STAGES 2
+
+/* --- fixtures --- */
+
+static const int64_t widths[4] = { 5, 4, 3, 2 };
+static const int stage_first[3] = { 0, 2, 3 };
+
+static void make_meta(struct ckpt_meta *m, const char *optimizer, int64_t step)
+{
+	struct dt_err err = { 0 };
+	int l;
+
+	memset(m, 0, sizeof(*m));
+	m->step = step;
+	m->steps_per_epoch = 7;
+	m->epoch = step / 7;
+	m->epoch_step = step % 7;
+	m->total_steps = 1000;
+	m->lr = 0.0125;
+	m->rng_seed = 0xfedcba9876543210ull;
+	m->rng_stream = (uint64_t)m->epoch;
+	m->shuffle = true;
+	m->global_batch = 64;
+	m->train_rows = 448;
+	snprintf(m->optimizer, sizeof(m->optimizer), "%s", optimizer);
+	m->optimizer_step = step;
+	if (!strcmp(optimizer, "sgd")) {
+		m->n_states = 1;
+		snprintf(m->states[0], sizeof(m->states[0]), "momentum_buffer");
+	} else {
+		m->n_states = 2;
+		snprintf(m->states[0], sizeof(m->states[0]), "exp_avg");
+		snprintf(m->states[1], sizeof(m->states[1]), "exp_avg_sq");
+	}
+	m->n_layers = 3;
+	for (l = 0; l <= 3; l++)
+		m->widths[l] = widths[l];
+	snprintf(m->activation, sizeof(m->activation), "relu");
+	snprintf(m->spec_hash, sizeof(m->spec_hash), "0123456789abcdef");
+	m->data = 1;
+	m->pipeline = N_STAGES;
+	for (l = 0; l <= N_STAGES; l++)
+		m->stage_first[l] = stage_first[l];
+	snprintf(m->created, sizeof(m->created), "2026-11-21T10:00:00Z");
+	snprintf(m->job_id, sizeof(m->job_id), "4242");
+	if (ckpt_meta_finish(m, &err))
+		fail_msg("ckpt_meta_finish: %s", err.msg);
+}
+
+/* Float i of part p (0 params, 1.. states) of stage k at step `step`:
+ * distinct for every (step, k, p, i) and exact in float32. */
+static float value(int64_t step, int k, int p, size_t i)
+{
+	return (float)(step * 1000 + k * 300 + p * 100) + (float)i / 64.0f;
+}
+
+/* One stage's tensors as the runtime holds them. */
+struct stage {
+	size_t n;
+	float *t[1 + CKPT_MAX_STATES]; /* params, then each state */
+};
+
+static void stage_fill(struct stage *st, const struct ckpt_meta *m, int k)
+{
+	size_t i;
+	int l, p;
+
+	memset(st, 0, sizeof(*st));
+	for (l = stage_first[k]; l < stage_first[k + 1]; l++)
+		st->n += ckpt_layer_params(m, l);
+	for (p = 0; p <= m->n_states; p++) {
+		st->t[p] = malloc(st->n * sizeof(float));
+		assert_non_null(st->t[p]);
+		for (i = 0; i < st->n; i++)
+			st->t[p][i] = value(m->step, k, p, i);
+	}
+}
+
+static void stage_free(struct stage *st)
+{
+	int p;
+
+	for (p = 0; p <= CKPT_MAX_STATES; p++) {
+		free(st->t[p]);
+		st->t[p] = NULL;
+	}
+}
+
+static struct ckpt_stage_view view_of(const struct stage *st, const struct ckpt_meta *m, int k)
+{
+	struct ckpt_stage_view v = { 0 };
+	int s;
+
+	v.stage = k;
+	v.first_layer = stage_first[k];
+	v.n_layers = stage_first[k + 1] - stage_first[k];
+	v.n = st->n;
+	v.params = st->t[0];
+	for (s = 0; s < m->n_states; s++)
+		v.states[s] = st->t[1 + s];
+	return v;
+}
+
+static char *path2(const char *a, const char *b)
+{
+	char *p = NULL;
+
+	assert_true(asprintf(&p, "%s/%s", a, b) > 0);
+	return p;
+}
+
+/* A fresh checkpoint directory under the scratch directory. */
+static char *ckpt_dir(const char *name)
+{
+	char *dir = path2(tu_scratch(), name);
+
+	dt_remove_tree(dir);
+	assert_int_equal(dt_mkdirs(dir, 0755), 0);
+	return dir;
+}
+
+/* Writes every file of a save of m into its tmp directory (created here);
+ * files[] gets what the commit needs. */
+static void write_files(const char *dir, const struct ckpt_meta *m, struct ckpt_file *files)
+{
+	struct ckpt_shard_writer w = { 0 };
+	struct dt_err err = { 0 };
+	struct stage st[N_STAGES];
+	char tmp[4096], *root;
+	int k;
+
+	ckpt_tmp_path(dir, m->step, tmp, sizeof(tmp));
+	assert_int_equal(dt_mkdirs(tmp, 0755), 0);
+	for (k = 0; k < N_STAGES; k++) {
+		struct ckpt_stage_view v;
+
+		stage_fill(&st[k], m, k);
+		v = view_of(&st[k], m, k);
+		if (ckpt_shard_begin(&w, tmp, m, &v, &err) || ckpt_shard_write(&w, &err))
+			fail_msg("shard %d: %s", k, err.msg);
+		ckpt_shard_name(k, files[k].name, sizeof(files[k].name));
+		files[k].stage = k;
+		files[k].size = w.size;
+		files[k].crc = w.crc;
+		assert_true(w.write_s >= 0);
+		stage_free(&st[k]);
+	}
+	ckpt_shard_free(&w);
+	if (ckpt_root_write(tmp, m, &err))
+		fail_msg("ckpt_root_write: %s", err.msg);
+	root = path2(tmp, "model.h5");
+	if (ckpt_file_seal(root, &files[N_STAGES].size, &files[N_STAGES].crc, &err))
+		fail_msg("ckpt_file_seal: %s", err.msg);
+	snprintf(files[N_STAGES].name, sizeof(files[N_STAGES].name), "model.h5");
+	files[N_STAGES].stage = -1;
+	free(root);
+}
+
+/* A whole save of step `step`, committed with `keep`. */
+static void save(const char *dir, const char *optimizer, int64_t step, int keep)
+{
+	struct ckpt_file files[N_STAGES + 1];
+	struct dt_err err = { 0 };
+	struct ckpt_meta m;
+	char tmp[4096];
+
+	make_meta(&m, optimizer, step);
+	write_files(dir, &m, files);
+	ckpt_tmp_path(dir, step, tmp, sizeof(tmp));
+	if (ckpt_commit(dir, tmp, &m, files, N_STAGES + 1, keep, &err))
+		fail_msg("ckpt_commit: %s", err.msg);
+}
+
+static bool exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+/* The committed steps under dir, as "10,20," (names step-*, ascending). */
+static void committed(const char *dir, char *out, size_t size)
+{
+	char path[4096];
+	int64_t s;
+
+	out[0] = '\0';
+	for (s = 0; s <= 100; s++) {
+		ckpt_final_path(dir, s, path, sizeof(path));
+		if (exists(path))
+			snprintf(out + strlen(out), size - strlen(out), "%lld,", (long long)s);
+	}
+}
+
+static void assert_latest(const char *dir, const char *want)
+{
+	char *latest = path2(dir, "latest"), buf[64];
+	ssize_t n = readlink(latest, buf, sizeof(buf) - 1);
+
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_string_equal(buf, want);
+	free(latest);
+}
+
+/* --- reading back, with plain HDF5 --- */
+
+static hid_t open_h5(const char *path)
+{
+	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), f;
+
+	assert_true(fapl >= 0);
+	assert_true(H5Pset_file_locking(fapl, 0, 1) >= 0);
+	f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+	H5Pclose(fapl);
+	if (f < 0)
+		fail_msg("cannot open %s with HDF5", path);
+	return f;
+}
+
+static int64_t attr_int(hid_t f, const char *name)
+{
+	int64_t v = -1;
+	hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+
+	assert_true(a >= 0);
+	assert_true(H5Aread(a, H5T_NATIVE_INT64, &v) >= 0);
+	H5Aclose(a);
+	return v;
+}
+
+/* A string attribute (fixed-length) into out. */
+static void attr_str(hid_t f, const char *name, char *out, size_t size)
+{
+	hid_t a = H5Aopen(f, name, H5P_DEFAULT), ft, mt;
+
+	assert_true(a >= 0);
+	ft = H5Aget_type(a);
+	assert_int_equal(H5Tget_class(ft), H5T_STRING);
+	assert_false(H5Tis_variable_str(ft));
+	assert_true(H5Tget_size(ft) <= size);
+	mt = H5Tcopy(ft);
+	assert_true(H5Aread(a, mt, out) >= 0);
+	H5Tclose(mt);
+	H5Tclose(ft);
+	H5Aclose(a);
+}
+
+/* An integer array attribute of exactly n elements. */
+static void attr_ints(hid_t f, const char *name, int64_t *out, hsize_t n)
+{
+	hid_t a = H5Aopen(f, name, H5P_DEFAULT), sp;
+	hsize_t got = 0;
+
+	assert_true(a >= 0);
+	sp = H5Aget_space(a);
+	assert_int_equal(H5Sget_simple_extent_ndims(sp), 1);
+	H5Sget_simple_extent_dims(sp, &got, NULL);
+	assert_int_equal(got, n);
+	assert_true(H5Aread(a, H5T_NATIVE_INT64, out) >= 0);
+	H5Sclose(sp);
+	H5Aclose(a);
+}
+
+static void check_meta_attrs(hid_t f, const struct ckpt_meta *m)
+{
+	char s[128];
+	int64_t v[8];
+	double lr = 0;
+	hid_t a;
+	int i;
+
+	attr_str(f, "format", s, sizeof(s));
+	assert_string_equal(s, CKPT_FORMAT);
+	assert_int_equal(attr_int(f, "format_version"), CKPT_VERSION);
+	assert_int_equal(attr_int(f, "step"), m->step);
+	assert_int_equal(attr_int(f, "epoch"), m->epoch);
+	assert_int_equal(attr_int(f, "epoch_step"), m->epoch_step);
+	assert_int_equal(attr_int(f, "steps_per_epoch"), 7);
+	assert_int_equal(attr_int(f, "total_steps"), 1000);
+	assert_int_equal(attr_int(f, "global_batch"), 64);
+	assert_int_equal(attr_int(f, "train_rows"), 448);
+	assert_int_equal(attr_int(f, "optimizer_step"), m->step);
+	assert_int_equal(attr_int(f, "shuffle"), 1);
+	assert_int_equal(attr_int(f, "layout_data"), 1);
+	assert_int_equal(attr_int(f, "layout_pipeline"), N_STAGES);
+	a = H5Aopen(f, "rng_seed", H5P_DEFAULT);
+	{
+		uint64_t seed = 0;
+
+		assert_true(H5Aread(a, H5T_NATIVE_UINT64, &seed) >= 0);
+		assert_true(seed == 0xfedcba9876543210ull);
+	}
+	H5Aclose(a);
+	a = H5Aopen(f, "lr", H5P_DEFAULT);
+	assert_true(H5Aread(a, H5T_NATIVE_DOUBLE, &lr) >= 0);
+	H5Aclose(a);
+	assert_true(lr == 0.0125);
+	attr_str(f, "optimizer", s, sizeof(s));
+	assert_string_equal(s, m->optimizer);
+	attr_str(f, "optimizer_states", s, sizeof(s));
+	assert_string_equal(s, m->n_states == 1 ? "momentum_buffer" : "exp_avg,exp_avg_sq");
+	attr_str(f, "activation", s, sizeof(s));
+	assert_string_equal(s, "relu");
+	attr_str(f, "model_hash", s, sizeof(s));
+	assert_string_equal(s, m->model_hash);
+	attr_str(f, "spec_hash", s, sizeof(s));
+	assert_string_equal(s, "0123456789abcdef");
+	attr_str(f, "created", s, sizeof(s));
+	assert_string_equal(s, "2026-11-21T10:00:00Z");
+	attr_str(f, "job_id", s, sizeof(s));
+	assert_string_equal(s, "4242");
+	attr_ints(f, "widths", v, 4);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(v[i], widths[i]);
+	attr_ints(f, "stage_first", v, N_STAGES + 1);
+	for (i = 0; i <= N_STAGES; i++)
+		assert_int_equal(v[i], stage_first[i]);
+}
+
+/* Reads dataset ds of f, checking float32, the shape, then every value
+ * against part p of stage k's tensors at layer l. */
+static void check_tensor(hid_t f, const struct ckpt_meta *m, int l, int p, const char *which)
+{
+	char ds[128];
+	float got[64];
+	hsize_t dims[2] = { 0, 0 };
+	size_t off = 0, n, i;
+	int k = l < stage_first[1] ? 0 : 1, j;
+	hid_t d, sp, t;
+
+	if (p == 0)
+		snprintf(ds, sizeof(ds), "layers/%d/%s", l, which);
+	else
+		snprintf(ds, sizeof(ds), "optimizer/%s/layers/%d/%s", m->states[p - 1], l, which);
+	d = H5Dopen2(f, ds, H5P_DEFAULT);
+	if (d < 0)
+		fail_msg("no dataset %s", ds);
+	t = H5Dget_type(d);
+	assert_true(H5Tequal(t, H5T_IEEE_F32LE) > 0);
+	H5Tclose(t);
+	sp = H5Dget_space(d);
+	j = H5Sget_simple_extent_ndims(sp);
+	H5Sget_simple_extent_dims(sp, dims, NULL);
+	H5Sclose(sp);
+	if (!strcmp(which, "weight")) {
+		assert_int_equal(j, 2);
+		assert_int_equal(dims[0], widths[l + 1]);
+		assert_int_equal(dims[1], widths[l]);
+		n = (size_t)(dims[0] * dims[1]);
+	} else {
+		assert_int_equal(j, 1);
+		assert_int_equal(dims[0], widths[l + 1]);
+		n = (size_t)dims[0];
+	}
+	assert_true(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, got) >= 0);
+	H5Dclose(d);
+	/* where the tensor starts in the stage's layout: W then b per layer */
+	for (j = stage_first[k]; j < l; j++)
+		off += ckpt_layer_params(m, j);
+	if (strcmp(which, "weight"))
+		off += (size_t)(widths[l + 1] * widths[l]);
+	for (i = 0; i < n; i++)
+		if (got[i] != value(m->step, k, p, off + i))
+			fail_msg("%s[%zu]: got %g, want %g", ds, i, (double)got[i],
+				 (double)value(m->step, k, p, off + i));
+}
+
+/* Every tensor of the layers in [first, last] of f. */
+static void check_tensors(hid_t f, const struct ckpt_meta *m, int first, int last)
+{
+	int l, p;
+
+	for (l = first; l <= last; l++)
+		for (p = 0; p <= m->n_states; p++) {
+			check_tensor(f, m, l, p, "weight");
+			check_tensor(f, m, l, p, "bias");
+		}
+}
+
+/* size and CRC of a file by reading it with zlib (not ckpt_crc32) */
+static void file_sum(const char *path, uint64_t *size, uint32_t *crc)
+{
+	size_t len = 0;
+	char *text = tu_read(path, &len);
+
+	assert_non_null(text);
+	*size = len;
+	*crc = (uint32_t)crc32(0L, (const Bytef *)text, (uInt)len);
+	free(text);
+}
+
+/* Everything a committed save of m under dir must be. */
+static void check_committed(const char *dir, const struct ckpt_meta *m)
+{
+	char final[4096], tmp[4096], name[32], *path;
+	struct ckpt_manifest *man = calloc(1, sizeof(*man));
+	struct dt_err err = { 0 };
+	char cwd[PATH_MAX];
+	int64_t layers[2];
+	uint64_t size;
+	uint32_t crc;
+	hid_t f;
+	int i, k;
+
+	assert_non_null(man);
+	ckpt_final_path(dir, m->step, final, sizeof(final));
+	ckpt_tmp_path(dir, m->step, tmp, sizeof(tmp));
+	ckpt_step_name(m->step, name, sizeof(name));
+	assert_true(exists(final));
+	assert_false(exists(tmp));
+	assert_latest(dir, name);
+
+	/* the manifest lists every file with its real size and CRC */
+	if (ckpt_manifest_read(final, man, &err))
+		fail_msg("ckpt_manifest_read: %s", err.msg);
+	assert_int_equal(man->n_files, N_STAGES + 1);
+	assert_int_equal(man->meta.step, m->step);
+	for (i = 0; i < man->n_files; i++) {
+		path = path2(final, man->files[i].name);
+		file_sum(path, &size, &crc);
+		assert_int_equal(man->files[i].size, size);
+		assert_int_equal(man->files[i].crc, crc);
+		free(path);
+	}
+	if (ckpt_verify(final, false, &err))
+		fail_msg("ckpt_verify: %s", err.msg);
+
+	/* each shard: the meta, its stage and layers, its tensors */
+	for (k = 0; k < N_STAGES; k++) {
+		char shard[32];
+
+		ckpt_shard_name(k, shard, sizeof(shard));
+		path = path2(final, shard);
+		f = open_h5(path);
+		check_meta_attrs(f, m);
+		assert_int_equal(attr_int(f, "stage"), k);
+		attr_ints(f, "layers", layers, 2);
+		assert_int_equal(layers[0], stage_first[k]);
+		assert_int_equal(layers[1], stage_first[k + 1] - 1);
+		check_tensors(f, m, stage_first[k], stage_first[k + 1] - 1);
+		H5Fclose(f);
+		free(path);
+	}
+
+	/* the root, read from elsewhere: its virtual datasets find the shards
+	 * next to it, whatever the current directory */
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir("/"), 0);
+	path = path2(final, "model.h5");
+	f = open_h5(path);
+	check_meta_attrs(f, m);
+	check_tensors(f, m, 0, m->n_layers - 1);
+	H5Fclose(f);
+	free(path);
+	assert_int_equal(chdir(cwd), 0);
+	free(man);
+}
+
+/* --- saves --- */
+
+static void test_save_sgd(void **state)
+{
+	char *dir = ckpt_dir("sgd");
+	struct ckpt_meta m;
+
+	(void)state;
+	make_meta(&m, "sgd", 10);
+	save(dir, "sgd", 10, 3);
+	check_committed(dir, &m);
+	free(dir);
+}
+
+static void test_save_adamw(void **state)
+{
+	char *dir = ckpt_dir("adamw");
+	struct ckpt_meta m;
+
+	(void)state;
+	make_meta(&m, "adamw", 20);
+	save(dir, "adamw", 20, 3);
+	check_committed(dir, &m);
+	free(dir);
+}
+
+/* The caller may change its tensors once begin returns; the writer's
+ * snapshot is reused, not regrown, for a save of the same size. */
+static void test_snapshot_is_copy(void **state)
+{
+	char *dir = ckpt_dir("copy"), tmp[4096], *path;
+	struct ckpt_shard_writer w = { 0 };
+	struct dt_err err = { 0 };
+	struct ckpt_stage_view v;
+	struct ckpt_meta m;
+	struct stage st;
+	float *snap;
+	size_t i;
+	hid_t f;
+
+	(void)state;
+	make_meta(&m, "adamw", 30);
+	ckpt_tmp_path(dir, 30, tmp, sizeof(tmp));
+	assert_int_equal(dt_mkdirs(tmp, 0755), 0);
+	stage_fill(&st, &m, 0);
+	v = view_of(&st, &m, 0);
+	if (ckpt_shard_begin(&w, tmp, &m, &v, &err))
+		fail_msg("ckpt_shard_begin: %s", err.msg);
+	for (i = 0; i < st.n; i++)
+		st.t[0][i] = st.t[1][i] = st.t[2][i] = -1.0f;
+	if (ckpt_shard_write(&w, &err))
+		fail_msg("ckpt_shard_write: %s", err.msg);
+	path = path2(tmp, "shard-0.h5");
+	f = open_h5(path);
+	check_tensors(f, &m, 0, 1);
+	H5Fclose(f);
+
+	/* again: same buffer; this time the changed values are saved */
+	snap = w.snap;
+	assert_true(w.snap_cap >= 3 * st.n);
+	if (ckpt_shard_begin(&w, tmp, &m, &v, &err) || ckpt_shard_write(&w, &err))
+		fail_msg("second save: %s", err.msg);
+	assert_ptr_equal(w.snap, snap);
+	f = open_h5(path);
+	{
+		float got[20];
+		hid_t d = H5Dopen2(f, "optimizer/exp_avg_sq/layers/0/weight", H5P_DEFAULT);
+
+		assert_true(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, got) >= 0);
+		for (i = 0; i < 20; i++)
+			assert_true(got[i] == -1.0f);
+		H5Dclose(d);
+	}
+	H5Fclose(f);
+	ckpt_shard_free(&w);
+	ckpt_shard_free(&w); /* safe twice, and on a zeroed writer */
+	stage_free(&st);
+	free(path);
+	free(dir);
+}
+
+/* keep = 2: only the two newest stay; a commit of an older step (after a
+ * rollback) is itself never deleted. */
+static void test_retention(void **state)
+{
+	char *dir = ckpt_dir("keep"), got[256];
+
+	(void)state;
+	save(dir, "sgd", 10, 2);
+	save(dir, "sgd", 20, 2);
+	committed(dir, got, sizeof(got));
+	assert_string_equal(got, "10,20,");
+	save(dir, "sgd", 30, 2);
+	committed(dir, got, sizeof(got));
+	assert_string_equal(got, "20,30,");
+	save(dir, "sgd", 40, 1);
+	committed(dir, got, sizeof(got));
+	assert_string_equal(got, "40,");
+	assert_latest(dir, "step-00000040");
+	save(dir, "sgd", 5, 1);
+	committed(dir, got, sizeof(got));
+	assert_string_equal(got, "5,40,");
+	assert_latest(dir, "step-00000005");
+	free(dir);
+}
+
+/* A second commit of the same step (a requeued job redoing a save)
+ * replaces the first, leaving nothing aside. */
+static void test_same_step_twice(void **state)
+{
+	char *dir = ckpt_dir("twice"), got[256], *aside;
+	struct ckpt_meta m;
+
+	(void)state;
+	save(dir, "sgd", 10, 3);
+	save(dir, "adamw", 10, 3);
+	make_meta(&m, "adamw", 10);
+	check_committed(dir, &m);
+	committed(dir, got, sizeof(got));
+	assert_string_equal(got, "10,");
+	aside = path2(dir, ".step-00000010.old.tmp");
+	assert_false(exists(aside));
+	free(aside);
+	free(dir);
+}
+
+/* The same state saved twice gives the same bytes: no time stamps, no
+ * uninitialised bytes in the files. */
+static void test_reproducible(void **state)
+{
+	char *dir = ckpt_dir("again"), tmp[4096];
+	struct ckpt_file a[N_STAGES + 1], b[N_STAGES + 1];
+	struct ckpt_meta m;
+	int i;
+
+	(void)state;
+	make_meta(&m, "adamw", 10);
+	write_files(dir, &m, a);
+	ckpt_tmp_path(dir, 10, tmp, sizeof(tmp));
+	assert_int_equal(dt_remove_tree(tmp), 0);
+	sleep(1); /* a time stamp, if any, would differ */
+	write_files(dir, &m, b);
+	for (i = 0; i <= N_STAGES; i++) {
+		assert_string_equal(a[i].name, b[i].name);
+		assert_int_equal(a[i].size, b[i].size);
+		assert_int_equal(a[i].crc, b[i].crc);
+	}
+	free(dir);
+}
+
+static void test_clean_tmp(void **state)
+{
+	char *dir = ckpt_dir("clean"), *p[6];
+	struct dt_err err = { 0 };
+	int i;
+
+	(void)state;
+	p[0] = path2(dir, ".step-00000010.tmp");
+	p[1] = path2(dir, ".step-00000010.old.tmp");
+	p[2] = path2(dir, "step-00000005");
+	p[3] = path2(dir, ".step-file.tmp"); /* a file: not ours to remove */
+	p[4] = path2(dir, "other.tmp");
+	p[5] = path2(dir, ".step-00000010.tmp/shard-0.h5");
+	for (i = 0; i < 6; i++)
+		if (i != 3 && i != 5)
+			assert_int_equal(dt_mkdirs(p[i], 0755), 0);
+	tu_write_path(p[3], "x", 0644);
+	tu_write_path(p[5], "partial", 0644);
+	assert_int_equal(ckpt_clean_tmp(dir, &err), 0);
+	assert_false(exists(p[0]));
+	assert_false(exists(p[1]));
+	assert_true(exists(p[2]));
+	assert_true(exists(p[3]));
+	assert_true(exists(p[4]));
+	for (i = 0; i < 6; i++)
+		free(p[i]);
+
+	/* a directory that is not there yet has nothing to clean */
+	p[0] = path2(dir, "nowhere");
+	assert_int_equal(ckpt_clean_tmp(p[0], &err), 0);
+	assert_int_equal(err.count, 0);
+	free(p[0]);
+	free(dir);
+}
+
+static void test_names(void **state)
+{
+	char out[64];
+
+	(void)state;
+	ckpt_tmp_path("/c", 120, out, sizeof(out));
+	assert_string_equal(out, "/c/.step-00000120.tmp");
+	ckpt_final_path("/c", 120, out, sizeof(out));
+	assert_string_equal(out, "/c/step-00000120");
+}
+
+/* --- refusals and failures --- */
+
+/* A full disk while the tensors are written: -ENOSPC naming the shard. */
+static void test_enospc_shard(void **state)
+{
+	char *dir = ckpt_dir("enospc"), tmp[4096];
+	struct ckpt_shard_writer w = { 0 };
+	struct dt_err err = { 0 };
+	struct ckpt_stage_view v;
+	struct ckpt_meta m;
+	struct stage st;
+
+	(void)state;
+	make_meta(&m, "sgd", 10);
+	ckpt_tmp_path(dir, 10, tmp, sizeof(tmp));
+	assert_int_equal(dt_mkdirs(tmp, 0755), 0);
+	stage_fill(&st, &m, 1);
+	v = view_of(&st, &m, 1);
+	if (ckpt_shard_begin(&w, tmp, &m, &v, &err))
+		fail_msg("ckpt_shard_begin: %s", err.msg);
+	setenv("DTRAIN_FAULT_WRITE", "enospc@100", 1);
+	assert_int_equal(ckpt_shard_write(&w, &err), -ENOSPC);
+	unsetenv("DTRAIN_FAULT_WRITE");
+	assert_true(tu_has(&err, "/.step-00000010.tmp/shard-1.h5: cannot write checkpoint shard: No space left on device"));
+	ckpt_shard_free(&w);
+	stage_free(&st);
+	free(dir);
+}
+
+/* A commit that fails (full disk writing the manifest) removes its tmp
+ * directory and leaves the previous checkpoint and latest as they were. */
+static void test_commit_failure(void **state)
+{
+	char *dir = ckpt_dir("failed"), tmp[4096], got[256];
+	struct ckpt_file files[N_STAGES + 1];
+	struct dt_err err = { 0 };
+	struct ckpt_meta m;
+
+	(void)state;
+	save(dir, "sgd", 10, 3);
+	make_meta(&m, "sgd", 20);
+	write_files(dir, &m, files);
+	ckpt_tmp_path(dir, 20, tmp, sizeof(tmp));
+	setenv("DTRAIN_FAULT_WRITE", "enospc@0", 1);
+	assert_int_equal(ckpt_commit(dir, tmp, &m, files, N_STAGES + 1, 3, &err), -ENOSPC);
+	unsetenv("DTRAIN_FAULT_WRITE");
+	assert_true(tu_has(&err, "/.step-00000020.tmp/MANIFEST.json: cannot write: No space left on device"));
+	assert_false(exists(tmp));
+	committed(dir, got, sizeof(got));
+	assert_string_equal(got, "10,");
+	make_meta(&m, "sgd", 10);
+	check_committed(dir, &m);
+	free(dir);
+}
+
+/* Files that cannot be created, root or not: a directory that is not
+ * there. (A read-only directory does not stop root, which runs the tests.) */
+static void test_missing_dir(void **state)
+{
+	char *dir = ckpt_dir("missing"), *gone = path2(dir, ".step-00000010.tmp"), *p;
+	struct ckpt_shard_writer w = { 0 };
+	struct dt_err err = { 0 };
+	struct ckpt_stage_view v;
+	struct ckpt_meta m;
+	struct stage st;
+	uint64_t size;
+	uint32_t crc;
+
+	(void)state;
+	make_meta(&m, "sgd", 10);
+	stage_fill(&st, &m, 0);
+	v = view_of(&st, &m, 0);
+	assert_int_equal(ckpt_shard_begin(&w, gone, &m, &v, &err), -ENOENT);
+	assert_true(tu_has(&err, "/.step-00000010.tmp/shard-0.h5: cannot create checkpoint shard: No such file or directory"));
+	assert_int_equal(ckpt_shard_write(&w, &err), -EINVAL); /* nothing begun */
+	dt_err_clear(&err);
+	assert_int_equal(ckpt_root_write(gone, &m, &err), -ENOENT);
+	assert_true(tu_has(&err, "/.step-00000010.tmp/model.h5: cannot create checkpoint root file: No such file or directory"));
+	dt_err_clear(&err);
+	p = path2(gone, "model.h5");
+	assert_int_equal(ckpt_file_seal(p, &size, &crc, &err), -ENOENT);
+	assert_true(tu_has(&err, "/.step-00000010.tmp/model.h5: cannot open: No such file or directory"));
+	ckpt_shard_free(&w);
+	stage_free(&st);
+	free(p);
+	free(gone);
+	free(dir);
+}
+
+/* A view that does not match the meta is refused before any file is made. */
+static void test_view_mismatch(void **state)
+{
+	char *dir = ckpt_dir("mismatch"), tmp[4096], *shard;
+	struct ckpt_shard_writer w = { 0 };
+	struct dt_err err = { 0 };
+	struct ckpt_stage_view v;
+	struct ckpt_meta m;
+	struct stage st;
+
+	(void)state;
+	make_meta(&m, "adamw", 10);
+	ckpt_tmp_path(dir, 10, tmp, sizeof(tmp));
+	assert_int_equal(dt_mkdirs(tmp, 0755), 0);
+	shard = path2(tmp, "shard-0.h5");
+	stage_fill(&st, &m, 0);
+
+	v = view_of(&st, &m, 0);
+	v.n--;
+	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
+	assert_true(tu_has(&err, "shard-0.h5: stage 0 has 38 parameters but its layers need 39"));
+
+	dt_err_clear(&err);
+	v = view_of(&st, &m, 0);
+	v.n_layers = 1;
+	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
+	assert_true(tu_has(&err, "shard-0.h5: stage 0 holds layers 0..0 but the meta gives it 0..1"));
+
+	dt_err_clear(&err);
+	v = view_of(&st, &m, 0);
+	v.stage = 2;
+	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
+	assert_true(tu_has(&err, "shard-2.h5: stage 2 is not one of the meta's 2 stages"));
+
+	dt_err_clear(&err);
+	v = view_of(&st, &m, 0);
+	v.states[1] = NULL;
+	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
+	assert_true(tu_has(&err, "shard-0.h5: stage 0 lacks optimizer state \"exp_avg_sq\""));
+
+	dt_err_clear(&err);
+	v = view_of(&st, &m, 0);
+	m.model_hash[0] = '\0'; /* ckpt_meta_finish not called */
+	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
+	assert_true(tu_has(&err, "model_hash does not match widths and activation"));
+	assert_int_equal(ckpt_root_write(tmp, &m, &err), -EINVAL);
+	assert_false(exists(shard));
+
+	ckpt_shard_free(&w);
+	stage_free(&st);
+	free(shard);
+	free(dir);
+}
+
+/* After the rename the checkpoint is committed, whatever fails next: a
+ * latest that cannot be replaced (here a directory) is an error that says
+ * so, and retention still runs. */
+static void test_latest_failure(void **state)
+{
+	char *dir = ckpt_dir("latest"), *latest = path2(dir, "latest"), *inside, got[256];
+	struct ckpt_file files[N_STAGES + 1];
+	struct dt_err err = { 0 };
+	struct ckpt_meta m;
+	char tmp[4096];
+
+	(void)state;
+	save(dir, "sgd", 10, 1);
+	assert_int_equal(unlink(latest), 0);
+	inside = path2(latest, "keep-me");
+	assert_int_equal(dt_mkdirs(inside, 0755), 0);
+	make_meta(&m, "sgd", 20);
+	write_files(dir, &m, files);
+	ckpt_tmp_path(dir, 20, tmp, sizeof(tmp));
+	assert_int_not_equal(ckpt_commit(dir, tmp, &m, files, N_STAGES + 1, 1, &err), 0);
+	assert_true(tu_has(&err, "/latest: cannot point to step-00000020: "));
+	assert_true(tu_has(&err, "(step-00000020 is committed)"));
+	committed(dir, got, sizeof(got));
+	assert_string_equal(got, "20,");
+	assert_true(exists(inside));
+	free(inside);
+	free(latest);
+	free(dir);
+}
+
+/* What the commit refuses, and that it then removes only its own tmp. */
+static void test_commit_refusals(void **state)
+{
+	char *dir = ckpt_dir("refuse"), tmp[4096], *p;
+	struct ckpt_file files[N_STAGES + 1], bad[N_STAGES + 1];
+	struct dt_err err = { 0 };
+	struct ckpt_meta m;
+
+	(void)state;
+	make_meta(&m, "sgd", 10);
+#define REFUSED(want)                                                                       \
+	do {                                                                                \
+		dt_err_clear(&err);                                                         \
+		assert_int_not_equal(ckpt_commit(dir, tmp, &m, bad, N_STAGES + 1, 2, &err), 0); \
+		assert_true(tu_has(&err, want));                                            \
+		assert_false(exists(tmp));                                                  \
+	} while (0)
+
+	ckpt_tmp_path(dir, 10, tmp, sizeof(tmp));
+	write_files(dir, &m, files);
+	memcpy(bad, files, sizeof(bad));
+	snprintf(bad[0].name, sizeof(bad[0].name), "../shard-0.h5");
+	REFUSED("files[0]: \"../shard-0.h5\" is not a plain file name");
+
+	write_files(dir, &m, files);
+	memcpy(bad, files, sizeof(bad));
+	snprintf(bad[1].name, sizeof(bad[1].name), "MANIFEST.json");
+	REFUSED("files[1]: \"MANIFEST.json\" is not a plain file name");
+
+	write_files(dir, &m, files);
+	memcpy(bad, files, sizeof(bad));
+	bad[2].size++;
+	REFUSED("model.h5: cannot commit:");
+
+	write_files(dir, &m, files);
+	memcpy(bad, files, sizeof(bad));
+	p = path2(tmp, "stray");
+	tu_write_path(p, "x", 0644);
+	REFUSED("stray: cannot commit: not one of the checkpoint's files");
+	free(p);
+
+	write_files(dir, &m, files);
+	memcpy(bad, files, sizeof(bad));
+	p = path2(tmp, "shard-1.h5");
+	unlink(p);
+	REFUSED("shard-1.h5: cannot commit: No such file or directory");
+	free(p);
+
+	/* keep must be >= 1 */
+	write_files(dir, &m, files);
+	dt_err_clear(&err);
+	assert_int_equal(ckpt_commit(dir, tmp, &m, files, N_STAGES + 1, 0, &err), -EINVAL);
+	assert_true(tu_has(&err, "keep must be at least 1"));
+	assert_false(exists(tmp));
+
+	/* not a save's tmp directory of this step: refused, and not removed */
+	write_files(dir, &m, files);
+	m.step = 11;
+	dt_err_clear(&err);
+	assert_int_equal(ckpt_commit(dir, tmp, &m, files, N_STAGES + 1, 2, &err), -EINVAL);
+	assert_true(tu_has(&err, "not the directory of a save of step 11"));
+	assert_true(exists(tmp));
+	m.step = 10;
+	assert_int_equal(ckpt_commit(dir, tmp, &m, files, N_STAGES + 1, 2, &err), 0);
+	check_committed(dir, &m);
+#undef REFUSED
+	free(dir);
+}
+
+/* --- main --- */
+
+static int teardown(void **state)
+{
+	(void)state;
+	tu_cleanup();
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_save_sgd),
+		cmocka_unit_test(test_save_adamw),
+		cmocka_unit_test(test_snapshot_is_copy),
+		cmocka_unit_test(test_retention),
+		cmocka_unit_test(test_same_step_twice),
+		cmocka_unit_test(test_reproducible),
+		cmocka_unit_test(test_clean_tmp),
+		cmocka_unit_test(test_enospc_shard),
+		cmocka_unit_test(test_commit_failure),
+		cmocka_unit_test(test_missing_dir),
+		cmocka_unit_test(test_view_mismatch),
+		cmocka_unit_test(test_commit_refusals),
+		cmocka_unit_test(test_latest_failure),
+	};
+
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, teardown);
+}

@@ -1,0 +1,799 @@
+/*
+ * checkpointing.c - saves and resumes for the trainer (checkpointing.h has
+ * the protocol).
+ *
+ * Sections: helpers, life cycle, resume (choosing, verifying, loading),
+ * saving (meta, begin, the writer thread, commit), signals.
+ */
+#include "runtime/checkpointing.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <mpi.h>
+
+/* The rank that reported, the one that did not: see rt_mpi_first_failure. */
+#include "runtime/bootstrap.h"
+
+/* --- helpers --- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int mpi_err(struct dt_err *err, int rank, const char *call, int rc)
+{
+	char msg[MPI_MAX_ERROR_STRING];
+	int len = 0;
+
+	MPI_Error_string(rc, msg, &len);
+	dt_err_add(err, "rank %d: %s failed: %s", rank, call, msg);
+	return -EIO;
+}
+
+/* Prints each line of e as a warning of this rank, then clears e. */
+static void warn_lines(const struct rt_ckpt *c, struct dt_err *e)
+{
+	const char *s = e->msg, *nl;
+
+	while (*s) {
+		nl = strchr(s, '\n');
+		if (!nl)
+			nl = s + strlen(s);
+		fprintf(stderr, "dtrain-run: rank %d: warning: %.*s\n", c->g->rank, (int)(nl - s), s);
+		s = *nl ? nl + 1 : nl;
+	}
+	fflush(stderr);
+	dt_err_clear(e);
+}
+
+static void say(const struct rt_ckpt *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const struct rt_ckpt *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->g->rank != 0 || c->quiet)
+		return;
+	va_start(ap, fmt);
+	fputs("dtrain-run: ", stdout);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fputc('\n', stdout);
+	fflush(stdout);
+}
+
+static void metric(const struct rt_ckpt *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void metric(const struct rt_ckpt *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!c->metrics)
+		return;
+	va_start(ap, fmt);
+	vfprintf(c->metrics, fmt, ap);
+	va_end(ap);
+	fputc('\n', c->metrics);
+	fflush(c->metrics);
+}
+
+/* Broadcast of a float buffer of any length (MPI counts are int). */
+static int bcast_floats(float *p, size_t n, int root, MPI_Comm comm)
+{
+	while (n > 0) {
+		int chunk = n > (1u << 30) ? (1 << 30) : (int)n;
+		int rc = MPI_Bcast(p, chunk, MPI_FLOAT, root, comm);
+
+		if (rc != MPI_SUCCESS)
+			return rc;
+		p += chunk;
+		n -= (size_t)chunk;
+	}
+	return MPI_SUCCESS;
+}
+
+/* The optimizer's states as the checkpoint names them (PyTorch's names). */
+static int optim_states(const struct rt_optim *o, const char *names[CKPT_MAX_STATES],
+			float *bufs[CKPT_MAX_STATES])
+{
+	if (o->type == RT_OPTIM_ADAMW) {
+		names[0] = "exp_avg";
+		names[1] = "exp_avg_sq";
+		bufs[0] = o->m;
+		bufs[1] = o->v;
+		return 2;
+	}
+	names[0] = "momentum_buffer";
+	bufs[0] = o->m;
+	return 1;
+}
+
+/* Everything that must match to continue a run, in the checkpoint's
+ * words: the model (by its hash), the optimizer, and what the sampler's
+ * position means (global batch, training set size). Every rank decides
+ * alike from the same manifest; rank 0 reports. */
+static int compatible(const char *path, const struct ckpt_meta *m,
+		      const struct ckpt_meta *ours, struct dt_err *err)
+{
+	int bad = 0;
+
+	if (strcmp(m->model_hash, ours->model_hash)) {
+		struct dt_buf a = { 0 }, b = { 0 };
+		int l;
+
+		for (l = 0; l <= m->n_layers; l++)
+			dt_buf_printf(&a, "%s%lld", l ? "-" : "", (long long)m->widths[l]);
+		for (l = 0; l <= ours->n_layers; l++)
+			dt_buf_printf(&b, "%s%lld", l ? "-" : "", (long long)ours->widths[l]);
+		dt_err_add(err, "%s: a checkpoint of another model (%s %s; this job has %s %s)", path,
+			   dt_buf_str(&a), m->activation, dt_buf_str(&b), ours->activation);
+		dt_buf_free(&a);
+		dt_buf_free(&b);
+		bad = 1;
+	}
+	if (strcmp(m->optimizer, ours->optimizer)) {
+		dt_err_add(err, "%s: written with optimizer \"%s\" but train.optimizer.type is \"%s\"",
+			   path, m->optimizer, ours->optimizer);
+		bad = 1;
+	}
+	if (m->global_batch != ours->global_batch) {
+		dt_err_add(err, "%s: written with train.global_batch %lld but this job has %lld "
+			   "(hint: keep the global batch when resuming; change parallel.data or "
+			   "parallel.micro_batches instead)", path, (long long)m->global_batch,
+			   (long long)ours->global_batch);
+		bad = 1;
+	}
+	if (m->train_rows != ours->train_rows) {
+		dt_err_add(err, "%s: written for a training set of %lld rows but data.train has %lld",
+			   path, (long long)m->train_rows, (long long)ours->train_rows);
+		bad = 1;
+	}
+	return bad ? -EINVAL : 0;
+}
+
+/* --- meta --- */
+
+static int fill_meta(const struct rt_ckpt *c, const struct rt_ckpt_pos *pos, struct ckpt_meta *m,
+		     struct dt_err *err)
+{
+	const struct spec *s = c->s;
+	const char *names[CKPT_MAX_STATES];
+	float *bufs[CKPT_MAX_STATES];
+	const char *job = getenv("SLURM_JOB_ID");
+	time_t now = time(NULL);
+	struct tm tm;
+	int l, k;
+
+	memset(m, 0, sizeof(*m));
+	m->step = pos->step;
+	m->steps_per_epoch = pos->steps_per_epoch;
+	m->epoch = pos->step / pos->steps_per_epoch;
+	m->epoch_step = pos->step % pos->steps_per_epoch;
+	m->total_steps = pos->total_steps;
+	m->lr = rt_lr_at(s, pos->step, pos->total_steps);
+	m->rng_seed = (uint64_t)s->train.seed;
+	m->rng_stream = (uint64_t)m->epoch;
+	m->shuffle = s->data.shuffle;
+	m->global_batch = s->train.global_batch;
+	m->train_rows = c->train_rows;
+	snprintf(m->optimizer, sizeof(m->optimizer), "%s", s->train.optimizer.type);
+	m->optimizer_step = c->opt ? c->opt->step : 0;
+	m->n_states = c->opt ? optim_states(c->opt, names, bufs) : 0;
+	for (k = 0; k < m->n_states; k++)
+		snprintf(m->states[k], sizeof(m->states[k]), "%s", names[k]);
+	m->n_layers = rt_model_layers(s);
+	for (l = 0; l <= m->n_layers && l <= CKPT_MAX_LAYERS; l++)
+		m->widths[l] = rt_model_width(s, l);
+	snprintf(m->activation, sizeof(m->activation), "%s", s->model.activation);
+	memcpy(m->spec_hash, c->spec_hash, sizeof(m->spec_hash));
+	m->data = c->g->size[RT_DIM_DATA];
+	m->pipeline = c->g->size[RT_DIM_PIPE];
+	for (k = 0; k <= m->pipeline; k++)
+		m->stage_first[k] = c->first[k];
+	gmtime_r(&now, &tm);
+	strftime(m->created, sizeof(m->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(m->job_id, sizeof(m->job_id), "%s", job && strlen(job) < sizeof(m->job_id) ? job : "");
+	return ckpt_meta_finish(m, err);
+}
+
+/* The resolved spec's hash, leaving out what names the run rather than
+ * the training (name, run_dir, where checkpoints go and come from). */
+static int hash_spec(const struct spec *s, char out[17])
+{
+	struct spec t = *s;
+	struct dt_buf b = { 0 };
+	int rc;
+
+	t.name = (char *)"-";
+	t.run_dir = NULL;
+	t.checkpoint.dir = NULL;
+	t.checkpoint.resume = (char *)"auto";
+	rc = spec_dump(&t, &b);
+	if (!rc)
+		ckpt_hash64(b.p, b.len, out);
+	dt_buf_free(&b);
+	return rc;
+}
+
+/* --- life cycle --- */
+
+int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *g,
+		 struct rt_stage *st, struct rt_optim *opt, const int *first,
+		 int64_t train_rows, FILE *metrics, bool quiet, struct dt_err *err)
+{
+	struct dt_err e = { 0 };
+	int rc = 0, bad = -1, stage = g->coord[RT_DIM_PIPE], replicas = g->size[RT_DIM_DATA];
+
+	memset(c, 0, sizeof(*c));
+	c->s = s;
+	c->g = g;
+	c->st = st;
+	c->opt = opt;
+	c->first = first;
+	c->metrics = metrics;
+	c->train_rows = train_rows;
+	c->quiet = quiet;
+	c->last_step = -1;
+	c->writer = g->coord[RT_DIM_DATA] == stage % replicas;
+	atomic_init(&c->thread_done, 0);
+	if (s->checkpoint.dir)
+		snprintf(c->dir, sizeof(c->dir), "%s", s->checkpoint.dir);
+	else if (s->run_dir)
+		snprintf(c->dir, sizeof(c->dir), "%s/checkpoints", s->run_dir);
+	if (hash_spec(s, c->spec_hash))
+		return -ENOMEM;
+	c->meta = calloc(1, sizeof(*c->meta));
+	if (!c->meta)
+		return -ENOMEM;
+
+	if (!c->dir[0]) {
+		if (s->checkpoint.every_steps > 0) {
+			if (g->rank == 0)
+				dt_err_add(err, "checkpoint.every_steps: %ld, but there is no place for "
+					   "checkpoints (hint: set run_dir or checkpoint.dir)",
+					   s->checkpoint.every_steps);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (g->rank == 0) {
+		rc = dt_mkdirs(c->dir, 0755);
+		if (rc)
+			dt_err_add(&e, "%s: cannot create the checkpoint directory: %s", c->dir,
+				   strerror(-rc));
+		else
+			rc = ckpt_clean_tmp(c->dir, &e);
+	}
+	if (rt_mpi_first_failure(rc != 0, &bad, err))
+		return -EIO;
+	if (bad >= 0) {
+		if (g->rank == bad)
+			dt_err_add(err, "%s", e.msg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int join_thread(struct rt_ckpt *c)
+{
+	if (c->thread_running) {
+		pthread_join(c->thread, NULL);
+		c->thread_running = false;
+	}
+	return 0;
+}
+
+void rt_ckpt_free(struct rt_ckpt *c)
+{
+	join_thread(c);
+	ckpt_shard_free(&c->w);
+	free(c->meta);
+	c->meta = NULL;
+}
+
+/* --- resume --- */
+
+/* Is path/MANIFEST.json there: path is meant as one checkpoint. */
+static bool is_checkpoint(const char *path)
+{
+	char m[4200];
+	struct stat sb;
+
+	snprintf(m, sizeof(m), "%s/MANIFEST.json", path);
+	return stat(m, &sb) == 0;
+}
+
+/* Verifies the checkpoint at path with the files spread over the ranks;
+ * *ok on every rank. The manifest goes to *m (every rank reads it). A rank
+ * that finds a problem prints it as a warning (with prefix) unless
+ * keep_err, in which case it goes to err and *reporter names that rank. */
+static int verify_spread(struct rt_ckpt *c, const char *path, struct ckpt_manifest *m, bool *ok,
+			 bool keep_err, int *reporter, struct dt_err *err)
+{
+	struct dt_err e = { 0 };
+	int rc, i, bad = -1, world = c->g->world;
+
+	rc = ckpt_manifest_read(path, m, &e);
+	for (i = c->g->rank; !rc && i < m->n_files; i += world)
+		rc = ckpt_verify_file(path, &m->files[i], &e);
+	if (rt_mpi_first_failure(rc != 0, &bad, err))
+		return -EIO;
+	*ok = bad < 0;
+	*reporter = bad;
+	if (bad >= 0 && c->g->rank == bad) {
+		if (keep_err)
+			dt_err_add(err, "%s", e.msg);
+		else {
+			struct dt_err w = { 0 };
+
+			dt_err_add(&w, "%s: skipped, falling back to an older checkpoint: %s", path, e.msg);
+			warn_lines(c, &w);
+		}
+	}
+	return 0;
+}
+
+/* Picks the checkpoint to resume from: the newest valid one under dir
+ * (with fallback); *found = false when none. Collective. */
+static int newest_valid(struct rt_ckpt *c, const char *dir, struct ckpt_manifest *m, char *out,
+			size_t size, bool *found, struct dt_err *err)
+{
+	int64_t *steps = NULL, n64 = 0;
+	int n = 0, i, rc = 0, rep;
+	struct dt_err e = { 0 };
+
+	*found = false;
+	/* rank 0 lists, so that every rank walks the same candidates */
+	if (c->g->rank == 0 && ckpt_list(dir, &steps, &n, &e))
+		warn_lines(c, &e), n = 0;
+	n64 = n;
+	if (MPI_Bcast(&n64, 1, MPI_INT64_T, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+		return free(steps), dt_err_add(err, "rank %d: MPI_Bcast failed", c->g->rank), -EIO;
+	n = (int)n64;
+	if (c->g->rank != 0 && n > 0) {
+		steps = calloc((size_t)n, sizeof(*steps));
+		if (!steps)
+			return -ENOMEM; /* the others wait in the Bcast: the job aborts */
+	}
+	if (n > 0 && MPI_Bcast(steps, n, MPI_INT64_T, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
+		free(steps);
+		return dt_err_add(err, "rank %d: MPI_Bcast failed", c->g->rank), -EIO;
+	}
+	for (i = 0; i < n && !*found; i++) {
+		char path[4200];
+		char name[32];
+
+		ckpt_step_name(steps[i], name, sizeof(name));
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		rc = verify_spread(c, path, m, found, false, &rep, err);
+		if (rc)
+			break;
+		if (*found)
+			snprintf(out, size, "%s", path);
+	}
+	free(steps);
+	return rc;
+}
+
+/* Replica 0 of each stage reads its layers; then broadcasts them. */
+static int load_state(struct rt_ckpt *c, const char *path, struct dt_err *err)
+{
+	struct ckpt_reader r = { 0 };
+	struct dt_err e = { 0 };
+	const char *names[CKPT_MAX_STATES];
+	float *bufs[CKPT_MAX_STATES];
+	int n_states = optim_states(c->opt, names, bufs), i, k, rc = 0, bad = -1, mrc;
+
+	r.open_stage = -1;
+	r.file = -1;
+	if (c->g->coord[RT_DIM_DATA] == 0) {
+		rc = ckpt_reader_open(&r, path, &e);
+		for (i = 0; !rc && i < c->st->n_layers; i++) {
+			const struct rt_layer *ly = &c->st->layers[i];
+			float *states[CKPT_MAX_STATES];
+
+			for (k = 0; k < n_states; k++)
+				states[k] = bufs[k] + ly->offset;
+			rc = ckpt_read_layer(&r, ly->index, ly->in, ly->out, c->st->params + ly->offset,
+					     states, &e);
+		}
+		ckpt_reader_close(&r);
+	}
+	if (rt_mpi_first_failure(rc != 0, &bad, err))
+		return -EIO;
+	if (bad >= 0) {
+		if (c->g->rank == bad)
+			dt_err_add(err, "%s", e.msg);
+		return -EINVAL;
+	}
+	if (c->g->size[RT_DIM_DATA] > 1) {
+		mrc = bcast_floats(c->st->params, c->st->n_params, 0, c->g->data_comm);
+		for (k = 0; mrc == MPI_SUCCESS && k < n_states; k++)
+			mrc = bcast_floats(bufs[k], c->st->n_params, 0, c->g->data_comm);
+		if (mrc != MPI_SUCCESS)
+			return mpi_err(err, c->g->rank, "MPI_Bcast of the checkpoint", mrc);
+	}
+	return 0;
+}
+
+int rt_ckpt_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, int64_t *step,
+		   struct dt_err *err)
+{
+	const char *want = c->s->checkpoint.resume;
+	struct ckpt_manifest *m = NULL;
+	struct ckpt_meta *ours = NULL;
+	char path[4200] = "";
+	bool found = false;
+	int rc = 0, rep = -1;
+	double t0 = now_s();
+	const char *job_start = getenv("DTRAIN_JOB_START");
+
+	*step = 0;
+	if (!strcmp(want, "never"))
+		return 0;
+	m = malloc(sizeof(*m));
+	ours = malloc(sizeof(*ours));
+	if (!m || !ours) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* this run's own checkpoints first: a requeued job continues itself */
+	if (c->dir[0]) {
+		rc = newest_valid(c, c->dir, m, path, sizeof(path), &found, err);
+		if (rc)
+			goto out;
+	}
+	if (!found && strcmp(want, "auto")) {
+		if (is_checkpoint(want)) {
+			/* an explicit checkpoint must be usable: no silent fresh start */
+			snprintf(path, sizeof(path), "%s", want);
+			rc = verify_spread(c, path, m, &found, true, &rep, err);
+			if (rc)
+				goto out;
+			if (!found) {
+				rc = -EINVAL;
+				goto out;
+			}
+		} else {
+			rc = newest_valid(c, want, m, path, sizeof(path), &found, err);
+			if (rc)
+				goto out;
+			if (!found) {
+				if (c->g->rank == 0)
+					dt_err_add(err, "checkpoint.resume: %s: no valid checkpoint there "
+						   "(hint: \"auto\" starts afresh when there is none)", want);
+				rc = -EINVAL;
+				goto out;
+			}
+		}
+	}
+	if (!found)
+		goto out; /* a fresh start */
+
+	rc = fill_meta(c, pos, ours, err);
+	if (!rc) {
+		struct dt_err e = { 0 };
+
+		rc = compatible(path, &m->meta, ours, &e);
+		if (rc && c->g->rank == 0)
+			dt_err_add(err, "%s", e.msg);
+	}
+	if (rc)
+		goto out;
+	rc = load_state(c, path, err);
+	if (rc)
+		goto out;
+	c->opt->step = m->meta.optimizer_step;
+	*step = m->meta.step;
+	c->last_step = c->dir[0] && !strncmp(path, c->dir, strlen(c->dir)) ? m->meta.step : -1;
+
+	if (m->meta.data != ours->data || m->meta.pipeline != ours->pipeline)
+		say(c, "resuming from %s: step %lld of %lld, written on data %d x pipeline %d, now "
+		       "data %d x pipeline %d (loaded in %.2f s)", path, (long long)m->meta.step,
+		    (long long)pos->total_steps, m->meta.data, m->meta.pipeline, ours->data,
+		    ours->pipeline, now_s() - t0);
+	else
+		say(c, "resuming from %s: step %lld of %lld, epoch %lld (loaded in %.2f s)", path,
+		    (long long)m->meta.step, (long long)pos->total_steps,
+		    (long long)m->meta.epoch + 1, now_s() - t0);
+	if (m->meta.total_steps != pos->total_steps)
+		say(c, "note: the checkpoint's run had %lld steps, this one has %lld: the learning "
+		       "rate schedule follows the new length", (long long)m->meta.total_steps,
+		    (long long)pos->total_steps);
+	else if (strcmp(m->meta.spec_hash, c->spec_hash) && m->meta.data == ours->data &&
+		 m->meta.pipeline == ours->pipeline)
+		say(c, "note: the job spec differs from the checkpoint's (spec hash %s, was %s)",
+		    c->spec_hash, m->meta.spec_hash);
+	metric(c, "{\"event\":\"resume\",\"step\":%lld,\"path\":\"%s\",\"load_s\":%.3f,"
+		  "\"data\":%d,\"pipeline\":%d,\"from_data\":%d,\"from_pipeline\":%d%s%s}",
+	       (long long)m->meta.step, path, now_s() - t0, ours->data, ours->pipeline,
+	       m->meta.data, m->meta.pipeline, job_start ? ",\"job_start\":" : "",
+	       job_start && strspn(job_start, "0123456789.") == strlen(job_start) ? job_start : "");
+out:
+	free(m);
+	free(ours);
+	return rc;
+}
+
+/* --- saving --- */
+
+static void *writer_main(void *arg)
+{
+	struct rt_ckpt *c = arg;
+	char root[4300];
+
+	if (!c->local_rc && c->writer)
+		c->local_rc = ckpt_shard_write(&c->w, &c->local_err);
+	if (!c->local_rc && c->g->rank == 0) {
+		snprintf(root, sizeof(root), "%s/model.h5", c->tmp);
+		c->local_rc = ckpt_file_seal(root, &c->root_size, &c->root_crc, &c->local_err);
+	}
+	atomic_store(&c->thread_done, 1);
+	return NULL;
+}
+
+/* Gathers every rank's outcome on rank 0, which commits; everyone learns
+ * the result. A failed save is reported (by the failing rank, and by rank
+ * 0) and returned as -ECANCELED on every rank; -EIO is an MPI failure. */
+static int commit(struct rt_ckpt *c, struct dt_err *err)
+{
+	int64_t mine[5], *all = NULL;
+	int world = c->g->world, replicas = c->g->size[RT_DIM_DATA];
+	int rc = 0, k, r, failed = -1, mrc;
+	int64_t result[2] = { 0, 0 };
+	struct ckpt_file *files = NULL;
+	uint64_t bytes = 0;
+	double write_s = 0, stall = 0, t_commit;
+
+	join_thread(c);
+	if (c->local_rc)
+		warn_lines(c, &c->local_err);
+	mine[0] = c->local_rc;
+	mine[1] = (int64_t)c->w.size;
+	mine[2] = (int64_t)c->w.crc;
+	mine[3] = (int64_t)(c->stall_s * 1e6);
+	mine[4] = (int64_t)(c->w.write_s * 1e6);
+	if (c->g->rank == 0) {
+		all = malloc((size_t)world * sizeof(mine));
+		files = calloc((size_t)c->meta->pipeline + 1, sizeof(*files));
+		if (!all || !files)
+			MPI_Abort(MPI_COMM_WORLD, DT_EXIT_FAIL);
+	}
+	mrc = MPI_Gather(mine, 5, MPI_INT64_T, all, 5, MPI_INT64_T, 0, MPI_COMM_WORLD);
+	if (mrc != MPI_SUCCESS) {
+		free(all);
+		free(files);
+		return mpi_err(err, c->g->rank, "MPI_Gather of the checkpoint results", mrc);
+	}
+	t_commit = now_s();
+	if (c->g->rank == 0) {
+		struct dt_err e = { 0 };
+
+		for (r = 0; r < world; r++) {
+			if (all[5 * r] && failed < 0)
+				failed = r;
+			if ((double)all[5 * r + 3] / 1e6 > stall)
+				stall = (double)all[5 * r + 3] / 1e6;
+			if ((double)all[5 * r + 4] / 1e6 > write_s)
+				write_s = (double)all[5 * r + 4] / 1e6;
+		}
+		if (failed >= 0) {
+			rc = -EIO;
+			dt_remove_tree(c->tmp);
+			fprintf(stderr, "dtrain-run: checkpoint at step %lld not saved: rank %d could not "
+				"write its part (its message is above)%s\n", (long long)c->meta->step,
+				failed, c->last_step >= 0 ? "; the previous checkpoint stays" : "");
+			fflush(stderr);
+		} else {
+			snprintf(files[0].name, sizeof(files[0].name), "model.h5");
+			files[0].stage = -1;
+			files[0].size = c->root_size;
+			files[0].crc = c->root_crc;
+			bytes = c->root_size;
+			for (k = 0; k < c->meta->pipeline; k++) {
+				int w = k * replicas + k % replicas; /* world rank of its writer */
+
+				ckpt_shard_name(k, files[k + 1].name, sizeof(files[k + 1].name));
+				files[k + 1].stage = k;
+				files[k + 1].size = (uint64_t)all[5 * w + 1];
+				files[k + 1].crc = (uint32_t)all[5 * w + 2];
+				bytes += files[k + 1].size;
+			}
+			rc = ckpt_commit(c->dir, c->tmp, c->meta, files, c->meta->pipeline + 1,
+					 (int)c->s->checkpoint.keep, &e);
+			if (rc) {
+				fprintf(stderr, "dtrain-run: checkpoint at step %lld not saved: %s\n",
+					(long long)c->meta->step, e.msg);
+				fflush(stderr);
+			}
+		}
+		result[0] = rc;
+	}
+	mrc = MPI_Bcast(result, 2, MPI_INT64_T, 0, MPI_COMM_WORLD);
+	if (mrc != MPI_SUCCESS) {
+		free(all);
+		free(files);
+		return mpi_err(err, c->g->rank, "MPI_Bcast of the checkpoint result", mrc);
+	}
+	rc = (int)result[0];
+	if (!rc) {
+		char name[32];
+		double total = now_s() - c->t_start;
+
+		c->last_step = c->meta->step;
+		ckpt_step_name(c->meta->step, name, sizeof(name));
+		say(c, "checkpoint %s/%s saved: %.1f MiB, written in %.2f s (%.0f MB/s), training "
+		       "stalled %.3f s, committed %.2f s after the snapshot", c->dir, name,
+		    (double)bytes / 1048576.0, write_s, write_s > 0 ? (double)bytes / write_s / 1e6 : 0,
+		    stall, total);
+		metric(c, "{\"event\":\"checkpoint\",\"step\":%lld,\"path\":\"%s/%s\",\"bytes\":%llu,"
+			  "\"write_s\":%.6f,\"stall_s\":%.6f,\"commit_s\":%.6f,\"total_s\":%.6f}",
+		       (long long)c->meta->step, c->dir, name, (unsigned long long)bytes, write_s,
+		       stall, now_s() - t_commit, total);
+	}
+	c->inflight = false;
+	free(all);
+	free(files);
+	return rc ? -ECANCELED : 0;
+}
+
+/* The main-thread part of a save: meta, snapshot, HDF5 metadata. */
+static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
+{
+	const char *names[CKPT_MAX_STATES];
+	float *bufs[CKPT_MAX_STATES];
+	struct ckpt_stage_view v;
+	int k, n;
+
+	dt_err_clear(&c->local_err);
+	c->local_rc = 0;
+	c->w.size = 0;
+	c->w.crc = 0;
+	c->w.write_s = 0;
+	c->root_size = 0;
+	c->root_crc = 0;
+	ckpt_tmp_path(c->dir, pos->step, c->tmp, sizeof(c->tmp));
+	c->local_rc = fill_meta(c, pos, c->meta, &c->local_err);
+	if (c->local_rc || !(c->writer || c->g->rank == 0))
+		return;
+	c->local_rc = dt_mkdirs(c->tmp, 0755);
+	if (c->local_rc) {
+		dt_err_add(&c->local_err, "%s: cannot create: %s", c->tmp, strerror(-c->local_rc));
+		return;
+	}
+	if (c->writer) {
+		n = optim_states(c->opt, names, bufs);
+		memset(&v, 0, sizeof(v));
+		v.stage = c->st->stage;
+		v.first_layer = c->st->first_layer;
+		v.n_layers = c->st->n_layers;
+		v.n = c->st->n_params;
+		v.params = c->st->params;
+		for (k = 0; k < n; k++)
+			v.states[k] = bufs[k];
+		c->local_rc = ckpt_shard_begin(&c->w, c->tmp, c->meta, &v, &c->local_err);
+	}
+	if (!c->local_rc && c->g->rank == 0)
+		c->local_rc = ckpt_root_write(c->tmp, c->meta, &c->local_err);
+}
+
+int rt_ckpt_poll(struct rt_ckpt *c, bool *stop, struct dt_err *err)
+{
+	int v[2], mrc;
+
+	v[0] = rt_ckpt_signal_pending() != 0;
+	v[1] = c->inflight && !atomic_load(&c->thread_done);
+	mrc = MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (mrc != MPI_SUCCESS)
+		return mpi_err(err, c->g->rank, "MPI_Allreduce of the stop flag", mrc);
+	*stop = v[0] != 0;
+	if (c->inflight && v[1] == 0) {
+		int rc = commit(c, err);
+
+		if (rc != -ECANCELED) /* a failed periodic save was reported: go on */
+			return rc;
+	}
+	return 0;
+}
+
+int rt_ckpt_save(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, bool sync, struct dt_err *err)
+{
+	double t0 = now_s();
+	int rc;
+
+	if (!c->dir[0])
+		return 0;
+	if (c->inflight) {
+		/* at most one in flight: finish it (every rank joins its thread) */
+		rc = commit(c, err);
+		if (rc && rc != -ECANCELED)
+			return rc; /* an MPI failure; a failed save was reported */
+	}
+	if (pos->step == c->last_step)
+		return 0;
+	c->t_start = t0;
+	begin(c, pos);
+	c->inflight = true;
+	c->stall_s = now_s() - t0;
+	atomic_store(&c->thread_done, 0);
+	if (!sync && !c->local_rc && (c->writer || c->g->rank == 0)) {
+		if (pthread_create(&c->thread, NULL, writer_main, c) == 0) {
+			c->thread_running = true;
+			return 0;
+		}
+		/* no thread: write here */
+	}
+	writer_main(c);
+	c->stall_s = now_s() - t0;
+	if (!sync)
+		return 0; /* committed at the next poll */
+	return commit(c, err);
+}
+
+int rt_ckpt_finish(struct rt_ckpt *c, struct dt_err *err)
+{
+	if (!c->inflight)
+		return 0;
+	return commit(c, err);
+}
+
+/* --- signals --- */
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	if (stop_signal == sig) {
+		/* asked twice: stop now, as the default action would */
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	if (!stop_signal)
+		stop_signal = sig;
+}
+
+static int signal_number(const char *name)
+{
+	static const struct { const char *name; int sig; } sigs[] = {
+		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "TERM", SIGTERM }, { "INT", SIGINT },
+		{ "HUP", SIGHUP },   { "URG", SIGURG },   { "XCPU", SIGXCPU },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (!strcmp(name, sigs[i].name))
+			return sigs[i].sig;
+	return -1;
+}
+
+int rt_ckpt_signals(const char *name)
+{
+	struct sigaction sa;
+	int sig = name ? signal_number(name) : SIGTERM;
+
+	if (sig < 0)
+		return -EINVAL;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	if (sigaction(SIGTERM, &sa, NULL) < 0 || sigaction(sig, &sa, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+int rt_ckpt_signal_pending(void)
+{
+	return stop_signal;
+}

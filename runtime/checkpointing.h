@@ -1,0 +1,144 @@
+/*
+ * checkpointing.h - dtrain-run's side of checkpoints (checkpoint/ckpt.h has
+ * the files): who writes what and when, the commit agreed over MPI, resume
+ * on any layout, and preemption signals turned into a save.
+ *
+ * Who writes: replica (k mod data) of pipeline stage k writes shard k, so
+ * the writes spread over the replicas; world rank 0 (replica 0 of stage 0)
+ * also writes the root file model.h5 and commits. Every replica of a stage
+ * holds bitwise the same parameters and optimizer state (they apply the
+ * same update to the same allreduced gradients), so any of them can write.
+ *
+ * A save (rt_ckpt_save), at a step boundary, on every rank:
+ *   1. a save still in flight is finished first (at most one in flight);
+ *   2. writers copy their stage's parameters and optimizer state into a
+ *      host snapshot and write the shard's HDF5 metadata (the training
+ *      stall: a memcpy and a few ms);
+ *   3. async: a thread writes the snapshot's bytes, fsyncs and checksums
+ *      while training goes on; rt_ckpt_poll() at each later step boundary
+ *      notices (one allreduce) when every writer is done, gathers sizes and
+ *      checksums on rank 0, which commits. sync: the same, at once.
+ * A failed periodic save is reported and training goes on (the previous
+ * checkpoint stays); a failed final or preemption save is an error.
+ *
+ * Preemption: SIGTERM and spec preemption.signal only set a flag
+ * (rt_ckpt_signals). rt_ckpt_poll() reduces it over all ranks at every step
+ * boundary; when set, the trainer saves synchronously and returns -EAGAIN
+ * (dtrain-run exits 75: "requeue me"). A second signal of the same kind
+ * kills the process at once, as an impatient Ctrl-C expects.
+ *
+ * Resume (rt_ckpt_resume): checkpoint.resume "auto" takes the newest
+ * checkpoint of this run whose files all verify (the verification is spread
+ * over the ranks), falling back to older ones with a warning naming the bad
+ * file; a path (a checkpoint, or a directory of them) is where a run starts
+ * when it has none of its own yet. The checkpoint's model must be this
+ * model, with the same optimizer, global batch and training set size; data
+ * and pipeline may differ: each stage's first replica reads its layers
+ * from whichever shards hold them and broadcasts them to its replicas.
+ *
+ * Everything here is collective over MPI_COMM_WORLD unless said otherwise.
+ * Sections: life cycle, resume, saving, signals.
+ */
+#ifndef DTRAIN_RUNTIME_CHECKPOINTING_H
+#define DTRAIN_RUNTIME_CHECKPOINTING_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "checkpoint/ckpt.h"
+#include "jobs/spec.h"
+#include "runtime/grid.h"
+#include "runtime/model.h"
+#include "runtime/optim.h"
+#include "runtime/util.h"
+
+/* Where the trainer stands at a step boundary. */
+struct rt_ckpt_pos {
+	int64_t step;            /* steps taken */
+	int64_t steps_per_epoch;
+	int64_t total_steps;
+};
+
+struct rt_ckpt {
+	/* borrowed from the trainer, valid for the life of this struct */
+	const struct spec *s;
+	const struct rt_grid *g;
+	struct rt_stage *st;
+	struct rt_optim *opt;
+	const int *first;        /* [pipeline + 1]: the stage split */
+	FILE *metrics;           /* rank 0's metrics.jsonl, or NULL */
+	int64_t train_rows;
+	bool quiet;              /* no progress lines */
+
+	char dir[4096];          /* the checkpoint directory; "" when off */
+	char spec_hash[17];
+	bool writer;             /* this rank writes its stage's shard */
+	int64_t last_step;       /* newest step committed or resumed from; -1 */
+
+	/* the save in flight */
+	bool inflight;
+	bool thread_running;     /* thread must be joined */
+	pthread_t thread;
+	atomic_int thread_done;
+	struct ckpt_meta *meta;  /* owned; the in-flight save's */
+	struct ckpt_shard_writer w;
+	int local_rc;            /* this rank's outcome: begin, then write */
+	struct dt_err local_err;
+	uint64_t root_size;
+	uint32_t root_crc;
+	char tmp[4200];          /* the save's .tmp directory */
+	double stall_s;          /* main-thread time of this save */
+	double t_start;
+};
+
+/* --- life cycle --- */
+
+/* Sets c up for a trainer: the checkpoint directory is checkpoint.dir, else
+ * <run_dir>/checkpoints, else none (saving off; an error when
+ * checkpoint.every_steps asks for saves). Rank 0 creates it and removes
+ * leftovers of crashed saves. st, opt, first and metrics are borrowed.
+ * 0, -EINVAL (every rank; rank 0 has the message), or -EIO. */
+int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *g,
+		 struct rt_stage *st, struct rt_optim *opt, const int *first,
+		 int64_t train_rows, FILE *metrics, bool quiet, struct dt_err *err);
+/* Joins a thread still running (error paths) and frees; not collective. */
+void rt_ckpt_free(struct rt_ckpt *c);
+
+/* --- resume --- */
+
+/* Restores parameters, optimizer state and position from the checkpoint
+ * checkpoint.resume selects; *step = the step to continue from (0 when
+ * there is none). 0; -EINVAL on every rank for a checkpoint that cannot
+ * be used (another model, a damaged explicit path...; the reporting rank
+ * has the message); -EIO for MPI failures. */
+int rt_ckpt_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, int64_t *step,
+		   struct dt_err *err);
+
+/* --- saving --- */
+
+/* At every step boundary: agrees on a stop signal (*stop) and commits an
+ * async save whose writes are all done. 0 or -EIO. */
+int rt_ckpt_poll(struct rt_ckpt *c, bool *stop, struct dt_err *err);
+
+/* Saves the state at pos->step (see above). A step already saved is not
+ * saved again. sync: returns after the commit; a save that failed (and was
+ * reported) gives -ECANCELED on every rank. async: returns after the
+ * snapshot. -EIO: an MPI failure. */
+int rt_ckpt_save(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, bool sync, struct dt_err *err);
+
+/* Waits for and commits a save in flight (at exit). 0, -ECANCELED (the
+ * save failed, reported) or -EIO. */
+int rt_ckpt_finish(struct rt_ckpt *c, struct dt_err *err);
+
+/* --- signals (process-wide) --- */
+
+/* Installs the flag-setting handler for SIGTERM and the named signal
+ * ("USR1", ... as spec preemption.signal). 0, or -EINVAL for a bad name. */
+int rt_ckpt_signals(const char *name);
+/* The first stop signal received, 0 if none. */
+int rt_ckpt_signal_pending(void);
+
+#endif

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# Checkpoints and resume with real ranks (mpirun, no cluster needed):
+#  - a job killed with SIGKILL while a checkpoint is being written resumes
+#    from the previous one, and ends bitwise equal to an uninterrupted run;
+#  - a damaged newest checkpoint (damage picked at random) is skipped with a
+#    warning naming the file, and the run still ends bitwise equal;
+#  - a checkpoint resumes on other data x pipeline layouts, ending equal to
+#    the uninterrupted run to float32 rounding;
+#  - unusable checkpoints (another model, damaged, not a checkpoint,
+#    missing) are refused with an error naming the path;
+#  - a full disk (a small tmpfs) and a read-only one during saves: an error
+#    naming the path, the previous checkpoint intact, no leftovers.
+. "$(dirname "$0")/lib.sh"
+
+CKPT=$DTRAIN_BIN/dtrain-ckpt
+"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 1000 --features 32 --classes 5 --seed 3 >/dev/null ||
+	fail "dtrain-data synthetic"
+cat >"$T/base.json" <<JSON
+{ "name": "resume", "model": { "inputs": 32, "hidden": [48, 40, 24], "outputs": 5, "activation": "gelu" },
+  "data": { "train": "$T/syn.h5" },
+  "train": { "epochs": 2, "global_batch": 60, "log_every": 1,
+             "optimizer": { "type": "adamw", "lr": 0.003, "weight_decay": 0.01 },
+             "lr_schedule": { "warmup_steps": 5 }, "grad_clip": 1.0 },
+  "checkpoint": { "every_steps": 5, "keep": 100 } }
+JSON
+
+# spec NAME DATA PIPE [--set k=v...]: resolved spec $T/NAME.json, run dir $T/NAME
+spec() {
+	local name=$1 d=$2 p=$3
+	shift 3
+	$SUBMIT validate "$T/base.json" --set run_dir="$T/$name" --set resources.tasks_per_node=$((d * p)) \
+		--set parallel.data=$d --set parallel.pipeline=$p "$@" >"$T/$name.json" 2>"$T/$name.err" ||
+		{ cat "$T/$name.err"; fail "spec $name"; }
+	mkdir -p "$T/$name"
+}
+
+# launch NAME: mpirun the spec in the background (pid in $launched), output in $T/NAME.out
+launch() {
+	local np
+	np=$(($(sed -n 's/.*"data": \([0-9]*\),.*/\1/p' "$T/$1.json" | head -n1) *
+		$(sed -n 's/.*"pipeline": \([0-9]*\),.*/\1/p' "$T/$1.json" | head -n1)))
+	mpirun --allow-run-as-root --oversubscribe -np "$np" "$DTRAIN_BIN/dtrain-run" \
+		--save-params "$T/$1/params" "$T/$1.json" >>"$T/$1.out" 2>&1 &
+	launched=$!
+}
+
+# run NAME WANT_RC: run to the end, check the exit code
+run() {
+	local rc=0
+	launch "$1"
+	wait "$launched" || rc=$?
+	[ "$rc" -eq "$2" ] || { cat "$T/$1.out"; fail "run $1: exit $rc, expected $2"; }
+}
+
+same_bits() {
+	local f n=0
+	for f in "$T/$1"/params/layer-*.f32; do
+		cmp -s "$f" "$T/$2/params/$(basename "$f")" || fail "$1 and $2 differ in $(basename "$f")"
+		n=$((n + 1))
+	done
+	[ "$n" -eq 4 ] || fail "$1: $n parameter files, expected 4"
+}
+
+maxdiff() {
+	paste <(od -An -v -f -w4 "$1") <(od -An -v -f -w4 "$2") |
+		awk '{ d = $1 - $2; if (d < 0) d = -d; a = $1 < 0 ? -$1 : $1;
+		       if (d > m) m = d; if (a > ma) ma = a } END { printf "%.3g\n", m / (ma ? ma : 1) }'
+}
+
+close_params() {
+	local f diff worst=0
+	for f in "$T/$1"/params/layer-*.f32; do
+		diff=$(maxdiff "$f" "$T/$2/params/$(basename "$f")")
+		awk -v d="$diff" 'BEGIN { exit !(d <= 1e-5) }' ||
+			fail "$1 vs $2: $(basename "$f") differs by $diff relative"
+		worst=$(awk -v a="$worst" -v b="$diff" 'BEGIN { print (b > a ? b : a) }')
+	done
+	echo "  $1 vs $2: max relative difference $worst"
+}
+
+# damage FILE: one of several kinds of damage, picked at random
+damage() {
+	local f=$1 size off
+	size=$(stat -c %s "$f")
+	case $((RANDOM % 3)) in
+	0) off=$((RANDOM * 32768 % size + RANDOM % 32768 % size))
+	   off=$((off % size))
+	   printf '\xa5' | dd of="$f" bs=1 seek="$off" conv=notrunc status=none
+	   cmp -s "$f" "$f.orig" && printf '\x5a' | dd of="$f" bs=1 seek="$off" conv=notrunc status=none
+	   echo "byte $off flipped" ;;
+	1) truncate -s $((size / 2)) "$f"; echo "truncated to $((size / 2)) bytes" ;;
+	2) rm -f "$f"; echo "deleted" ;;
+	esac
+}
+
+# --- the reference: 2 x 2, uninterrupted ---
+spec ref 2 2
+run ref 0
+ls "$T/ref/checkpoints" | grep -qx step-00000034 || fail "no final checkpoint step-00000034"
+[ "$(ls "$T/ref/checkpoints" | grep -c '^step-')" -eq 7 ] || { ls "$T/ref/checkpoints"; fail "expected 7 checkpoints (5..30 and 34)"; }
+must_contain "$T/ref.out" "checkpoint $T/ref/checkpoints/step-00000034 saved"
+[ "$(readlink "$T/ref/checkpoints/latest")" = step-00000034 ] || fail "latest does not name step-00000034"
+pass "an uninterrupted run saves every 5 steps and at the end"
+
+# --- SIGKILL in the middle of a checkpoint write ---
+# Each write call sleeps 300 ms (DTRAIN_FAULT_WRITE), so a save takes
+# seconds; the ranks are killed at a random moment inside the second save.
+spec killed 2 2
+export DTRAIN_FAULT_WRITE=slow@300
+launch killed
+pid=$launched
+unset DTRAIN_FAULT_WRITE
+for ((i = 0; i < 600; i++)); do
+	[ -d "$T/killed/checkpoints/step-00000005" ] && [ -d "$T/killed/checkpoints/.step-00000010.tmp" ] && break
+	kill -0 "$pid" 2>/dev/null || { cat "$T/killed.out"; fail "the run ended before its second save"; }
+	sleep 0.05
+done
+[ -d "$T/killed/checkpoints/.step-00000010.tmp" ] || fail "the second save never started"
+sleep "0.$((RANDOM % 9))"
+pkill -KILL -f "dtrain-run --save-params $T/killed/params" || true
+wait "$pid" 2>/dev/null || true
+[ -d "$T/killed/checkpoints/.step-00000010.tmp" ] || fail "the kill came after the second save: test timing"
+[ ! -d "$T/killed/checkpoints/step-00000010" ] || fail "step 10 committed although its writers were killed"
+"$CKPT" verify "$T/killed/checkpoints/step-00000005" >/dev/null || fail "the previous checkpoint does not verify"
+run killed 0
+must_contain "$T/killed.out" "resuming from $T/killed/checkpoints/step-00000005"
+[ ! -e "$T/killed/checkpoints/.step-00000010.tmp" ] || fail "the torn save was not cleaned up"
+same_bits ref killed
+pass "SIGKILL during a write: resumed from the previous checkpoint, bitwise equal to the uninterrupted run"
+
+# --- a damaged newest checkpoint: fall back to the one before ---
+spec fallback 2 2
+cp -a "$T/ref/checkpoints" "$T/fallback/checkpoints"
+rm -rf "$T/fallback/checkpoints/step-00000034"
+victim=$(ls "$T/fallback/checkpoints/step-00000030"/*.h5 | shuf -n 1)
+cp "$victim" "$victim.orig"
+how=$(damage "$victim")
+rm -f "$victim.orig"
+run fallback 0
+must_contain "$T/fallback.out" "$victim"
+must_contain "$T/fallback.out" "resuming from $T/fallback/checkpoints/step-00000025"
+same_bits ref fallback
+pass "damaged newest checkpoint ($(basename "$victim") $how): warned, fell back to step 25, bitwise equal"
+
+# --- resume on other layouts, from the reference's step 10 ---
+for layout in "1 1" "1 4" "4 1" "1 2"; do
+	set -- $layout
+	name=layout$1x$2
+	spec "$name" "$1" "$2" --set checkpoint.resume="$T/ref/checkpoints/step-00000010"
+	run "$name" 0
+	must_contain "$T/$name.out" "written on data 2 x pipeline 2, now data $1 x pipeline $2"
+	close_params ref "$name"
+done
+pass "resumed on data x pipeline 1x1, 1x4, 4x1, 1x2 from a 2x2 checkpoint: equal to float32 rounding"
+
+# --- checkpoints that cannot be used ---
+spec bad 1 1 --set checkpoint.resume="$T/nowhere"
+run bad 3
+must_contain "$T/bad.out" "$T/nowhere"
+mkdir -p "$T/notckpt" && echo hello >"$T/notckpt/MANIFEST.json"
+spec bad2 1 1 --set checkpoint.resume="$T/notckpt"
+run bad2 3
+must_contain "$T/bad2.out" "$T/notckpt/MANIFEST.json"
+spec other 1 1 --set model.hidden='[48, 40]' --set train.max_steps=5
+run other 0
+spec bad3 1 1 --set checkpoint.resume="$T/other/checkpoints/step-00000005"
+run bad3 3
+must_contain "$T/bad3.out" "a checkpoint of another model"
+must_contain "$T/bad3.out" "$T/other/checkpoints/step-00000005"
+cp -a "$T/ref/checkpoints/step-00000020" "$T/broken"
+victim=$(ls "$T/broken"/*.h5 | shuf -n 1)
+cp "$victim" "$victim.orig"
+damage "$victim" >/dev/null
+rm -f "$victim.orig"
+spec bad4 1 1 --set checkpoint.resume="$T/broken"
+run bad4 3
+must_contain "$T/bad4.out" "$victim"
+pass "refused: a missing path, not a checkpoint, another model, a damaged explicit checkpoint"
+
+# --- a full disk and a read-only one (needs root for mount) ---
+if [ "$(id -u)" -ne 0 ]; then
+	echo "SKIP: full-disk checks need root (mount -t tmpfs)"
+	exit 0
+fi
+cat >"$T/big.json" <<JSON
+{ "name": "full", "model": { "inputs": 32, "hidden": [512, 512], "outputs": 5 },
+  "data": { "train": "$T/syn.h5" },
+  "train": { "epochs": 1, "global_batch": 50, "log_every": 5, "optimizer": { "type": "adamw", "lr": 0.001 } },
+  "checkpoint": { "every_steps": 5, "keep": 1, "dir": "$T/disk/ckpt" } }
+JSON
+mkdir -p "$T/disk"
+# 286 k parameters x 3 (weights, exp_avg, exp_avg_sq) x 4 bytes: 3.3 MiB a checkpoint
+mount -t tmpfs -o size=5m dtrain-test-full "$T/disk" || fail "mount tmpfs"
+cleanup_mount() { umount "$T/disk" 2>/dev/null || true; }
+$SUBMIT validate "$T/big.json" --set run_dir="$T/full" >"$T/full.json" || { cleanup_mount; fail "spec full"; }
+mkdir -p "$T/full"
+rc=0
+mpirun --allow-run-as-root --oversubscribe -np 1 "$DTRAIN_BIN/dtrain-run" "$T/full.json" >"$T/full.out" 2>&1 || rc=$?
+ls -la "$T/disk/ckpt" >>"$T/full.out"
+if [ "$rc" -ne 1 ] || ! grep -q "No space left on device" "$T/full.out" || ! grep -q "$T/disk/ckpt/" "$T/full.out" ||
+	! "$CKPT" verify "$T/disk/ckpt/step-00000005" >/dev/null || ls -a "$T/disk/ckpt" | grep -q '\.tmp'; then
+	cat "$T/full.out"; cleanup_mount; fail "full disk: expected exit 1, ENOSPC naming the path, step 5 intact, no leftovers"
+fi
+pass "full disk during saves: error naming the path, exit 1, the previous checkpoint verifies, no leftovers"
+
+mount -o remount,ro "$T/disk" || { cleanup_mount; fail "remount ro"; }
+rc=0
+mpirun --allow-run-as-root --oversubscribe -np 1 "$DTRAIN_BIN/dtrain-run" "$T/full.json" >"$T/ro.out" 2>&1 || rc=$?
+if [ "$rc" -ne 1 ] || ! grep -q "Read-only file system" "$T/ro.out" ||
+	! grep -q "resuming from $T/disk/ckpt/step-00000005" "$T/ro.out" ||
+	! "$CKPT" verify "$T/disk/ckpt/step-00000005" >/dev/null; then
+	cat "$T/ro.out"; cleanup_mount; fail "read-only disk: expected a resume from step 5, then exit 1 naming EROFS"
+fi
+cleanup_mount
+pass "read-only checkpoint directory: resumed from it, saves refused with an error, exit 1"
