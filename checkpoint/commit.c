@@ -46,7 +46,7 @@ void ckpt_final_path(const char *dir, int64_t step, char *out, size_t size)
 	snprintf(out, size, "%s/%s", dir, name);
 }
 
-/* dir/name into out[PATH_MAX-ish]; false when it does not fit. */
+/* dir/name into out; false when it does not fit. */
 static bool join(char *out, size_t size, const char *dir, const char *name)
 {
 	return (size_t)snprintf(out, size, "%s/%s", dir, name) < size;
@@ -192,7 +192,8 @@ static int repoint_latest(const char *dir, const char *name, struct dt_err *err)
 	char tmp[4096], latest[4096];
 	int rc = 0;
 
-	if (!join(tmp, sizeof(tmp), dir, LATEST_TMP) || !join(latest, sizeof(latest), dir, CKPT_LATEST))
+	if (!join(tmp, sizeof(tmp), dir, LATEST_TMP) ||
+	    !join(latest, sizeof(latest), dir, CKPT_LATEST))
 		return dt_err_add(err, "%s: path too long", dir);
 	if ((unlink(tmp) < 0 && errno != ENOENT) || symlink(name, tmp) < 0 ||
 	    rename(tmp, latest) < 0) {
@@ -244,7 +245,8 @@ int ckpt_commit(const char *dir, const char *tmp, const struct ckpt_meta *meta,
 		goto out;
 	}
 	ours = true;
-	if (strlen(dir) + 64 >= sizeof(final) || !join(manifest, sizeof(manifest), tmp, CKPT_MANIFEST)) {
+	if (strlen(dir) + 64 >= sizeof(final) ||
+	    !join(manifest, sizeof(manifest), tmp, CKPT_MANIFEST)) {
 		rc = dt_err_add(err, "%s: path too long", dir);
 		goto out;
 	}

@@ -146,13 +146,13 @@ int ckpt_export(const char *ckpt, const char *out, struct dt_err *err)
 		dt_err_add(err, "%s: HDF5 cannot set up file access: %s", out, h5_why(why));
 		goto out;
 	}
+	created = true; /* a failed create may still leave the file */
 	file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
 	if (file < 0) {
 		rc = -EIO;
 		dt_err_add(err, "%s: cannot create: %s", tmp, h5_why(why));
 		goto out;
 	}
-	created = true;
 	rc = ckpt__write_meta_attrs(file, &r.m->meta, tmp, err);
 	if (!rc)
 		rc = copy_layers(&r, file, tmp, err);

@@ -316,18 +316,20 @@ static int resolve_ckpt(const char *path, char *out, size_t size, struct dt_err 
 /* --- commands --- */
 
 /* The STATUS of one checkpoint: "ok" or "damaged: <first problem>", and
- * the size of its files (the manifest's, 0 when it does not read). */
-static void list_status(const char *ckpt, bool full, struct ckpt_manifest *m, char *status,
+ * the size of its files (the manifest's). true when *m could be read. */
+static bool list_status(const char *ckpt, bool full, struct ckpt_manifest *m, char *status,
 			size_t size, uint64_t *bytes)
 {
 	struct dt_err err = { 0 };
 	const char *why;
 	size_t plen = strlen(ckpt);
+	bool read;
 	int i, rc;
 
 	*bytes = 0;
 	rc = ckpt_manifest_read(ckpt, m, &err);
-	if (rc == 0) {
+	read = rc == 0;
+	if (read) {
 		for (i = 0; i < m->n_files; i++)
 			*bytes += m->files[i].size;
 		if (full) {
@@ -350,13 +352,14 @@ static void list_status(const char *ckpt, bool full, struct ckpt_manifest *m, ch
 	}
 	if (rc == 0) {
 		snprintf(status, size, "ok");
-		return;
+		return read;
 	}
 	/* the first line, without the checkpoint's own path in front */
 	why = err.count ? err.msg : strerror(-rc);
 	if (!strncmp(why, ckpt, plen) && why[plen] == '/')
 		why += plen + 1;
 	snprintf(status, size, "damaged: %.*s", (int)strcspn(why, "\n"), why);
+	return read;
 }
 
 /* The step the latest symlink of dir names, -1 when none. */
@@ -424,8 +427,9 @@ static int cmd_list(int argc, char **argv)
 	checkpoint_dir(path, dir, sizeof(dir));
 	rc = ckpt_list(dir, &steps, &n, &err);
 	if (rc) {
-		fail(&err, rc, dir);
-		goto out_printed;
+		if (err.count == 0)
+			dt_err_add(&err, "%s: %s", dir, strerror(-rc));
+		goto out;
 	}
 	tmp = count_tmp(dir);
 	if (n == 0) {
@@ -448,14 +452,15 @@ static int cmd_list(int argc, char **argv)
 	for (i = 0; i < n; i++) {
 		char epoch[24] = "-", size[32] = "-", layout[32] = "-";
 		uint64_t bytes = 0;
+		bool read = false;
 
 		ckpt_step_name(steps[i], name, sizeof(name));
 		memset(m, 0, sizeof(*m));
 		if (join(ckpt, sizeof(ckpt), dir, name))
-			list_status(ckpt, full, m, status, sizeof(status), &bytes);
+			read = list_status(ckpt, full, m, status, sizeof(status), &bytes);
 		else
 			snprintf(status, sizeof(status), "damaged: %s", strerror(ENAMETOOLONG));
-		if (bytes) {
+		if (read) {
 			/* as the progress lines count: the last step's epoch, from 1 */
 			if (m->meta.step > 0 && m->meta.steps_per_epoch > 0)
 				snprintf(epoch, sizeof(epoch), "%" PRId64,
@@ -466,7 +471,7 @@ static int cmd_list(int argc, char **argv)
 			snprintf(layout, sizeof(layout), "%dx%d", m->meta.data, m->meta.pipeline);
 		}
 		printf("%c %-10" PRId64 " %-6s %-10s %-21s %-7s %s\n", steps[i] == latest ? '*' : ' ',
-		       steps[i], epoch, size, bytes && m->meta.created[0] ? m->meta.created : "-",
+		       steps[i], epoch, size, read && m->meta.created[0] ? m->meta.created : "-",
 		       layout, status);
 	}
 	if (latest >= 0) {
@@ -481,7 +486,6 @@ static int cmd_list(int argc, char **argv)
 out:
 	if (status_rc)
 		print_err(&err);
-out_printed:
 	free(m);
 	free(steps);
 	return status_rc;

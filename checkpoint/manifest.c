@@ -256,9 +256,11 @@ static int get_u64(const struct at *at, json_object *obj, const char *parent, co
 
 	if (rc)
 		return rc;
-	if (json_object_get_int64(v) < 0) {
+	/* json-c clamps integers beyond 64 bits to UINT64_MAX: refuse that too */
+	if (json_object_get_int64(v) < 0 || json_object_get_uint64(v) == UINT64_MAX) {
 		join(name, parent, key);
-		return dt_err_add(at->err, "%s: %s: must not be negative", at->path, name);
+		return dt_err_add(at->err, "%s: %s: must be 0..2^64-2 (got %s)", at->path, name,
+				  json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
 	}
 	*out = json_object_get_uint64(v);
 	return 0;

@@ -8,6 +8,10 @@
  * compared with it, and each dataset's type class, rank and dimensions are
  * compared with what the caller expects before HDF5 copies a byte into the
  * caller's buffer. The element count read is therefore always the caller's.
+ * A dataset must also be reached through hard links only and keep its bytes
+ * contiguous in the shard itself, as the writer makes it: HDF5 would
+ * otherwise follow a hostile file to other files (links, external storage,
+ * virtual datasets) or into filter plugins.
  *
  * Sections: HDF5 helpers, manifests and listing, verifying, finding the
  * latest, the reader.
@@ -437,10 +441,58 @@ out:
 	return rc;
 }
 
+/* Is type one of the IEEE formats HDF5 converts to float exactly or by
+ * rounding (a shard holds float32; float64 is what other tools write)? */
+static bool ieee_float(hid_t type)
+{
+	return H5Tequal(type, H5T_IEEE_F32LE) > 0 || H5Tequal(type, H5T_IEEE_F32BE) > 0 ||
+	       H5Tequal(type, H5T_IEEE_F64LE) > 0 || H5Tequal(type, H5T_IEEE_F64BE) > 0;
+}
+
+static const char *layout_name(H5D_layout_t layout)
+{
+	switch (layout) {
+	case H5D_COMPACT: return "compact";
+	case H5D_CONTIGUOUS: return "contiguous";
+	case H5D_CHUNKED: return "chunked";
+	case H5D_VIRTUAL: return "virtual";
+	default: return "unknown";
+	}
+}
+
+/* Is every link on the way to dname a hard link? A soft or external link
+ * would take HDF5 elsewhere (another file, anywhere) before we could look.
+ * Each prefix is checked in order, so H5Lget_info only crosses hard links. */
+static int hard_links_only(hid_t file, const char *path, const char *dname, struct dt_err *err)
+{
+	char prefix[128], why[WHY_MAX];
+	H5L_info_t info;
+	size_t i, n = strlen(dname);
+
+	if (n >= sizeof(prefix))
+		return dt_err_add(err, "%s: %s: name too long", path, dname);
+	for (i = 1; i <= n; i++) {
+		if (i < n && dname[i] != '/')
+			continue;
+		memcpy(prefix, dname, i);
+		prefix[i] = '\0';
+		if (H5Lget_info(file, prefix, &info, H5P_DEFAULT) < 0)
+			return dt_err_add(err, "%s: %s: missing (%s): %s", path, dname, prefix,
+					  h5_why(why));
+		if (info.type != H5L_TYPE_HARD)
+			return dt_err_add(err, "%s: %s: \"%s\" is %s link: dtrain's shards have none",
+					  path, dname, prefix,
+					  info.type == H5L_TYPE_SOFT ? "a soft" :
+					  info.type == H5L_TYPE_EXTERNAL ? "an external" : "a user-defined");
+	}
+	return 0;
+}
+
 /* Reads the dataset dname of file (named path) into dst, which holds
  * exactly the expected shape (rank, dims); anything else is refused before
- * a byte is read. Also refused: storage outside the file (virtual datasets,
- * external raw files), which a shard never has. */
+ * a byte is read. Also refused: any storage but contiguous bytes in the file
+ * itself, which is all a shard ever has: no virtual datasets or external raw
+ * files (data from elsewhere), no chunks (filters, plugins). */
 static int read_tensor(hid_t file, const char *path, const char *dname, int rank,
 		       const hsize_t *dims, float *dst, struct dt_err *err)
 {
@@ -451,15 +503,18 @@ static int read_tensor(hid_t file, const char *path, const char *dname, int rank
 	H5D_layout_t layout;
 	int ndims, i, rc = 0;
 
+	rc = hard_links_only(file, path, dname, err);
+	if (rc)
+		goto out;
 	set = H5Dopen2(file, dname, H5P_DEFAULT);
 	if (set < 0) {
-		rc = dt_err_add(err, "%s: %s: missing or not a dataset: %s", path, dname,
+		rc = dt_err_add(err, "%s: %s: cannot open as a dataset: %s", path, dname,
 				h5_why(why));
 		goto out;
 	}
 	type = H5Dget_type(set);
-	if (type < 0 || H5Tget_class(type) != H5T_FLOAT) {
-		rc = dt_err_add(err, "%s: %s: not a floating-point dataset", path, dname);
+	if (type < 0 || H5Tget_class(type) != H5T_FLOAT || !ieee_float(type)) {
+		rc = dt_err_add(err, "%s: %s: not a float32 or float64 dataset", path, dname);
 		goto out;
 	}
 	space = H5Dget_space(set);
@@ -484,8 +539,13 @@ static int read_tensor(hid_t file, const char *path, const char *dname, int rank
 	}
 	dcpl = H5Dget_create_plist(set);
 	layout = dcpl < 0 ? H5D_LAYOUT_ERROR : H5Pget_layout(dcpl);
-	if (layout == H5D_LAYOUT_ERROR || layout == H5D_VIRTUAL || H5Pget_external_count(dcpl) != 0) {
-		rc = dt_err_add(err, "%s: %s: data stored outside the file (virtual or external): a shard holds its own data",
+	if (layout != H5D_CONTIGUOUS) {
+		rc = dt_err_add(err, "%s: %s: %s storage, not contiguous: dtrain's shards hold plain contiguous data",
+				path, dname, layout_name(layout));
+		goto out;
+	}
+	if (H5Pget_external_count(dcpl) != 0) {
+		rc = dt_err_add(err, "%s: %s: data stored in external files: dtrain's shards hold their own data",
 				path, dname);
 		goto out;
 	}

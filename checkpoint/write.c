@@ -295,7 +295,8 @@ static int snapshot(struct ckpt_shard_writer *w, const struct ckpt_meta *meta,
 	}
 	memcpy(w->snap, view->params, view->n * sizeof(float));
 	for (s = 0; s < meta->n_states; s++)
-		memcpy(w->snap + (size_t)(s + 1) * view->n, view->states[s], view->n * sizeof(float));
+		memcpy(w->snap + (size_t)(s + 1) * view->n, view->states[s],
+		       view->n * sizeof(float));
 	return 0;
 }
 
@@ -494,7 +495,8 @@ int ckpt_shard_write(struct ckpt_shard_writer *w, struct dt_err *err)
 		goto out;
 	}
 	for (i = 0; i < w->n_regions && !rc; i++)
-		rc = dt_pwrite_all(fd, w->regions[i].src, w->regions[i].bytes, w->regions[i].offset);
+		rc = dt_pwrite_all(fd, w->regions[i].src, w->regions[i].bytes,
+				   w->regions[i].offset);
 	if (!rc)
 		rc = dt_fsync_fd(fd);
 	if (rc) {
@@ -625,8 +627,9 @@ int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta, struct dt_
 	for (s = -1; s < meta->n_states; s++) {
 		for (l = 0; l < meta->n_layers; l++) {
 			for (t = 0; t < 2; t++) {
-				rc = add_virtual(file, gcpl, meta, l, s < 0 ? NULL : meta->states[s],
-						 which_names[t], why);
+				rc = add_virtual(file, gcpl, meta, l,
+						 s < 0 ? NULL : meta->states[s], which_names[t],
+						 why);
 				if (rc) {
 					dt_err_add(err, "%s: %s", path, why);
 					goto out;

@@ -751,14 +751,10 @@ int rt_ckpt_finish(struct rt_ckpt *c, struct dt_err *err)
 
 static volatile sig_atomic_t stop_signal;
 
+/* Only the first signal counts. Repeats are normal, not impatience: under
+ * srun a task gets SIGTERM from slurmstepd and again through srun. */
 static void on_signal(int sig)
 {
-	if (stop_signal == sig) {
-		/* asked twice: stop now, as the default action would */
-		signal(sig, SIG_DFL);
-		raise(sig);
-		return;
-	}
 	if (!stop_signal)
 		stop_signal = sig;
 }

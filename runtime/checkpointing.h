@@ -24,8 +24,8 @@
  * Preemption: SIGTERM and spec preemption.signal only set a flag
  * (rt_ckpt_signals). rt_ckpt_poll() reduces it over all ranks at every step
  * boundary; when set, the trainer saves synchronously and returns -EAGAIN
- * (dtrain-run exits 75: "requeue me"). A second signal of the same kind
- * kills the process at once, as an impatient Ctrl-C expects.
+ * (dtrain-run exits 75: "requeue me"). Later signals change nothing: under
+ * srun a task gets SIGTERM twice (from slurmstepd and through srun).
  *
  * Resume (rt_ckpt_resume): checkpoint.resume "auto" takes the newest
  * checkpoint of this run whose files all verify (the verification is spread

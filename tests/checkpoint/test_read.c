@@ -335,6 +335,28 @@ static int parse_edited(const char *path, json_object *val, struct dt_err *err)
 	return rc;
 }
 
+/* Parses the standard manifest's text with the first `old` replaced. */
+static int parse_text_edited(const char *old, const char *new, struct dt_err *err)
+{
+	struct ckpt_manifest *m = malloc(sizeof(*m));
+	json_object *root = manifest_tree();
+	const char *s = json_object_to_json_string_ext(root, JSON_C_TO_STRING_SPACED |
+								     JSON_C_TO_STRING_PRETTY);
+	const char *at = strstr(s, old);
+	char *text = NULL;
+	int rc;
+
+	assert_non_null(m);
+	if (!at)
+		fail_msg("the manifest lacks \"%s\": %s", old, s);
+	assert_true(asprintf(&text, "%.*s%s%s", (int)(at - s), s, new, at + strlen(old)) > 0);
+	rc = ckpt__manifest_parse(text, "D/MANIFEST.json", m, err);
+	free(text);
+	json_object_put(root);
+	free(m);
+	return rc;
+}
+
 static void test_manifest_round_trip(void **state)
 {
 	struct ckpt_file files[3] = {
@@ -381,7 +403,6 @@ static void test_manifest_round_trip(void **state)
 
 static void test_manifest_refusals(void **state)
 {
-	static const char huge[] = "{\"a\": 99999999999999999999999999}";
 	struct ckpt_manifest *m = malloc(sizeof(*m));
 	struct dt_err err = { 0 };
 	json_object *a;
@@ -495,23 +516,19 @@ static void test_manifest_refusals(void **state)
 	assert_true(tu_has(&err, "D/MANIFEST.json: invalid JSON"));
 	assert_int_equal(ckpt__manifest_parse("[1, 2]", "D/MANIFEST.json", m, &err), -EINVAL);
 	assert_int_equal(ckpt__manifest_parse("{} x", "D/MANIFEST.json", m, &err), -EINVAL);
-	assert_int_equal(ckpt__manifest_parse(huge, "D/MANIFEST.json", m, &err), -EINVAL);
-	a = manifest_tree();
-	{
-		/* step beyond INT64_MAX: json-c keeps it as uint64 */
-		char *text = NULL;
-		const char *s = json_object_to_json_string(a);
-		const char *at = strstr(s, "\"step\": 7");
-
-		assert_non_null(at);
-		assert_true(asprintf(&text, "%.*s\"step\": 18446744073709551615%s", (int)(at - s), s,
-				     at + strlen("\"step\": 7")) > 0);
-		dt_err_clear(&err);
-		assert_int_equal(ckpt__manifest_parse(text, "D/MANIFEST.json", m, &err), -EINVAL);
-		assert_true(tu_has(&err, "D/MANIFEST.json: step: must be 0.."));
-		free(text);
-	}
-	json_object_put(a);
+	/* beyond INT64_MAX json-c keeps integers as uint64, beyond 64 bits it
+	 * clamps them to UINT64_MAX: neither may pass as something smaller */
+	dt_err_clear(&err);
+	assert_int_equal(parse_text_edited("\"step\": 7,", "\"step\": 18446744073709551615,", &err),
+			 -EINVAL);
+	assert_true(tu_has(&err, "D/MANIFEST.json: step: must be 0.."));
+	dt_err_clear(&err);
+	assert_int_equal(parse_text_edited("\"seed\": 18364758544493064720",
+					   "\"seed\": 99999999999999999999999999", &err), -EINVAL);
+	assert_true(tu_has(&err, "D/MANIFEST.json: rng.seed: must be 0..2^64-2"));
+	dt_err_clear(&err);
+	assert_int_equal(parse_text_edited("\"stream\": 1", "\"stream\": -1", &err), -EINVAL);
+	assert_true(tu_has(&err, "D/MANIFEST.json: rng.stream: must be 0..2^64-2"));
 	free(m);
 }
 
@@ -819,6 +836,10 @@ enum craft {
 	EXTERNAL,    /* float [5, 6], its bytes in another file */
 	VIRTUAL,     /* float [5, 6], mapped onto another file */
 	GROUP,       /* a group where the dataset should be */
+	CHUNKED,     /* float [5, 6], chunked and compressed */
+	FLOAT16,     /* a 16-bit float type of its own */
+	EXT_LINK,    /* an external link to a right dataset in another file */
+	SOFT_LINK,   /* layers/0 a soft link to a group holding a right weight */
 	WEIGHT_ONLY, /* a right weight, no bias */
 	NOT_HDF5,    /* not an HDF5 file at all */
 };
@@ -847,6 +868,19 @@ static void craft_shard(const char *ckpt, enum craft kind)
 		dims[1] = 6;
 	if (kind == INTEGER)
 		type = H5T_STD_I32LE;
+	if (kind == FLOAT16) {
+		assert_true((type = H5Tcopy(H5T_IEEE_F32LE)) > 0);
+		assert_true(H5Tset_fields(type, 15, 10, 5, 0, 10) >= 0);
+		assert_true(H5Tset_precision(type, 16) >= 0);
+		assert_true(H5Tset_size(type, 2) >= 0);
+		assert_true(H5Tset_ebias(type, 15) >= 0);
+	}
+	if (kind == CHUNKED) {
+		hsize_t chunk[2] = { 1, 6 };
+
+		assert_true(H5Pset_chunk(dcpl, 2, chunk) >= 0);
+		assert_true(H5Pset_deflate(dcpl, 6) >= 0);
+	}
 	if (kind == EXTERNAL)
 		assert_true(H5Pset_external(dcpl, "raw.bin", 0, 5 * 6 * 4) >= 0);
 	if (kind == VIRTUAL) {
@@ -860,7 +894,28 @@ static void craft_shard(const char *ckpt, enum craft kind)
 	else
 		space = H5Screate_simple(kind == RANK3 ? 3 : 2, dims, NULL);
 	assert_true(space > 0);
-	if (kind == GROUP) {
+	if (kind == EXT_LINK || kind == SOFT_LINK) {
+		char other[4200];
+		hid_t f2, g, d;
+
+		snprintf(other, sizeof(other), "%s/other.h5", ckpt);
+		f2 = kind == EXT_LINK ? H5Fcreate(other, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : file;
+		assert_true(f2 > 0);
+		assert_true((g = H5Gcreate2(f2, "elsewhere", H5P_DEFAULT, H5P_DEFAULT,
+					    H5P_DEFAULT)) > 0);
+		assert_true((d = H5Dcreate2(g, "weight", type, space, H5P_DEFAULT, H5P_DEFAULT,
+					    H5P_DEFAULT)) > 0);
+		H5Dclose(d);
+		H5Gclose(g);
+		if (kind == EXT_LINK) {
+			H5Fclose(f2);
+			assert_true(H5Lcreate_external("other.h5", "/elsewhere/weight", file,
+						       "layers/0/weight", lcpl, H5P_DEFAULT) >= 0);
+		} else {
+			assert_true(H5Lcreate_soft("/elsewhere", file, "layers/0", lcpl,
+						   H5P_DEFAULT) >= 0);
+		}
+	} else if (kind == GROUP) {
 		hid_t g = H5Gcreate2(file, "layers/0/weight", lcpl, H5P_DEFAULT, H5P_DEFAULT);
 
 		assert_true(g > 0);
@@ -870,6 +925,8 @@ static void craft_shard(const char *ckpt, enum craft kind)
 		assert_true(set > 0);
 		H5Dclose(set);
 	}
+	if (kind == FLOAT16)
+		H5Tclose(type);
 	H5Sclose(space);
 	H5Pclose(dcpl);
 	H5Pclose(lcpl);
@@ -916,10 +973,14 @@ static void test_hostile_shapes(void **state)
 static void test_hostile_types(void **state)
 {
 	(void)state;
-	hostile(INTEGER, "shard-0.h5: layers/0/weight: not a floating-point dataset");
-	hostile(EXTERNAL, "layers/0/weight: data stored outside the file");
-	hostile(VIRTUAL, "layers/0/weight: data stored outside the file");
-	hostile(GROUP, "layers/0/weight: missing or not a dataset");
+	hostile(INTEGER, "shard-0.h5: layers/0/weight: not a float32 or float64 dataset");
+	hostile(FLOAT16, "shard-0.h5: layers/0/weight: not a float32 or float64 dataset");
+	hostile(EXTERNAL, "layers/0/weight: data stored in external files");
+	hostile(VIRTUAL, "layers/0/weight: virtual storage, not contiguous");
+	hostile(CHUNKED, "layers/0/weight: chunked storage, not contiguous");
+	hostile(GROUP, "layers/0/weight: cannot open as a dataset");
+	hostile(EXT_LINK, "shard-0.h5: layers/0/weight: \"layers/0/weight\" is an external link");
+	hostile(SOFT_LINK, "shard-0.h5: layers/0/weight: \"layers/0\" is a soft link");
 	hostile(NOT_HDF5, "cannot open as HDF5");
 }
 
@@ -937,7 +998,7 @@ static void test_hostile_missing_dataset(void **state)
 	reseal(ckpt, "shard-0.h5");
 	assert_int_equal(ckpt_reader_open(&r, ckpt, &err), 0);
 	assert_int_equal(ckpt_read_layer(&r, 0, 6, 5, p, NULL, &err), -EINVAL);
-	assert_true(tu_has(&err, "/shard-0.h5: layers/0/bias: missing or not a dataset"));
+	assert_true(tu_has(&err, "/shard-0.h5: layers/0/bias: missing (layers/0/bias)"));
 	ckpt_reader_close(&r);
 }
 

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Preemption on the local cluster, as an unlucky user meets it: a 2-node x
+# 2-task training job in the low partition is preempted twice by a job in
+# the high partition that needs every CPU, at moments picked at random; each
+# time Slurm sends SIGTERM, dtrain-run saves at the next step boundary and
+# exits 75, Slurm requeues the job, and it resumes from its checkpoint. The
+# job must finish, and its final parameters and optimizer state must be
+# bitwise those of the same spec run without interruption.
+. "$(dirname "$0")/lib.sh"
+: "${SLURM_CONF:?needs the local cluster}"
+site=$(write_site)
+
+"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 12000 --features 784 --classes 10 --seed 5 >/dev/null ||
+	fail "dtrain-data synthetic"
+cat >"$T/job.json" <<JSON
+{ "name": "preempt", "model": { "inputs": 784, "hidden": [512, 512], "outputs": 10 },
+  "data": { "train": "$T/syn.h5" },
+  "resources": { "nodes": 2, "tasks_per_node": 2, "partition": "low" },
+  "parallel": { "data": 2, "pipeline": 2, "micro_batches": 2 },
+  "train": { "epochs": 12, "global_batch": 120, "log_every": 50,
+             "optimizer": { "type": "sgd", "lr": 0.05, "momentum": 0.9 } },
+  "checkpoint": { "every_steps": 100, "keep": 2 } }
+JSON
+
+# --- the reference: the same spec, uninterrupted (mpirun on this host) ---
+$SUBMIT validate "$T/job.json" --site "$site" --set run_dir="$T/ref" >"$T/ref.json" 2>"$T/ref.err" ||
+	{ cat "$T/ref.err"; fail "spec ref"; }
+mkdir -p "$T/ref"
+OMPI_MCA_mpi_yield_when_idle=1 mpirun --allow-run-as-root --oversubscribe -np 4 \
+	"$DTRAIN_BIN/dtrain-run" --quiet "$T/ref.json" >"$T/ref.out" 2>&1 || { cat "$T/ref.out"; fail "reference run"; }
+[ -d "$T/ref/checkpoints/step-00001200" ] || { ls "$T/ref/checkpoints"; fail "reference has no final checkpoint"; }
+
+# --- the job, preempted twice ---
+expect_rc 0 $SUBMIT "$T/job.json" --site "$site"
+id=$(cat "$T/out")
+dir=$(run_dir_of preempt)
+log=$dir/slurm-$id.out
+
+restarts() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p'; }
+# the newest training step the job reported, 0 before the first
+last_step() {
+	local s=
+	[ -f "$dir/metrics.jsonl" ] && s=$(sed -n 's/.*"event":"step","step":\([0-9]*\),.*/\1/p' "$dir/metrics.jsonl" | tail -n 1)
+	echo "${s:-0}"
+}
+starts() { [ -f "$dir/metrics.jsonl" ] && grep -c '"event":"start"' "$dir/metrics.jsonl" || echo 0; }
+
+for round in 1 2; do
+	wait_state "$id" 120 RUNNING
+	# let it train (and, this round, resume) first; then a random moment
+	for ((i = 0; i < 240; i++)); do
+		[ "$(starts)" -ge "$round" ] && [ "$(last_step)" -ge $((round * 100)) ] && break
+		sleep 0.5
+	done
+	[ "$(last_step)" -lt 1200 ] || fail "the job finished before preemption $round (make it longer)"
+	sleep "$((RANDOM % 3)).$((RANDOM % 10))"
+	hi=$(sbatch --parsable -p high -N 2 --ntasks-per-node=4 -t 1 -o "$T/high-$round.out" --wrap 'sleep 2') ||
+		fail "sbatch of the high-priority job"
+	for ((i = 0; i < 120; i++)); do
+		[ "$(restarts "$id")" = "$round" ] && break
+		sleep 0.5
+	done
+	[ "$(restarts "$id")" = "$round" ] || { scontrol show job "$id"; cat "$log"; fail "job $id was not requeued (round $round)"; }
+	wait_state "$hi" 120 COMPLETED ENDED
+	echo "  preemption $round at step $(last_step) (high-priority job $hi)"
+done
+
+wait_state "$id" 300 COMPLETED FAILED CANCELLED TIMEOUT ENDED
+state=$(job_state "$id")
+[ "$state" = COMPLETED ] || [ "$state" = ENDED ] || { cat "$log"; fail "job ended $state"; }
+[ "$(grep -c 'received: saving at step' "$log")" -ge 2 ] || { cat "$log"; fail "fewer than 2 stop saves in the log"; }
+[ "$(grep -c '^dtrain-run: resuming from ' "$log")" -ge 2 ] || { cat "$log"; fail "fewer than 2 resumes in the log"; }
+must_contain "$log" "dtrain-run: done:"
+[ "$(grep -c '"event":"stop"' "$dir/metrics.jsonl")" -ge 2 ] || fail "metrics lack the stop events"
+grep -q '"event":"first_step"' "$dir/metrics.jsonl" || fail "metrics lack the first step after a resume"
+final=$dir/checkpoints/step-00001200
+"$DTRAIN_BIN/dtrain-ckpt" verify "$final" >/dev/null || fail "final checkpoint does not verify"
+for obj in /layers /optimizer; do
+	h5diff "$T/ref/checkpoints/step-00001200/model.h5" "$final/model.h5" "$obj" "$obj" >"$T/diff.out" 2>&1 ||
+		{ cat "$T/diff.out"; fail "final $obj differ from the uninterrupted run's"; }
+done
+grep 'first step after the resume' "$log" | sed 's/^/  /'
+pass "preempted twice at random moments, requeued, resumed: final state bitwise equal to the uninterrupted run"
