@@ -3,8 +3,9 @@
 # 2-task training job in the low partition is preempted twice by a job in
 # the high partition that needs every CPU, at moments picked at random; each
 # time Slurm sends SIGTERM, dtrain-run saves at the next step boundary and
-# exits 75, Slurm requeues the job, and it resumes from its checkpoint. The
-# job must finish, and its final parameters and optimizer state must be
+# exits 75, Slurm requeues the job, and it resumes from its checkpoint. Then
+# the time-limit warning signal (USR1, as sbatch --signal sends it): the same
+# save, and the batch script requeues the job itself. The job must finish, and its final parameters and optimizer state must be
 # bitwise those of the same spec run without interruption.
 . "$(dirname "$0")/lib.sh"
 : "${SLURM_CONF:?needs the local cluster}"
@@ -45,7 +46,7 @@ last_step() {
 }
 starts() { [ -f "$dir/metrics.jsonl" ] && grep -c '"event":"start"' "$dir/metrics.jsonl" || echo 0; }
 
-for round in 1 2; do
+for round in 1 2 3; do
 	wait_state "$id" 120 RUNNING
 	# let it train (and, this round, resume) first; then a random moment
 	for ((i = 0; i < 240; i++)); do
@@ -54,24 +55,36 @@ for round in 1 2; do
 	done
 	[ "$(last_step)" -lt 1200 ] || fail "the job finished before preemption $round (make it longer)"
 	sleep "$((RANDOM % 3)).$((RANDOM % 10))"
-	hi=$(sbatch --parsable -p high -N 2 --ntasks-per-node=4 -t 1 -o "$T/high-$round.out" --wrap 'sleep 2') ||
-		fail "sbatch of the high-priority job"
+	if [ "$round" -lt 3 ]; then
+		hi=$(sbatch --parsable -p high -N 2 --ntasks-per-node=4 -t 1 -o "$T/high-$round.out" --wrap 'sleep 2') ||
+			fail "sbatch of the high-priority job"
+	else
+		# the time-limit warning, as sbatch --signal=USR1@lead sends it: to the
+		# step only; the batch script requeues the job itself
+		scancel --signal=USR1 "$id" || fail "scancel --signal=USR1"
+	fi
 	for ((i = 0; i < 120; i++)); do
 		[ "$(restarts "$id")" = "$round" ] && break
 		sleep 0.5
 	done
 	[ "$(restarts "$id")" = "$round" ] || { scontrol show job "$id"; cat "$log"; fail "job $id was not requeued (round $round)"; }
-	wait_state "$hi" 120 COMPLETED ENDED
-	echo "  preemption $round at step $(last_step) (high-priority job $hi)"
+	if [ "$round" -lt 3 ]; then
+		wait_state "$hi" 120 COMPLETED ENDED
+		echo "  preemption $round at step $(last_step) (high-priority job $hi)"
+	else
+		echo "  time-limit signal (USR1) at step $(last_step)"
+	fi
 done
 
 wait_state "$id" 300 COMPLETED FAILED CANCELLED TIMEOUT ENDED
 state=$(job_state "$id")
 [ "$state" = COMPLETED ] || [ "$state" = ENDED ] || { cat "$log"; fail "job ended $state"; }
-[ "$(grep -c 'received: saving at step' "$log")" -ge 2 ] || { cat "$log"; fail "fewer than 2 stop saves in the log"; }
-[ "$(grep -c '^dtrain-run: resuming from ' "$log")" -ge 2 ] || { cat "$log"; fail "fewer than 2 resumes in the log"; }
+[ "$(grep -c 'received: saving at step' "$log")" -ge 3 ] || { cat "$log"; fail "fewer than 3 stop saves in the log"; }
+[ "$(grep -c '^dtrain-run: resuming from ' "$log")" -ge 3 ] || { cat "$log"; fail "fewer than 3 resumes in the log"; }
+must_contain "$log" "User defined signal 1 received: saving at step"
+must_contain "$log" "dtrain: state saved; requeueing job $id (restart 3 of"
 must_contain "$log" "dtrain-run: done:"
-[ "$(grep -c '"event":"stop"' "$dir/metrics.jsonl")" -ge 2 ] || fail "metrics lack the stop events"
+[ "$(grep -c '"event":"stop"' "$dir/metrics.jsonl")" -ge 3 ] || fail "metrics lack the stop events"
 grep -q '"event":"first_step"' "$dir/metrics.jsonl" || fail "metrics lack the first step after a resume"
 final=$dir/checkpoints/step-00001200
 "$DTRAIN_BIN/dtrain-ckpt" verify "$final" >/dev/null || fail "final checkpoint does not verify"
@@ -80,4 +93,4 @@ for obj in /layers /optimizer; do
 		{ cat "$T/diff.out"; fail "final $obj differ from the uninterrupted run's"; }
 done
 grep 'first step after the resume' "$log" | sed 's/^/  /'
-pass "preempted twice at random moments, requeued, resumed: final state bitwise equal to the uninterrupted run"
+pass "preempted twice and warned of the time limit once, at random moments; requeued and resumed each time: final state bitwise equal to the uninterrupted run"
