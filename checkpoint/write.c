@@ -497,8 +497,6 @@ int ckpt_shard_write(struct ckpt_shard_writer *w, struct dt_err *err)
 	for (i = 0; i < w->n_regions && !rc; i++)
 		rc = dt_pwrite_all(fd, w->regions[i].src, w->regions[i].bytes,
 				   w->regions[i].offset);
-	if (!rc)
-		rc = dt_fsync_fd(fd);
 	if (rc) {
 		dt_err_add(err, "%s: cannot write checkpoint shard: %s", w->path, strerror(-rc));
 		goto out;
@@ -506,7 +504,8 @@ int ckpt_shard_write(struct ckpt_shard_writer *w, struct dt_err *err)
 
 	/* The checksum of the file as it is on disk, in file order: the tensors
 	 * from the snapshot (they are what was just written), the metadata
-	 * between and after them from the file. */
+	 * between and after them from the file. Computed before the fsync, so
+	 * that it overlaps the kernel's write-back. */
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
 		dt_err_add(err, "%s: cannot stat checkpoint shard: %s", w->path, strerror(-rc));
@@ -531,6 +530,11 @@ int ckpt_shard_write(struct ckpt_shard_writer *w, struct dt_err *err)
 		rc = crc_file_range(fd, at, (uint64_t)st.st_size - at, &crc);
 	if (rc) {
 		dt_err_add(err, "%s: cannot read checkpoint shard: %s", w->path, strerror(-rc));
+		goto out;
+	}
+	rc = dt_fsync_fd(fd);
+	if (rc) {
+		dt_err_add(err, "%s: cannot write checkpoint shard: %s", w->path, strerror(-rc));
 		goto out;
 	}
 	w->size = (uint64_t)st.st_size;

@@ -246,6 +246,7 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 	c->last_step = -1;
 	c->writer = g->coord[RT_DIM_DATA] == stage % replicas;
 	atomic_init(&c->thread_done, 0);
+	atomic_init(&c->commit_done, 0);
 	if (s->checkpoint.dir)
 		snprintf(c->dir, sizeof(c->dir), "%s", s->checkpoint.dir);
 	else if (s->run_dir)
@@ -527,6 +528,8 @@ out:
 
 /* --- saving --- */
 
+/* Phase 1 on a writer's thread (or inline): the shard's bytes, fsync,
+ * checksum; rank 0 also seals the root file. No MPI, no HDF5. */
 static void *writer_main(void *arg)
 {
 	struct rt_ckpt *c = arg;
@@ -542,20 +545,16 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* Gathers every rank's outcome on rank 0, which commits; everyone learns
- * the result. A failed save is reported (by the failing rank, and by rank
- * 0) and returned as -ECANCELED on every rank; -EIO is an MPI failure. */
-static int commit(struct rt_ckpt *c, struct dt_err *err)
+/* Phase 2, collective: every rank's outcome to rank 0, which fills
+ * c->files (or c->failed, the first rank that could not write its part).
+ * Ends the save in flight on every rank. 0 or -EIO (MPI). */
+static int gather(struct rt_ckpt *c, struct dt_err *err)
 {
 	int64_t mine[5], *all = NULL;
-	int world = c->g->world, replicas = c->g->size[RT_DIM_DATA];
-	int rc = 0, k, r, failed = -1, mrc;
-	int64_t result[2] = { 0, 0 };
-	struct ckpt_file *files = NULL;
-	uint64_t bytes = 0;
-	double write_s = 0, stall = 0, t_commit;
+	int world = c->g->world, replicas = c->g->size[RT_DIM_DATA], k, r, mrc;
 
 	join_thread(c);
+	c->inflight = false;
 	if (c->local_rc)
 		warn_lines(c, &c->local_err);
 	mine[0] = c->local_rc;
@@ -565,86 +564,141 @@ static int commit(struct rt_ckpt *c, struct dt_err *err)
 	mine[4] = (int64_t)(c->w.write_s * 1e6);
 	if (c->g->rank == 0) {
 		all = malloc((size_t)world * sizeof(mine));
-		files = calloc((size_t)c->meta->pipeline + 1, sizeof(*files));
-		if (!all || !files)
+		if (!all)
 			MPI_Abort(MPI_COMM_WORLD, DT_EXIT_FAIL);
 	}
 	mrc = MPI_Gather(mine, 5, MPI_INT64_T, all, 5, MPI_INT64_T, 0, MPI_COMM_WORLD);
 	if (mrc != MPI_SUCCESS) {
 		free(all);
-		free(files);
 		return mpi_err(err, c->g->rank, "MPI_Gather of the checkpoint results", mrc);
 	}
-	t_commit = now_s();
-	if (c->g->rank == 0) {
-		struct dt_err e = { 0 };
-
-		for (r = 0; r < world; r++) {
-			if (all[5 * r] && failed < 0)
-				failed = r;
-			if ((double)all[5 * r + 3] / 1e6 > stall)
-				stall = (double)all[5 * r + 3] / 1e6;
-			if ((double)all[5 * r + 4] / 1e6 > write_s)
-				write_s = (double)all[5 * r + 4] / 1e6;
-		}
-		if (failed >= 0) {
-			rc = -EIO;
-			dt_remove_tree(c->tmp);
-			fprintf(stderr, "dtrain-run: checkpoint at step %lld not saved: rank %d could not "
-				"write its part (its message is above)%s\n", (long long)c->meta->step,
-				failed, c->last_step >= 0 ? "; the previous checkpoint stays" : "");
-			fflush(stderr);
-		} else {
-			snprintf(files[0].name, sizeof(files[0].name), "model.h5");
-			files[0].stage = -1;
-			files[0].size = c->root_size;
-			files[0].crc = c->root_crc;
-			bytes = c->root_size;
-			for (k = 0; k < c->meta->pipeline; k++) {
-				int w = k * replicas + k % replicas; /* world rank of its writer */
-
-				ckpt_shard_name(k, files[k + 1].name, sizeof(files[k + 1].name));
-				files[k + 1].stage = k;
-				files[k + 1].size = (uint64_t)all[5 * w + 1];
-				files[k + 1].crc = (uint32_t)all[5 * w + 2];
-				bytes += files[k + 1].size;
-			}
-			rc = ckpt_commit(c->dir, c->tmp, c->meta, files, c->meta->pipeline + 1,
-					 (int)c->s->checkpoint.keep, &e);
-			if (rc) {
-				fprintf(stderr, "dtrain-run: checkpoint at step %lld not saved: %s\n",
-					(long long)c->meta->step, e.msg);
-				fflush(stderr);
-			}
-		}
-		result[0] = rc;
+	if (c->g->rank != 0)
+		return 0;
+	c->failed = -1;
+	c->max_stall_s = c->max_write_s = 0;
+	for (r = 0; r < world; r++) {
+		if (all[5 * r] && c->failed < 0)
+			c->failed = r;
+		if ((double)all[5 * r + 3] / 1e6 > c->max_stall_s)
+			c->max_stall_s = (double)all[5 * r + 3] / 1e6;
+		if ((double)all[5 * r + 4] / 1e6 > c->max_write_s)
+			c->max_write_s = (double)all[5 * r + 4] / 1e6;
 	}
-	mrc = MPI_Bcast(result, 2, MPI_INT64_T, 0, MPI_COMM_WORLD);
-	if (mrc != MPI_SUCCESS) {
-		free(all);
-		free(files);
-		return mpi_err(err, c->g->rank, "MPI_Bcast of the checkpoint result", mrc);
-	}
-	rc = (int)result[0];
-	if (!rc) {
-		char name[32];
-		double total = now_s() - c->t_start;
+	snprintf(c->files[0].name, sizeof(c->files[0].name), "model.h5");
+	c->files[0].stage = -1;
+	c->files[0].size = c->root_size;
+	c->files[0].crc = c->root_crc;
+	c->bytes = c->root_size;
+	for (k = 0; k < c->meta->pipeline; k++) {
+		int w = k * replicas + k % replicas; /* world rank of its writer */
 
-		c->last_step = c->meta->step;
-		ckpt_step_name(c->meta->step, name, sizeof(name));
-		say(c, "checkpoint %s/%s saved: %.1f MiB, written in %.2f s (%.0f MB/s), training "
-		       "stalled %.3f s, committed %.2f s after the snapshot", c->dir, name,
-		    (double)bytes / 1048576.0, write_s, write_s > 0 ? (double)bytes / write_s / 1e6 : 0,
-		    stall, total);
-		metric(c, "{\"event\":\"checkpoint\",\"step\":%lld,\"path\":\"%s/%s\",\"bytes\":%llu,"
-			  "\"write_s\":%.6f,\"stall_s\":%.6f,\"commit_s\":%.6f,\"total_s\":%.6f}",
-		       (long long)c->meta->step, c->dir, name, (unsigned long long)bytes, write_s,
-		       stall, now_s() - t_commit, total);
+		ckpt_shard_name(k, c->files[k + 1].name, sizeof(c->files[k + 1].name));
+		c->files[k + 1].stage = k;
+		c->files[k + 1].size = (uint64_t)all[5 * w + 1];
+		c->files[k + 1].crc = (uint32_t)all[5 * w + 2];
+		c->bytes += c->files[k + 1].size;
 	}
-	c->inflight = false;
 	free(all);
-	free(files);
-	return rc ? -ECANCELED : 0;
+	return 0;
+}
+
+/* Phase 3, rank 0 alone, on its writer thread (async) or inline (sync):
+ * manifest, rename, latest, retention. The result goes to commit_rc and
+ * commit_err; report() tells the user. */
+static void *commit_main(void *arg)
+{
+	struct rt_ckpt *c = arg;
+	double t0 = now_s();
+
+	dt_err_clear(&c->commit_err);
+	if (c->failed >= 0) {
+		dt_remove_tree(c->tmp);
+		c->commit_rc = -ECANCELED;
+	} else {
+		c->commit_rc = ckpt_commit(c->dir, c->tmp, c->meta, c->files, c->meta->pipeline + 1,
+					   (int)c->s->checkpoint.keep, &c->commit_err);
+	}
+	c->commit_s = now_s() - t0;
+	c->t_done = now_s();
+	atomic_store(&c->commit_done, 1);
+	return NULL;
+}
+
+/* Rank 0, main thread: what became of the save. */
+static int report(struct rt_ckpt *c)
+{
+	char name[32];
+	char final[4400];
+	struct stat sb;
+
+	ckpt_step_name(c->meta->step, name, sizeof(name));
+	if (c->failed >= 0) {
+		fprintf(stderr, "dtrain-run: checkpoint at step %lld not saved: rank %d could not write "
+			"its part (its message is above)%s\n", (long long)c->meta->step, c->failed,
+			c->last_step >= 0 ? "; the previous checkpoint stays" : "");
+		fflush(stderr);
+		return -ECANCELED;
+	}
+	snprintf(final, sizeof(final), "%s/%s", c->dir, name);
+	if (c->commit_rc && stat(final, &sb) == 0) {
+		/* committed; only latest or the retention failed */
+		fprintf(stderr, "dtrain-run: warning: %s\n", c->commit_err.msg);
+		fflush(stderr);
+		c->commit_rc = 0;
+	}
+	if (c->commit_rc) {
+		fprintf(stderr, "dtrain-run: checkpoint at step %lld not saved: %s\n",
+			(long long)c->meta->step, c->commit_err.msg);
+		fflush(stderr);
+		return -ECANCELED;
+	}
+	say(c, "checkpoint %s saved: %.1f MiB, written in %.2f s (%.0f MB/s), training stalled "
+	       "%.3f s, committed %.2f s after the snapshot", final, (double)c->bytes / 1048576.0,
+	    c->max_write_s, c->max_write_s > 0 ? (double)c->bytes / c->max_write_s / 1e6 : 0,
+	    c->max_stall_s, c->t_done - c->t_start);
+	metric(c, "{\"event\":\"checkpoint\",\"step\":%lld,\"path\":\"%s\",\"bytes\":%llu,"
+		  "\"write_s\":%.6f,\"stall_s\":%.6f,\"commit_s\":%.6f,\"total_s\":%.6f,\"async\":%s}",
+	       (long long)c->meta->step, final, (unsigned long long)c->bytes, c->max_write_s,
+	       c->max_stall_s, c->commit_s, c->t_done - c->t_start, c->async ? "true" : "false");
+	return 0;
+}
+
+/* Rank 0: waits for a commit running on its thread and reports it. */
+static int end_commit(struct rt_ckpt *c)
+{
+	int rc;
+
+	if (!c->committing)
+		return 0;
+	join_thread(c);
+	c->committing = false;
+	rc = report(c);
+	if (!rc)
+		c->last_step = c->meta->step;
+	return rc;
+}
+
+/* The whole end of a save, synchronously, with the result on every rank:
+ * 0, -ECANCELED (the save failed; reported) or -EIO (MPI). */
+static int commit_now(struct rt_ckpt *c, struct dt_err *err)
+{
+	int64_t result = 0;
+	int rc, mrc;
+
+	rc = gather(c, err);
+	if (rc)
+		return rc;
+	if (c->g->rank == 0) {
+		commit_main(c);
+		c->committing = true; /* so that end_commit reports it */
+		result = end_commit(c);
+	}
+	mrc = MPI_Bcast(&result, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+	if (mrc != MPI_SUCCESS)
+		return mpi_err(err, c->g->rank, "MPI_Bcast of the checkpoint result", mrc);
+	if (!result)
+		c->last_step = c->meta->step;
+	return result ? -ECANCELED : 0;
 }
 
 /* The main-thread part of a save: meta, snapshot, HDF5 metadata. */
@@ -689,21 +743,44 @@ static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
 
 int rt_ckpt_poll(struct rt_ckpt *c, bool *stop, struct dt_err *err)
 {
-	int v[2], mrc;
+	int v[2], mrc, rc;
 
+	/* rank 0: a commit finished on its thread */
+	if (c->committing && atomic_load(&c->commit_done))
+		end_commit(c); /* a failed periodic save was reported: go on */
 	v[0] = rt_ckpt_signal_pending() != 0;
 	v[1] = c->inflight && !atomic_load(&c->thread_done);
 	mrc = MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	if (mrc != MPI_SUCCESS)
 		return mpi_err(err, c->g->rank, "MPI_Allreduce of the stop flag", mrc);
 	*stop = v[0] != 0;
-	if (c->inflight && v[1] == 0) {
-		int rc = commit(c, err);
-
-		if (rc != -ECANCELED) /* a failed periodic save was reported: go on */
-			return rc;
+	if (!c->inflight || v[1] != 0)
+		return 0;
+	/* every writer is done: gather, and rank 0 commits in the background */
+	rc = gather(c, err);
+	if (rc)
+		return rc;
+	if (c->g->rank == 0) {
+		atomic_store(&c->commit_done, 0);
+		c->committing = true;
+		if (pthread_create(&c->thread, NULL, commit_main, c) == 0)
+			c->thread_running = true;
+		else
+			commit_main(c);
 	}
 	return 0;
+}
+
+/* Ends the save in flight, whatever phase it is in (every rank). */
+static int drain(struct rt_ckpt *c, struct dt_err *err)
+{
+	int rc = 0;
+
+	if (c->inflight)
+		rc = commit_now(c, err);
+	else if (c->committing)
+		rc = end_commit(c);
+	return rc == -ECANCELED ? 0 : rc; /* a failed earlier save was reported */
 }
 
 int rt_ckpt_save(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, bool sync, struct dt_err *err)
@@ -713,15 +790,14 @@ int rt_ckpt_save(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, bool sync, st
 
 	if (!c->dir[0])
 		return 0;
-	if (c->inflight) {
-		/* at most one in flight: finish it (every rank joins its thread) */
-		rc = commit(c, err);
-		if (rc && rc != -ECANCELED)
-			return rc; /* an MPI failure; a failed save was reported */
-	}
+	/* at most one in flight: finish it first */
+	rc = drain(c, err);
+	if (rc)
+		return rc;
 	if (pos->step == c->last_step)
 		return 0;
 	c->t_start = t0;
+	c->async = !sync;
 	begin(c, pos);
 	c->inflight = true;
 	c->stall_s = now_s() - t0;
@@ -733,18 +809,24 @@ int rt_ckpt_save(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, bool sync, st
 		}
 		/* no thread: write here */
 	}
+	if (!sync) {
+		atomic_store(&c->thread_done, 1); /* nothing to write here, or failed already */
+		return 0;
+	}
 	writer_main(c);
 	c->stall_s = now_s() - t0;
-	if (!sync)
-		return 0; /* committed at the next poll */
-	return commit(c, err);
+	return commit_now(c, err);
 }
 
 int rt_ckpt_finish(struct rt_ckpt *c, struct dt_err *err)
 {
-	if (!c->inflight)
-		return 0;
-	return commit(c, err);
+	int rc = 0;
+
+	if (c->inflight)
+		return commit_now(c, err);
+	if (c->committing)
+		rc = end_commit(c);
+	return rc;
 }
 
 /* --- signals --- */

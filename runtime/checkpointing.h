@@ -16,8 +16,10 @@
  *      stall: a memcpy and a few ms);
  *   3. async: a thread writes the snapshot's bytes, fsyncs and checksums
  *      while training goes on; rt_ckpt_poll() at each later step boundary
- *      notices (one allreduce) when every writer is done, gathers sizes and
- *      checksums on rank 0, which commits. sync: the same, at once.
+ *      notices (one allreduce) when every writer is done and gathers sizes
+ *      and checksums on rank 0, whose thread then commits (manifest,
+ *      rename, latest, deleting old checkpoints) while training goes on.
+ *      sync: the same, at once, and every rank learns the outcome.
  * A failed periodic save is reported and training goes on (the previous
  * checkpoint stays); a failed final or preemption save is an error.
  *
@@ -78,20 +80,32 @@ struct rt_ckpt {
 	bool writer;             /* this rank writes its stage's shard */
 	int64_t last_step;       /* newest step committed or resumed from; -1 */
 
-	/* the save in flight */
+	/* the save in flight: phase 1, writing (every writer, on its thread) */
 	bool inflight;
-	bool thread_running;     /* thread must be joined */
+	bool async;              /* this save does not block training */
+	bool thread_running;     /* thread (writer, then rank 0's commit) to join */
 	pthread_t thread;
 	atomic_int thread_done;
-	struct ckpt_meta *meta;  /* owned; the in-flight save's */
+	struct ckpt_meta *meta;  /* owned; the save's */
 	struct ckpt_shard_writer w;
 	int local_rc;            /* this rank's outcome: begin, then write */
 	struct dt_err local_err;
 	uint64_t root_size;
 	uint32_t root_crc;
 	char tmp[4200];          /* the save's .tmp directory */
-	double stall_s;          /* main-thread time of this save */
-	double t_start;
+	double stall_s;          /* main-thread time of this save, this rank */
+	double t_start;          /* when the save began (monotonic s) */
+	/* phase 2, rank 0 only: the gathered results and the commit, which
+	 * runs on rank 0's thread for an async save */
+	bool committing;
+	atomic_int commit_done;
+	int failed;              /* first rank that could not write its part, or -1 */
+	struct ckpt_file files[CKPT_MAX_FILES];
+	uint64_t bytes;
+	double max_stall_s, max_write_s;
+	int commit_rc;
+	struct dt_err commit_err;
+	double commit_s, t_done;
 };
 
 /* --- life cycle --- */

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# bench/checkpoint.sh - checkpoint speed of the 100M-parameter example
+# (jobs/mlp-100m-4stage.json: 4 pipeline stages, 4 ranks on this host),
+# each figure against its peer measured in the same run:
+#   - write bandwidth of a synchronous save (bytes / time from the snapshot
+#     to the commit, all writers in parallel) against `dd conv=fsync` of the
+#     same number of bytes into the same directory;
+#   - the training stall of an async save against the time of a sync save;
+#   - the time to load the checkpoint on resume.
+# Prints a table and writes it as JSON (bench/checkpoint.json in the build
+# directory). Usage: bench/checkpoint.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$src/build}" && pwd)
+bin=$build/bin
+work=$build/bench/checkpoint
+[ -x "$bin/dtrain-run" ] || { echo "bench/checkpoint.sh: build first (make build)" >&2; exit 2; }
+rm -rf "$work"
+mkdir -p "$work" "$build/data"
+data=$build/data/synthetic-784.h5
+[ -f "$data" ] || "$bin/dtrain-data" synthetic "$data" --samples 4096 --features 784 --classes 10 >/dev/null
+
+# run NAME ASYNC [extra --set...]: 12 steps, a save every 3 (steps 3, 6, 9
+# as ASYNC says, then the final save at 12, which is always synchronous);
+# 3 steps take longer than an async save, so none waits for the previous one
+run() {
+	local name=$1 async=$2
+	shift 2
+	"$bin/dtrain-submit" validate "$src/jobs/mlp-100m-4stage.json" --set run_dir="$work/$name" \
+		--set data.train="$data" --set train.max_steps=12 --set checkpoint.every_steps=3 \
+		--set checkpoint.keep=1 --set checkpoint.async="$async" "$@" >"$work/$name.json"
+	mkdir -p "$work/$name"
+	OMPI_MCA_mpi_yield_when_idle=1 mpirun --allow-run-as-root --oversubscribe -np 4 \
+		"$bin/dtrain-run" --quiet "$work/$name.json" >"$work/$name.out" 2>&1 ||
+		{ cat "$work/$name.out"; echo "bench/checkpoint.sh: run $name failed" >&2; exit 1; }
+}
+
+# field NAME EVENT KEY: that key of every EVENT line of NAME's metrics
+field() {
+	sed -n "s/.*\"event\":\"$2\".*\"$3\":\([0-9.e+-]*\).*/\1/p" "$work/$1/metrics.jsonl"
+}
+# saves NAME KEY: KEY of the periodic saves after the first (the first
+# allocates the snapshot buffers: page faults, not steady state)
+saves() { field "$1" checkpoint "$2" | sed -n '2,3p'; }
+median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo "bench/checkpoint.sh: 100M-parameter model, 4 ranks, 4 saves each (medians of saves 2 and 3): sync, async, then dd" >&2
+run sync false
+run async true
+bytes=$(field sync checkpoint bytes | head -n 1)
+sync_total=$(saves sync total_s | median)
+sync_write=$(saves sync write_s | median)
+sync_stall=$(saves sync stall_s | median)
+async_stall=$(saves async stall_s | median)
+async_total=$(saves async total_s | median)
+
+# dd: the same bytes, the same directory, fsync at the end (three times)
+dd_s=()
+for i in 1 2 3; do
+	t0=$(date +%s.%N)
+	dd if=/dev/zero of="$work/dd.tmp" bs=1M count=$(((bytes + 1048575) / 1048576)) conv=fsync status=none
+	t1=$(date +%s.%N)
+	dd_s+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')")
+	rm -f "$work/dd.tmp"
+done
+dd_med=$(printf '%s\n' "${dd_s[@]}" | median)
+
+# load: resume the sync run's last checkpoint on a fresh run (nothing left to train)
+run load false --set checkpoint.resume="$work/sync/checkpoints"
+load_s=$(field load resume load_s | head -n 1)
+
+awk -v bytes="$bytes" -v st="$sync_total" -v sw="$sync_write" -v ss="$sync_stall" -v as="$async_stall" -v at="$async_total" \
+	-v dd="$dd_med" -v load="$load_s" -v json="$work/../checkpoint.json" 'BEGIN {
+	mb = bytes / 1e6
+	w = mb / sw; e = mb / st; d = mb / dd
+	printf "%-44s %12s %12s %8s\n", "checkpoint, 100M parameters (" sprintf("%.0f", mb) " MB)", "dtrain", "peer", "ratio"
+	printf "%-44s %10.0f/s %10.0f/s %8.2f   (peer: dd conv=fsync, same bytes, same disk)\n", "write bandwidth, sync save (MB)", w, d, w / d
+	printf "%-44s %10.0f/s %10.0f/s %8.2f   (snapshot to commit, old checkpoint deleted)\n", "  end to end (MB)", e, d, e / d
+	printf "%-44s %11.3fs %11.3fs %8.3f   (peer: the sync save)\n", "training stall, async save", as, st, as / st
+	printf "%-44s %11.3fs %12s %8s\n", "  sync save, snapshot to commit", st, "", ""
+	printf "%-44s %11.3fs %12s %8s\n", "  async save, snapshot to commit", at, "", ""
+	printf "%-44s %11.3fs %12s %8s\n", "load on resume (read, check, broadcast)", load, "", ""
+	printf "{\"bytes\":%d,\"write_mb_s\":%.1f,\"end_to_end_mb_s\":%.1f,\"dd_mb_s\":%.1f,\"write_ratio\":%.3f,\"sync_save_s\":%.4f,\"async_stall_s\":%.4f,\"stall_ratio\":%.4f,\"async_save_s\":%.4f,\"load_s\":%.4f}\n",
+		bytes, w, e, d, w / d, st, as, as / st, at, load > json
+}'
+echo "bench/checkpoint.sh: table written to $(cd "$work/.." && pwd)/checkpoint.json" >&2
