@@ -197,9 +197,12 @@ static void print_meta(FILE *f, const char *ckpt, const struct ckpt_meta *meta)
 	fprintf(f, "checkpoint    %s\n", ckpt);
 	fprintf(f, "format        %s %d\n", CKPT_FORMAT, CKPT_VERSION);
 	fprintf(f, "step          %" PRId64 " of %" PRId64 "\n", meta->step, meta->total_steps);
-	fprintf(f, "epoch         %" PRId64 " (epoch index %" PRId64 "), step %" PRId64
-		   " of %" PRId64 " in it\n",
-		meta->epoch + 1, meta->epoch, meta->epoch_step, meta->steps_per_epoch);
+	/* epochs counted from 1 as the progress lines and dtrain-ckpt list do:
+	 * that of the last step taken; then where the next step starts */
+	fprintf(f, "epoch         %" PRId64 " (of the last step taken); the next step is step %" PRId64
+		   " of %" PRId64 " of epoch %" PRId64 "\n",
+		meta->step > 0 ? (meta->step - 1) / meta->steps_per_epoch + 1 : 0,
+		meta->epoch_step + 1, meta->steps_per_epoch, meta->epoch + 1);
 	fprintf(f, "lr            %.9g\n", meta->lr);
 	fprintf(f, "optimizer     %s, step %" PRId64 ", states:", meta->optimizer,
 		meta->optimizer_step);

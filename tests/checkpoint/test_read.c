@@ -1102,7 +1102,7 @@ static void test_inspect(void **state)
 		fail_msg("%s", err.msg);
 	fclose(f);
 	assert_non_null(strstr(text, "step          17 of 100"));
-	assert_non_null(strstr(text, "epoch         4 (epoch index 3), step 2 of 5 in it"));
+	assert_non_null(strstr(text, "epoch         4 (of the last step taken); the next step is step 3 of 5 of epoch 4"));
 	assert_non_null(strstr(text, "sgd, step 17, states: momentum_buffer"));
 	assert_non_null(strstr(text, "data 2 x pipeline 2"));
 	assert_non_null(strstr(text, "stage 0     layers 0..1"));

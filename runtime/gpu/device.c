@@ -1,0 +1,2 @@
+/* device.c: placeholder, being written */
+extern int rt_gpu__placeholder_device;
