@@ -11,8 +11,8 @@ ASAN_BUILD ?= build/asan
 JOBS       ?= $(shell nproc)
 PREFIX     ?= /usr/local
 
-.PHONY: all deps build build-asan test test-fast demo cluster-up cluster-down \
-        cluster-status install clean
+.PHONY: all deps build build-asan test test-fast demo bench-checkpoint cluster-up \
+        cluster-down cluster-status install clean
 
 all: build
 
@@ -37,6 +37,10 @@ test-fast: build
 
 demo: build
 	@bash site/demo.sh $(BUILD)
+
+# Checkpoint write bandwidth against dd, async stall, load (checkpoint/README.md).
+bench-checkpoint: build
+	@bash bench/checkpoint.sh $(BUILD)
 
 cluster-up: deps
 	@bash site/cluster.sh up --dir $(CURDIR)/$(BUILD)/cluster
