@@ -20,33 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define WHY_MAX 256
 
 /* --- export --- */
-
-static herr_t why_walk(unsigned n, const H5E_error2_t *e, void *arg)
-{
-	if (n == 0 && e->desc && e->desc[0])
-		snprintf(arg, WHY_MAX, "%s", e->desc);
-	return 0;
-}
-
-/* HDF5's innermost message for the call that just failed. */
-static const char *h5_why(char *buf)
-{
-	buf[0] = '\0';
-	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_walk, buf);
-	if (!buf[0])
-		snprintf(buf, WHY_MAX, "HDF5 error");
-	return buf;
-}
-
-static void h5_close(hid_t *id, herr_t (*close_fn)(hid_t))
-{
-	if (*id > 0)
-		close_fn(*id);
-	*id = H5I_INVALID_HID;
-}
 
 /* Writes one tensor of layer l (state NULL for the parameter) from src as a
  * contiguous float32 dataset; tmp names the file in messages. */
@@ -55,7 +30,7 @@ static int put_tensor(hid_t file, hid_t lcpl, hid_t dcpl, const struct ckpt_meta
 		      struct dt_err *err)
 {
 	hid_t space = H5I_INVALID_HID, set = H5I_INVALID_HID;
-	char name[128], why[WHY_MAX];
+	char name[128], why[CKPT__WHY_MAX];
 	hsize_t dims[2];
 	int rc = 0;
 
@@ -66,10 +41,10 @@ static int put_tensor(hid_t file, hid_t lcpl, hid_t dcpl, const struct ckpt_meta
 	    (set = H5Dcreate2(file, name, H5T_IEEE_F32LE, space, lcpl, dcpl, H5P_DEFAULT)) < 0 ||
 	    H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, src) < 0) {
 		rc = -EIO;
-		dt_err_add(err, "%s: cannot write %s: %s", tmp, name, h5_why(why));
+		dt_err_add(err, "%s: cannot write %s: %s", tmp, name, ckpt__h5_why(why));
 	}
-	h5_close(&set, H5Dclose);
-	h5_close(&space, H5Sclose);
+	ckpt__h5_close(&set, H5Dclose);
+	ckpt__h5_close(&space, H5Sclose);
 	return rc;
 }
 
@@ -116,8 +91,8 @@ static int copy_layers(struct ckpt_reader *r, hid_t file, const char *tmp, struc
 						bufs[s] + (w ? n : 0), tmp, err);
 	}
 out:
-	h5_close(&dcpl, H5Pclose);
-	h5_close(&lcpl, H5Pclose);
+	ckpt__h5_close(&dcpl, H5Pclose);
+	ckpt__h5_close(&lcpl, H5Pclose);
 	for (s = 0; s <= CKPT_MAX_STATES; s++)
 		free(bufs[s]);
 	return rc;
@@ -127,7 +102,7 @@ int ckpt_export(const char *ckpt, const char *out, struct dt_err *err)
 {
 	struct ckpt_reader r = { .open_stage = -1, .file = H5I_INVALID_HID };
 	hid_t fapl = H5I_INVALID_HID, file = H5I_INVALID_HID;
-	char tmp[4200], why[WHY_MAX];
+	char tmp[4200], why[CKPT__WHY_MAX];
 	bool created = false;
 	int rc;
 
@@ -143,14 +118,14 @@ int ckpt_export(const char *ckpt, const char *out, struct dt_err *err)
 	fapl = ckpt__fapl();
 	if (fapl < 0) {
 		rc = -EIO;
-		dt_err_add(err, "%s: HDF5 cannot set up file access: %s", out, h5_why(why));
+		dt_err_add(err, "%s: HDF5 cannot set up file access: %s", out, ckpt__h5_why(why));
 		goto out;
 	}
 	created = true; /* a failed create may still leave the file */
 	file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
 	if (file < 0) {
 		rc = -EIO;
-		dt_err_add(err, "%s: cannot create: %s", tmp, h5_why(why));
+		dt_err_add(err, "%s: cannot create: %s", tmp, ckpt__h5_why(why));
 		goto out;
 	}
 	rc = ckpt__write_meta_attrs(file, &r.m->meta, tmp, err);
@@ -162,7 +137,7 @@ int ckpt_export(const char *ckpt, const char *out, struct dt_err *err)
 	rc = H5Fclose(file) < 0 ? -EIO : 0;
 	file = H5I_INVALID_HID;
 	if (rc) {
-		dt_err_add(err, "%s: closing failed: %s", tmp, h5_why(why));
+		dt_err_add(err, "%s: closing failed: %s", tmp, ckpt__h5_why(why));
 		goto out;
 	}
 	rc = dt_fsync_path(tmp, false);
@@ -180,8 +155,8 @@ int ckpt_export(const char *ckpt, const char *out, struct dt_err *err)
 	if (rc)
 		dt_err_add(err, "%s: fsync of its directory failed: %s", out, strerror(-rc));
 out:
-	h5_close(&file, H5Fclose);
-	h5_close(&fapl, H5Pclose);
+	ckpt__h5_close(&file, H5Fclose);
+	ckpt__h5_close(&fapl, H5Pclose);
 	ckpt_reader_close(&r);
 	if (created)
 		unlink(tmp);

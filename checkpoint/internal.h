@@ -43,6 +43,13 @@ int ckpt__manifest_emit(const struct ckpt_meta *meta, const struct ckpt_file *fi
 int ckpt__manifest_parse(const char *text, const char *path, struct ckpt_manifest *m,
 			 struct dt_err *err);
 
+/* HDF5's innermost message for the call that just failed, in buf (also
+ * returned); "HDF5 error" when the stack says nothing. */
+#define CKPT__WHY_MAX 256
+const char *ckpt__h5_why(char buf[CKPT__WHY_MAX]);
+/* close(*id) when *id is a valid id; then *id = H5I_INVALID_HID. */
+void ckpt__h5_close(hid_t *id, herr_t (*close_fn)(hid_t));
+
 /* Silences HDF5's own error stack printing for the calling thread (we
  * report errors ourselves, naming the path). Call before HDF5 work. */
 void ckpt__h5_quiet(void);

@@ -30,33 +30,8 @@
 
 #define MAX_MANIFEST_BYTES (16u << 20) /* far above any real one (~1 KiB a stage) */
 #define CRC_CHUNK (8u << 20)           /* bytes read at a time when checksumming */
-#define WHY_MAX 256
 
 /* --- HDF5 helpers --- */
-
-static herr_t why_walk(unsigned n, const H5E_error2_t *e, void *arg)
-{
-	if (n == 0 && e->desc && e->desc[0])
-		snprintf(arg, WHY_MAX, "%s", e->desc);
-	return 0;
-}
-
-/* HDF5's innermost message for the call that just failed. */
-static const char *h5_why(char *buf)
-{
-	buf[0] = '\0';
-	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_walk, buf);
-	if (!buf[0])
-		snprintf(buf, WHY_MAX, "HDF5 error");
-	return buf;
-}
-
-static void h5_close(hid_t *id, herr_t (*close)(hid_t))
-{
-	if (*id > 0)
-		close(*id);
-	*id = H5I_INVALID_HID;
-}
 
 /* "[4, 5]" for a dataset's dimensions, into out[size]. */
 static void shape_str(const hsize_t *dims, int rank, char *out, size_t size)
@@ -400,7 +375,7 @@ void ckpt_reader_close(struct ckpt_reader *r)
 {
 	hid_t file = (hid_t)r->file;
 
-	h5_close(&file, H5Fclose);
+	ckpt__h5_close(&file, H5Fclose);
 	free(r->m);
 	r->m = NULL;
 	r->file = H5I_INVALID_HID;
@@ -411,7 +386,7 @@ void ckpt_reader_close(struct ckpt_reader *r)
 static int open_shard(struct ckpt_reader *r, int stage, char *path, size_t size,
 		      struct dt_err *err)
 {
-	char name[64], why[WHY_MAX];
+	char name[64], why[CKPT__WHY_MAX];
 	hid_t fapl = H5I_INVALID_HID, file = (hid_t)r->file;
 	int rc = 0;
 
@@ -419,25 +394,25 @@ static int open_shard(struct ckpt_reader *r, int stage, char *path, size_t size,
 	snprintf(path, size, "%s/%s", r->path, name);
 	if (r->open_stage == stage && file > 0)
 		return 0;
-	h5_close(&file, H5Fclose);
+	ckpt__h5_close(&file, H5Fclose);
 	r->file = H5I_INVALID_HID;
 	r->open_stage = -1;
 	ckpt__h5_quiet();
 	fapl = ckpt__fapl();
 	if (fapl < 0) {
-		rc = dt_err_add(err, "%s: HDF5 cannot set up file access: %s", path, h5_why(why));
+		rc = dt_err_add(err, "%s: HDF5 cannot set up file access: %s", path, ckpt__h5_why(why));
 		goto out;
 	}
 	file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
 	if (file < 0) {
 		rc = -EIO;
-		dt_err_add(err, "%s: cannot open as HDF5: %s", path, h5_why(why));
+		dt_err_add(err, "%s: cannot open as HDF5: %s", path, ckpt__h5_why(why));
 		goto out;
 	}
 	r->file = file;
 	r->open_stage = stage;
 out:
-	h5_close(&fapl, H5Pclose);
+	ckpt__h5_close(&fapl, H5Pclose);
 	return rc;
 }
 
@@ -465,7 +440,7 @@ static const char *layout_name(H5D_layout_t layout)
  * Each prefix is checked in order, so H5Lget_info only crosses hard links. */
 static int hard_links_only(hid_t file, const char *path, const char *dname, struct dt_err *err)
 {
-	char prefix[128], why[WHY_MAX];
+	char prefix[128], why[CKPT__WHY_MAX];
 	H5L_info_t info;
 	size_t i, n = strlen(dname);
 
@@ -478,7 +453,7 @@ static int hard_links_only(hid_t file, const char *path, const char *dname, stru
 		prefix[i] = '\0';
 		if (H5Lget_info(file, prefix, &info, H5P_DEFAULT) < 0)
 			return dt_err_add(err, "%s: %s: missing (%s): %s", path, dname, prefix,
-					  h5_why(why));
+					  ckpt__h5_why(why));
 		if (info.type != H5L_TYPE_HARD)
 			return dt_err_add(err, "%s: %s: \"%s\" is %s link: dtrain's shards have none",
 					  path, dname, prefix,
@@ -499,7 +474,7 @@ static int read_tensor(hid_t file, const char *path, const char *dname, int rank
 	hid_t set = H5I_INVALID_HID, type = H5I_INVALID_HID, space = H5I_INVALID_HID;
 	hid_t dcpl = H5I_INVALID_HID;
 	hsize_t got[H5S_MAX_RANK];
-	char why[WHY_MAX], have[400], want[80];
+	char why[CKPT__WHY_MAX], have[400], want[80];
 	H5D_layout_t layout;
 	int ndims, i, rc = 0;
 
@@ -509,7 +484,7 @@ static int read_tensor(hid_t file, const char *path, const char *dname, int rank
 	set = H5Dopen2(file, dname, H5P_DEFAULT);
 	if (set < 0) {
 		rc = dt_err_add(err, "%s: %s: cannot open as a dataset: %s", path, dname,
-				h5_why(why));
+				ckpt__h5_why(why));
 		goto out;
 	}
 	type = H5Dget_type(set);
@@ -552,13 +527,13 @@ static int read_tensor(hid_t file, const char *path, const char *dname, int rank
 	/* the file's extent equals dims, so H5S_ALL reads exactly dst's size */
 	if (H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst) < 0) {
 		rc = -EIO;
-		dt_err_add(err, "%s: %s: cannot read: %s", path, dname, h5_why(why));
+		dt_err_add(err, "%s: %s: cannot read: %s", path, dname, ckpt__h5_why(why));
 	}
 out:
-	h5_close(&dcpl, H5Pclose);
-	h5_close(&space, H5Sclose);
-	h5_close(&type, H5Tclose);
-	h5_close(&set, H5Dclose);
+	ckpt__h5_close(&dcpl, H5Pclose);
+	ckpt__h5_close(&space, H5Sclose);
+	ckpt__h5_close(&type, H5Tclose);
+	ckpt__h5_close(&set, H5Dclose);
 	return rc;
 }
 

@@ -30,37 +30,12 @@
 #error "checkpoint/write.c writes float32 bytes as they are in memory: little-endian only"
 #endif
 
-#define WHY_MAX 256
 #define READ_CHUNK (64u << 10) /* bytes read at a time when checksumming a file */
 
 /* The tensors of a layer, in the order they are laid out (runtime/model.h). */
 static const char *const which_names[2] = { "weight", "bias" };
 
 /* --- HDF5 helpers --- */
-
-static herr_t why_walk(unsigned n, const H5E_error2_t *e, void *arg)
-{
-	if (n == 0 && e->desc && e->desc[0])
-		snprintf(arg, WHY_MAX, "%s", e->desc);
-	return 0;
-}
-
-/* HDF5's innermost message for the call that just failed. */
-static const char *h5_why(char *buf)
-{
-	buf[0] = '\0';
-	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_walk, buf);
-	if (!buf[0])
-		snprintf(buf, WHY_MAX, "HDF5 error");
-	return buf;
-}
-
-static void h5_close(hid_t *id, herr_t (*close_fn)(hid_t))
-{
-	if (*id >= 0)
-		close_fn(*id);
-	*id = H5I_INVALID_HID;
-}
 
 /* An attribute of loc: rank 0 (scalar) or rank 1 of n elements, file type
  * ftype, from v in memory type mtype. On failure why gets HDF5's reason. */
@@ -74,11 +49,11 @@ static int attr_put(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int r
 	if (space < 0 ||
 	    (attr = H5Acreate2(loc, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT)) < 0 ||
 	    H5Awrite(attr, mtype, v) < 0) {
-		h5_why(why);
+		ckpt__h5_why(why);
 		rc = -EIO;
 	}
-	h5_close(&attr, H5Aclose);
-	h5_close(&space, H5Sclose);
+	ckpt__h5_close(&attr, H5Aclose);
+	ckpt__h5_close(&space, H5Sclose);
 	return rc;
 }
 
@@ -91,12 +66,12 @@ static int attr_put_str(hid_t loc, const char *name, const char *v, char *why)
 
 	if (type < 0 || H5Tset_size(type, strlen(v) + 1) < 0 ||
 	    H5Tset_strpad(type, H5T_STR_NULLTERM) < 0) {
-		h5_why(why);
+		ckpt__h5_why(why);
 		rc = -EIO;
 	} else {
 		rc = attr_put(loc, name, type, type, 0, 0, v, why);
 	}
-	h5_close(&type, H5Tclose);
+	ckpt__h5_close(&type, H5Tclose);
 	return rc;
 }
 
@@ -124,8 +99,8 @@ static hid_t create_file(const char *path)
 
 	if (fcpl >= 0 && fapl >= 0 && H5Pset_obj_track_times(fcpl, 0) >= 0)
 		file = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
-	h5_close(&fapl, H5Pclose);
-	h5_close(&fcpl, H5Pclose);
+	ckpt__h5_close(&fapl, H5Pclose);
+	ckpt__h5_close(&fcpl, H5Pclose);
 	return file;
 }
 
@@ -167,7 +142,7 @@ int ckpt__write_meta_attrs(hid_t loc, const struct ckpt_meta *meta, const char *
 {
 	struct dt_buf states = { 0 };
 	int32_t stage_first[CKPT_MAX_LAYERS + 1];
-	char why[WHY_MAX] = "";
+	char why[CKPT__WHY_MAX] = "";
 	const char *failed = NULL;
 	int k, rc = 0;
 
@@ -317,14 +292,14 @@ static int add_tensor(struct ckpt_shard_writer *w, hid_t file, hid_t gcpl, hid_t
 	if (space < 0 || make_parents(file, name, gcpl) ||
 	    (dset = H5Dcreate2(file, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl,
 			       H5P_DEFAULT)) < 0) {
-		snprintf(why, WHY_MAX, "cannot create dataset \"%s\": ", name);
-		h5_why(why + strlen(why));
+		snprintf(why, CKPT__WHY_MAX, "cannot create dataset \"%s\": ", name);
+		ckpt__h5_why(why + strlen(why));
 		rc = -EIO;
 		goto out;
 	}
 	addr = H5Dget_offset(dset);
 	if (addr == HADDR_UNDEF) {
-		snprintf(why, WHY_MAX, "dataset \"%s\" has no storage", name);
+		snprintf(why, CKPT__WHY_MAX, "dataset \"%s\" has no storage", name);
 		rc = -EIO;
 		goto out;
 	}
@@ -333,8 +308,8 @@ static int add_tensor(struct ckpt_shard_writer *w, hid_t file, hid_t gcpl, hid_t
 	w->regions[w->n_regions].src = src;
 	w->n_regions++;
 out:
-	h5_close(&dset, H5Dclose);
-	h5_close(&space, H5Sclose);
+	ckpt__h5_close(&dset, H5Dclose);
+	ckpt__h5_close(&space, H5Sclose);
 	return rc;
 }
 
@@ -344,7 +319,7 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 {
 	hid_t file = H5I_INVALID_HID, root = H5I_INVALID_HID;
 	hid_t gcpl = H5I_INVALID_HID, dcpl = H5I_INVALID_HID;
-	char name[32], why[WHY_MAX] = "";
+	char name[32], why[CKPT__WHY_MAX] = "";
 	struct ckpt_region *regions;
 	int32_t layers[2];
 	int fd, l, s, t, n_regions, rc = 0;
@@ -386,7 +361,7 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 	close(fd);
 	if ((file = create_file(w->path)) < 0 ||
 	    (root = H5Gopen2(file, "/", H5P_DEFAULT)) < 0) {
-		dt_err_add(err, "%s: cannot create checkpoint shard: %s", w->path, h5_why(why));
+		dt_err_add(err, "%s: cannot create checkpoint shard: %s", w->path, ckpt__h5_why(why));
 		rc = -EIO;
 		goto out;
 	}
@@ -404,7 +379,7 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 	if (make_plists(&gcpl, &dcpl) || H5Pset_layout(dcpl, H5D_CONTIGUOUS) < 0 ||
 	    H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0 ||
 	    H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0) {
-		dt_err_add(err, "%s: cannot set up datasets: %s", w->path, h5_why(why));
+		dt_err_add(err, "%s: cannot set up datasets: %s", w->path, ckpt__h5_why(why));
 		rc = -EIO;
 		goto out;
 	}
@@ -426,12 +401,12 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 		}
 	}
 out:
-	h5_close(&dcpl, H5Pclose);
-	h5_close(&gcpl, H5Pclose);
-	h5_close(&root, H5Gclose);
+	ckpt__h5_close(&dcpl, H5Pclose);
+	ckpt__h5_close(&gcpl, H5Pclose);
+	ckpt__h5_close(&root, H5Gclose);
 	/* closing writes the metadata: its failure (a full disk) is the shard's */
 	if (file >= 0 && H5Fclose(file) < 0 && !rc) {
-		dt_err_add(err, "%s: cannot write checkpoint shard: %s", w->path, h5_why(why));
+		dt_err_add(err, "%s: cannot write checkpoint shard: %s", w->path, ckpt__h5_why(why));
 		rc = -EIO;
 	}
 	if (rc)
@@ -583,13 +558,13 @@ static int add_virtual(hid_t file, hid_t gcpl, const struct ckpt_meta *meta, int
 	    make_parents(file, name, gcpl) ||
 	    (dset = H5Dcreate2(file, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl,
 			       H5P_DEFAULT)) < 0) {
-		snprintf(why, WHY_MAX, "cannot create virtual dataset \"%s\": ", name);
-		h5_why(why + strlen(why));
+		snprintf(why, CKPT__WHY_MAX, "cannot create virtual dataset \"%s\": ", name);
+		ckpt__h5_why(why + strlen(why));
 		rc = -EIO;
 	}
-	h5_close(&dset, H5Dclose);
-	h5_close(&dcpl, H5Pclose);
-	h5_close(&space, H5Sclose);
+	ckpt__h5_close(&dset, H5Dclose);
+	ckpt__h5_close(&dcpl, H5Pclose);
+	ckpt__h5_close(&space, H5Sclose);
 	return rc;
 }
 
@@ -597,7 +572,7 @@ int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta, struct dt_
 {
 	hid_t file = H5I_INVALID_HID, root = H5I_INVALID_HID;
 	hid_t gcpl = H5I_INVALID_HID, dcpl = H5I_INVALID_HID;
-	char path[4096], why[WHY_MAX] = "";
+	char path[4096], why[CKPT__WHY_MAX] = "";
 	int fd, l, s, t, rc = 0;
 
 	ckpt__h5_quiet();
@@ -616,7 +591,7 @@ int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta, struct dt_
 	if ((file = create_file(path)) < 0 ||
 	    (root = H5Gopen2(file, "/", H5P_DEFAULT)) < 0) {
 		dt_err_add(err, "%s: cannot create checkpoint root file: %s", path,
-				h5_why(why));
+				ckpt__h5_why(why));
 		rc = -EIO;
 		goto out;
 	}
@@ -624,7 +599,7 @@ int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta, struct dt_
 	if (rc)
 		goto out;
 	if (make_plists(&gcpl, &dcpl)) {
-		dt_err_add(err, "%s: cannot set up datasets: %s", path, h5_why(why));
+		dt_err_add(err, "%s: cannot set up datasets: %s", path, ckpt__h5_why(why));
 		rc = -EIO;
 		goto out;
 	}
@@ -642,11 +617,11 @@ int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta, struct dt_
 		}
 	}
 out:
-	h5_close(&dcpl, H5Pclose);
-	h5_close(&gcpl, H5Pclose);
-	h5_close(&root, H5Gclose);
+	ckpt__h5_close(&dcpl, H5Pclose);
+	ckpt__h5_close(&gcpl, H5Pclose);
+	ckpt__h5_close(&root, H5Gclose);
 	if (file >= 0 && H5Fclose(file) < 0 && !rc) {
-		dt_err_add(err, "%s: cannot write checkpoint root file: %s", path, h5_why(why));
+		dt_err_add(err, "%s: cannot write checkpoint root file: %s", path, ckpt__h5_why(why));
 		rc = -EIO;
 	}
 	return rc;
