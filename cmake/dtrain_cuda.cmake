@@ -12,7 +12,8 @@
 #
 # Sets DTRAIN_GPU (ON or OFF) and DTRAIN_GPU_SUMMARY (the status line), and
 # when ON: the CUDA language enabled with the CUDA flags below, the targets
-# CUDA::cudart, CUDA::cublas and dtrain_nccl, DTRAIN_CUDA_ARCHITECTURES.
+# CUDA::cudart, CUDA::cublas and dtrain_nccl, DTRAIN_CUDA_ARCHITECTURES,
+# DTRAIN_CUDA_VERSION ("13.0") and DTRAIN_NCCL_VERSION ("2.28.9").
 
 set(DTRAIN_CUDA AUTO CACHE STRING "Build the GPU path (CUDA, cuBLAS, NCCL): AUTO, ON or OFF")
 set_property(CACHE DTRAIN_CUDA PROPERTY STRINGS AUTO ON OFF)
@@ -58,10 +59,10 @@ else()
             HINTS ${dtrain_nccl_hints} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
   find_library(DTRAIN_NCCL_LIBRARY nccl
                HINTS ${dtrain_nccl_hints} ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib64 lib)
-  if(NOT DTRAIN_NCCL_INCLUDE_DIR)
+  if(NOT DTRAIN_NCCL_INCLUDE_DIR OR NOT EXISTS ${DTRAIN_NCCL_INCLUDE_DIR}/nccl.h)
     list(APPEND dtrain_gpu_missing "NCCL's nccl.h (set NCCL_ROOT)")
   endif()
-  if(NOT DTRAIN_NCCL_LIBRARY)
+  if(NOT DTRAIN_NCCL_LIBRARY OR NOT EXISTS ${DTRAIN_NCCL_LIBRARY})
     list(APPEND dtrain_gpu_missing "NCCL's libnccl (set NCCL_ROOT)")
   endif()
 
@@ -84,6 +85,10 @@ if(DTRAIN_GPU)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
     set(CMAKE_CUDA_ARCHITECTURES ${DTRAIN_CUDA_ARCHITECTURES})
   endif()
+  # One CUDA runtime in the process: the shared libcudart that the C files
+  # link (CUDA::cudart), not also the static one CMake gives .cu files
+  # (two runtimes would not share the device chosen by cudaSetDevice).
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
   enable_language(CUDA)
   # The project's -Wall -Wextra -Werror and sanitizer options are C-only
   # (gcc's spelling); nvcc gets its own: every nvcc warning an error, and the
@@ -104,8 +109,13 @@ if(DTRAIN_GPU)
   endforeach()
   list(JOIN dtrain_nccl_version "." dtrain_nccl_version)
   get_filename_component(dtrain_nccl_dir ${DTRAIN_NCCL_LIBRARY} DIRECTORY)
+  # programs find the CUDA libraries and NCCL where they were found, also
+  # where the loader's configuration does not name them
+  list(APPEND CMAKE_BUILD_RPATH ${CUDAToolkit_LIBRARY_DIR} ${dtrain_nccl_dir})
+  set(DTRAIN_CUDA_VERSION "${CUDAToolkit_VERSION_MAJOR}.${CUDAToolkit_VERSION_MINOR}")
+  set(DTRAIN_NCCL_VERSION "${dtrain_nccl_version}")
   set(DTRAIN_GPU_SUMMARY
-      "ON (CUDA ${CUDAToolkit_VERSION_MAJOR}.${CUDAToolkit_VERSION_MINOR}, NCCL ${dtrain_nccl_version} from ${dtrain_nccl_dir}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
+      "ON (CUDA ${DTRAIN_CUDA_VERSION}, NCCL ${DTRAIN_NCCL_VERSION} from ${dtrain_nccl_dir}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
 endif()
 
 message(STATUS "dtrain: GPU path ${DTRAIN_GPU_SUMMARY}")

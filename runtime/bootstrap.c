@@ -3,7 +3,8 @@
  * or Open MPI's environment, or a singleton default (order and meaning in
  * bootstrap.h); then MPI_Init and the check that MPI agrees.
  *
- * Sections: small helpers, one function per source, the dispatcher, MPI.
+ * Sections: small helpers, one function per source, the dispatcher, MPI,
+ * sharing blobs within groups (PMIx, else MPI).
  */
 #include "runtime/bootstrap.h"
 
@@ -21,6 +22,12 @@
  * error instead of a hang. The keys we read are local data: they come at
  * once or not at all. */
 #define RT_PMIX_GET_TIMEOUT_S 30
+/* Bound on the fence of rt_pmix_share: every rank must arrive, and a rank
+ * may still be loading its data or starting its GPU. */
+#define RT_PMIX_FENCE_TIMEOUT_S 300
+
+_Static_assert(sizeof(((struct rt_proc *)0)->pmix_nspace) == PMIX_MAX_NSLEN + 1,
+	       "rt_proc.pmix_nspace holds a PMIx namespace");
 
 /* --- helpers --- */
 
@@ -231,6 +238,7 @@ static int boot_pmix(struct rt_proc *p, struct dt_err *err)
 	}
 	p->pmix_up = true;
 	p->via = RT_BOOT_PMIX;
+	PMIX_LOAD_NSPACE(p->pmix_nspace, me.nspace);
 
 	/* Job- and node-level keys (job size, local size) live under the
 	 * wildcard rank, per-process ones under ours; asked the other way,
@@ -362,6 +370,7 @@ void rt_bootstrap_fini(struct rt_proc *p)
 	if (p->pmix_up)
 		PMIx_Finalize(NULL, 0);
 	p->pmix_up = false;
+	p->pmix_nspace[0] = '\0';
 }
 
 const char *rt_boot_via_name(enum rt_boot_via via)
@@ -437,4 +446,174 @@ int rt_mpi_first_failure(bool failed, int *first_failed, struct dt_err *err)
 	}
 	*first_failed = first < size ? first : -1;
 	return 0;
+}
+
+/* --- sharing blobs within groups --- */
+
+static int share_check(const struct rt_proc *p, const struct rt_share *sh, struct dt_err *err)
+{
+	if (!sh->key || !*sh->key || strlen(sh->key) >= PMIX_MAX_KEYLEN)
+		return dt_err_add(err, "rank %d: rt_pmix_share: key \"%s\": want 1 to %d bytes",
+				  p->rank, sh->key ? sh->key : "", PMIX_MAX_KEYLEN - 1);
+	if (sh->len < 1 || sh->len > INT_MAX || !sh->buf || sh->root < 0 || sh->root >= p->size)
+		return dt_err_add(err, "rank %d: rt_pmix_share(%s): bad share (root %d of %d, %zu bytes)",
+				  p->rank, sh->key, sh->root, p->size, sh->len);
+	return 0;
+}
+
+static int share_put(const struct rt_proc *p, const struct rt_share *sh, struct dt_err *err)
+{
+	pmix_value_t val;
+	pmix_status_t st;
+
+	/* PMIx_Put copies the value; the byte object only points at buf */
+	PMIX_VALUE_CONSTRUCT(&val);
+	val.type = PMIX_BYTE_OBJECT;
+	val.data.bo.bytes = sh->buf;
+	val.data.bo.size = sh->len;
+	st = PMIx_Put(PMIX_GLOBAL, sh->key, &val);
+	if (st != PMIX_SUCCESS) {
+		dt_err_add(err, "rank %d: PMIx_Put(%s): %s", p->rank, sh->key, PMIx_Error_string(st));
+		return -EIO;
+	}
+	return 0;
+}
+
+static int share_get(const struct rt_proc *p, const struct rt_share *sh, struct dt_err *err)
+{
+	pmix_proc_t root;
+	pmix_value_t *val = NULL;
+	struct dt_err e = { 0 };
+	int rc;
+
+	PMIX_PROC_CONSTRUCT(&root);
+	PMIX_LOAD_PROCID(&root, p->pmix_nspace, (pmix_rank_t)sh->root);
+	rc = pmix_get(&root, sh->key, &val, &e);
+	if (rc) {
+		dt_err_add(err, "rank %d: %s (from rank %d)", p->rank, e.msg, sh->root);
+		goto out;
+	}
+	if (val->type != PMIX_BYTE_OBJECT || val->data.bo.size != sh->len) {
+		rc = dt_err_add(err, "rank %d: PMIx_Get(%s) from rank %d: want %zu bytes, got PMIx data type %d of %zu bytes",
+				p->rank, sh->key, sh->root, sh->len, (int)val->type,
+				val->type == PMIX_BYTE_OBJECT ? val->data.bo.size : (size_t)0);
+		rc = -EPROTO;
+		goto out;
+	}
+	memcpy(sh->buf, val->data.bo.bytes, sh->len);
+out:
+	if (val)
+		PMIX_VALUE_RELEASE(val);
+	return rc;
+}
+
+static int share_pmix(const struct rt_proc *p, struct rt_share *shares, int n, struct dt_err *err)
+{
+	pmix_proc_t all;
+	pmix_info_t info[2];
+	pmix_status_t st;
+	bool collect = true;
+	int i, rc = 0, timeout = RT_PMIX_FENCE_TIMEOUT_S;
+
+	for (i = 0; i < n && !rc; i++)
+		if (shares[i].root == p->rank)
+			rc = share_put(p, &shares[i], err);
+	if (!rc) {
+		st = PMIx_Commit();
+		if (st != PMIX_SUCCESS) {
+			dt_err_add(err, "rank %d: PMIx_Commit: %s", p->rank, PMIx_Error_string(st));
+			rc = -EIO;
+		}
+	}
+
+	/* Joined even after a failure above: the job's other ranks wait in it */
+	PMIX_PROC_CONSTRUCT(&all);
+	PMIX_LOAD_PROCID(&all, p->pmix_nspace, PMIX_RANK_WILDCARD);
+	PMIX_INFO_CONSTRUCT(&info[0]);
+	PMIX_INFO_CONSTRUCT(&info[1]);
+	PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+	PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
+	st = PMIx_Fence(&all, 1, info, 2);
+	PMIX_INFO_DESTRUCT(&info[0]);
+	PMIX_INFO_DESTRUCT(&info[1]);
+	if (st != PMIX_SUCCESS && !rc) {
+		dt_err_add(err, "rank %d: PMIx_Fence: %s", p->rank, PMIx_Error_string(st));
+		rc = -EIO;
+	}
+
+	for (i = 0; i < n && !rc; i++)
+		if (shares[i].root != p->rank)
+			rc = share_get(p, &shares[i], err);
+	return rc;
+}
+
+static int mpi_fail(const struct rt_proc *p, struct dt_err *err, const char *call,
+		    const char *key, int code)
+{
+	char msg[MPI_MAX_ERROR_STRING];
+	int len = 0;
+
+	if (MPI_Error_string(code, msg, &len) != MPI_SUCCESS)
+		snprintf(msg, sizeof(msg), "MPI error %d", code);
+	dt_err_add(err, "rank %d: %s(%s): %s", p->rank, call, key, msg);
+	return -EIO;
+}
+
+/* The root's rank in sh->comm, from its rank in the world. */
+static int share_root_in_comm(const struct rt_proc *p, const struct rt_share *sh, int *root,
+			      struct dt_err *err)
+{
+	MPI_Group world = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
+	int rc;
+
+	rc = MPI_Comm_group(MPI_COMM_WORLD, &world);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Comm_group(sh->comm, &group);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Group_translate_ranks(world, 1, &sh->root, group, root);
+	if (group != MPI_GROUP_NULL)
+		MPI_Group_free(&group);
+	if (world != MPI_GROUP_NULL)
+		MPI_Group_free(&world);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail(p, err, "MPI_Group_translate_ranks", sh->key, rc);
+	if (*root == MPI_UNDEFINED)
+		return dt_err_add(err, "rank %d: rt_pmix_share(%s): root rank %d is not in the group's communicator",
+				  p->rank, sh->key, sh->root);
+	return 0;
+}
+
+static int share_mpi(const struct rt_proc *p, struct rt_share *shares, int n, struct dt_err *err)
+{
+	int i, root = 0, rc, first = 0;
+
+	/* every broadcast is joined even after a failure, as the peers are */
+	for (i = 0; i < n; i++) {
+		rc = share_root_in_comm(p, &shares[i], &root, err);
+		if (!rc) {
+			rc = MPI_Bcast(shares[i].buf, (int)shares[i].len, MPI_BYTE, root,
+				       shares[i].comm);
+			if (rc != MPI_SUCCESS)
+				rc = mpi_fail(p, err, "MPI_Bcast", shares[i].key, rc);
+		}
+		if (rc && !first)
+			first = rc;
+	}
+	return first;
+}
+
+int rt_pmix_share(const struct rt_proc *p, struct rt_share *shares, int n, struct dt_err *err)
+{
+	int i, rc = 0;
+
+	for (i = 0; i < n && !rc; i++)
+		rc = share_check(p, &shares[i], err);
+	if (!p->pmix_up)
+		return rc ? rc : share_mpi(p, shares, n, err);
+	if (rc) {
+		/* join the fence that the job's other ranks wait in, then fail */
+		share_pmix(p, shares, 0, &(struct dt_err){ 0 });
+		return rc;
+	}
+	return share_pmix(p, shares, n, err);
 }

@@ -24,11 +24,18 @@
  * MPI agrees), ..., MPI_Finalize(), then rt_bootstrap_fini(). Nothing here
  * waits on another rank before MPI_Init; from there on a rank that fails
  * alone must tell the others (rt_mpi_first_failure) or MPI_Abort.
+ *
+ * Sharing: rt_pmix_share() hands small opaque blobs (NCCL's unique ids, 128
+ * bytes) from the root of each group of ranks to the group's members, over
+ * PMIx's key-value store when PMIx is up, else over MPI.
  */
 #ifndef DTRAIN_RUNTIME_BOOTSTRAP_H
 #define DTRAIN_RUNTIME_BOOTSTRAP_H
 
 #include <stdbool.h>
+#include <stddef.h>
+
+#include <mpi.h>
 
 #include "runtime/util.h"
 
@@ -47,6 +54,20 @@ struct rt_proc {
 	char hostname[64];          /* PMIX_HOSTNAME under PMIx, else gethostname() */
 	enum rt_boot_via via;
 	bool pmix_up;               /* PMIx_Init done: rt_bootstrap_fini finalizes */
+	char pmix_nspace[256];      /* our PMIx namespace when pmix_up, else "" */
+};
+
+/* One group's blob for rt_pmix_share(): the root's bytes in, every member's
+ * copy out. The caller owns buf. */
+struct rt_share {
+	const char *key; /* unique per group in the job, e.g. "dtrain.nccl.data.1";
+			  * fewer than 512 bytes */
+	MPI_Comm comm;   /* the group, which holds root and us (the MPI fallback
+			  * broadcasts over it; PMIx ignores it) */
+	int root;        /* the root's rank in MPI_COMM_WORLD (= in the PMIx job) */
+	void *buf;       /* [len] bytes: the root's blob on the root, filled on the
+			  * other members; the same len on every member */
+	size_t len;      /* 1 <= len <= INT_MAX */
 };
 
 /* --- life cycle --- */
@@ -68,6 +89,30 @@ int rt_mpi_init(const struct rt_proc *p, bool *mpi_up, struct dt_err *err);
  * *first_failed to the lowest rank that passed failed = true, or -1 when none
  * did. 0, or -EIO with the MPI error in err (the caller aborts). */
 int rt_mpi_first_failure(bool failed, int *first_failed, struct dt_err *err);
+
+/* --- operations --- */
+
+/*
+ * Each root's blob to the members of its group, for n groups at once: the
+ * groups this rank belongs to (e.g. its data-parallel and its pipeline group),
+ * listed in the same order on every rank.
+ *
+ * Under PMIx (p->pmix_up): every root PMIx_Put's its blob (PMIX_GLOBAL, as a
+ * PMIX_BYTE_OBJECT) under the share's key and commits; then ONE PMIx_Fence
+ * over the whole job with PMIX_COLLECT_DATA; then every other member
+ * PMIx_Get's the key from (our namespace, root). Without PMIx (a singleton, a
+ * launcher without PMIx): one MPI_Bcast per share over its comm, in order.
+ *
+ * Collective over MPI_COMM_WORLD: every rank calls it once per round, even a
+ * rank whose n is 0; a key is used in one round only. A rank whose PMIx or
+ * MPI call fails still joins the fence (or every broadcast), so no peer
+ * waits for it. Returns 0, or on this rank only: -EINVAL for a bad share (a
+ * caller's bug, which skips the broadcasts; the message names the key), -EIO
+ * or -EPROTO when a PMIx or MPI call failed (the message names the rank, the
+ * call, the key and PMIx's or MPI's status string). Agree with
+ * rt_mpi_first_failure() before using the blobs; if that fails too, abort.
+ */
+int rt_pmix_share(const struct rt_proc *p, struct rt_share *shares, int n, struct dt_err *err);
 
 /* PMIx_Finalize when rt_bootstrap initialised PMIx; safe on a zeroed or
  * failed p. Call after MPI_Finalize. */

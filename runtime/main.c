@@ -3,7 +3,8 @@
  *
  * Learns its rank from the launcher (bootstrap.h), starts MPI, reads the
  * resolved job spec (all ranks agree on the outcome), lays the ranks out as
- * data x pipeline (grid.h), builds the communicators, reports where each
+ * data x pipeline (grid.h), builds the communicators, opens the device
+ * (device.h: the CPU, or the GPU of train.device "cuda"), reports where each
  * rank landed, and trains (train.h).
  * This file only parses the command line, calls the runtime and maps errors
  * to exit codes (runtime/util.h).
@@ -19,6 +20,7 @@
 #include "jobs/spec.h"
 #include "runtime/bootstrap.h"
 #include "runtime/checkpointing.h"
+#include "runtime/device.h"
 #include "runtime/grid.h"
 #include "runtime/train.h"
 #include "runtime/util.h"
@@ -51,7 +53,8 @@ static const char usage_text[] =
 	"                     layer (DIR/layer-<L>.f32: weight [out][in], then bias)\n"
 	"  -q, --quiet        no progress lines\n"
 	"  -h, --help         this text\n"
-	"  -V, --version      print the version\n"
+	"  -V, --version      print the version, and whether the GPU path\n"
+	"                     (train.device \"cuda\") is built\n"
 	"\n"
 	"Exit codes:\n"
 	"  0   success\n"
@@ -92,7 +95,12 @@ const char *__lsan_default_suppressions(void);
 
 const char *__asan_default_options(void)
 {
+#ifdef DTRAIN_HAVE_CUDA
+	/* the CUDA driver maps memory where ASan's shadow gap is */
+	return "fast_unwind_on_malloc=0:protect_shadow_gap=0";
+#else
 	return "fast_unwind_on_malloc=0";
+#endif
 }
 
 const char *__lsan_default_options(void)
@@ -126,6 +134,17 @@ static void print_err(const struct dt_err *err, const char *prefix)
 	}
 }
 
+static void print_version(void)
+{
+	const char *gpu = rt_device_gpu_build();
+
+	printf("dtrain-run %s\n", DTRAIN_VERSION);
+	if (gpu)
+		printf("GPU path: built (%s)\n", gpu);
+	else
+		printf("GPU path: not built\n");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -157,7 +176,7 @@ int main(int argc, char **argv)
 			fputs(usage_text, stdout);
 			return DT_EXIT_OK;
 		case 'V':
-			printf("dtrain-run %s\n", DTRAIN_VERSION);
+			print_version();
 			return DT_EXIT_OK;
 		default:
 			fputs("usage: dtrain-run [--help] [--version] SPEC.json\n", stderr);
@@ -214,6 +233,19 @@ int main(int argc, char **argv)
 	}
 	if (rt_grid_comms(&grid, MPI_COMM_WORLD, &err)) {
 		print_err(&err, prefix);
+		goto out;
+	}
+	/* A rank without its device (no GPU visible) ends every rank: the
+	 * first failing rank reports (its message names it), all exit 1. */
+	rc = rt_device_open(&spec, &proc, &err);
+	if (rt_mpi_first_failure(rc != 0, &bad, &err2)) {
+		print_err(&err2, prefix);
+		goto out;
+	}
+	if (bad >= 0) {
+		if (proc.rank == bad)
+			print_err(&err, "");
+		together = true;
 		goto out;
 	}
 

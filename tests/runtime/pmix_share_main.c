@@ -1,0 +1,155 @@
+/*
+ * pmix_share_main.c - drives rt_pmix_share() (runtime/bootstrap.h) on real
+ * ranks; run by tests/integration/pmix_share.sh under `mpirun -np 4` (PMIx)
+ * and as a singleton (the MPI fallback).
+ *
+ * usage: pmix_share_main DATA PIPELINE [--mpi]
+ *
+ * Lays the world out as DATA x PIPELINE (runtime/grid.h), then shares one
+ * 128-byte blob (the size of an ncclUniqueId) per group, as rt_gpu_comms()
+ * does for NCCL: the world's from rank 0, each data-parallel group's from its
+ * replica 0, each pipeline group's from its stage 0. Every blob's bytes
+ * depend on the group and its root, and every member checks that it got
+ * exactly its own root's. --mpi forces the MPI_Bcast fallback under PMIx.
+ *
+ * Prints one line per rank ("rank R via pmix: world root 0, data group S root
+ * X, pipe group P root Y: ok"), and exits 0 when every rank got its blobs, 1
+ * otherwise (every rank agrees; the first failing rank reports).
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "runtime/bootstrap.h"
+#include "runtime/grid.h"
+#include "runtime/util.h"
+
+#define BLOB 128
+
+/* --- sanitizer builds: Open MPI's and PMIx's exit-time allocations, as in
+ * runtime/main.c (which explains them) --- */
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DTRAIN_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(DTRAIN_ASAN)
+const char *__asan_default_options(void);
+const char *__lsan_default_options(void);
+const char *__lsan_default_suppressions(void);
+
+const char *__asan_default_options(void)
+{
+	return "fast_unwind_on_malloc=0";
+}
+
+const char *__lsan_default_options(void)
+{
+	return "print_suppressions=0";
+}
+
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:libmpi.so\n"
+	       "leak:libopen-rte.so\n"
+	       "leak:libopen-pal.so\n"
+	       "leak:libpmix.so\n"
+	       "leak:libhwloc.so\n"
+	       "leak:libevent\n";
+}
+#endif
+
+/* --- the test --- */
+
+enum { G_WORLD, G_DATA, G_PIPE, NGROUPS };
+
+static const char *const group_name[NGROUPS] = { "world", "data", "pipe" };
+
+/* The blob of group `id` of kind g, rooted at `root`: no two groups alike. */
+static void fill(unsigned char *b, int g, int id, int root)
+{
+	for (int i = 0; i < BLOB; i++)
+		b[i] = (unsigned char)(i * 7 + g * 61 + id * 13 + root * 29 + (i >> 3) * g);
+}
+
+int main(int argc, char **argv)
+{
+	struct dt_err err = { 0 }, err2 = { 0 };
+	struct rt_proc proc = { 0 }, use;
+	struct rt_grid grid = { 0 };
+	struct rt_share sh[NGROUPS];
+	unsigned char got[NGROUPS][BLOB], want[NGROUPS][BLOB];
+	char key[NGROUPS][64];
+	int id[NGROUPS], g, rc, bad = -1, status = 1;
+	bool mpi_up = false;
+
+	grid.data_comm = grid.pipe_comm = MPI_COMM_NULL;
+	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "--mpi"))) {
+		fputs("usage: pmix_share_main DATA PIPELINE [--mpi]\n", stderr);
+		return 2;
+	}
+	if (rt_bootstrap(&proc, &err) || rt_mpi_init(&proc, &mpi_up, &err) ||
+	    rt_grid_init(&grid, proc.size, atoi(argv[1]), atoi(argv[2]), proc.rank, &err) ||
+	    rt_grid_comms(&grid, MPI_COMM_WORLD, &err)) {
+		fprintf(stderr, "pmix_share_main: %s\n", err.msg);
+		goto out;
+	}
+	use = proc;
+	if (argc == 4)
+		use.pmix_up = false;
+
+	id[G_WORLD] = 0;
+	id[G_DATA] = grid.coord[RT_DIM_PIPE];  /* a data group is one stage's replicas */
+	id[G_PIPE] = grid.coord[RT_DIM_DATA];  /* a pipeline group is one replica's stages */
+	sh[G_WORLD] = (struct rt_share){ .comm = MPI_COMM_WORLD, .root = 0 };
+	sh[G_DATA] = (struct rt_share){ .comm = grid.data_comm,
+					.root = rt_grid_rank_of(&grid, 0, id[G_DATA]) };
+	sh[G_PIPE] = (struct rt_share){ .comm = grid.pipe_comm,
+					.root = rt_grid_rank_of(&grid, id[G_PIPE], 0) };
+	for (g = 0; g < NGROUPS; g++) {
+		snprintf(key[g], sizeof(key[g]), "dtrain.test.%s.%d", group_name[g], id[g]);
+		fill(want[g], g, id[g], sh[g].root);
+		if (sh[g].root == proc.rank)
+			memcpy(got[g], want[g], BLOB);
+		else
+			memset(got[g], 0xee, BLOB);
+		sh[g].key = key[g];
+		sh[g].buf = got[g];
+		sh[g].len = BLOB;
+	}
+
+	rc = rt_pmix_share(&use, sh, NGROUPS, &err);
+	for (g = 0; g < NGROUPS && !rc; g++)
+		if (memcmp(got[g], want[g], BLOB)) {
+			dt_err_add(&err, "rank %d: %s group %d: the blob differs from root %d's",
+				   proc.rank, group_name[g], id[g], sh[g].root);
+			rc = -1;
+		}
+	if (rt_mpi_first_failure(rc != 0, &bad, &err2)) {
+		fprintf(stderr, "pmix_share_main: %s\n", err2.msg);
+		goto out;
+	}
+	if (bad >= 0) {
+		if (bad == proc.rank)
+			fprintf(stderr, "pmix_share_main: %s\n", err.msg);
+		status = 1;
+		goto out;
+	}
+	printf("rank %d via %s: world root %d, data group %d root %d, pipe group %d root %d: ok\n",
+	       proc.rank, use.pmix_up ? "pmix" : "mpi", sh[G_WORLD].root, id[G_DATA],
+	       sh[G_DATA].root, id[G_PIPE], sh[G_PIPE].root);
+	status = 0;
+out:
+	rt_grid_free(&grid);
+	if (mpi_up) {
+		if (status && bad < 0)
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		MPI_Finalize();
+	}
+	rt_bootstrap_fini(&proc);
+	return status;
+}
