@@ -3,6 +3,8 @@
 #   make demo    install what is missing, build, run the example job on Slurm
 #   make test    install what is missing, build, run every test (also under
 #                AddressSanitizer + UBSan)
+#   make bench   dtrain against its peers (PyTorch, OpenBLAS, MPI, dd, srun):
+#                one table, also as JSON (bench/README.md)
 #
 # Debian packages are installed by site/install-deps.sh (root; idempotent).
 
@@ -11,7 +13,7 @@ ASAN_BUILD ?= build/asan
 JOBS       ?= $(shell nproc)
 PREFIX     ?= /usr/local
 
-.PHONY: all deps build build-asan test test-fast demo bench-checkpoint cluster-up \
+.PHONY: all deps build build-asan test test-fast demo bench bench-checkpoint cluster-up \
         cluster-down cluster-status install clean
 
 all: build
@@ -37,6 +39,11 @@ test-fast: build
 
 demo: build
 	@bash site/demo.sh $(BUILD)
+
+# Every benchmark, alternating dtrain and its peer, one table (bench/README.md).
+bench: build
+	@bash site/install-deps.sh --bench
+	@/usr/bin/python3 bench/run.py $(BUILD)
 
 # Checkpoint write bandwidth against dd, async stall, load (checkpoint/README.md).
 bench-checkpoint: build

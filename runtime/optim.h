@@ -69,6 +69,13 @@ void rt_optim_free(struct rt_optim *o);
  * rt_lr_at), then step += 1. n must be o->n: element i of params, grads, m
  * and v belong together. grads is read only (clip it before). */
 void rt_optim_step(struct rt_optim *o, float *params, const float *grads, size_t n, double lr);
+/* The training loop's update, in one pass over the arrays: the same update
+ * from the gradient grads[i] * scale (scale = 1: bitwise what rt_optim_step
+ * gives; a clipping factor otherwise, as rt_scale then rt_optim_step), then
+ * grads set to zero for the next step. Returns the sum of squares of grads
+ * as they came in (before scale), bitwise equal to rt_sumsq() of them. */
+double rt_optim_step_fused(struct rt_optim *o, float *params, float *grads, size_t n, double lr,
+			   float scale);
 
 /* --- schedule --- */
 
@@ -87,7 +94,8 @@ double rt_lr_at(const struct spec *s, int64_t step, int64_t total_steps);
 
 /* --- clipping by global norm --- */
 
-/* Sum of g[i]^2, accumulated in double. The global norm of a replica's
+/* Sum of g[i]^2, accumulated in double (RT_LANES interleaved partial sums,
+ * then added in order: the same bits on every machine). The global norm of a replica's
  * gradient is sqrt of the sum over stages of each stage's rt_sumsq. */
 double rt_sumsq(const float *g, size_t n);
 /* g[i] *= factor. */

@@ -36,6 +36,26 @@
 
 /* --- state --- */
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Where a rank's time goes, summed over the steps of one log window: the
+ * `time` object of the metrics' step events (mean over ranks, per step).
+ * bench/README.md derives the exposed communication and the pipeline's idle
+ * fraction from them. */
+struct times {
+	double compute; /* forward, loss and backward passes */
+	double pipe;    /* waiting for pipeline messages: receives, sends' completion */
+	double grad;    /* gradient allreduce not hidden behind the backward pass */
+	double data;    /* reading the rows of micro-batches */
+	double optim;   /* gradient norm, clipping and the optimizer update */
+};
+
 /* One micro-batch in flight on this stage. */
 struct slot {
 	struct rt_acts acts;
@@ -83,6 +103,7 @@ struct trainer {
 	struct rt_ckpt ck; /* saves and resume */
 	int64_t start_step; /* where this process started (> 0 after a resume) */
 	double t_proc;     /* when rt_train started (monotonic seconds) */
+	struct times tm;   /* this rank, the current log window */
 	struct dt_err *err;
 };
 
@@ -315,6 +336,7 @@ static void arm_buckets(struct trainer *t)
  * were empty), in bucket order, then wait for all. */
 static int finish_buckets(struct trainer *t)
 {
+	double t0 = now_s();
 	int i;
 
 	if (t->replicas == 1)
@@ -324,6 +346,7 @@ static int finish_buckets(struct trainer *t)
 			return -EIO;
 	for (i = 0; i < t->n_buckets; i++)
 		MPI_CHECK(t, MPI_Wait(&t->buckets[i].req, MPI_STATUS_IGNORE));
+	t->tm.grad += now_s() - t0;
 	return 0;
 }
 
@@ -344,28 +367,42 @@ static int forward_mb(struct trainer *t, struct slot *sl, const struct mb *m, do
 	const float *y = NULL;
 	int rc;
 
+	double t0, t1;
+
 	if (m->rows == 0)
 		return 0;
+	t0 = now_s();
 	MPI_CHECK(t, MPI_Wait(&sl->send_fwd, MPI_STATUS_IGNORE));
+	t1 = now_s();
+	t->tm.pipe += t1 - t0;
 	if (t->stage == 0 || last) {
 		rc = rt_data_read(m->data, m->idx, (int)m->rows, t->stage == 0 ? sl->x : NULL,
 				  last ? sl->y : NULL, t->err);
 		if (rc)
 			return rc;
+		t0 = now_s();
+		t->tm.data += t0 - t1;
+		t1 = t0;
 	}
-	if (t->stage > 0)
+	if (t->stage > 0) {
 		MPI_CHECK(t, MPI_Recv(sl->x, (int)(m->rows * t->in), MPI_FLOAT, t->prev, m->tag, pc,
 				      MPI_STATUS_IGNORE));
+		t0 = now_s();
+		t->tm.pipe += t0 - t1;
+		t1 = t0;
+	}
 	rc = rt_stage_forward(&t->st, &sl->acts, sl->x, (int)m->rows, &y);
 	if (rc)
 		return dt_err_add(t->err, "rank %d: forward pass failed", t->g->rank), rc;
 	if (!last) {
+		t->tm.compute += now_s() - t1;
 		MPI_CHECK(t, MPI_Isend(y, (int)(m->rows * t->out), MPI_FLOAT, t->next, m->tag, pc,
 				       &sl->send_fwd));
 		return 0;
 	}
 	*loss += rt_softmax_xent(y, sl->y, (int)m->rows, t->classes, t->grad_scale,
 				 want_grad ? sl->dy : NULL, correct);
+	t->tm.compute += now_s() - t1;
 	return 0;
 }
 
@@ -374,16 +411,22 @@ static int backward_mb(struct trainer *t, struct slot *sl, const struct mb *m)
 	MPI_Comm pc = t->g->pipe_comm;
 	int rc;
 
+	double t0, t1;
+
 	if (m->rows == 0)
 		return 0;
+	t0 = now_s();
 	MPI_CHECK(t, MPI_Wait(&sl->send_bwd, MPI_STATUS_IGNORE));
 	if (t->stage < t->stages - 1)
 		MPI_CHECK(t, MPI_Recv(sl->dy, (int)(m->rows * t->out), MPI_FLOAT, t->next, m->tag, pc,
 				      MPI_STATUS_IGNORE));
+	t1 = now_s();
+	t->tm.pipe += t1 - t0;
 	rc = rt_stage_backward(&t->st, &sl->acts, sl->dy, t->stage > 0 ? sl->dx : NULL,
 			       layer_done, t);
 	if (rc)
 		return dt_err_add(t->err, "rank %d: backward pass failed", t->g->rank), rc;
+	t->tm.compute += now_s() - t1;
 	if (t->stage > 0)
 		MPI_CHECK(t, MPI_Isend(sl->dx, (int)(m->rows * t->in), MPI_FLOAT, t->prev, m->tag, pc,
 				       &sl->send_bwd));
@@ -392,12 +435,14 @@ static int backward_mb(struct trainer *t, struct slot *sl, const struct mb *m)
 
 static int wait_sends(struct trainer *t)
 {
+	double t0 = now_s();
 	int i;
 
 	for (i = 0; i < t->n_slots; i++) {
 		MPI_CHECK(t, MPI_Wait(&t->slots[i].send_fwd, MPI_STATUS_IGNORE));
 		MPI_CHECK(t, MPI_Wait(&t->slots[i].send_bwd, MPI_STATUS_IGNORE));
 	}
+	t->tm.pipe += now_s() - t0;
 	return 0;
 }
 
@@ -462,6 +507,7 @@ static int evaluate(struct trainer *t, struct rt_data *d, double *loss, double *
 	int64_t *idx = NULL;
 	double tot[2] = { 0, 0 };
 	int64_t correct = 0;
+	struct times keep = t->tm; /* evaluation is not part of the steps' times */
 	int rc = 0, i;
 
 	rt_sampler_slice(d->n, t->replicas, t->replica, &off, &count);
@@ -496,19 +542,12 @@ static int evaluate(struct trainer *t, struct rt_data *d, double *loss, double *
 	*loss = tot[0] / (double)d->n;
 	*acc = tot[1] / (double)d->n;
 out:
+	t->tm = keep;
 	free(idx);
 	return rc;
 }
 
 /* --- progress and metrics --- */
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void fmt_duration(double s, char *buf, size_t size)
 {
@@ -570,20 +609,6 @@ static int save_params(struct trainer *t, const char *dir)
 
 /* --- the loop --- */
 
-/* The step's loss (summed over replicas, known by every stage) and the
- * global gradient norm (over all stages; replicas agree already). */
-static int reduce_step(struct trainer *t, double stats[2], double *norm)
-{
-	if (t->stage == t->stages - 1 && t->replicas > 1)
-		MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, stats, 2, MPI_DOUBLE, MPI_SUM,
-					   t->g->data_comm));
-	MPI_CHECK(t, MPI_Bcast(stats, 2, MPI_DOUBLE, t->stages - 1, t->g->pipe_comm));
-	*norm = rt_sumsq(t->st.grads, t->st.n_params);
-	MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, norm, 1, MPI_DOUBLE, MPI_SUM, t->g->pipe_comm));
-	*norm = sqrt(*norm);
-	return 0;
-}
-
 static int check_finite(struct trainer *t, int64_t step, double loss, double norm)
 {
 	if (isfinite(loss) && isfinite(norm))
@@ -595,6 +620,56 @@ static int check_finite(struct trainer *t, int64_t step, double loss, double nor
 			   isfinite(loss) ? (isnan(norm) ? "NaN" : "infinite") : (isnan(loss) ? "NaN" : "infinite"));
 	return -ERANGE;
 }
+
+/* The step's loss and correct count, summed over replicas, to every stage. */
+static int reduce_stats(struct trainer *t, double stats[2])
+{
+	if (t->stage == t->stages - 1 && t->replicas > 1)
+		MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, stats, 2, MPI_DOUBLE, MPI_SUM,
+					   t->g->data_comm));
+	if (t->stages > 1)
+		MPI_CHECK(t, MPI_Bcast(stats, 2, MPI_DOUBLE, t->stages - 1, t->g->pipe_comm));
+	return 0;
+}
+
+/* The global gradient norm from this stage's sum of squares (over all
+ * stages; the replicas of a stage agree already). */
+static int reduce_norm(struct trainer *t, double sumsq, double *norm)
+{
+	if (t->stages > 1)
+		MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, &sumsq, 1, MPI_DOUBLE, MPI_SUM,
+					   t->g->pipe_comm));
+	*norm = sqrt(sumsq);
+	return 0;
+}
+
+/* Clip (train.grad_clip), update and zero the gradients for the next step.
+ * One pass over the parameters (rt_optim_step_fused); with clipping the
+ * norm must be known first, which costs a second pass (rt_sumsq). */
+static int update(struct trainer *t, int64_t step, double loss, double lr, double *norm)
+{
+	double clip = t->s->train.grad_clip;
+	float scale = 1.0f;
+	int rc;
+
+	if (clip > 0) {
+		rc = reduce_norm(t, rt_sumsq(t->st.grads, t->st.n_params), norm);
+		if (!rc)
+			rc = check_finite(t, step, loss, *norm);
+		if (rc)
+			return rc;
+		if (*norm > clip)
+			scale = (float)(clip / (*norm + 1e-6));
+		rt_optim_step_fused(&t->opt, t->st.params, t->st.grads, t->st.n_params, lr, scale);
+		return 0;
+	}
+	/* a NaN gradient is only seen after the update here; the run stops
+	 * then, and nothing saves these parameters */
+	rc = reduce_norm(t, rt_optim_step_fused(&t->opt, t->st.params, t->st.grads, t->st.n_params,
+						 lr, 1.0f), norm);
+	return rc ? rc : check_finite(t, step, loss, *norm);
+}
+
 
 /* Steps of the whole run: train.epochs epochs, cut by train.max_steps. */
 static int64_t total_steps(const struct trainer *t)
@@ -658,13 +733,34 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 	return 0;
 }
 
+/* The log window's times per step, the mean over all ranks:
+ * tm = { step, compute, pipe wait, grad wait, data, optim } in seconds.
+ * Collective over the world (every rank logs at the same steps). */
+static int window_times(struct trainer *t, double window_s, int64_t steps, double tm[6])
+{
+	double per = steps > 0 ? 1.0 / (double)steps : 0.0;
+	int i;
+
+	tm[0] = window_s;
+	tm[1] = t->tm.compute;
+	tm[2] = t->tm.pipe;
+	tm[3] = t->tm.grad;
+	tm[4] = t->tm.data;
+	tm[5] = t->tm.optim;
+	if (t->g->world > 1)
+		MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, tm, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+	for (i = 0; i < 6; i++)
+		tm[i] *= per / (double)t->g->world;
+	return 0;
+}
+
 static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 {
 	const struct spec *s = t->s;
 	int64_t per_epoch = rt_sampler_steps(&t->sampler);
 	int64_t total = total_steps(t), step = t->start_step, epoch = 0;
-	int64_t window_rows = 0;
-	double t0 = now_s(), tw = t0;
+	int64_t window_rows = 0, window_steps = 0;
+	double t0 = now_s(), tw = t0, t_opt;
 	struct mb *mbs;
 	int rc = 0, i;
 
@@ -714,36 +810,44 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 
 		stats[0] = t->loss_sum;
 		stats[1] = (double)t->correct;
-		rc = reduce_step(t, stats, &norm);
+		t_opt = now_s();
+		rc = reduce_stats(t, stats);
 		if (rc)
 			break;
 		loss = stats[0] / (double)batch_rows;
-		rc = check_finite(t, step, loss, norm);
+		lr = rt_lr_at(s, step, total);
+		rc = update(t, step, loss, lr, &norm);
 		if (rc)
 			break;
-		if (s->train.grad_clip > 0 && norm > s->train.grad_clip)
-			rt_scale(t->st.grads, t->st.n_params, (float)(s->train.grad_clip / (norm + 1e-6)));
-		lr = rt_lr_at(s, step, total);
-		rt_optim_step(&t->opt, t->st.params, t->st.grads, t->st.n_params, lr);
-		rt_stage_zero_grads(&t->st);
+		t->tm.optim += now_s() - t_opt;
 		step++;
 		window_rows += batch_rows;
-		if (step == t->start_step + 1 && t->start_step > 0) {
+		window_steps++;
+		if (step == t->start_step + 1) {
 			double since = since_job_start();
+			struct timespec wall;
 
-			if (since >= 0 && t->g->rank == 0 && !opts->quiet) {
+			if (t->start_step > 0 && since >= 0 && t->g->rank == 0 && !opts->quiet) {
 				printf("dtrain-run: first step after the resume done %.2f s after the job "
 				       "started\n", since);
 				fflush(stdout);
 			}
-			metric(t, "{\"event\":\"first_step\",\"step\":%lld,\"since_job_start_s\":%.3f,"
-				  "\"since_process_start_s\":%.3f}", (long long)step, since, now_s() - t->t_proc);
+			clock_gettime(CLOCK_REALTIME, &wall);
+			metric(t, "{\"event\":\"first_step\",\"step\":%lld,\"resumed\":%s,"
+				  "\"since_job_start_s\":%.3f,\"since_process_start_s\":%.3f,"
+				  "\"unix_time\":%.6f}", (long long)step, t->start_step > 0 ? "true" : "false",
+			       since, now_s() - t->t_proc, (double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec);
 		}
 
 		if (step % s->train.log_every == 0 || step == total) {
 			double now = now_s(), rate = (double)window_rows / (now - tw);
 			double eta = (now - t0) / (double)step * (double)(total - step);
+			double tm[6];
 			char eta_s[32];
+
+			rc = window_times(t, now - tw, window_steps, tm);
+			if (rc)
+				break;
 
 			fmt_duration(eta, eta_s, sizeof(eta_s));
 			if (t->g->rank == 0 && !opts->quiet) {
@@ -755,11 +859,14 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 			}
 			metric(t, "{\"event\":\"step\",\"step\":%lld,\"total_steps\":%lld,\"epoch\":%lld,"
 				  "\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"samples_per_s\":%.1f,"
-				  "\"eta_s\":%.0f}",
+				  "\"eta_s\":%.0f,\"steps\":%lld,\"time\":{\"step_s\":%.6g,\"compute_s\":%.6g,"
+				  "\"pipe_wait_s\":%.6g,\"grad_wait_s\":%.6g,\"data_s\":%.6g,\"optim_s\":%.6g}}",
 			       (long long)step, (long long)total, (long long)epoch + 1, loss, lr, norm,
-			       rate, eta);
-			tw = now;
+			       rate, eta, (long long)window_steps, tm[0], tm[1], tm[2], tm[3], tm[4], tm[5]);
+			tw = now_s(); /* the window's reduction is not part of the next */
 			window_rows = 0;
+			window_steps = 0;
+			memset(&t->tm, 0, sizeof(t->tm));
 		}
 		if (t->has_test && (step % per_epoch == 0 || step == total)) {
 			double tl = 0, ta = 0;

@@ -2,6 +2,7 @@
 # Install the Debian 12 packages dtrain needs to build, test and run.
 # Idempotent: does nothing (and touches no network) when every package is
 # already installed; otherwise runs `apt-get update` once and installs the rest.
+#   --bench  also the peers of `make bench`: PyTorch 1.13 (CPU) and h5py
 set -euo pipefail
 
 PKGS=(
@@ -13,6 +14,11 @@ PKGS=(
   munge slurm-wlm slurmctld slurmd slurm-client libslurm-dev
   dataset-fashion-mnist
 )
+case "${1:-}" in
+  --bench) PKGS+=(python3-torch python3-h5py) ;;
+  "") ;;
+  *) echo "install-deps: unknown argument: $1 (usage: install-deps.sh [--bench])" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PKGS[@]}"; do

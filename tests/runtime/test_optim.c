@@ -2,8 +2,9 @@
  * test_optim.c - the optimizers, learning-rate schedule and clipping
  * helpers of runtime/optim.h: SGD with momentum and AdamW against values
  * worked out by hand for three steps, the same rules on a long vector
- * against a double-precision reference, the schedule at its landmarks, and
- * the errors of a bad optimizer spec.
+ * against a double-precision reference, the fused training-loop update
+ * against the separate steps, the schedule at its landmarks, and the errors
+ * of a bad optimizer spec.
  *
  * Sections: helpers, sgd, adamw, schedule, clipping, errors, main.
  */
@@ -282,6 +283,70 @@ static void test_sumsq_scale_clip(void **state)
 	free(ones);
 }
 
+/* rt_optim_step_fused against rt_sumsq + rt_scale + rt_optim_step: the same
+ * bits for both optimizers, clipped or not, on lengths around the vector
+ * width (tails), with the gradient zeroed after. */
+static void test_fused_update(void **state)
+{
+	static const size_t lens[] = { 1, 7, 8, 9, 1000, 4099 };
+	static const char *types[] = { "sgd", "adamw" };
+	struct opt_spec os;
+	size_t k, t, i, n;
+
+	(void)state;
+	for (t = 0; t < 2; t++) {
+		for (k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+			struct rt_optim a, b;
+			struct rt_rng r;
+			float *w1, *w2, *g1, *g2;
+			int step;
+
+			n = lens[k];
+			opt_set(&os, types[t], 0.05, 0.9, 0.01);
+			optim_ok(&a, &os.s, n);
+			optim_ok(&b, &os.s, n);
+			w1 = malloc(n * sizeof(float));
+			w2 = malloc(n * sizeof(float));
+			g1 = malloc(n * sizeof(float));
+			g2 = malloc(n * sizeof(float));
+			assert_true(w1 && w2 && g1 && g2);
+			rt_rng_seed(&r, 3, n);
+			for (i = 0; i < n; i++)
+				w1[i] = w2[i] = rt_rng_normal(&r);
+			for (step = 0; step < 3; step++) {
+				float scale = step == 1 ? 0.37f : 1.0f; /* step 1 clipped */
+				double want, got;
+
+				for (i = 0; i < n; i++)
+					g1[i] = g2[i] = rt_rng_normal(&r);
+				want = rt_sumsq(g1, n);
+				if (scale != 1.0f)
+					rt_scale(g1, n, scale);
+				rt_optim_step(&a, w1, g1, n, 0.05);
+				got = rt_optim_step_fused(&b, w2, g2, n, 0.05, scale);
+				if (memcmp(&got, &want, sizeof(got)))
+					fail_msg("%s n=%zu step %d: sum of squares %.17g, want %.17g",
+						 types[t], n, step, got, want);
+				for (i = 0; i < n; i++) {
+					if (memcmp(&w1[i], &w2[i], sizeof(float)) ||
+					    memcmp(&a.m[i], &b.m[i], sizeof(float)))
+						fail_msg("%s n=%zu step %d: element %zu: w %.9g vs %.9g, m %.9g vs %.9g",
+							 types[t], n, step, i, w1[i], w2[i], a.m[i], b.m[i]);
+					if (g2[i] != 0.0f)
+						fail_msg("%s n=%zu: gradient %zu not zeroed (%g)", types[t], n, i, g2[i]);
+				}
+			}
+			assert_int_equal(a.step, b.step);
+			free(w1);
+			free(w2);
+			free(g1);
+			free(g2);
+			rt_optim_free(&a);
+			rt_optim_free(&b);
+		}
+	}
+}
+
 /* --- errors --- */
 
 static void test_errors(void **state)
@@ -320,6 +385,7 @@ int main(void)
 		cmocka_unit_test(test_long_vector),
 		cmocka_unit_test(test_lr_schedule),
 		cmocka_unit_test(test_sumsq_scale_clip),
+		cmocka_unit_test(test_fused_update),
 		cmocka_unit_test(test_errors),
 	};
 

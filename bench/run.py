@@ -1,0 +1,358 @@
+#!/usr/bin/python3
+# run.py - `make bench`: dtrain against its peers, every figure a ratio measured
+# in this one run (bench/README.md explains each row and the targets).
+#
+#   1. training throughput, dtrain vs PyTorch 1.13 (bench/peer_torch.py): the
+#      small (784-512-512-10) and large (784-4096-4096-4096-10) MLP, batch 64,
+#      SGD with momentum, same data; 1 process and 2 data-parallel processes
+#      (DDP over gloo for PyTorch). Runs alternate dtrain and the peer.
+#   2. compute efficiency: the large MLP's step against OpenBLAS sgemm on the
+#      step's own shapes (bench/sgemm.c) and on square matrices.
+#   3. data-parallel scaling against two concurrent sgemm processes.
+#   4. gradient synchronisation: exposed allreduce time per step against one
+#      blocking MPI_Allreduce of the whole gradient (bench/allreduce.c).
+#   5. pipeline: idle fraction of gpipe and 1f1b against (p-1)/m.
+#   6. checkpoints (bench/checkpoint.sh) and 7. start-up (bench/startup.sh).
+#
+# Thread counts: a run of P processes gives each nproc/P threads (OpenBLAS for
+# dtrain, intra-op for PyTorch), so neither oversubscribes the cores. The peer
+# also runs with 1 thread in the 1-process rows, and the faster of its two
+# results is the one compared: the ratio is against PyTorch at its best here.
+#
+# Usage: bench/run.py BUILD_DIR [--quick] [--only ROWS]; prints the table and
+# writes BUILD_DIR/bench/results.json. Exit 0 when it ran (targets missed are
+# reported, not errors), 1 when a run failed, 2 on bad arguments.
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = "/usr/bin/python3"  # Debian's python, with python3-torch
+MODELS = {"small": [512, 512], "large": [4096, 4096, 4096]}
+INPUTS, CLASSES, BATCH = 784, 10, 64
+
+
+def die(msg):
+    print("bench/run.py: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def sh(cmd, env=None, what=None):
+    """Runs cmd (a list); returns its stdout; dies naming `what` on failure."""
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
+    if p.returncode != 0:
+        die("%s failed (exit %d): %s\n%s" % (what or cmd[0], p.returncode, " ".join(cmd),
+                                            (p.stdout + p.stderr)[-3000:]))
+    return p.stdout
+
+
+def last_json(out, what):
+    for line in reversed(out.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            return json.loads(line)
+    die("%s printed no JSON:\n%s" % (what, out[-2000:]))
+
+
+def progress(msg):
+    print("bench: " + msg, file=sys.stderr, flush=True)
+
+
+class Bench:
+    def __init__(self, build, quick):
+        self.build = os.path.abspath(build)
+        self.bin = os.path.join(self.build, "bin")
+        self.work = os.path.join(self.build, "bench", "run")
+        self.quick = quick
+        self.cores = os.cpu_count() or 1
+        self.runs = 0
+        os.makedirs(self.work, exist_ok=True)
+        for prog in ("dtrain-run", "dtrain-submit", "dtrain-data", "dtrain-bench-sgemm",
+                     "dtrain-bench-allreduce"):
+            if not os.access(os.path.join(self.bin, prog), os.X_OK):
+                die("%s/%s missing: build first (make build)" % (self.bin, prog))
+        self.data = os.path.join(self.build, "data", "bench-784.h5")
+        if not os.path.exists(self.data):
+            os.makedirs(os.path.dirname(self.data), exist_ok=True)
+            sh([self.bin + "/dtrain-data", "synthetic", self.data, "--samples", "16384",
+                "--features", str(INPUTS), "--classes", str(CLASSES)], what="dtrain-data")
+
+    # --- peers ---
+
+    def sgemm(self, args, threads=1, copies=1, seconds=2.0):
+        """GFLOP/s of dtrain-bench-sgemm, summed over `copies` started at once."""
+        cmd = [self.bin + "/dtrain-bench-sgemm", "--threads", str(threads), "--seconds",
+               str(seconds)] + args
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(copies)]
+        total = 0.0
+        for p in procs:
+            out, _ = p.communicate()
+            if p.returncode != 0:
+                die("dtrain-bench-sgemm failed: " + " ".join(cmd))
+            total += last_json(out, "dtrain-bench-sgemm")["gflops"]
+        return total
+
+    def torch(self, model, procs, threads, steps):
+        out = sh([PY, os.path.join(SRC, "bench", "peer_torch.py"), "--data", self.data,
+                  "--hidden", ",".join(map(str, MODELS[model])), "--batch", str(BATCH),
+                  "--procs", str(procs), "--threads", str(threads), "--steps", str(steps),
+                  "--warmup", str(max(3, steps // 10))], what="peer_torch.py")
+        r = last_json(out, "peer_torch.py")
+        return r["samples_per_s_median_window"]
+
+    # --- dtrain ---
+
+    def dtrain(self, model, data=1, pipeline=1, threads=1, steps=100, window=20, micro=1,
+               schedule="gpipe", hidden=None, stage_layers=None):
+        """Runs dtrain-run under mpirun; returns the step events after the first window."""
+        self.runs += 1
+        name = "run-%03d" % self.runs
+        run_dir = os.path.join(self.work, name)
+        subprocess.run(["rm", "-rf", run_dir])
+        hid = hidden or MODELS[model]
+        sets = ["name=bench-" + model, "run_dir=" + run_dir, "data.train=" + self.data,
+                "model.inputs=%d" % INPUTS, "model.outputs=%d" % CLASSES,
+                "model.hidden=" + json.dumps(hid), "parallel.data=%d" % data,
+                "parallel.pipeline=%d" % pipeline, "parallel.micro_batches=%d" % micro,
+                "resources.nodes=1", "resources.tasks_per_node=%d" % (data * pipeline),
+                "parallel.schedule=" + schedule, "resources.cpus_per_task=%d" % threads,
+                "train.global_batch=%d" % BATCH, "train.epochs=1000",
+                "train.max_steps=%d" % (steps + window), "train.log_every=%d" % window,
+                "train.optimizer.type=sgd", "train.optimizer.lr=0.01",
+                "train.optimizer.momentum=0.9", "checkpoint.every_steps=0",
+                "checkpoint.resume=never"]
+        if stage_layers:
+            sets.append("parallel.stage_layers=" + json.dumps(stage_layers))
+        spec = os.path.join(self.work, name + ".json")
+        cmd = [self.bin + "/dtrain-submit", "validate", os.path.join(SRC, "jobs", "single.json")]
+        for s in sets:
+            cmd += ["--set", s]
+        with open(spec, "w") as f:
+            f.write(sh(cmd, what="dtrain-submit validate"))
+        ranks = data * pipeline
+        bind = "core" if threads == 1 and ranks <= self.cores else "none"
+        sh(["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", bind, "-np",
+            str(ranks), self.bin + "/dtrain-run", "--quiet", spec],
+           env={"OMPI_MCA_mpi_yield_when_idle": "1"}, what="dtrain-run (%s)" % name)
+        with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+            ev = [json.loads(l) for l in f if '"event":"step"' in l]
+        if len(ev) < 2:
+            die("%s: fewer than 2 step windows in %s/metrics.jsonl" % (name, run_dir))
+        return ev[1:]  # the first window warms up
+
+    @staticmethod
+    def rate(ev):
+        return statistics.median(e["samples_per_s"] for e in ev)
+
+    @staticmethod
+    def times(ev):
+        """Per-step times averaged over the windows (weighted by steps)."""
+        n = sum(e["steps"] for e in ev)
+        return {k: sum(e["time"][k] * e["steps"] for e in ev) / n for k in ev[0]["time"]}
+
+
+def flop_per_sample(hidden):
+    """Matrix-product flops of one sample's training step: forward x W^T per
+    layer, dW per layer, dx for every layer but the first (as kernels.c)."""
+    w = [INPUTS] + hidden + [CLASSES]
+    f = 0
+    for l in range(len(w) - 1):
+        f += 2 * w[l] * w[l + 1] * (3 if l > 0 else 2)
+    return f
+
+
+def params(hidden):
+    w = [INPUTS] + hidden + [CLASSES]
+    return sum(w[l] * w[l + 1] + w[l + 1] for l in range(len(w) - 1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description="dtrain's benchmarks against their peers (make bench)")
+    ap.add_argument("build", help="the build directory (make build)")
+    ap.add_argument("--quick", action="store_true", help="fewer steps and rounds (a smoke run)")
+    ap.add_argument("--only", default="throughput,compute,grad,pipeline,checkpoint,startup",
+                    help="comma list of sections to run (default: all)")
+    a = ap.parse_args()
+    only = set(a.only.split(","))
+    b = Bench(a.build, a.quick)
+    cores = b.cores
+    rounds = 1 if a.quick else 2
+    steps = {"small": 150 if a.quick else 500, "large": 8 if a.quick else 20}
+    win = {"small": 50 if a.quick else 100, "large": 4 if a.quick else 5}
+    rows, res = [], {"cores": cores, "rounds": rounds, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+    def row(section, what, ours, peer, unit, ratio, target, note=""):
+        ok = None if target is None else ratio >= target
+        rows.append((section, what, ours, peer, unit, ratio, target, ok, note))
+        res.setdefault("rows", []).append({"section": section, "what": what, "dtrain": ours,
+                                           "peer": peer, "unit": unit, "ratio": ratio,
+                                           "target": target, "met": ok, "note": note})
+
+    # --- peaks: OpenBLAS on this machine ---
+    if only & {"throughput", "compute", "grad"}:
+        progress("sgemm peaks (dtrain-bench-sgemm)")
+        sq1 = b.sgemm(["square", "2048"], threads=1)
+        sq2 = b.sgemm(["square", "2048"], threads=1, copies=2)
+        sqall = b.sgemm(["square", "2048"], threads=cores)
+        shapes = {}
+        for m, hid in MODELS.items():
+            widths = ",".join(map(str, [INPUTS] + hid + [CLASSES]))
+            shapes[m] = {"1x%d" % cores: b.sgemm(["mlp", str(BATCH), widths], threads=cores),
+                         "1x1": b.sgemm(["mlp", str(BATCH), widths], threads=1),
+                         "2x1": b.sgemm(["mlp", str(BATCH // 2), widths], threads=1, copies=2)}
+        res["sgemm"] = {"square_1thread": sq1, "square_2procs": sq2, "square_all": sqall,
+                        "mlp_shapes": shapes}
+
+    # --- 1. throughput, and the runs later rows read ---
+    ev = {}
+    if only & {"throughput", "compute", "grad"}:
+        for m in MODELS:
+            for procs in (1, 2):
+                # threads per process: all cores shared out; 1 process also
+                # tries 1 thread (OpenBLAS and PyTorch both lose on small
+                # shapes with 2); each side is compared at its best
+                opts = [max(1, cores // procs)] + ([1] if procs == 1 and cores > 1 else [])
+                ours, peer = {th: [] for th in opts}, {th: [] for th in opts}
+                for r in range(rounds):
+                    for th in opts:
+                        progress("throughput %s MLP, %d process(es) x %d thread(s), round %d/%d"
+                                 % (m, procs, th, r + 1, rounds))
+                        e = b.dtrain(m, data=procs, threads=th, steps=steps[m], window=win[m])
+                        ev.setdefault((m, procs, th), []).extend(e)
+                        ours[th].append(b.rate(e))
+                        peer[th].append(b.torch(m, procs, th, steps[m]))
+                best_o = max(opts, key=lambda th: statistics.median(ours[th]))
+                best_p = max(opts, key=lambda th: statistics.median(peer[th]))
+                o, p = statistics.median(ours[best_o]), statistics.median(peer[best_p])
+                ev[(m, procs)] = ev[(m, procs, best_o)]
+                res.setdefault("best_threads", {})["%s-%d" % (m, procs)] = best_o
+                target = (2.0 if m == "small" else 1.1) if procs == 1 else 2.0
+                row("throughput", "%s MLP, %d process%s (samples/s)" % (m, procs, "es" if procs > 1 else ""),
+                    o, p, "samples/s", o / p, target,
+                    "threads/process: dtrain %d, PyTorch %d (each its best of %s)"
+                    % (best_o, best_p, "/".join(map(str, opts))) if len(opts) > 1 else
+                    "%d thread(s) per process" % best_o)
+                for th in opts:
+                    res.setdefault("throughput_runs", []).append(
+                        {"model": m, "procs": procs, "threads": th, "dtrain": ours[th], "pytorch": peer[th]})
+            ev[(m, "1x1")] = ev.get((m, 1, 1), ev[(m, 1)])
+
+    # --- 2. compute efficiency of the large MLP ---
+    if only & {"throughput", "compute"} and ("large", 1) in ev:
+        fl = flop_per_sample(MODELS["large"]) * BATCH
+        t = b.times(ev[("large", 1)])
+        ach = fl / t["step_s"] * 1e-9
+        comp = fl / t["compute_s"] * 1e-9
+        th = res["best_threads"]["large-1"]
+        shp = res["sgemm"]["mlp_shapes"]["large"]["1x%d" % th]
+        row("compute", "large MLP step, 1 process (GFLOP/s)", ach, shp, "GFLOP/s", ach / shp, 0.8,
+            "peer: sgemm on the step's shapes, %d thread(s) as the run" % th)
+        row("compute", "  forward+backward only (GFLOP/s)", comp, shp, "GFLOP/s", comp / shp, None,
+            "the step minus optimizer and data")
+        sq = res["sgemm"]["square_all"] if th > 1 else res["sgemm"]["square_1thread"]
+        row("compute", "  against square sgemm 2048 (GFLOP/s)", ach, sq, "GFLOP/s", ach / sq, None,
+            "%d thread(s)" % th)
+        res["large_1proc_times"] = t
+
+    # --- 3. data-parallel scaling ---
+    if only & {"throughput"} and ("small", 2) in ev:
+        sg = res["sgemm"]
+        peer_scale = sg["square_2procs"] / sg["square_1thread"]
+        for m in MODELS:
+            ours = b.rate(ev[(m, 2)]) / b.rate(ev[(m, "1x1")])
+            shp = sg["mlp_shapes"][m]["2x1"] / sg["mlp_shapes"][m]["1x1"]
+            row("scaling", "%s MLP, 2 processes / 1 (speed-up)" % m, ours, peer_scale, "x",
+                ours / peer_scale, 0.9, "peer: 2 concurrent sgemm processes / 1 (square); "
+                "on the step's shapes %.2fx" % shp)
+            res.setdefault("dp_times", {})[m] = {"1x1": b.times(ev[(m, "1x1")]),
+                                                 "2x1": b.times(ev[(m, 2)])}
+
+    # --- 4. gradient synchronisation ---
+    if only & {"throughput", "grad"} and ("large", 2) in ev:
+        t = b.times(ev[("large", 2)])
+        progress("blocking allreduce of the large MLP's gradient (dtrain-bench-allreduce)")
+        out = sh(["mpirun", "--allow-run-as-root", "-np", "2", b.bin + "/dtrain-bench-allreduce",
+                  "--iters", "5" if a.quick else "10", str(params(MODELS["large"]))],
+                 what="dtrain-bench-allreduce")
+        ar = last_json(out, "dtrain-bench-allreduce")["median_s"]
+        row("grad sync", "large MLP, 2 processes: exposed allreduce (s/step)", t["grad_wait_s"], ar,
+            "s", t["grad_wait_s"] / t["step_s"], None,
+            "ratio = share of the step (target < 0.10); peer = one blocking allreduce")
+        rows[-1] = rows[-1][:6] + (0.10, t["grad_wait_s"] / t["step_s"] < 0.10, rows[-1][8])
+        res["rows"][-1].update({"target": 0.10, "met": t["grad_wait_s"] / t["step_s"] < 0.10,
+                                "target_is_max": True})
+        res["grad"] = {"step_s": t["step_s"], "grad_wait_s": t["grad_wait_s"], "blocking_allreduce_s": ar}
+
+    # --- 5. pipeline bubble ---
+    if "pipeline" in only:
+        # stages of about equal cost: 784x1024 + 1024x1024 and 2 x 1024x1024 + 1024x10
+        hid = [1024] * 4
+        for micro in (4, 8):
+            for sched in ("gpipe", "1f1b"):
+                progress("pipeline 2 stages, %d micro-batches, %s" % (micro, sched))
+                e = b.dtrain("pipe", pipeline=2, threads=1, steps=20 if a.quick else 60, window=10,
+                             micro=micro, schedule=sched, hidden=hid, stage_layers=[2, 3])
+                t = b.times(e)
+                # the bubble as Narayanan et al. define it: idle time over
+                # the time the stage computes, (p-1)/m with equal stages
+                idle = t["pipe_wait_s"] / (t["step_s"] - t["pipe_wait_s"])
+                ideal = (2 - 1) / micro
+                row("pipeline", "%s, p=2, m=%d: idle / busy time" % (sched, micro), idle, ideal,
+                    "fraction", idle / ideal, None, "peer: (p-1)/m (Narayanan et al. 2021)")
+                res.setdefault("pipeline", []).append({"schedule": sched, "micro": micro,
+                                                       "times": t})
+
+    # --- 6. checkpoints ---
+    if "checkpoint" in only:
+        progress("checkpoints (bench/checkpoint.sh)")
+        sh(["bash", os.path.join(SRC, "bench", "checkpoint.sh"), b.build], what="bench/checkpoint.sh")
+        with open(os.path.join(b.build, "bench", "checkpoint.json")) as f:
+            c = json.load(f)
+        res["checkpoint"] = c
+        row("checkpoint", "write bandwidth, sync save (MB/s)", c["write_mb_s"], c["dd_mb_s"], "MB/s",
+            c["write_ratio"], 0.8, "peer: dd conv=fsync, same bytes, same disk")
+        row("checkpoint", "training stall of an async save (s)", c["async_stall_s"], c["sync_save_s"],
+            "s", c["stall_ratio"], None, "ratio = stall / sync save (target < 0.05)")
+        rows[-1] = rows[-1][:6] + (0.05, c["stall_ratio"] < 0.05, rows[-1][8])
+        res["rows"][-1].update({"target": 0.05, "met": c["stall_ratio"] < 0.05, "target_is_max": True})
+        row("checkpoint", "load on resume (s)", c["load_s"], None, "s", None, None, "")
+
+    # --- 7. start-up ---
+    if "startup" in only:
+        progress("start-up on the local Slurm cluster (bench/startup.sh)")
+        out_json = os.path.join(b.build, "bench", "startup.json")
+        sh(["bash", os.path.join(SRC, "bench", "startup.sh"), b.build, out_json], what="bench/startup.sh")
+        with open(out_json) as f:
+            s = json.load(f)
+        res["startup"] = s
+        row("start-up", "srun --mpi=pmix to first step, 2x2 ranks (s)", s["dtrain_first_step_s"],
+            s["srun_true_s"], "s", s["dtrain_first_step_s"] / s["srun_true_s"], None,
+            "peer: srun --mpi=pmix of /bin/true, same tasks")
+
+    # --- the table ---
+    print()
+    print("%-11s %-52s %12s %12s %8s %8s  %s" % ("section", "what", "dtrain", "peer", "ratio", "target", ""))
+    for sec, what, ours, peer, unit, ratio, target, ok, note in rows:
+        def fmt(v):
+            if v is None:
+                return "-"
+            return "%.0f" % v if abs(v) >= 100 else "%.3g" % v
+        tgt = "-" if target is None else (("<%.2f" if sec in ("grad sync", "checkpoint") and target < 0.2
+                                           else ">=%.2f") % target)
+        mark = "" if ok is None else ("met" if ok else "MISSED")
+        print("%-11s %-52s %12s %12s %8s %8s  %-6s %s" % (sec, what, fmt(ours), fmt(peer),
+              "-" if ratio is None else "%.2f" % ratio, tgt, mark, note))
+    path = os.path.join(b.build, "bench", "results.json")
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+    print("\nbench: results written to %s" % path, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
