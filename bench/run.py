@@ -334,6 +334,10 @@ def main():
         row("start-up", "srun --mpi=pmix to first step, 2x2 ranks (s)", s["dtrain_first_step_s"],
             s["srun_true_s"], "s", s["dtrain_first_step_s"] / s["srun_true_s"], None,
             "peer: srun --mpi=pmix of /bin/true, same tasks")
+        if s.get("srun_mpi_s"):
+            row("start-up", "  against the MPI floor (s)", s["dtrain_first_step_s"], s["srun_mpi_s"], "s",
+                s["dtrain_first_step_s"] / s["srun_mpi_s"], None,
+                "peer: srun of an MPI program: MPI_Init, one allreduce, MPI_Finalize")
 
     # --- the table ---
     print()
