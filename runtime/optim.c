@@ -41,7 +41,9 @@ int rt_optim_init(struct rt_optim *o, const struct spec *s, size_t n_params, str
 		o->m = calloc(n, sizeof(*o->m));
 	if (o->m && o->type == RT_OPTIM_ADAMW)
 		o->v = calloc(n, sizeof(*o->v));
-	if (!o->m || (o->type == RT_OPTIM_ADAMW && !o->v)) {
+	o->part = calloc(n / RT_CHUNK + 1, sizeof(*o->part));
+	o->threads = 1;
+	if (!o->m || (o->type == RT_OPTIM_ADAMW && !o->v) || !o->part) {
 		dt_err_add(err, "train.optimizer: cannot allocate the %s state for %zu parameters",
 			   o->type == RT_OPTIM_ADAMW ? "adamw" : "sgd", n_params);
 		rt_optim_free(o);
@@ -52,6 +54,7 @@ int rt_optim_init(struct rt_optim *o, const struct spec *s, size_t n_params, str
 
 void rt_optim_free(struct rt_optim *o)
 {
+	free(o->part);
 	free(o->v);
 	free(o->m);
 	memset(o, 0, sizeof(*o));
@@ -174,6 +177,32 @@ RT_SIMD_CLONES static double adamw_zero(struct upd u, float *restrict w, float *
 	return adamw_pass(u, w, g, m, v, n, 1);
 }
 
+/* The update in chunks of RT_CHUNK elements, spread over o->threads
+ * threads (OpenMP); each chunk's sum of squares is kept and they are added
+ * in chunk order, so the result does not depend on the thread count. */
+static double chunks(struct rt_optim *o, const struct upd *u, float *params, float *grads,
+		     size_t n, int zero)
+{
+	long nc = (long)((n + RT_CHUNK - 1) / RT_CHUNK), c;
+	double total = 0.0;
+	int adamw = o->type == RT_OPTIM_ADAMW;
+
+#pragma omp parallel for schedule(static) num_threads(o->threads) if (o->threads > 1 && nc > 1)
+	for (c = 0; c < nc; c++) {
+		size_t off = (size_t)c * RT_CHUNK, len = n - off < RT_CHUNK ? n - off : RT_CHUNK;
+		float *w = params + off, *g = grads + off, *m = o->m + off;
+
+		if (adamw)
+			o->part[c] = zero ? adamw_zero(*u, w, g, m, o->v + off, len)
+					  : adamw_keep(*u, w, g, m, o->v + off, len);
+		else
+			o->part[c] = zero ? sgd_zero(*u, w, g, m, len) : sgd_keep(*u, w, g, m, len);
+	}
+	for (c = 0; c < nc; c++)
+		total += o->part[c];
+	return total;
+}
+
 static double step(struct rt_optim *o, float *params, float *grads, size_t n, double lr,
 		   float scale, int zero)
 {
@@ -195,13 +224,12 @@ static double step(struct rt_optim *o, float *params, float *grads, size_t n, do
 		u.step_size = (float)(lr / (1.0 - pow(o->beta1, t)));
 		u.bc2_sqrt = (float)sqrt(1.0 - pow(o->beta2, t));
 		u.eps = (float)o->eps;
-		return zero ? adamw_zero(u, params, grads, o->m, o->v, n)
-			    : adamw_keep(u, params, grads, o->m, o->v, n);
+	} else {
+		u.mu = (float)o->momentum;
+		u.wd = (float)o->weight_decay;
+		u.lr = (float)lr;
 	}
-	u.mu = (float)o->momentum;
-	u.wd = (float)o->weight_decay;
-	u.lr = (float)lr;
-	return zero ? sgd_zero(u, params, grads, o->m, n) : sgd_keep(u, params, grads, o->m, n);
+	return chunks(o, &u, params, grads, n, zero);
 }
 
 void rt_optim_step(struct rt_optim *o, float *params, const float *grads, size_t n, double lr)
@@ -241,7 +269,7 @@ double rt_lr_at(const struct spec *s, int64_t step, int64_t total_steps)
 
 /* --- clipping --- */
 
-RT_SIMD_CLONES double rt_sumsq(const float *g, size_t n)
+RT_SIMD_CLONES static double sumsq_chunk(const float *restrict g, size_t n)
 {
 	double acc[RT_LANES] = { 0 };
 	size_t i = 0, j;
@@ -252,6 +280,16 @@ RT_SIMD_CLONES double rt_sumsq(const float *g, size_t n)
 	for (j = 0; i < n; i++, j++)
 		acc[j] += (double)g[i] * (double)g[i];
 	return lanes_sum(acc);
+}
+
+double rt_sumsq(const float *g, size_t n)
+{
+	double total = 0.0;
+	size_t off;
+
+	for (off = 0; off < n; off += RT_CHUNK)
+		total += sumsq_chunk(g + off, n - off < RT_CHUNK ? n - off : RT_CHUNK);
+	return total;
 }
 
 RT_SIMD_CLONES void rt_scale(float *g, size_t n, float factor)

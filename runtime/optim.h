@@ -51,7 +51,13 @@ struct rt_optim {
 	size_t n;            /* elements of m and v: the stage's n_params */
 	float *m;            /* [n], owned: SGD momentum buffer v; AdamW first moment */
 	float *v;            /* [n], owned: AdamW second moment; NULL for SGD */
+	int threads;         /* threads of an update (1 after init; the trainer sets
+			      * resources.cpus_per_task); results do not depend on it */
+	double *part;        /* [n / RT_CHUNK + 1], owned: per-chunk sums of squares */
 };
+
+/* Updates and sums of squares work in chunks of this many elements. */
+#define RT_CHUNK 65536
 
 /* --- life cycle --- */
 
@@ -94,8 +100,9 @@ double rt_lr_at(const struct spec *s, int64_t step, int64_t total_steps);
 
 /* --- clipping by global norm --- */
 
-/* Sum of g[i]^2, accumulated in double (RT_LANES interleaved partial sums,
- * then added in order: the same bits on every machine). The global norm of a replica's
+/* Sum of g[i]^2, accumulated in double: per chunk of RT_CHUNK elements in
+ * RT_LANES interleaved partial sums, then the chunks in order (the same bits
+ * on every machine and for any thread count). The global norm of a replica's
  * gradient is sqrt of the sum over stages of each stage's rt_sumsq. */
 double rt_sumsq(const float *g, size_t n);
 /* g[i] *= factor. */

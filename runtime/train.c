@@ -195,7 +195,9 @@ static int build_stage(struct trainer *t)
 		return rc;
 	t->in = t->st.in;
 	t->out = t->st.out;
-	return rt_optim_init(&t->opt, s, t->st.n_params, t->err);
+	rc = rt_optim_init(&t->opt, s, t->st.n_params, t->err);
+	t->opt.threads = (int)s->resources.cpus_per_task;
+	return rc;
 }
 
 static int alloc_slots(struct trainer *t)

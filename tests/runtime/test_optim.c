@@ -283,12 +283,13 @@ static void test_sumsq_scale_clip(void **state)
 	free(ones);
 }
 
-/* rt_optim_step_fused against rt_sumsq + rt_scale + rt_optim_step: the same
- * bits for both optimizers, clipped or not, on lengths around the vector
- * width (tails), with the gradient zeroed after. */
+/* rt_optim_step_fused on 2 threads against rt_sumsq + rt_scale +
+ * rt_optim_step on 1: the same bits for both optimizers, clipped or not, on
+ * lengths around the vector width and over several chunks, with the
+ * gradient zeroed after. */
 static void test_fused_update(void **state)
 {
-	static const size_t lens[] = { 1, 7, 8, 9, 1000, 4099 };
+	static const size_t lens[] = { 1, 7, 8, 9, 1000, 4099, 3 * RT_CHUNK + 5 };
 	static const char *types[] = { "sgd", "adamw" };
 	struct opt_spec os;
 	size_t k, t, i, n;
@@ -305,6 +306,7 @@ static void test_fused_update(void **state)
 			opt_set(&os, types[t], 0.05, 0.9, 0.01);
 			optim_ok(&a, &os.s, n);
 			optim_ok(&b, &os.s, n);
+			b.threads = 2; /* chunks over threads: the same bits */
 			w1 = malloc(n * sizeof(float));
 			w2 = malloc(n * sizeof(float));
 			g1 = malloc(n * sizeof(float));
