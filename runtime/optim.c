@@ -41,7 +41,8 @@ int rt_optim_init(struct rt_optim *o, const struct spec *s, size_t n_params, str
 		o->m = calloc(n, sizeof(*o->m));
 	if (o->m && o->type == RT_OPTIM_ADAMW)
 		o->v = calloc(n, sizeof(*o->v));
-	o->part = calloc(n / RT_CHUNK + 1, sizeof(*o->part));
+	if (o->m)
+		o->part = calloc(n / RT_CHUNK + 1, sizeof(*o->part));
 	o->threads = 1;
 	if (!o->m || (o->type == RT_OPTIM_ADAMW && !o->v) || !o->part) {
 		dt_err_add(err, "train.optimizer: cannot allocate the %s state for %zu parameters",
