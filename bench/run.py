@@ -185,7 +185,8 @@ def main():
     rounds = 1 if a.quick else 2
     steps = {"small": 150 if a.quick else 500, "large": 8 if a.quick else 20}
     win = {"small": 50 if a.quick else 100, "large": 4 if a.quick else 5}
-    rows, res = [], {"cores": cores, "rounds": rounds, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    rows, res = [], {"cores": cores, "rounds": rounds, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                     "loadavg_before": os.getloadavg()}
 
     def row(section, what, ours, peer, unit, ratio, target, note=""):
         ok = None if target is None else ratio >= target
@@ -352,6 +353,9 @@ def main():
         mark = "" if ok is None else ("met" if ok else "MISSED")
         print("%-11s %-52s %12s %12s %8s %8s  %-6s %s" % (sec, what, fmt(ours), fmt(peer),
               "-" if ratio is None else "%.2f" % ratio, tgt, mark, note))
+    res["loadavg_after"] = os.getloadavg()
+    print("\nload average before %.2f, after %.2f (1 min; %d cores): above the core count, "
+          "other work shared the machine" % (res["loadavg_before"][0], res["loadavg_after"][0], cores))
     path = os.path.join(b.build, "bench", "results.json")
     with open(path, "w") as f:
         json.dump(res, f, indent=1)
