@@ -21,10 +21,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The element-wise loops of the runtime are built twice, for AVX2 and for the
- * x86-64 baseline, and the loader picks one (gcc's target_clones). Neither
- * uses FMA, so both give the same bits. Loop sums over RT_LANES interleaved
- * double accumulators vectorise without reordering any single sum. */
+/* RT_SIMD_CLONES builds a loop twice, for AVX2 and for the x86-64 baseline,
+ * and the loader picks one (gcc's target_clones); the optimizer's update and
+ * sum of squares (optim.c) use it. Neither build uses FMA, so both give the
+ * same bits. Sums over RT_LANES interleaved double accumulators vectorise
+ * without reordering any single sum. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define RT_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
 #else

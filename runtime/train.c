@@ -338,11 +338,12 @@ static void arm_buckets(struct trainer *t)
  * were empty), in bucket order, then wait for all. */
 static int finish_buckets(struct trainer *t)
 {
-	double t0 = now_s();
+	double t0;
 	int i;
 
 	if (t->replicas == 1)
 		return 0;
+	t0 = now_s();
 	for (i = 0; i < t->n_buckets; i++)
 		if (!t->buckets[i].started && start_bucket(t, &t->buckets[i]))
 			return -EIO;
@@ -671,7 +672,6 @@ static int update(struct trainer *t, int64_t step, double loss, double lr, doubl
 						 lr, 1.0f), norm);
 	return rc ? rc : check_finite(t, step, loss, *norm);
 }
-
 
 /* Steps of the whole run: train.epochs epochs, cut by train.max_steps. */
 static int64_t total_steps(const struct trainer *t)
