@@ -6,7 +6,16 @@
 # checkpoint is then damaged at random. A new job on data 1 x pipeline 4
 # resumes from the first job's checkpoints: it must skip the damaged one with
 # a warning naming the file, resume from the one before, finish, and end
-# equal to an uninterrupted 2 x 2 run to float32 rounding.
+# equal to a resume of the uninterrupted run's own checkpoint of that step on
+# the same layout, bit for bit.
+#
+# Why not "equal to the uninterrupted 2 x 2 run within 1e-5": on another
+# layout the sums run in another order, and a ReLU input within rounding of 0
+# can flip, which changes one row's gradient outright; from there the two runs
+# differ by ~1e-5 (seen: resuming step 40 on 1 x 4 jumps by 3e-6 at step 74
+# and ends 2e-5 apart, while resuming steps 20, 60 or 80 ends 1e-7 apart).
+# Only a comparison on the same layout can be exact; the uninterrupted run
+# is still checked loosely, as the same trajectory.
 . "$(dirname "$0")/lib.sh"
 : "${SLURM_CONF:?needs the local cluster}"
 site=$(write_site)
@@ -24,7 +33,8 @@ cat >"$T/job.json" <<JSON
 JSON
 
 # the reference, uninterrupted, 2 x 2 (mpirun on this host)
-$SUBMIT validate "$T/job.json" --site "$site" --set run_dir="$T/ref" >"$T/ref.json" 2>"$T/ref.err" ||
+$SUBMIT validate "$T/job.json" --site "$site" --set run_dir="$T/ref" --set checkpoint.keep=10 \
+	>"$T/ref.json" 2>"$T/ref.err" ||
 	{ cat "$T/ref.err"; fail "spec ref"; }
 mkdir -p "$T/ref"
 OMPI_MCA_mpi_yield_when_idle=1 mpirun --allow-run-as-root --oversubscribe -np 4 \
@@ -85,7 +95,28 @@ must_contain "$log" "$file"
 must_contain "$log" "resuming from $ck/${committed[1]}"
 must_contain "$log" "written on data 2 x pipeline 2, now data 1 x pipeline 4"
 "$DTRAIN_BIN/dtrain-ckpt" verify "$T/again/checkpoints/$final" >/dev/null || fail "final checkpoint does not verify"
-# float32 rounding: the sums run in another order on another layout
-h5diff --delta=1e-5 "$T/ref/checkpoints/$final/model.h5" "$T/again/checkpoints/$final/model.h5" /layers /layers \
-	>"$T/diff.out" 2>&1 || { head -n 30 "$T/diff.out"; fail "final parameters differ from the uninterrupted run's by more than 1e-5"; }
-pass "SIGKILL in a write, damaged newest checkpoint, resumed on data 1 x pipeline 4: equal to the uninterrupted run within 1e-5"
+# the checkpoint it resumed from is the uninterrupted run's, bit for bit ...
+from=${committed[1]}
+for f in "$ck/$from"/*.h5; do
+	for obj in /layers /optimizer; do
+		h5diff "$T/ref/checkpoints/$from/$(basename "$f")" "$f" "$obj" "$obj" >"$T/diff.out" 2>&1 ||
+			{ head -n 30 "$T/diff.out"; fail "$from/$(basename "$f") $obj differs from the uninterrupted run's"; }
+	done
+done
+# ... and it ends where a resume of that checkpoint on data 1 x pipeline 4 ends
+mkdir -p "$T/from"
+cp -r "$T/ref/checkpoints/$from" "$T/from/"
+$SUBMIT validate "$T/job.json" --site "$site" --set run_dir="$T/ref14" --set parallel.data=1 \
+	--set parallel.pipeline=4 --set checkpoint.resume="$T/from" >"$T/ref14.json" 2>"$T/ref14.err" ||
+	{ cat "$T/ref14.err"; fail "spec ref14"; }
+mkdir -p "$T/ref14"
+OMPI_MCA_mpi_yield_when_idle=1 mpirun --allow-run-as-root --oversubscribe -np 4 \
+	"$DTRAIN_BIN/dtrain-run" --quiet "$T/ref14.json" >"$T/ref14.out" 2>&1 || { cat "$T/ref14.out"; fail "resume of $from on 1 x 4"; }
+for obj in /layers /optimizer; do
+	h5diff "$T/ref14/checkpoints/$final/model.h5" "$T/again/checkpoints/$final/model.h5" "$obj" "$obj" \
+		>"$T/diff.out" 2>&1 || { head -n 30 "$T/diff.out"; fail "final $obj differs from a resume of the same checkpoint on the same layout"; }
+done
+# the same trajectory as the uninterrupted 2 x 2 run (loosely: see the top)
+h5diff --delta=1e-3 "$T/ref/checkpoints/$final/model.h5" "$T/again/checkpoints/$final/model.h5" /layers /layers \
+	>"$T/diff.out" 2>&1 || { head -n 30 "$T/diff.out"; fail "final parameters differ from the uninterrupted run's by more than 1e-3"; }
+pass "SIGKILL in a write, damaged newest checkpoint, resumed on data 1 x pipeline 4: bitwise equal to resuming the uninterrupted run's $from there"
