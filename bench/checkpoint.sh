@@ -2,9 +2,10 @@
 # bench/checkpoint.sh - checkpoint speed of the 100M-parameter example
 # (jobs/mlp-100m-4stage.json: 4 pipeline stages, 4 ranks on this host),
 # each figure against its peer measured in the same run:
-#   - write bandwidth of a synchronous save (bytes / time from the snapshot
-#     to the commit, all writers in parallel) against `dd conv=fsync` of the
-#     same number of bytes into the same directory;
+#   - write bandwidth of a synchronous save (bytes / the longest writer's
+#     write phase: pwrite, CRC, fsync, all writers in parallel; and end to
+#     end, from the start of the save to the end of its commit) against
+#     `dd conv=fsync` of the same number of bytes into the same directory;
 #   - the training stall of an async save against the time of a sync save;
 #   - the time to load the checkpoint on resume.
 # Prints a table and writes it as JSON (bench/checkpoint.json in the build

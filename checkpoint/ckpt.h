@@ -134,6 +134,10 @@ struct ckpt_stage_view {
 	size_t n;                            /* floats in params and each state */
 	const float *params;                 /* [n] */
 	const float *states[CKPT_MAX_STATES]; /* [n] each, meta->n_states of them */
+	/* true: the caller leaves params and states unchanged until
+	 * ckpt_shard_write returns (a synchronous save), so the shard is
+	 * written from them, without the snapshot copy */
+	bool borrow;
 };
 
 /* A shard writer: owns a snapshot buffer that is reused from one save to
@@ -159,7 +163,8 @@ struct ckpt_shard_writer {
 
 /* Fast part, on the thread that owns HDF5: copies the view's params and
  * states into w's snapshot (the caller may change them as soon as this
- * returns), then creates tmpdir/shard-<stage>.h5 with the meta attributes,
+ * returns; with view->borrow, no copy: not before ckpt_shard_write has
+ * returned), then creates tmpdir/shard-<stage>.h5 with the meta attributes,
  * one contiguous dataset per tensor (storage allocated, not written) and
  * records where each tensor's bytes go. tmpdir must exist.
  * 0, -ENOMEM, or -errno / -EIO naming the path (e.g. ENOSPC, EROFS). */
@@ -167,10 +172,12 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 		     const struct ckpt_meta *meta, const struct ckpt_stage_view *view,
 		     struct dt_err *err);
 /* Slow part, on any thread, no HDF5: writes the tensors' bytes with
- * dt_pwrite_all, fsyncs the file, and computes w->size and w->crc over the
- * whole file (the snapshot for the tensors, the file for the metadata
- * between them). 0 or -errno naming the path (ENOSPC, EIO, ...). On failure
- * the file stays in the tmp directory (the commit will not happen). */
+ * dt_pwrite_all (starting their write-back as it goes), fsyncs the file,
+ * and computes w->size and w->crc over the whole file in the same pass (the
+ * tensors' bytes as they are written, from the snapshot or the borrowed
+ * tensors; the file for the metadata between them). 0 or -errno naming the
+ * path (ENOSPC, EIO, ...). On failure the file stays in the tmp directory
+ * (the commit will not happen). */
 int ckpt_shard_write(struct ckpt_shard_writer *w, struct dt_err *err);
 /* Frees the snapshot and regions; safe on a zeroed writer. */
 void ckpt_shard_free(struct ckpt_shard_writer *w);

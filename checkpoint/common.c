@@ -12,6 +12,10 @@
 
 #include <zlib.h>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 /* --- names and hashes --- */
 
 void ckpt_hash64(const void *data, size_t n, char out[17])
@@ -28,12 +32,11 @@ void ckpt_hash64(const void *data, size_t n, char out[17])
 	snprintf(out, 17, "%016" PRIx64, h);
 }
 
-uint32_t ckpt_crc32(uint32_t crc, const void *data, size_t n)
+/* zlib's crc32 over any length (it takes uInt lengths: 1 GiB at a time) */
+static uint32_t crc32_zlib(uint32_t crc, const unsigned char *p, size_t n)
 {
-	const unsigned char *p = data;
 	uLong c = crc;
 
-	/* zlib takes uInt lengths: feed it 1 GiB at a time */
 	while (n > 0) {
 		uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
 
@@ -42,6 +45,82 @@ uint32_t ckpt_crc32(uint32_t crc, const void *data, size_t n)
 		n -= chunk;
 	}
 	return (uint32_t)c;
+}
+
+/*
+ * The same CRC-32, folded with carry-less multiplication (PCLMULQDQ) on
+ * x86-64: zlib's table-driven loop does 2.5-3 GB/s on one core here, the
+ * largest CPU cost of a checkpoint write after the copies; this does about
+ * 20 GB/s on data in cache (7-8 GB/s from memory, where memory is the limit).
+ *
+ * Over GF(2), zlib's CRC register (before its final inversion) is
+ * M(x) * x^32 mod P(x), bit-reflected, where M is the message with the
+ * initial register xored into its first 32 bits: linear in M, and leading
+ * zero bits change nothing. A 128-bit block A that lies D bits before a
+ * block B therefore contributes exactly what A(x) * x^D mod P would at B's
+ * place. With A = H x^64 + L (H, its first 64 bits, is the low quadword in
+ * reflected order), A x^D = H (x^(D+64) mod P) + L (x^D mod P) mod P: two
+ * carry-less 64 x 64 products of degree < 96 that fit in B. Xor them into B,
+ * drop A, and the CRC is unchanged. Four 128-bit lanes fold 64 bytes ahead
+ * each step (D = 512), so four products run at once. In reflected order a
+ * product's bits come out one degree short of B's, so the constants are
+ * x^(D+63) mod P and x^(D-1) mod P, bit-reflected in 64 bits (x^n mod P by
+ * n shifts of 1, each reduced by 0x104C11DB7; degree d goes to bit 63 - d).
+ * At the end the four lanes are a 64-byte message with the CRC of all that
+ * was folded into them, from a zero register; zlib finishes it, then the
+ * tail. tests/checkpoint/test_write.c compares it with zlib over lengths,
+ * alignments, starting values and splits, and re-sums every file with zlib.
+ */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CRC_FOLD_MIN 512 /* shorter: zlib (folding has a fixed cost) */
+
+/* One lane's step: x folded 512 bits ahead, onto the 16 bytes at next. */
+__attribute__((target("pclmul"))) static inline __m128i fold512(__m128i x, __m128i k,
+								const unsigned char *next)
+{
+	__m128i hi = _mm_clmulepi64_si128(x, k, 0x00); /* H times x^(D+63) mod P */
+	__m128i lo = _mm_clmulepi64_si128(x, k, 0x11); /* L times x^(D-1) mod P */
+
+	return _mm_xor_si128(_mm_xor_si128(hi, lo), _mm_loadu_si128((const void *)next));
+}
+
+__attribute__((target("pclmul"))) static uint32_t crc32_fold(uint32_t crc,
+							       const unsigned char *p, size_t n)
+{
+	/* low quadword: x^575 mod P, high: x^511 mod P (reflected, see above) */
+	const __m128i k = _mm_set_epi64x((long long)0xcad38e8f00000000ull,
+					 (long long)0x653d982200000000ull);
+	size_t m = n & ~(size_t)63, i;
+	unsigned char lanes[64];
+	__m128i x0, x1, x2, x3;
+
+	x0 = _mm_loadu_si128((const void *)p);
+	x1 = _mm_loadu_si128((const void *)(p + 16));
+	x2 = _mm_loadu_si128((const void *)(p + 32));
+	x3 = _mm_loadu_si128((const void *)(p + 48));
+	x0 = _mm_xor_si128(x0, _mm_cvtsi32_si128((int)~crc));
+	for (i = 64; i < m; i += 64) {
+		x0 = fold512(x0, k, p + i);
+		x1 = fold512(x1, k, p + i + 16);
+		x2 = fold512(x2, k, p + i + 32);
+		x3 = fold512(x3, k, p + i + 48);
+	}
+	_mm_storeu_si128((void *)lanes, x0);
+	_mm_storeu_si128((void *)(lanes + 16), x1);
+	_mm_storeu_si128((void *)(lanes + 32), x2);
+	_mm_storeu_si128((void *)(lanes + 48), x3);
+	crc = crc32_zlib(0xffffffffu, lanes, sizeof(lanes)); /* from a zero register */
+	return crc32_zlib(crc, p + m, n - m);
+}
+#endif
+
+uint32_t ckpt_crc32(uint32_t crc, const void *data, size_t n)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (n >= CRC_FOLD_MIN && __builtin_cpu_supports("pclmul"))
+		return crc32_fold(crc, data, n);
+#endif
+	return crc32_zlib(crc, data, n);
 }
 
 void ckpt_step_name(int64_t step, char *out, size_t size)

@@ -10,6 +10,8 @@
  * its storage allocated at creation (alloc time EARLY) and never filled, so
  * H5Dget_offset tells where its bytes go. ckpt_shard_write (any thread)
  * then puts the snapshot there with plain pwrite and checksums the file.
+ * A synchronous save lends its live tensors instead (view->borrow): the
+ * training is stopped until the write returns, so no copy is needed.
  * HDF5 stores float32 little-endian ("IEEE_F32LE"), which is the snapshot's
  * own byte order on the machines we build for (checked below).
  *
@@ -31,6 +33,14 @@
 #endif
 
 #define READ_CHUNK (64u << 10) /* bytes read at a time when checksumming a file */
+/* Tensor bytes written, then checksummed, at a time: small enough to be
+ * still in the core's cache (1.25 MiB of L2 here) when the CRC reads them
+ * after pwrite has, so that they come from memory once. */
+#define WRITE_CHUNK (1u << 20)
+/* Written bytes handed to the disk at a time (dt_writeback_start), so that
+ * the disk works while the rest is copied and the fsync waits for less. */
+#define WRITEBACK_CHUNK (16u << 20)
+#define FILE_PAGE 4096u
 
 /* The tensors of a layer, in the order they are laid out (runtime/model.h). */
 static const char *const which_names[2] = { "weight", "bias" };
@@ -341,7 +351,7 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 		goto out;
 	n_regions = view->n_layers * 2 * (1 + meta->n_states);
 	regions = realloc(w->regions, (size_t)n_regions * sizeof(*regions));
-	if (!regions || snapshot(w, meta, view)) {
+	if (!regions || (!view->borrow && snapshot(w, meta, view))) {
 		if (regions)
 			w->regions = regions;
 		dt_err_add(err, "%s: cannot snapshot checkpoint shard: out of memory", w->path);
@@ -385,7 +395,12 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 	}
 	/* params of every layer, then each state's: the snapshot's order */
 	for (s = -1; s < meta->n_states; s++) {
-		const float *src = w->snap + (size_t)(s + 1) * view->n;
+		const float *src;
+
+		if (view->borrow)
+			src = s < 0 ? view->params : view->states[s];
+		else
+			src = w->snap + (size_t)(s + 1) * view->n;
 
 		for (l = view->first_layer; l < view->first_layer + view->n_layers; l++) {
 			for (t = 0; t < 2; t++) {
@@ -453,10 +468,42 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Writes one tensor's bytes at their offset, WRITE_CHUNK at a time, each
+ * chunk checksummed into *crc right after its pwrite, while it is in cache.
+ * Chunks end on the file's page boundaries, so that no page is copied into
+ * in two pieces. Every WRITEBACK_CHUNK bytes past *wb_from, the disk is told
+ * to start on them. 0 or -errno. */
+static int write_region(int fd, const struct ckpt_region *r, uint32_t *crc, uint64_t *wb_from)
+{
+	const unsigned char *p = (const unsigned char *)r->src;
+	uint64_t at = r->offset, end = r->offset + r->bytes;
+	int rc;
+
+	while (at < end) {
+		uint64_t next = (at + WRITE_CHUNK) / FILE_PAGE * FILE_PAGE;
+
+		if (next <= at || next > end)
+			next = end;
+		rc = dt_pwrite_all(fd, p, (size_t)(next - at), at);
+		if (rc)
+			return rc;
+		*crc = ckpt_crc32(*crc, p, (size_t)(next - at));
+		p += next - at;
+		at = next;
+		if (at - *wb_from >= WRITEBACK_CHUNK) {
+			rc = dt_writeback_start(fd, *wb_from, at - *wb_from);
+			if (rc)
+				return rc;
+			*wb_from = at;
+		}
+	}
+	return 0;
+}
+
 int ckpt_shard_write(struct ckpt_shard_writer *w, struct dt_err *err)
 {
 	double t0 = now_s();
-	uint64_t at = 0;
+	uint64_t at = 0, wb_from = 0;
 	uint32_t crc = 0;
 	struct stat st;
 	int fd = -1, i, rc = 0;
@@ -469,40 +516,46 @@ int ckpt_shard_write(struct ckpt_shard_writer *w, struct dt_err *err)
 		dt_err_add(err, "%s: cannot open checkpoint shard: %s", w->path, strerror(-rc));
 		goto out;
 	}
-	for (i = 0; i < w->n_regions && !rc; i++)
-		rc = dt_pwrite_all(fd, w->regions[i].src, w->regions[i].bytes,
-				   w->regions[i].offset);
-	if (rc) {
-		dt_err_add(err, "%s: cannot write checkpoint shard: %s", w->path, strerror(-rc));
-		goto out;
-	}
 
-	/* The checksum of the file as it is on disk, in file order: the tensors
-	 * from the snapshot (they are what was just written), the metadata
-	 * between and after them from the file. Computed before the fsync, so
-	 * that it overlaps the kernel's write-back. */
+	/* One pass in file order computes the checksum of the file as it will
+	 * be on disk: the metadata HDF5 wrote between and after the tensors
+	 * read back from the file, each tensor's bytes as they are written.
+	 * HDF5 sized the file for the tensors' storage when it closed it. */
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
 		dt_err_add(err, "%s: cannot stat checkpoint shard: %s", w->path, strerror(-rc));
 		goto out;
 	}
 	qsort(w->regions, (size_t)w->n_regions, sizeof(*w->regions), region_cmp);
-	for (i = 0; i < w->n_regions && !rc; i++) {
+	for (i = 0; i < w->n_regions; i++) {
 		const struct ckpt_region *r = &w->regions[i];
 
-		if (r->offset < at || r->bytes > (uint64_t)st.st_size - r->offset ||
-		    r->offset > (uint64_t)st.st_size) {
+		if (r->offset < at || r->offset > (uint64_t)st.st_size ||
+		    r->bytes > (uint64_t)st.st_size - r->offset) {
 			dt_err_add(err, "%s: tensor bytes at %llu overlap or lie past the end (%lld bytes)",
 				   w->path, (unsigned long long)r->offset, (long long)st.st_size);
 			rc = -EIO;
 			goto out;
 		}
-		rc = crc_file_range(fd, at, r->offset - at, &crc);
-		crc = ckpt_crc32(crc, r->src, (size_t)r->bytes);
 		at = r->offset + r->bytes;
 	}
-	if (!rc)
-		rc = crc_file_range(fd, at, (uint64_t)st.st_size - at, &crc);
+	at = 0;
+	for (i = 0; i < w->n_regions; i++) {
+		const struct ckpt_region *r = &w->regions[i];
+
+		rc = crc_file_range(fd, at, r->offset - at, &crc);
+		if (rc) {
+			dt_err_add(err, "%s: cannot read checkpoint shard: %s", w->path, strerror(-rc));
+			goto out;
+		}
+		rc = write_region(fd, r, &crc, &wb_from);
+		if (rc) {
+			dt_err_add(err, "%s: cannot write checkpoint shard: %s", w->path, strerror(-rc));
+			goto out;
+		}
+		at = r->offset + r->bytes;
+	}
+	rc = crc_file_range(fd, at, (uint64_t)st.st_size - at, &crc);
 	if (rc) {
 		dt_err_add(err, "%s: cannot read checkpoint shard: %s", w->path, strerror(-rc));
 		goto out;

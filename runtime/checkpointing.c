@@ -735,6 +735,8 @@ static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
 		v.params = c->st->params;
 		for (k = 0; k < n; k++)
 			v.states[k] = bufs[k];
+		/* a sync save writes before training goes on: no copy needed */
+		v.borrow = !c->async;
 		c->local_rc = ckpt_shard_begin(&c->w, c->tmp, c->meta, &v, &c->local_err);
 	}
 	if (!c->local_rc && c->g->rank == 0)
@@ -807,10 +809,12 @@ int rt_ckpt_save(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, bool sync, st
 			c->thread_running = true;
 			return 0;
 		}
-		/* no thread: write here */
+		/* no thread: write here (from the snapshot), then as below */
+		writer_main(c);
+		c->stall_s = now_s() - t0;
 	}
 	if (!sync) {
-		atomic_store(&c->thread_done, 1); /* nothing to write here, or failed already */
+		atomic_store(&c->thread_done, 1); /* nothing (more) to write here, or failed already */
 		return 0;
 	}
 	writer_main(c);

@@ -321,6 +321,27 @@ int dt_fsync_fd(int fd)
 	return 0;
 }
 
+int dt_writeback_start(int fd, uint64_t offset, uint64_t len)
+{
+#ifdef SYNC_FILE_RANGE_WRITE
+	if (offset > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - offset)
+		return -EFBIG;
+	/* a hint: a file system that cannot do it loses nothing but time */
+	while (sync_file_range(fd, (off_t)offset, (off_t)len, SYNC_FILE_RANGE_WRITE) < 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno == EIO || errno == ENOSPC)
+			return -errno;
+		break;
+	}
+#else
+	(void)fd;
+	(void)offset;
+	(void)len;
+#endif
+	return 0;
+}
+
 int dt_fsync_path(const char *path, bool dir)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | (dir ? O_DIRECTORY : 0));

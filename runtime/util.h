@@ -86,6 +86,11 @@ int dt_write_all(int fd, const void *data, size_t len);
 int dt_pwrite_all(int fd, const void *data, size_t len, uint64_t offset);
 /* fsync(), retrying on EINTR. 0 or -errno. */
 int dt_fsync_fd(int fd);
+/* Starts writing back the dirty pages of [offset, offset + len) of fd
+ * without waiting for them (Linux sync_file_range), so that a later fsync
+ * has less left to wait for. A hint, not a sync: 0 where the file system
+ * or OS cannot; -errno only for an I/O error or a full disk it reports. */
+int dt_writeback_start(int fd, uint64_t offset, uint64_t len);
 /* Writes data to path atomically: path.tmp.<pid>, fsync, rename, fsync dir.
  * mode is the new file's permission bits. 0 or -errno. */
 int dt_write_file_atomic(const char *path, const void *data, size_t len, int mode);
