@@ -109,7 +109,7 @@ class Bench:
     # --- dtrain ---
 
     def dtrain(self, model, data=1, pipeline=1, threads=1, steps=100, window=20, micro=1,
-               schedule="gpipe", hidden=None, stage_layers=None):
+               schedule="gpipe", hidden=None, stage_layers=None, extra=()):
         """Runs dtrain-run under mpirun; returns the step events after the first window."""
         self.runs += 1
         name = "run-%03d" % self.runs
@@ -129,6 +129,7 @@ class Bench:
                 "checkpoint.resume=never"]
         if stage_layers:
             sets.append("parallel.stage_layers=" + json.dumps(stage_layers))
+        sets += list(extra)
         spec = os.path.join(self.work, name + ".json")
         cmd = [self.bin + "/dtrain-submit", "validate", os.path.join(SRC, "jobs", "single.json")]
         for s in sets:
@@ -273,6 +274,17 @@ def main():
                 "on the step's shapes %.2fx" % shp)
             res.setdefault("dp_times", {})[m] = {"1x1": b.times(ev[(m, "1x1")]),
                                                  "2x1": b.times(ev[(m, 2)])}
+        # the default grad_sync ("auto": the 2 replicas share the parameters
+        # in memory, runtime/dp.h) against every replica for itself and an
+        # MPI allreduce
+        for m in MODELS:
+            progress("throughput %s MLP, 2 processes, grad_sync allreduce" % m)
+            e = b.dtrain(m, data=2, threads=1, steps=steps[m], window=win[m],
+                         extra=["parallel.grad_sync=allreduce"])
+            auto, ar = b.rate(ev[(m, 2)]), b.rate(e)
+            row("scaling", "  %s MLP, 2 processes: grad_sync auto / allreduce" % m, auto, ar,
+                "samples/s", auto / ar, None, "shared parameters on the node vs MPI allreduce")
+            res["dp_times"][m]["2x1_allreduce"] = b.times(e)
 
     # --- 4. gradient synchronisation ---
     if only & {"throughput", "grad"} and ("large", 2) in ev:
@@ -282,7 +294,7 @@ def main():
                   "--iters", "5" if a.quick else "10", str(params(MODELS["large"]))],
                  what="dtrain-bench-allreduce")
         ar = last_json(out, "dtrain-bench-allreduce")["median_s"]
-        row("grad sync", "large MLP, 2 processes: exposed allreduce (s/step)", t["grad_wait_s"], ar,
+        row("grad sync", "large MLP, 2 processes: exposed gradient sync (s/step)", t["grad_wait_s"], ar,
             "s", t["grad_wait_s"] / t["step_s"], 0.10,
             "ratio = share of the step; peer = one blocking allreduce", target_is_max=True)
         res["grad"] = {"step_s": t["step_s"], "grad_wait_s": t["grad_wait_s"], "blocking_allreduce_s": ar}

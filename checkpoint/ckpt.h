@@ -40,9 +40,10 @@
  *
  * This module knows files only: no MPI, no threads of its own. The runtime
  * (runtime/checkpointing.c) decides who writes what and when; ckpt_shard_*
- * split a shard's write into a fast part (main thread: copy the state, write
- * the HDF5 metadata) and a slow part (any thread: the bytes, fsync, CRC)
- * that calls no HDF5 function, because the HDF5 library is not thread-safe.
+ * split a shard's write into a fast part (main thread: write the HDF5
+ * metadata, and copy the state unless the copy is deferred) and a slow part
+ * (any thread: the deferred copy, the bytes, fsync, CRC) that calls no HDF5
+ * function, because the HDF5 library is not thread-safe.
  *
  * Errors: functions return 0 or a negative errno-style code and add a line
  * naming the path to err (runtime/util.h).
@@ -138,6 +139,11 @@ struct ckpt_stage_view {
 	 * ckpt_shard_write returns (a synchronous save), so the shard is
 	 * written from them, without the snapshot copy */
 	bool borrow;
+	/* true (without borrow): ckpt_shard_begin allocates the snapshot but
+	 * does not copy; ckpt_shard_copy does, on any thread, and the caller
+	 * leaves params and states unchanged until it has returned (an async
+	 * save: the copy leaves the training thread) */
+	bool defer_copy;
 };
 
 /* A shard writer: owns a snapshot buffer that is reused from one save to
@@ -147,6 +153,11 @@ struct ckpt_shard_writer {
 	/* the snapshot: (1 + n_states) * n floats, params then each state */
 	float *snap;
 	size_t snap_cap;         /* floats allocated */
+	/* a deferred copy not yet made (view->defer_copy): its sources, each
+	 * copy_n floats; copy_parts = 0 when there is none */
+	const float *copy_src[1 + CKPT_MAX_STATES];
+	size_t copy_n;
+	int copy_parts;
 	/* the file being written */
 	char path[4096];
 	int n_regions;
@@ -163,15 +174,23 @@ struct ckpt_shard_writer {
 
 /* Fast part, on the thread that owns HDF5: copies the view's params and
  * states into w's snapshot (the caller may change them as soon as this
- * returns; with view->borrow, no copy: not before ckpt_shard_write has
- * returned), then creates tmpdir/shard-<stage>.h5 with the meta attributes,
- * one contiguous dataset per tensor (storage allocated, not written) and
- * records where each tensor's bytes go. tmpdir must exist.
- * 0, -ENOMEM, or -errno / -EIO naming the path (e.g. ENOSPC, EROFS). */
+ * returns; with view->defer_copy, the snapshot is allocated and the copy
+ * left to ckpt_shard_copy: not before that has returned; with view->borrow,
+ * no snapshot: not before ckpt_shard_write has returned), then creates
+ * tmpdir/shard-<stage>.h5 with the meta attributes, one contiguous dataset
+ * per tensor (storage allocated, not written) and records where each
+ * tensor's bytes go. tmpdir must exist. The view's pointers are kept until
+ * the copy (or, borrowed, the write). 0, -ENOMEM, or -errno / -EIO naming
+ * the path (e.g. ENOSPC, EROFS); on failure no copy is left to make. */
 int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 		     const struct ckpt_meta *meta, const struct ckpt_stage_view *view,
 		     struct dt_err *err);
-/* Slow part, on any thread, no HDF5: writes the tensors' bytes with
+/* The deferred copy of a shard begun with view->defer_copy, on any thread,
+ * no HDF5: the view's params and states into the snapshot, allocated by
+ * ckpt_shard_begin (so it cannot fail). A no-op when there is none left. */
+void ckpt_shard_copy(struct ckpt_shard_writer *w);
+/* Slow part, on any thread, no HDF5: makes a deferred copy still left
+ * (ckpt_shard_copy), then writes the tensors' bytes with
  * dt_pwrite_all (starting their write-back as it goes), fsyncs the file,
  * and computes w->size and w->crc over the whole file in the same pass (the
  * tensors' bytes as they are written, from the snapshot or the borrowed
@@ -188,6 +207,26 @@ void ckpt_shard_free(struct ckpt_shard_writer *w);
  * tensor of the whole model (meta's layout says which shard holds which
  * layer). Main thread (HDF5). Not fsynced: ckpt_file_seal() does that. */
 int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta, struct dt_err *err);
+
+/* The last root file written, kept to write the next save's from: HDF5
+ * takes tens of milliseconds to create the virtual datasets (about 100 for
+ * 25 layers with one state) on the thread that owns HDF5 (for a trainer:
+ * training stall); a copy whose meta attributes are written over in place
+ * takes a fraction of one, and gives the same bytes as a fresh write.
+ * Zero-initialise; free with ckpt_root_cache_free(). */
+struct ckpt_root_cache {
+	unsigned char *image;    /* the file's bytes, or NULL */
+	size_t len;
+	struct ckpt_meta meta;   /* what it was written for */
+};
+
+/* ckpt_root_write, from the cache when it holds the root file of the same
+ * layers, stages and states (else, or when that fails, written afresh and
+ * kept in the cache). The same results as ckpt_root_write. */
+int ckpt_root_write_cached(struct ckpt_root_cache *cache, const char *tmpdir,
+			   const struct ckpt_meta *meta, struct dt_err *err);
+/* Frees the kept bytes; safe on a zeroed cache. */
+void ckpt_root_cache_free(struct ckpt_root_cache *cache);
 
 /* fsync path and compute its size and CRC-32 by reading it. Any thread. */
 int ckpt_file_seal(const char *path, uint64_t *size, uint32_t *crc, struct dt_err *err);

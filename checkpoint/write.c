@@ -4,16 +4,23 @@
  * (fsync, size, CRC).
  *
  * A shard is written in two parts because the HDF5 library is not
- * thread-safe and a save should cost the training loop only a copy:
- * ckpt_shard_begin (main thread) snapshots the tensors and lets HDF5 write
- * the whole file except the tensors' bytes: every dataset is contiguous,
- * its storage allocated at creation (alloc time EARLY) and never filled, so
+ * thread-safe and a save should cost the training loop as little as
+ * possible: ckpt_shard_begin (main thread) lets HDF5 write the whole file
+ * except the tensors' bytes: every dataset is contiguous, its storage
+ * allocated at creation (alloc time EARLY) and never filled, so
  * H5Dget_offset tells where its bytes go. ckpt_shard_write (any thread)
  * then puts the snapshot there with plain pwrite and checksums the file.
- * A synchronous save lends its live tensors instead (view->borrow): the
- * training is stopped until the write returns, so no copy is needed.
+ * The snapshot is copied by ckpt_shard_begin, or for an async save
+ * (view->defer_copy) by ckpt_shard_copy on the writer's thread, while the
+ * caller only reads its tensors; a synchronous save lends its live tensors
+ * instead (view->borrow): the training is stopped until the write returns,
+ * so no copy is needed.
  * HDF5 stores float32 little-endian ("IEEE_F32LE"), which is the snapshot's
  * own byte order on the machines we build for (checked below).
+ *
+ * The root file's virtual datasets take HDF5 tens of milliseconds to create;
+ * a trainer's later saves write it from the bytes of its first one
+ * (ckpt_root_write_cached), with only the attributes written over.
  *
  * Sections: HDF5 helpers, meta attributes, a shard's fast part, a shard's
  * slow part, the root file, sealing a file.
@@ -48,13 +55,32 @@ static const char *const which_names[2] = { "weight", "bias" };
 /* --- HDF5 helpers --- */
 
 /* An attribute of loc: rank 0 (scalar) or rank 1 of n elements, file type
- * ftype, from v in memory type mtype. On failure why gets HDF5's reason. */
+ * ftype, from v in memory type mtype. One already there (a root file
+ * rewritten from a copy, ckpt_root_write_cached) is written over in place,
+ * which needs the same type and shape: the file keeps its layout. On
+ * failure why gets HDF5's reason. */
 static int attr_put(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int rank,
 		    hsize_t n, const void *v, char *why)
 {
-	hid_t space = H5I_INVALID_HID, attr = H5I_INVALID_HID;
+	hid_t space = H5I_INVALID_HID, attr = H5I_INVALID_HID, type = H5I_INVALID_HID;
 	int rc = 0;
 
+	if (H5Aexists(loc, name) > 0) {
+		if ((attr = H5Aopen(loc, name, H5P_DEFAULT)) < 0 ||
+		    (type = H5Aget_type(attr)) < 0 || (space = H5Aget_space(attr)) < 0) {
+			ckpt__h5_why(why);
+			rc = -EIO;
+		} else if (H5Tequal(type, ftype) <= 0 ||
+			   H5Sget_simple_extent_ndims(space) != rank ||
+			   H5Sget_simple_extent_npoints(space) != (rank == 0 ? 1 : (hssize_t)n)) {
+			snprintf(why, CKPT__WHY_MAX, "one of another type or shape is there");
+			rc = -EIO;
+		} else if (H5Awrite(attr, mtype, v) < 0) {
+			ckpt__h5_why(why);
+			rc = -EIO;
+		}
+		goto out;
+	}
 	space = rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, NULL);
 	if (space < 0 ||
 	    (attr = H5Acreate2(loc, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT)) < 0 ||
@@ -62,6 +88,8 @@ static int attr_put(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int r
 		ckpt__h5_why(why);
 		rc = -EIO;
 	}
+out:
+	ckpt__h5_close(&type, H5Tclose);
 	ckpt__h5_close(&attr, H5Aclose);
 	ckpt__h5_close(&space, H5Sclose);
 	return rc;
@@ -259,9 +287,10 @@ static int check_view(const struct ckpt_meta *meta, const struct ckpt_stage_view
 	return 0;
 }
 
-/* Copies params then each state into w->snap, growing it only when too small. */
-static int snapshot(struct ckpt_shard_writer *w, const struct ckpt_meta *meta,
-		    const struct ckpt_stage_view *view)
+/* Sizes w->snap for params then each state, growing it only when too
+ * small, and records the view's tensors as the copy to make into it. */
+static int snapshot_reserve(struct ckpt_shard_writer *w, const struct ckpt_meta *meta,
+			    const struct ckpt_stage_view *view)
 {
 	size_t parts = 1 + (size_t)meta->n_states, need;
 	int s;
@@ -278,11 +307,21 @@ static int snapshot(struct ckpt_shard_writer *w, const struct ckpt_meta *meta,
 		w->snap = p;
 		w->snap_cap = need;
 	}
-	memcpy(w->snap, view->params, view->n * sizeof(float));
+	w->copy_src[0] = view->params;
 	for (s = 0; s < meta->n_states; s++)
-		memcpy(w->snap + (size_t)(s + 1) * view->n, view->states[s],
-		       view->n * sizeof(float));
+		w->copy_src[s + 1] = view->states[s];
+	w->copy_n = view->n;
+	w->copy_parts = (int)parts;
 	return 0;
+}
+
+void ckpt_shard_copy(struct ckpt_shard_writer *w)
+{
+	int p;
+
+	for (p = 0; p < w->copy_parts; p++)
+		memcpy(w->snap + (size_t)p * w->copy_n, w->copy_src[p], w->copy_n * sizeof(float));
+	w->copy_parts = 0;
 }
 
 /* Creates one tensor's dataset and records where its bytes go. */
@@ -336,6 +375,7 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 
 	ckpt__h5_quiet();
 	w->n_regions = 0;
+	w->copy_parts = 0;
 	w->size = 0;
 	w->crc = 0;
 	w->write_s = 0;
@@ -351,7 +391,7 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 		goto out;
 	n_regions = view->n_layers * 2 * (1 + meta->n_states);
 	regions = realloc(w->regions, (size_t)n_regions * sizeof(*regions));
-	if (!regions || (!view->borrow && snapshot(w, meta, view))) {
+	if (!regions || (!view->borrow && snapshot_reserve(w, meta, view))) {
 		if (regions)
 			w->regions = regions;
 		dt_err_add(err, "%s: cannot snapshot checkpoint shard: out of memory", w->path);
@@ -359,6 +399,8 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 		goto out;
 	}
 	w->regions = regions;
+	if (!view->borrow && !view->defer_copy)
+		ckpt_shard_copy(w);
 
 	/* Create the file ourselves first: HDF5 would report a missing or
 	 * read-only directory as "unable to open file", we report the errno. */
@@ -424,8 +466,10 @@ out:
 		dt_err_add(err, "%s: cannot write checkpoint shard: %s", w->path, ckpt__h5_why(why));
 		rc = -EIO;
 	}
-	if (rc)
+	if (rc) {
 		w->n_regions = 0;
+		w->copy_parts = 0;
+	}
 	return rc;
 }
 
@@ -510,6 +554,7 @@ int ckpt_shard_write(struct ckpt_shard_writer *w, struct dt_err *err)
 
 	if (w->n_regions <= 0)
 		return dt_err_add(err, "%s: checkpoint shard was not begun", w->path);
+	ckpt_shard_copy(w);
 	fd = open(w->path, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
@@ -584,6 +629,7 @@ void ckpt_shard_free(struct ckpt_shard_writer *w)
 	w->snap_cap = 0;
 	w->regions = NULL;
 	w->n_regions = 0;
+	w->copy_parts = 0;
 }
 
 /* --- the root file --- */
@@ -678,6 +724,98 @@ out:
 		rc = -EIO;
 	}
 	return rc;
+}
+
+/* Does the cached root file have the datasets meta needs: the same layers
+ * and shapes, stages and states? (Its attributes are checked as they are
+ * written over: the same types and shapes.) */
+static bool same_datasets(const struct ckpt_meta *a, const struct ckpt_meta *b)
+{
+	int k;
+
+	if (a->n_layers != b->n_layers || a->pipeline != b->pipeline || a->n_states != b->n_states)
+		return false;
+	for (k = 0; k <= a->n_layers; k++)
+		if (a->widths[k] != b->widths[k])
+			return false;
+	for (k = 0; k <= a->pipeline; k++)
+		if (a->stage_first[k] != b->stage_first[k])
+			return false;
+	for (k = 0; k < a->n_states; k++)
+		if (strcmp(a->states[k], b->states[k]))
+			return false;
+	return true;
+}
+
+/* tmpdir/model.h5 from the cached bytes, then meta's attributes written
+ * over the old ones. Any failure: the caller writes the file afresh. */
+static int root_from_cache(const struct ckpt_root_cache *cache, const char *path,
+			   const struct ckpt_meta *meta, struct dt_err *err)
+{
+	hid_t file = H5I_INVALID_HID, root = H5I_INVALID_HID, fapl = H5I_INVALID_HID;
+	char why[CKPT__WHY_MAX] = "";
+	int fd, rc;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return dt_err_add(err, "%s: cannot create: %s", path, strerror(errno)), -EIO;
+	rc = dt_write_all(fd, cache->image, cache->len);
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (rc)
+		return dt_err_add(err, "%s: cannot write: %s", path, strerror(-rc)), rc;
+	if ((fapl = ckpt__fapl()) < 0 || (file = H5Fopen(path, H5F_ACC_RDWR, fapl)) < 0 ||
+	    (root = H5Gopen2(file, "/", H5P_DEFAULT)) < 0) {
+		dt_err_add(err, "%s: cannot open: %s", path, ckpt__h5_why(why));
+		rc = -EIO;
+	}
+	if (!rc)
+		rc = ckpt__write_meta_attrs(root, meta, path, err);
+	ckpt__h5_close(&root, H5Gclose);
+	if (file >= 0 && H5Fclose(file) < 0 && !rc) {
+		dt_err_add(err, "%s: cannot write: %s", path, ckpt__h5_why(why));
+		rc = -EIO;
+	}
+	ckpt__h5_close(&fapl, H5Pclose);
+	return rc;
+}
+
+int ckpt_root_write_cached(struct ckpt_root_cache *cache, const char *tmpdir,
+			   const struct ckpt_meta *meta, struct dt_err *err)
+{
+	struct dt_err e = { 0 };
+	char path[4096], *image = NULL;
+	size_t len = 0;
+	int rc;
+
+	ckpt__h5_quiet();
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", tmpdir, CKPT_ROOT) >= sizeof(path))
+		return dt_err_add(err, "%s: checkpoint directory path too long", tmpdir);
+	if (cache->image && same_datasets(&cache->meta, meta)) {
+		rc = check_meta(meta, path, err);
+		if (rc)
+			return rc;
+		if (root_from_cache(cache, path, meta, &e) == 0)
+			return 0;
+		/* written afresh below, which reports a failure that is real */
+	}
+	ckpt_root_cache_free(cache);
+	rc = ckpt_root_write(tmpdir, meta, err);
+	/* kept for the next save; a file that cannot be read back is only
+	 * not kept (the save does not depend on it) */
+	if (!rc && dt_read_file(path, &image, &len) == 0) {
+		cache->image = (unsigned char *)image;
+		cache->len = len;
+		cache->meta = *meta;
+	}
+	return rc;
+}
+
+void ckpt_root_cache_free(struct ckpt_root_cache *cache)
+{
+	free(cache->image);
+	cache->image = NULL;
+	cache->len = 0;
 }
 
 /* --- sealing a file --- */

@@ -87,21 +87,6 @@ static void metric(const struct rt_ckpt *c, const char *fmt, ...)
 	fflush(c->metrics);
 }
 
-/* Broadcast of a float buffer of any length (MPI counts are int). */
-static int bcast_floats(float *p, size_t n, int root, MPI_Comm comm)
-{
-	while (n > 0) {
-		int chunk = n > (1u << 30) ? (1 << 30) : (int)n;
-		int rc = MPI_Bcast(p, chunk, MPI_FLOAT, root, comm);
-
-		if (rc != MPI_SUCCESS)
-			return rc;
-		p += chunk;
-		n -= (size_t)chunk;
-	}
-	return MPI_SUCCESS;
-}
-
 /* The optimizer's states as the checkpoint names them (PyTorch's names). */
 static int optim_states(const struct rt_optim *o, const char *names[CKPT_MAX_STATES],
 			float *bufs[CKPT_MAX_STATES])
@@ -228,8 +213,9 @@ static int hash_spec(const struct spec *s, char out[17])
 /* --- life cycle --- */
 
 int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *g,
-		 struct rt_stage *st, struct rt_optim *opt, const int *first,
-		 int64_t train_rows, FILE *metrics, bool quiet, struct dt_err *err)
+		 struct rt_stage *st, struct rt_optim *opt, const struct rt_dp *dp,
+		 const int *first, int64_t train_rows, FILE *metrics, bool quiet,
+		 struct dt_err *err)
 {
 	struct dt_err e = { 0 };
 	int rc = 0, bad = -1, stage = g->coord[RT_DIM_PIPE], replicas = g->size[RT_DIM_DATA];
@@ -239,6 +225,7 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 	c->g = g;
 	c->st = st;
 	c->opt = opt;
+	c->dp = dp;
 	c->first = first;
 	c->metrics = metrics;
 	c->train_rows = train_rows;
@@ -247,6 +234,14 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 	c->writer = g->coord[RT_DIM_DATA] == stage % replicas;
 	atomic_init(&c->thread_done, 0);
 	atomic_init(&c->commit_done, 0);
+	atomic_init(&c->copy_pending, 0);
+	if (pthread_mutex_init(&c->copy_lock, NULL))
+		return -ENOMEM;
+	if (pthread_cond_init(&c->copy_cond, NULL)) {
+		pthread_mutex_destroy(&c->copy_lock);
+		return -ENOMEM;
+	}
+	c->copy_sync_ready = true;
 	if (s->checkpoint.dir)
 		snprintf(c->dir, sizeof(c->dir), "%s", s->checkpoint.dir);
 	else if (s->run_dir)
@@ -298,8 +293,14 @@ void rt_ckpt_free(struct rt_ckpt *c)
 {
 	join_thread(c);
 	ckpt_shard_free(&c->w);
+	ckpt_root_cache_free(&c->root_cache);
 	free(c->meta);
 	c->meta = NULL;
+	if (c->copy_sync_ready) {
+		pthread_cond_destroy(&c->copy_cond);
+		pthread_mutex_destroy(&c->copy_lock);
+		c->copy_sync_ready = false;
+	}
 }
 
 /* --- resume --- */
@@ -395,6 +396,7 @@ static int load_state(struct rt_ckpt *c, const char *path, struct dt_err *err)
 	float *bufs[CKPT_MAX_STATES];
 	int n_states = optim_states(c->opt, names, bufs), i, k, rc = 0, bad = -1, mrc;
 
+	rt_ckpt_wait_snapshot(c); /* no save runs at a resume: for safety */
 	r.open_stage = -1;
 	r.file = -1;
 	if (c->g->coord[RT_DIM_DATA] == 0) {
@@ -417,13 +419,11 @@ static int load_state(struct rt_ckpt *c, const char *path, struct dt_err *err)
 			dt_err_add(err, "%s", e.msg);
 		return -EINVAL;
 	}
-	if (c->g->size[RT_DIM_DATA] > 1) {
-		mrc = bcast_floats(c->st->params, c->st->n_params, 0, c->g->data_comm);
-		for (k = 0; mrc == MPI_SUCCESS && k < n_states; k++)
-			mrc = bcast_floats(bufs[k], c->st->n_params, 0, c->g->data_comm);
-		if (mrc != MPI_SUCCESS)
-			return mpi_err(err, c->g->rank, "MPI_Bcast of the checkpoint", mrc);
-	}
+	mrc = rt_dp_bcast(c->dp, c->st->params, c->st->n_params);
+	for (k = 0; mrc == MPI_SUCCESS && k < n_states; k++)
+		mrc = rt_dp_bcast(c->dp, bufs[k], c->st->n_params);
+	if (mrc != MPI_SUCCESS)
+		return mpi_err(err, c->g->rank, "MPI_Bcast of the checkpoint", mrc);
 	return 0;
 }
 
@@ -528,13 +528,45 @@ out:
 
 /* --- saving --- */
 
-/* Phase 1 on a writer's thread (or inline): the shard's bytes, fsync,
- * checksum; rank 0 also seals the root file. No MPI, no HDF5. */
+/* Tests make the snapshot copy late, DTRAIN_FAULT_SNAPSHOT="slow@MS" (it
+ * sleeps MS first), to check that the trainer waits for it
+ * (tests/integration/resume.sh). Unset, it costs one getenv per save. */
+static void fault_slow_copy(void)
+{
+	const char *f = getenv("DTRAIN_FAULT_SNAPSHOT");
+	unsigned long long ms;
+	struct timespec ts;
+
+	if (!f || sscanf(f, "slow@%llu", &ms) != 1)
+		return;
+	ts.tv_sec = (time_t)(ms / 1000);
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* The writer's snapshot copy is made: the trainer may change the state. */
+static void copy_done(struct rt_ckpt *c)
+{
+	pthread_mutex_lock(&c->copy_lock);
+	atomic_store(&c->copy_pending, 0);
+	pthread_cond_broadcast(&c->copy_cond);
+	pthread_mutex_unlock(&c->copy_lock);
+}
+
+/* Phase 1 on a writer's thread (or inline): an async save's snapshot copy
+ * first, then the shard's bytes, fsync, checksum; rank 0 also seals the
+ * root file. No MPI, no HDF5. */
 static void *writer_main(void *arg)
 {
 	struct rt_ckpt *c = arg;
 	char root[4300];
 
+	if (c->w.copy_parts > 0) {
+		fault_slow_copy();
+		ckpt_shard_copy(&c->w);
+	}
+	copy_done(c);
 	if (!c->local_rc && c->writer)
 		c->local_rc = ckpt_shard_write(&c->w, &c->local_err);
 	if (!c->local_rc && c->g->rank == 0) {
@@ -701,7 +733,8 @@ static int commit_now(struct rt_ckpt *c, struct dt_err *err)
 	return result ? -ECANCELED : 0;
 }
 
-/* The main-thread part of a save: meta, snapshot, HDF5 metadata. */
+/* The main-thread part of a save: meta, HDF5 metadata (an async save's
+ * snapshot is allocated here and copied by writer_main). */
 static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
 {
 	const char *names[CKPT_MAX_STATES];
@@ -735,12 +768,15 @@ static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
 		v.params = c->st->params;
 		for (k = 0; k < n; k++)
 			v.states[k] = bufs[k];
-		/* a sync save writes before training goes on: no copy needed */
+		/* a sync save writes before training goes on: no copy needed;
+		 * an async one copies on its writer thread */
 		v.borrow = !c->async;
+		v.defer_copy = c->async;
 		c->local_rc = ckpt_shard_begin(&c->w, c->tmp, c->meta, &v, &c->local_err);
 	}
 	if (!c->local_rc && c->g->rank == 0)
-		c->local_rc = ckpt_root_write(c->tmp, c->meta, &c->local_err);
+		c->local_rc = ckpt_root_write_cached(&c->root_cache, c->tmp, c->meta,
+						     &c->local_err);
 }
 
 int rt_ckpt_poll(struct rt_ckpt *c, bool *stop, struct dt_err *err)
@@ -805,11 +841,13 @@ int rt_ckpt_save(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, bool sync, st
 	c->stall_s = now_s() - t0;
 	atomic_store(&c->thread_done, 0);
 	if (!sync && !c->local_rc && (c->writer || c->g->rank == 0)) {
+		/* a shard begun, not copied yet (a failed begin leaves no copy) */
+		atomic_store(&c->copy_pending, c->w.copy_parts > 0);
 		if (pthread_create(&c->thread, NULL, writer_main, c) == 0) {
 			c->thread_running = true;
 			return 0;
 		}
-		/* no thread: write here (from the snapshot), then as below */
+		/* no thread: copy and write here, then as below */
 		writer_main(c);
 		c->stall_s = now_s() - t0;
 	}
@@ -820,6 +858,22 @@ int rt_ckpt_save(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, bool sync, st
 	writer_main(c);
 	c->stall_s = now_s() - t0;
 	return commit_now(c, err);
+}
+
+void rt_ckpt_wait_snapshot(struct rt_ckpt *c)
+{
+	double t0;
+
+	/* cleared only after the copy, so 0 here means the copy's reads
+	 * happened before anything this thread does next */
+	if (!atomic_load(&c->copy_pending))
+		return;
+	t0 = now_s();
+	pthread_mutex_lock(&c->copy_lock);
+	while (atomic_load(&c->copy_pending))
+		pthread_cond_wait(&c->copy_cond, &c->copy_lock);
+	pthread_mutex_unlock(&c->copy_lock);
+	c->stall_s += now_s() - t0;
 }
 
 int rt_ckpt_finish(struct rt_ckpt *c, struct dt_err *err)

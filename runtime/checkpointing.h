@@ -11,11 +11,15 @@
  *
  * A save (rt_ckpt_save), at a step boundary, on every rank:
  *   1. a save still in flight is finished first (at most one in flight);
- *   2. writers copy their stage's parameters and optimizer state into a
- *      host snapshot and write the shard's HDF5 metadata (the training
- *      stall: a memcpy and a few ms);
- *   3. async: a thread writes the snapshot's bytes, fsyncs and checksums
- *      while training goes on; rt_ckpt_poll() at each later step boundary
+ *   2. writers write the shard's HDF5 metadata (a few ms); sync: training
+ *      stays stopped while the shard is written from the live tensors;
+ *   3. async: a thread copies the stage's parameters and optimizer state
+ *      into a host snapshot, then writes the snapshot's bytes, fsyncs and
+ *      checksums while training goes on. The next step's forward and
+ *      backward passes only read the parameters and state, so they run
+ *      during the copy; rt_ckpt_wait_snapshot(), before anything writes
+ *      them, waits for its end (the wait counts as the save's stall).
+ *      rt_ckpt_poll() at each later step boundary
  *      notices (one allreduce) when every writer is done and gathers sizes
  *      and checksums on rank 0, whose thread then commits (manifest,
  *      rename, latest, deleting old checkpoints) while training goes on.
@@ -54,6 +58,7 @@
 #include "jobs/spec.h"
 #include "runtime/grid.h"
 #include "runtime/model.h"
+#include "runtime/dp.h"
 #include "runtime/optim.h"
 #include "runtime/util.h"
 
@@ -70,6 +75,7 @@ struct rt_ckpt {
 	const struct rt_grid *g;
 	struct rt_stage *st;
 	struct rt_optim *opt;
+	const struct rt_dp *dp;  /* makes the replicas' copies equal after a load */
 	const int *first;        /* [pipeline + 1]: the stage split */
 	FILE *metrics;           /* rank 0's metrics.jsonl, or NULL */
 	int64_t train_rows;
@@ -86,14 +92,23 @@ struct rt_ckpt {
 	bool thread_running;     /* thread (writer, then rank 0's commit) to join */
 	pthread_t thread;
 	atomic_int thread_done;
+	/* the async snapshot copy on the writer thread: copy_pending is 1
+	 * from rt_ckpt_save until the copy is made (set by the main thread,
+	 * cleared under copy_lock by the writer, which then signals copy_cond) */
+	atomic_int copy_pending;
+	bool copy_sync_ready;    /* copy_lock and copy_cond initialised */
+	pthread_mutex_t copy_lock;
+	pthread_cond_t copy_cond;
 	struct ckpt_meta *meta;  /* owned; the save's */
 	struct ckpt_shard_writer w;
+	struct ckpt_root_cache root_cache; /* rank 0: model.h5 of the last save */
 	int local_rc;            /* this rank's outcome: begin, then write */
 	struct dt_err local_err;
 	uint64_t root_size;
 	uint32_t root_crc;
 	char tmp[4200];          /* the save's .tmp directory */
-	double stall_s;          /* main-thread time of this save, this rank */
+	double stall_s;          /* main-thread time of this save, this rank,
+				  * rt_ckpt_wait_snapshot's wait included */
 	double t_start;          /* when the save began (monotonic s) */
 	/* phase 2, rank 0 only: the gathered results and the commit, which
 	 * runs on rank 0's thread for an async save */
@@ -113,11 +128,12 @@ struct rt_ckpt {
 /* Sets c up for a trainer: the checkpoint directory is checkpoint.dir, else
  * <run_dir>/checkpoints, else none (saving off; an error when
  * checkpoint.every_steps asks for saves). Rank 0 creates it and removes
- * leftovers of crashed saves. st, opt, first and metrics are borrowed.
+ * leftovers of crashed saves. st, opt, dp, first and metrics are borrowed.
  * 0, -EINVAL (every rank; rank 0 has the message), or -EIO. */
 int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *g,
-		 struct rt_stage *st, struct rt_optim *opt, const int *first,
-		 int64_t train_rows, FILE *metrics, bool quiet, struct dt_err *err);
+		 struct rt_stage *st, struct rt_optim *opt, const struct rt_dp *dp,
+		 const int *first, int64_t train_rows, FILE *metrics, bool quiet,
+		 struct dt_err *err);
 /* Joins a thread still running (error paths) and frees; not collective. */
 void rt_ckpt_free(struct rt_ckpt *c);
 
@@ -139,9 +155,21 @@ int rt_ckpt_poll(struct rt_ckpt *c, bool *stop, struct dt_err *err);
 
 /* Saves the state at pos->step (see above). A step already saved is not
  * saved again. sync: returns after the commit; a save that failed (and was
- * reported) gives -ECANCELED on every rank. async: returns after the
- * snapshot. -EIO: an MPI failure. */
+ * reported) gives -ECANCELED on every rank. async: returns after the HDF5
+ * metadata, the snapshot copy still running: the caller may read the
+ * parameters and optimizer state, and must call rt_ckpt_wait_snapshot()
+ * before it changes them. -EIO: an MPI failure. */
 int rt_ckpt_save(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, bool sync, struct dt_err *err);
+
+/* Returns when the snapshot copy of an async save in flight is made, so
+ * that the parameters and optimizer state may change; the time it waited
+ * is added to the save's stall. A cheap no-op when no copy is running.
+ * Not collective. The trainer calls it after the next step's backward
+ * pass, before the gradients are reduced: with parameters shared between
+ * the replicas of a node (runtime/dp.h), the others update their parts
+ * once every replica has passed that barrier. Every other writer of the
+ * state (resume, the next save, rt_ckpt_free) waits on its own. */
+void rt_ckpt_wait_snapshot(struct rt_ckpt *c);
 
 /* Waits for and commits a save in flight (at exit). 0, -ECANCELED (the
  * save failed, reported) or -EIO. */

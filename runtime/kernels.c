@@ -132,19 +132,31 @@ void rt_linear_forward(const float *x, const float *w, const float *b, float *y,
 }
 
 void rt_linear_backward(const float *x, const float *w, const float *dy,
-			float *dx, float *dw, float *db, int rows, int in, int out)
+			float *dx, float *dw, float *db, int rows, int in, int out, bool add)
 {
-	size_t r;
+	size_t r = 0;
 	int o;
 
-	if (rows <= 0 || out <= 0 || in <= 0)
+	if (out <= 0 || in <= 0)
 		return;
-	/* dw[out][in] += dy[rows][out]^T * x[rows][in] */
+	if (rows <= 0) {
+		/* nothing to add; overwriting means zeros */
+		if (!add && dw)
+			memset(dw, 0, (size_t)out * (size_t)in * sizeof(*dw));
+		if (!add && db)
+			memset(db, 0, (size_t)out * sizeof(*db));
+		return;
+	}
+	/* dw[out][in] (+)= dy[rows][out]^T * x[rows][in] */
 	if (dw)
 		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, rows,
-			    1.0f, dy, out, x, in, 1.0f, dw, in);
+			    1.0f, dy, out, x, in, add ? 1.0f : 0.0f, dw, in);
 	if (db) {
-		for (r = 0; r < (size_t)rows; r++) {
+		if (!add) {
+			memcpy(db, dy, (size_t)out * sizeof(*db));
+			r = 1;
+		}
+		for (; r < (size_t)rows; r++) {
 			const float *dyr = dy + r * (size_t)out;
 
 			for (o = 0; o < out; o++)

@@ -18,6 +18,7 @@
 #ifndef DTRAIN_RUNTIME_KERNELS_H
 #define DTRAIN_RUNTIME_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -70,9 +71,11 @@ void rt_linear_forward(const float *x, const float *w, const float *b, float *y,
  *	dx [rows][in]  = dy W            (overwritten; NULL: not computed)
  *	dw [out][in]  += dy^T x          (accumulated; NULL: not computed)
  *	db [out]      += sum over rows of dy (accumulated; NULL: not computed)
+ * With add false, dw and db are overwritten instead (=, the same bits as
+ * zeroing them and adding: 0 + x is x), which saves a pass that zeroes them.
  * x and w are the forward's inputs. No output may alias an input. */
 void rt_linear_backward(const float *x, const float *w, const float *dy,
-			float *dx, float *dw, float *db, int rows, int in, int out);
+			float *dx, float *dw, float *db, int rows, int in, int out, bool add);
 
 /* --- loss --- */
 

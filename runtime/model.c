@@ -337,9 +337,33 @@ int rt_stage_init(struct rt_stage *st, const struct spec *s, int stage, int n_st
 void rt_stage_free(struct rt_stage *st)
 {
 	free(st->layers);
-	free(st->grads);
-	free(st->params);
+	if (!st->adopted) {
+		free(st->grads);
+		free(st->params);
+	}
 	memset(st, 0, sizeof(*st));
+}
+
+void rt_stage_adopt(struct rt_stage *st, float *params, float *grads)
+{
+	int i;
+
+	if (!st->adopted) {
+		free(st->grads);
+		free(st->params);
+	}
+	st->adopted = true;
+	st->params = params;
+	st->grads = grads;
+	for (i = 0; i < st->n_layers; i++) {
+		struct rt_layer *ly = &st->layers[i];
+		size_t nw = (size_t)ly->out * (size_t)ly->in;
+
+		ly->w = params ? params + ly->offset : NULL;
+		ly->b = params ? ly->w + nw : NULL;
+		ly->dw = grads ? grads + ly->offset : NULL;
+		ly->db = grads ? ly->dw + nw : NULL;
+	}
 }
 
 void rt_stage_zero_grads(struct rt_stage *st)
@@ -467,7 +491,8 @@ int rt_stage_backward(struct rt_stage *st, struct rt_acts *acts, const float *dy
 		const float *in = i > 0 ? acts->a[i - 1] : acts->x;
 		float *din = i > 0 ? next : dx;
 
-		rt_linear_backward(in, ly->w, dz, din, ly->dw, ly->db, rows, ly->in, ly->out);
+		rt_linear_backward(in, ly->w, dz, din, ly->dw, ly->db, rows, ly->in, ly->out,
+				   !st->overwrite_grads);
 		if (layer_done)
 			layer_done(ctx, i);
 		if (i > 0) {
@@ -480,5 +505,6 @@ int rt_stage_backward(struct rt_stage *st, struct rt_acts *acts, const float *dy
 			next = t;
 		}
 	}
+	st->overwrite_grads = false;
 	return 0;
 }

@@ -96,7 +96,7 @@ struct rt_layer {
 };
 
 /* The layers one pipeline stage owns. Everything here is owned by the stage
- * and freed by rt_stage_free(). */
+ * and freed by rt_stage_free(), but params and grads once adopted. */
 struct rt_stage {
 	int stage;          /* 0 <= stage < n_stages */
 	int n_stages;
@@ -111,6 +111,11 @@ struct rt_stage {
 	float *grads;       /* [n_params]: same layout; zero after init */
 	size_t n_params;
 	struct rt_layer *layers; /* [n_layers], in order */
+	bool adopted;       /* params and grads belong to someone else (rt_stage_adopt) */
+	bool overwrite_grads; /* set by the caller: the next rt_stage_backward writes
+			       * its gradients instead of adding them (then clears
+			       * it): the first backward of a step, instead of
+			       * zeroing grads before it */
 };
 
 /* Builds stage `stage` of n_stages, split as `first` (from rt_stage_split;
@@ -126,6 +131,11 @@ int rt_stage_init(struct rt_stage *st, const struct spec *s, int stage, int n_st
 		  const int *first, struct dt_err *err);
 /* Frees what the stage owns and zeroes it; safe on a zeroed or freed stage. */
 void rt_stage_free(struct rt_stage *st);
+/* Points the stage, and its layers' views, at params and grads [n_params]
+ * that the caller owns and keeps until rt_stage_free() (runtime/dp.h: a
+ * shared-memory window), after freeing the stage's own. The caller copies
+ * the values first. NULL, NULL detaches them before the owner frees them. */
+void rt_stage_adopt(struct rt_stage *st, float *params, float *grads);
 /* grads = 0 (at the start of each step). */
 void rt_stage_zero_grads(struct rt_stage *st);
 

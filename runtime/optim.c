@@ -5,6 +5,7 @@
  * Sections: life cycle, update, schedule, clipping.
  */
 #include "runtime/optim.h"
+#include "runtime/pool.h"
 
 #include <errno.h>
 #include <math.h>
@@ -43,7 +44,7 @@ int rt_optim_init(struct rt_optim *o, const struct spec *s, size_t n_params, str
 		o->v = calloc(n, sizeof(*o->v));
 	if (o->m)
 		o->part = calloc(n / RT_CHUNK + 1, sizeof(*o->part));
-	o->threads = 1;
+	o->pool = NULL;
 	if (!o->m || (o->type == RT_OPTIM_ADAMW && !o->v) || !o->part) {
 		dt_err_add(err, "train.optimizer: cannot allocate the %s state for %zu parameters",
 			   o->type == RT_OPTIM_ADAMW ? "adamw" : "sgd", n_params);
@@ -56,9 +57,22 @@ int rt_optim_init(struct rt_optim *o, const struct spec *s, size_t n_params, str
 void rt_optim_free(struct rt_optim *o)
 {
 	free(o->part);
-	free(o->v);
-	free(o->m);
+	if (!o->adopted) {
+		free(o->v);
+		free(o->m);
+	}
 	memset(o, 0, sizeof(*o));
+}
+
+void rt_optim_adopt(struct rt_optim *o, float *m, float *v)
+{
+	if (!o->adopted) {
+		free(o->v);
+		free(o->m);
+	}
+	o->adopted = true;
+	o->m = m;
+	o->v = o->type == RT_OPTIM_ADAMW ? v : NULL;
 }
 
 /* --- update --- */
@@ -178,39 +192,56 @@ RT_SIMD_CLONES static double adamw_zero(struct upd u, float *restrict w, float *
 	return adamw_pass(u, w, g, m, v, n, 1);
 }
 
-/* The update in chunks of RT_CHUNK elements, spread over o->threads
- * threads (OpenMP); each chunk's sum of squares is kept and they are added
- * in chunk order, so the result does not depend on the thread count. */
-static double chunks(struct rt_optim *o, const struct upd *u, float *params, float *grads,
-		     size_t n, int zero)
+/* One update over elements [first, first + n) of the arrays. */
+struct pass {
+	struct rt_optim *o;
+	const struct upd *u;
+	float *params, *grads;
+	size_t first, n;
+	int zero;
+};
+
+/* Chunk c of a pass; its sum of squares goes to o->part[c]. */
+static void chunk(void *ctx, long c)
 {
+	const struct pass *ps = ctx;
+	struct rt_optim *o = ps->o;
+	size_t off = ps->first + (size_t)c * RT_CHUNK, end = ps->first + ps->n;
+	size_t len = end - off < RT_CHUNK ? end - off : RT_CHUNK;
+	float *w = ps->params + off, *g = ps->grads + off, *m = o->m + off;
+
+	if (o->type == RT_OPTIM_ADAMW)
+		o->part[c] = ps->zero ? adamw_zero(*ps->u, w, g, m, o->v + off, len)
+				      : adamw_keep(*ps->u, w, g, m, o->v + off, len);
+	else
+		o->part[c] = ps->zero ? sgd_zero(*ps->u, w, g, m, len) : sgd_keep(*ps->u, w, g, m, len);
+}
+
+/* The update in chunks of RT_CHUNK elements, spread over o->pool; each
+ * chunk's sum of squares is kept and they are added in chunk order, so the
+ * result does not depend on the thread count. */
+static double chunks(struct rt_optim *o, const struct upd *u, float *params, float *grads,
+		     size_t first, size_t n, int zero)
+{
+	struct pass ps = { o, u, params, grads, first, n, zero };
 	long nc = (long)((n + RT_CHUNK - 1) / RT_CHUNK), c;
 	double total = 0.0;
-	int adamw = o->type == RT_OPTIM_ADAMW;
 
-#pragma omp parallel for schedule(static) num_threads(o->threads) if (o->threads > 1 && nc > 1)
-	for (c = 0; c < nc; c++) {
-		size_t off = (size_t)c * RT_CHUNK, len = n - off < RT_CHUNK ? n - off : RT_CHUNK;
-		float *w = params + off, *g = grads + off, *m = o->m + off;
-
-		if (adamw)
-			o->part[c] = zero ? adamw_zero(*u, w, g, m, o->v + off, len)
-					  : adamw_keep(*u, w, g, m, o->v + off, len);
-		else
-			o->part[c] = zero ? sgd_zero(*u, w, g, m, len) : sgd_keep(*u, w, g, m, len);
-	}
+	rt_pool_for(o->pool, nc, chunk, &ps);
 	for (c = 0; c < nc; c++)
 		total += o->part[c];
 	return total;
 }
 
-static double step(struct rt_optim *o, float *params, float *grads, size_t n, double lr,
-		   float scale, int zero)
+static double step(struct rt_optim *o, float *params, float *grads, size_t first, size_t n,
+		   double lr, float scale, int zero)
 {
 	struct upd u = { 0 };
 
-	if (n > o->n)
-		n = o->n; /* never past the state buffers */
+	if (first > o->n)
+		first = o->n;
+	if (n > o->n - first)
+		n = o->n - first; /* never past the state buffers */
 	o->step++;
 	u.scale = scale;
 	if (o->type == RT_OPTIM_ADAMW) {
@@ -230,19 +261,26 @@ static double step(struct rt_optim *o, float *params, float *grads, size_t n, do
 		u.wd = (float)o->weight_decay;
 		u.lr = (float)lr;
 	}
-	return chunks(o, &u, params, grads, n, zero);
+	return chunks(o, &u, params, grads, first, n, zero);
 }
 
 void rt_optim_step(struct rt_optim *o, float *params, const float *grads, size_t n, double lr)
 {
 	/* the keep variants only read grads */
-	step(o, params, (float *)grads, n, lr, 1.0f, 0);
+	step(o, params, (float *)grads, 0, n, lr, 1.0f, 0);
 }
 
 double rt_optim_step_fused(struct rt_optim *o, float *params, float *grads, size_t n, double lr,
 			   float scale)
 {
-	return step(o, params, grads, n, lr, scale, 1);
+	return step(o, params, grads, 0, n, lr, scale, 1);
+}
+
+double rt_optim_step_range(struct rt_optim *o, float *params, const float *grads, size_t first,
+			   size_t n, double lr, float scale)
+{
+	/* the keep variants only read grads */
+	return step(o, params, (float *)grads, first, n, lr, scale, 0);
 }
 
 /* --- schedule --- */

@@ -30,6 +30,7 @@
 #ifndef DTRAIN_RUNTIME_OPTIM_H
 #define DTRAIN_RUNTIME_OPTIM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +42,8 @@ enum rt_optim_type {
 	RT_OPTIM_ADAMW, /* "adamw" */
 };
 
+struct rt_pool; /* runtime/pool.h */
+
 struct rt_optim {
 	enum rt_optim_type type;
 	double momentum;     /* SGD mu, train.optimizer.momentum */
@@ -49,11 +52,13 @@ struct rt_optim {
 	double weight_decay; /* train.optimizer.weight_decay */
 	int64_t step;        /* updates taken so far (0 before the first) */
 	size_t n;            /* elements of m and v: the stage's n_params */
-	float *m;            /* [n], owned: SGD momentum buffer v; AdamW first moment */
-	float *v;            /* [n], owned: AdamW second moment; NULL for SGD */
-	int threads;         /* threads of an update (1 after init; the trainer sets
-			      * resources.cpus_per_task); results do not depend on it */
+	float *m;            /* [n], owned unless adopted: SGD momentum buffer v; AdamW first moment */
+	float *v;            /* [n], owned unless adopted: AdamW second moment; NULL for SGD */
+	struct rt_pool *pool; /* borrowed: the threads of an update (NULL after init:
+			       * the caller's only; the trainer sets its own); the
+			       * results do not depend on it */
 	double *part;        /* [n / RT_CHUNK + 1], owned: per-chunk sums of squares */
+	bool adopted;        /* m and v belong to someone else (rt_optim_adopt) */
 };
 
 /* Updates and sums of squares work in chunks of this many elements. */
@@ -68,6 +73,11 @@ struct rt_optim {
 int rt_optim_init(struct rt_optim *o, const struct spec *s, size_t n_params, struct dt_err *err);
 /* Frees the state and zeroes o; safe on a zeroed or freed struct. */
 void rt_optim_free(struct rt_optim *o);
+/* Points the state at m and v [n] (v only for AdamW) that the caller owns
+ * and keeps until rt_optim_free() (runtime/dp.h: a shared-memory window),
+ * after freeing o's own. The caller copies the values first. NULL, NULL
+ * detaches them before the owner frees them. */
+void rt_optim_adopt(struct rt_optim *o, float *m, float *v);
 
 /* --- update --- */
 
@@ -82,6 +92,17 @@ void rt_optim_step(struct rt_optim *o, float *params, const float *grads, size_t
  * as they came in (before scale), bitwise equal to rt_sumsq() of them. */
 double rt_optim_step_fused(struct rt_optim *o, float *params, float *grads, size_t n, double lr,
 			   float scale);
+/* The trainer's update: as rt_optim_step_fused, but on elements [first,
+ * first + n) only and leaving grads as they are (the next step's first
+ * backward overwrites them: model.h, overwrite_grads). params, grads and
+ * the states are the whole stage's arrays (o->n elements), of which this
+ * call reads and writes that range; step += 1 all the same. A part is what
+ * each replica updates when the replicas of a stage share the arrays
+ * (runtime/dp.h); first = 0, n = o->n is the whole stage. Returns the
+ * range's sum of squares of grads (before scale), in chunks of RT_CHUNK
+ * from first. */
+double rt_optim_step_range(struct rt_optim *o, float *params, const float *grads, size_t first,
+			   size_t n, double lr, float scale);
 
 /* --- schedule --- */
 

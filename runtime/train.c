@@ -23,9 +23,11 @@
 #include "runtime/bootstrap.h"
 #include "runtime/checkpointing.h"
 #include "runtime/data.h"
+#include "runtime/dp.h"
 #include "runtime/kernels.h"
 #include "runtime/model.h"
 #include "runtime/optim.h"
+#include "runtime/pool.h"
 #include "runtime/sampler.h"
 
 /* PyTorch DDP's default bucket size (Li et al., VLDB 2020). */
@@ -85,6 +87,8 @@ struct trainer {
 	int64_t max_rows;  /* most rows of one micro-batch */
 	struct rt_stage st;
 	struct rt_optim opt;
+	struct rt_dp dp;   /* how replicas sum gradients; shared parameters on a node */
+	struct rt_pool pool; /* threads of the optimizer and of dp's sums */
 	struct rt_data train, test;
 	int has_test;
 	struct rt_sampler sampler;
@@ -196,7 +200,8 @@ static int build_stage(struct trainer *t)
 	t->in = t->st.in;
 	t->out = t->st.out;
 	rc = rt_optim_init(&t->opt, s, t->st.n_params, t->err);
-	t->opt.threads = (int)s->resources.cpus_per_task;
+	rt_pool_init(&t->pool, (int)s->resources.cpus_per_task);
+	t->opt.pool = &t->pool;
 	return rc;
 }
 
@@ -268,7 +273,9 @@ static int build_buckets(struct trainer *t)
 	return 0;
 }
 
-static void free_trainer(struct trainer *t)
+/* together: every rank reached the end alike (rt_dp_free is collective;
+ * a rank failing alone must not wait there for the others). */
+static void free_trainer(struct trainer *t, bool together)
 {
 	int i;
 
@@ -283,7 +290,12 @@ static void free_trainer(struct trainer *t)
 	free(t->buckets);
 	free(t->layer_bucket);
 	rt_ckpt_free(&t->ck);
+	if (together)
+		rt_dp_free(&t->dp, &t->st, &t->opt);
+	else
+		rt_dp_abandon(&t->dp, &t->st, &t->opt);
 	rt_optim_free(&t->opt);
+	rt_pool_free(&t->pool);
 	rt_stage_free(&t->st);
 	rt_sampler_free(&t->sampler);
 	rt_data_close(&t->train);
@@ -310,7 +322,7 @@ static void layer_done(void *ctx, int layer)
 	struct bucket *b;
 	int i, flag;
 
-	if (t->replicas == 1 || !t->final_backward)
+	if (t->replicas == 1 || t->dp.shared || !t->final_backward)
 		return;
 	b = &t->buckets[t->layer_bucket[layer]];
 	if (--b->pending == 0 && start_bucket(t, b))
@@ -341,8 +353,20 @@ static int finish_buckets(struct trainer *t)
 	double t0;
 	int i;
 
+	rt_ckpt_wait_snapshot(&t->ck); /* an async save's copy, before the state may change */
 	if (t->replicas == 1)
 		return 0;
+	if (t->dp.shared) {
+		/* the barrier's wait and the sum of the node's slots (and the
+		 * allreduce between nodes): all of it follows the backward pass */
+		double wait = 0;
+
+		t0 = now_s();
+		if (rt_dp_reduce(&t->dp, &wait, t->err))
+			return -EIO;
+		t->tm.grad += now_s() - t0;
+		return 0;
+	}
 	t0 = now_s();
 	for (i = 0; i < t->n_buckets; i++)
 		if (!t->buckets[i].started && start_bucket(t, &t->buckets[i]))
@@ -651,25 +675,38 @@ static int reduce_norm(struct trainer *t, double sumsq, double *norm)
  * norm must be known first, which costs a second pass (rt_sumsq). */
 static int update(struct trainer *t, int64_t step, double loss, double lr, double *norm)
 {
-	double clip = t->s->train.grad_clip;
+	double clip = t->s->train.grad_clip, sumsq;
+	size_t first = 0, count = t->st.n_params;
 	float scale = 1.0f;
 	int rc;
 
+	/* with shared parameters, this replica's part (runtime/dp.h) */
+	if (t->dp.shared) {
+		first = t->dp.first;
+		count = t->dp.count;
+	}
 	if (clip > 0) {
-		rc = reduce_norm(t, rt_sumsq(t->st.grads, t->st.n_params), norm);
+		sumsq = rt_sumsq(t->st.grads + first, count);
+		rc = t->dp.shared ? rt_dp_sum_parts(&t->dp, &sumsq, t->err) : 0;
+		if (!rc)
+			rc = reduce_norm(t, sumsq, norm);
 		if (!rc)
 			rc = check_finite(t, step, loss, *norm);
 		if (rc)
 			return rc;
 		if (*norm > clip)
 			scale = (float)(clip / (*norm + 1e-6));
-		rt_optim_step_fused(&t->opt, t->st.params, t->st.grads, t->st.n_params, lr, scale);
-		return 0;
+		rt_optim_step_range(&t->opt, t->st.params, t->st.grads, first, count, lr, scale);
+		return t->dp.shared ? rt_dp_publish(&t->dp, t->err) : 0;
 	}
 	/* a NaN gradient is only seen after the update here; the run stops
 	 * then, and nothing saves these parameters */
-	rc = reduce_norm(t, rt_optim_step_fused(&t->opt, t->st.params, t->st.grads, t->st.n_params,
-						 lr, 1.0f), norm);
+	sumsq = rt_optim_step_range(&t->opt, t->st.params, t->st.grads, first, count, lr, 1.0f);
+	rc = t->dp.shared ? rt_dp_sum_parts(&t->dp, &sumsq, t->err) : 0;
+	if (!rc && t->dp.shared)
+		rc = rt_dp_publish(&t->dp, t->err);
+	if (!rc)
+		rc = reduce_norm(t, sumsq, norm);
 	return rc ? rc : check_finite(t, step, loss, *norm);
 }
 
@@ -774,13 +811,21 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 		       "schedule %s, %d micro-batches%s\n", s->name, (size_t)rt_model_params(s),
 		       (long long)total, (long long)per_epoch, s->parallel.schedule, t->micro,
 		       step ? ", resumed" : "");
+		if (t->dp.shared)
+			printf("dtrain-run: gradients: the %d replicas of a stage on each node share "
+			       "parameters in memory, each updates 1/%d%s\n", t->dp.locals, t->dp.locals,
+			       t->dp.cross != MPI_COMM_NULL ? ", parts allreduced between nodes" : "");
+		else if (t->replicas > 1)
+			printf("dtrain-run: gradients: allreduce between the %d replicas\n", t->replicas);
 		if (step >= total)
 			printf("dtrain-run: the checkpoint is at the end of training: nothing left to do\n");
 		fflush(stdout);
 	}
 	metric(t, "{\"event\":\"start\",\"total_steps\":%lld,\"steps_per_epoch\":%lld,\"epochs\":%ld,"
-		  "\"step\":%lld}", (long long)total, (long long)per_epoch, s->train.epochs,
-	       (long long)step);
+		  "\"step\":%lld,\"grad_sync\":\"%s\",\"replicas_per_node\":%d}", (long long)total,
+	       (long long)per_epoch, s->train.epochs, (long long)step,
+	       t->dp.shared ? "shared" : t->replicas > 1 ? "allreduce" : "none",
+	       t->dp.shared ? t->dp.locals : 1);
 
 	while (step < total) {
 		int64_t k = step % per_epoch, batch_rows, rep_off, rep_rows;
@@ -802,7 +847,14 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 		}
 		t->grad_scale = 1.0f / (float)batch_rows;
 		arm_buckets(t);
+		/* the step's first backward writes the gradients, the others add:
+		 * no pass to zero them; a replica with no rows zeroes them */
+		t->st.overwrite_grads = true;
 		rc = run_schedule(t, mbs);
+		if (!rc && t->st.overwrite_grads) {
+			rt_stage_zero_grads(&t->st);
+			t->st.overwrite_grads = false;
+		}
 		if (!rc)
 			rc = finish_buckets(t);
 		if (!rc)
@@ -968,10 +1020,13 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	if (!rc)
 		rc = build_buckets(&t);
 	rc = agree(&t, rc);
+	if (!rc)
+		rc = agree(&t, rt_dp_init(&t.dp, s, g, &t.st, &t.opt, err));
 	if (rc)
 		goto out;
 	open_metrics(&t);
-	rc = rt_ckpt_init(&t.ck, s, g, &t.st, &t.opt, t.first, t.train.n, t.metrics, opts->quiet, err);
+	rc = rt_ckpt_init(&t.ck, s, g, &t.st, &t.opt, &t.dp, t.first, t.train.n, t.metrics, opts->quiet,
+			  err);
 	if (!rc) {
 		struct rt_ckpt_pos pos = { 0, rt_sampler_steps(&t.sampler), total_steps(&t) };
 
@@ -984,6 +1039,6 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	if (!rc && opts->save_params)
 		rc = save_params(&t, opts->save_params);
 out:
-	free_trainer(&t);
+	free_trainer(&t, rc == 0 || rc == -ERANGE || rc == -EINVAL || rc == -EAGAIN || rc == -ECANCELED);
 	return rc;
 }

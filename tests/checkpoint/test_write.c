@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -569,6 +570,185 @@ static void test_snapshot_is_copy(void **state)
 	free(dir);
 }
 
+/* An async save's shard: the copy on a writer thread, which tells the
+ * trainer when it is made, then writes; the trainer changes its tensors
+ * (the next optimizer update) only once told. */
+struct deferred {
+	struct ckpt_shard_writer w;
+	struct dt_err err;
+	int rc;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool copied;
+};
+
+static void *deferred_writer(void *arg)
+{
+	struct deferred *d = arg;
+
+	ckpt_shard_copy(&d->w);
+	pthread_mutex_lock(&d->lock);
+	d->copied = true;
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	d->rc = ckpt_shard_write(&d->w, &d->err);
+	return NULL;
+}
+
+/* view.defer_copy: ckpt_shard_begin allocates the snapshot but copies
+ * nothing (values changed before the copy are the ones saved); the copy
+ * takes the tensors as they are when it runs, so that tensors changed once
+ * it is made leave the file with the values of the save. */
+static void test_deferred_copy(void **state)
+{
+	char *dir = ckpt_dir("deferred"), tmp[4096], *path;
+	struct deferred d;
+	struct ckpt_stage_view v;
+	struct ckpt_meta m;
+	struct stage st;
+	pthread_t th;
+	size_t i;
+	int p;
+	hid_t f;
+
+	(void)state;
+	memset(&d, 0, sizeof(d));
+	make_meta(&m, "adamw", 50);
+	ckpt_tmp_path(dir, 50, tmp, sizeof(tmp));
+	assert_int_equal(dt_mkdirs(tmp, 0755), 0);
+	stage_fill(&st, &m, 0);
+	v = view_of(&st, &m, 0);
+	v.defer_copy = true;
+	for (p = 0; p < 3; p++)       /* what begin would copy if it did */
+		for (i = 0; i < st.n; i++)
+			st.t[p][i] = -2.0f;
+	if (ckpt_shard_begin(&d.w, tmp, &m, &v, &d.err))
+		fail_msg("ckpt_shard_begin: %s", d.err.msg);
+	assert_non_null(d.w.snap);
+	assert_true(d.w.snap_cap >= 3 * st.n);
+	assert_int_equal(d.w.copy_parts, 3);
+	for (p = 0; p < 3; p++)       /* the state of step 50 */
+		for (i = 0; i < st.n; i++)
+			st.t[p][i] = value(50, 0, p, i);
+
+	assert_int_equal(pthread_mutex_init(&d.lock, NULL), 0);
+	assert_int_equal(pthread_cond_init(&d.cond, NULL), 0);
+	assert_int_equal(pthread_create(&th, NULL, deferred_writer, &d), 0);
+	pthread_mutex_lock(&d.lock);
+	while (!d.copied)
+		pthread_cond_wait(&d.cond, &d.lock);
+	pthread_mutex_unlock(&d.lock);
+	for (p = 0; p < 3; p++)       /* the next update, while the bytes are written */
+		for (i = 0; i < st.n; i++)
+			st.t[p][i] = -1.0f;
+	assert_int_equal(pthread_join(th, NULL), 0);
+	if (d.rc)
+		fail_msg("ckpt_shard_write: %s", d.err.msg);
+	assert_int_equal(d.w.copy_parts, 0);
+	path = path2(tmp, "shard-0.h5");
+	f = open_h5(path);
+	check_tensors(f, &m, 0, 1);
+	H5Fclose(f);
+
+	/* a failed begin leaves no copy to make */
+	dt_err_clear(&d.err);
+	assert_int_equal(ckpt_shard_begin(&d.w, "/nonexistent/.step-00000050.tmp", &m, &v, &d.err),
+			 -ENOENT);
+	assert_int_equal(d.w.copy_parts, 0);
+
+	pthread_cond_destroy(&d.cond);
+	pthread_mutex_destroy(&d.lock);
+	ckpt_shard_free(&d.w);
+	stage_free(&st);
+	free(path);
+	free(dir);
+}
+
+/* Writes tmpdir/model.h5 with the cache (or without: cache NULL) into a
+ * fresh directory under dir; returns the file's bytes (caller frees). */
+static char *root_bytes(const char *dir, const char *name, struct ckpt_root_cache *cache,
+			const struct ckpt_meta *m, size_t *len)
+{
+	struct dt_err err = { 0 };
+	char *tmp = path2(dir, name), *path, *bytes;
+	int rc;
+
+	assert_int_equal(dt_mkdirs(tmp, 0755), 0);
+	rc = cache ? ckpt_root_write_cached(cache, tmp, m, &err) : ckpt_root_write(tmp, m, &err);
+	if (rc)
+		fail_msg("root file %s: %s", name, err.msg);
+	path = path2(tmp, "model.h5");
+	bytes = tu_read(path, len);
+	assert_non_null(bytes);
+	free(path);
+	free(tmp);
+	return bytes;
+}
+
+/* A root file written from the cache of an earlier save (its attributes
+ * written over) is bitwise the file a fresh write gives, and reads as one;
+ * another model or layout, or an attribute of another size, is written
+ * afresh. */
+static void test_root_cached(void **state)
+{
+	char *dir = ckpt_dir("rootcache"), *a, *b, *path, *tmp;
+	struct ckpt_root_cache cache;
+	struct dt_err err = { 0 };
+	struct ckpt_meta m;
+	size_t la, lb;
+	hid_t f;
+	int round;
+
+	(void)state;
+	memset(&cache, 0, sizeof(cache));
+	make_meta(&m, "adamw", 10);
+	free(root_bytes(dir, "first", &cache, &m, &la));
+	assert_non_null(cache.image);
+	assert_int_equal(cache.meta.step, 10);
+	for (round = 0; round < 4; round++) {
+		char name[32];
+
+		/* 0: a later save of the same run; 1: another time, job id of
+		 * the same length, and lr; 2: a longer job id (written afresh);
+		 * 3: sgd, other datasets (afresh) */
+		make_meta(&m, round == 3 ? "sgd" : "adamw", 20 + round);
+		if (round > 0) /* round 0 keeps what check_meta_attrs expects */
+			snprintf(m.created, sizeof(m.created), "2027-01-0%dT23:59:5%dZ", round, round);
+		if (round == 1) {
+			snprintf(m.job_id, sizeof(m.job_id), "9999");
+			m.lr = 0.5;
+		}
+		if (round == 2)
+			snprintf(m.job_id, sizeof(m.job_id), "123456789");
+		snprintf(name, sizeof(name), "cached-%d", round);
+		a = root_bytes(dir, name, &cache, &m, &la);
+		snprintf(name, sizeof(name), "fresh-%d", round);
+		b = root_bytes(dir, name, NULL, &m, &lb);
+		assert_int_equal(la, lb);
+		if (memcmp(a, b, la))
+			fail_msg("round %d: the root file from the cache differs from a fresh one", round);
+		/* from the cache: the cache still has the first meta */
+		assert_int_equal(cache.meta.step, round < 2 ? 10 : 20 + round);
+		tmp = path2(dir, "cached-0");
+		path = path2(tmp, "model.h5");
+		if (round == 0) {
+			f = open_h5(path);
+			check_meta_attrs(f, &m);
+			H5Fclose(f);
+		}
+		free(path);
+		free(tmp);
+		free(a);
+		free(b);
+	}
+	/* a failure to write is reported as without the cache */
+	assert_int_equal(ckpt_root_write_cached(&cache, "/nonexistent/.step-1.tmp", &m, &err), -ENOENT);
+	assert_true(tu_has(&err, "/nonexistent/.step-1.tmp/model.h5: cannot create checkpoint root file"));
+	ckpt_root_cache_free(&cache);
+	ckpt_root_cache_free(&cache);
+	free(dir);
+}
+
 /* keep = 2: only the two newest stay; a commit of an older step (after a
  * rollback) is itself never deleted. */
 static void test_retention(void **state)
@@ -1043,6 +1223,8 @@ int main(void)
 		cmocka_unit_test(test_save_sgd),
 		cmocka_unit_test(test_save_adamw),
 		cmocka_unit_test(test_snapshot_is_copy),
+		cmocka_unit_test(test_deferred_copy),
+		cmocka_unit_test(test_root_cached),
 		cmocka_unit_test(test_crc32),
 		cmocka_unit_test(test_big_shard),
 		cmocka_unit_test(test_retention),

@@ -4,7 +4,11 @@
 #  - gpipe and 1f1b give bitwise identical parameters (same accumulation order);
 #  - another parallel.pipeline or parallel.micro_batches (same global batch)
 #    gives the same parameters to float32 rounding;
-#  - another parallel.data gives the same loss curve within 1e-5 relative.
+#  - another parallel.data gives the same loss curve within 1e-5 relative;
+#  - parallel.grad_sync "auto" (replicas of a stage on one node share the
+#    parameters in memory, runtime/dp.h) against "allreduce": bitwise equal
+#    with 2 replicas per stage (no clipping: the norm is summed in parts),
+#    to float32 rounding with 3 and 4, and with clipping.
 . "$(dirname "$0")/lib.sh"
 
 "$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 1000 --features 32 --classes 5 --seed 3 >/dev/null ||
@@ -17,12 +21,14 @@ cat >"$T/base.json" <<JSON
              "lr_schedule": { "warmup_steps": 5 }, "grad_clip": 1.0 } }
 JSON
 
-# run NAME DATA PIPE MICRO SCHEDULE: train, keep params and metrics in $T/NAME
+# run NAME DATA PIPE MICRO SCHEDULE [--set KEY=VALUE...]: train, keep params
+# and metrics in $T/NAME
 run() {
 	local name=$1 d=$2 p=$3 m=$4 sch=$5 np=$(($2 * $3))
+	shift 5
 	$SUBMIT validate "$T/base.json" --set run_dir="$T/$name" --set resources.tasks_per_node=$np \
 		--set parallel.data=$d --set parallel.pipeline=$p --set parallel.micro_batches=$m \
-		--set parallel.schedule=$sch >"$T/$name.json" 2>"$T/$name.err" || { cat "$T/$name.err"; fail "spec $name"; }
+		--set parallel.schedule=$sch "$@" >"$T/$name.json" 2>"$T/$name.err" || { cat "$T/$name.err"; fail "spec $name"; }
 	mkdir -p "$T/$name"
 	mpirun --allow-run-as-root --oversubscribe -np $np "$DTRAIN_BIN/dtrain-run" --quiet \
 		--save-params "$T/$name/params" "$T/$name.json" >"$T/$name.out" 2>&1 ||
@@ -97,3 +103,34 @@ close_losses a d2
 close_losses a d3
 close_losses a d2p2
 pass "data 2, 3 and 2 x pipeline 2: same loss curve within 1e-5"
+
+# the way gradients are summed (runtime/dp.h); the runs above used "auto"
+grad_sync() { sed -n 's/.*"event":"start".*"grad_sync":"\([a-z]*\)","replicas_per_node":\([0-9]*\).*/\1 \2/p' "$T/$1/metrics.jsonl"; }
+[ "$(grad_sync d2)" = "shared 2" ] || fail "d2: grad_sync is '$(grad_sync d2)', want shared on 2 replicas per node"
+run d2a 2 1 1 1f1b --set parallel.grad_sync=allreduce
+[ "$(grad_sync d2a)" = "allreduce 1" ] || fail "d2a: grad_sync is '$(grad_sync d2a)', want allreduce"
+close_params d2 d2a
+run s2 2 1 1 1f1b --set train.grad_clip=0
+run s2a 2 1 1 1f1b --set train.grad_clip=0 --set parallel.grad_sync=allreduce
+same_bits s2 s2a
+run s22 2 2 2 gpipe --set train.grad_clip=0
+run s22a 2 2 2 gpipe --set train.grad_clip=0 --set parallel.grad_sync=allreduce
+same_bits s22 s22a
+pass "grad_sync auto (shared memory) and allreduce: bitwise equal on 2 replicas, without and with a pipeline"
+
+# no shared-memory window to be had (Open MPI's sm window component off, as
+# a container's small /dev/shm would): one warning, and the allreduce way
+OMPI_MCA_osc='^sm' run nosm 2 1 1 1f1b
+[ "$(grep -c 'no shared-memory window' "$T/nosm.out")" = 1 ] || { cat "$T/nosm.out"; fail "nosm: want one warning"; }
+must_contain "$T/nosm.out" "gradients go by allreduce (hint: more room in /dev/shm, or parallel.grad_sync=allreduce)"
+[ "$(grad_sync nosm)" = "allreduce 1" ] || fail "nosm: grad_sync is '$(grad_sync nosm)', want allreduce"
+same_bits nosm d2a
+pass "no shared-memory window: a warning, then the allreduce way (the same bits)"
+
+run d4 4 1 1 1f1b
+run d4a 4 1 1 1f1b --set parallel.grad_sync=allreduce
+[ "$(grad_sync d4)" = "shared 4" ] || fail "d4: grad_sync is '$(grad_sync d4)'"
+close_params d4 d4a
+close_params d3 d2
+close_losses a d4
+pass "grad_sync auto on 3 and 4 replicas: the allreduce run's parameters to float32 rounding"

@@ -142,6 +142,28 @@ must_contain "$T/fallback.out" "resuming from $T/fallback/checkpoints/step-00000
 same_bits ref fallback
 pass "damaged newest checkpoint ($(basename "$victim") $how): warned, fell back to step 25, bitwise equal"
 
+# --- a late snapshot copy: nothing changes the state before it is made ---
+# An async save's copy runs on the writer thread while the next step's
+# forward and backward passes run; here each copy first sleeps 500 ms
+# (DTRAIN_FAULT_SNAPSHOT), far longer than a step. Had an optimizer update
+# (this replica's, or on 2 x 2 another replica's of the same node, which
+# share the parameters) not waited for the copy, the checkpoint of step 10
+# would hold a later step's state: a resume from it would not end bitwise
+# equal. The wait counts as the save's stall.
+spec late 2 2
+export DTRAIN_FAULT_SNAPSHOT=slow@500
+run late 0
+unset DTRAIN_FAULT_SNAPSHOT
+same_bits ref late
+stalls=$(sed -n 's/.*"event":"checkpoint".*"stall_s":\([0-9.]*\).*"async":true.*/\1/p' "$T/late/metrics.jsonl")
+[ "$(echo "$stalls" | grep -c .)" -eq 6 ] || fail "late: expected 6 async saves in metrics.jsonl, got: $stalls"
+echo "$stalls" | awk '$1 < 0.45 { exit 1 }' || fail "late: an async save's stall_s is below the copy's 0.5 s delay: $stalls"
+spec fromlate 2 2 --set checkpoint.resume="$T/late/checkpoints/step-00000010"
+run fromlate 0
+must_contain "$T/fromlate.out" "resuming from $T/late/checkpoints/step-00000010"
+same_bits ref fromlate
+pass "a snapshot copy 0.5 s late: the update waited for it (stall $(echo $stalls | tr ' ' ,) s), the resume from its step 10 is bitwise equal"
+
 # --- resume on other layouts, from the reference's step 10 ---
 for layout in "1 1" "1 4" "4 1" "1 2"; do
 	set -- $layout

@@ -247,7 +247,7 @@ static void test_bias(void **state)
 	check_bitwise("bias_fill", got, want, (size_t)rows * out);
 
 	/* the CPU's bias gradient: rt_linear_backward with only db wanted */
-	rt_linear_backward(NULL, NULL, dy, NULL, NULL, db, rows, 1, out);
+	rt_linear_backward(NULL, NULL, dy, NULL, NULL, db, rows, 1, out, true);
 	rc_ok(rt_gpu_bias_grad(d_dy, d_db, rows, out, stream, &err));
 	rc_ok(rt_gpu_bias_grad(d_dy, d_db, 0, out, stream, &err)); /* rows = 0: nothing */
 	from_dev(got, d_db, out * sizeof(float));

@@ -250,7 +250,7 @@ static void test_linear_backward_naive(void **state)
 		memcpy(dw, dw0, (size_t)out * in * sizeof(*dw));
 		memcpy(db, db0, (size_t)out * sizeof(*db));
 		memset(dx, 0xff, (size_t)rows * in * sizeof(*dx)); /* NaNs: must be overwritten */
-		rt_linear_backward(x, w, dy, dx, dw, db, rows, in, out);
+		rt_linear_backward(x, w, dy, dx, dw, db, rows, in, out, true);
 		for (i = 0; i < rows; i++) { /* dx = dy W */
 			for (k = 0; k < in; k++) {
 				double ref = 0, mag = 0;
@@ -282,8 +282,8 @@ static void test_linear_backward_naive(void **state)
 		}
 		/* NULL outputs are skipped; dx alone still matches */
 		memcpy(dw, dw0, (size_t)out * in * sizeof(*dw));
-		rt_linear_backward(x, w, dy, NULL, dw, NULL, rows, in, out);
-		rt_linear_backward(x, w, dy, dx, NULL, NULL, rows, in, out);
+		rt_linear_backward(x, w, dy, NULL, dw, NULL, rows, in, out, true);
+		rt_linear_backward(x, w, dy, dx, NULL, NULL, rows, in, out, true);
 		assert_true(isfinite(dx[0]));
 		free(db);
 		free(dw);
@@ -304,8 +304,54 @@ static void test_linear_empty(void **state)
 
 	(void)state;
 	rt_linear_forward(x, w, NULL, y, 0, 2, 2);
-	rt_linear_backward(x, w, y, NULL, dw, db, 0, 2, 2);
+	rt_linear_backward(x, w, y, NULL, dw, db, 0, 2, 2, true);
 	assert_true(y[0] == 9 && dw[3] == 5 && db[1] == 6);
+	/* overwriting with nothing to add gives zeros */
+	rt_linear_backward(x, w, y, NULL, dw, db, 0, 2, 2, false);
+	assert_true(dw[0] == 0 && dw[3] == 0 && db[0] == 0 && db[1] == 0);
+}
+
+/* add = false (the first backward of a step) gives bitwise what zeroing
+ * dw and db and then adding gives, over shapes around OpenBLAS's blocks,
+ * one row included; dx is the same either way. */
+static void test_linear_overwrite(void **state)
+{
+	static const int shapes[][3] = { { 1, 5, 3 }, { 7, 33, 17 }, { 64, 784, 40 }, { 300, 130, 9 } };
+	struct rt_rng r;
+	size_t k, i;
+
+	(void)state;
+	rt_rng_seed(&r, 11, 0);
+	for (k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+		int rows = shapes[k][0], in = shapes[k][1], out = shapes[k][2];
+		size_t nw = (size_t)out * in;
+		float *x = randn(&r, (size_t)rows * in, 1.0f), *w = randn(&r, nw, 0.1f);
+		float *dy = randn(&r, (size_t)rows * out, 1.0f);
+		float *dw1 = calloc(nw, sizeof(float)), *db1 = calloc((size_t)out, sizeof(float));
+		float *dw2 = randn(&r, nw, 1.0f), *db2 = randn(&r, (size_t)out, 1.0f); /* stale */
+		float *dx1 = malloc((size_t)rows * in * sizeof(float));
+		float *dx2 = malloc((size_t)rows * in * sizeof(float));
+
+		assert_true(dw1 && db1 && dx1 && dx2);
+		rt_linear_backward(x, w, dy, dx1, dw1, db1, rows, in, out, true);
+		rt_linear_backward(x, w, dy, dx2, dw2, db2, rows, in, out, false);
+		for (i = 0; i < nw; i++)
+			if (memcmp(&dw1[i], &dw2[i], sizeof(float)))
+				fail_msg("%dx%dx%d: dw[%zu] %.9g, want %.9g", rows, in, out, i, dw2[i], dw1[i]);
+		for (i = 0; i < (size_t)out; i++)
+			if (memcmp(&db1[i], &db2[i], sizeof(float)))
+				fail_msg("%dx%dx%d: db[%zu] %.9g, want %.9g", rows, in, out, i, db2[i], db1[i]);
+		assert_memory_equal(dx1, dx2, (size_t)rows * in * sizeof(float));
+		free(dx2);
+		free(dx1);
+		free(db2);
+		free(dw2);
+		free(db1);
+		free(dw1);
+		free(dy);
+		free(w);
+		free(x);
+	}
 }
 
 /* --- activations --- */
@@ -542,6 +588,7 @@ int main(void)
 		cmocka_unit_test(test_linear_forward_naive),
 		cmocka_unit_test(test_linear_backward_naive),
 		cmocka_unit_test(test_linear_empty),
+		cmocka_unit_test(test_linear_overwrite),
 		cmocka_unit_test(test_act_parse),
 		cmocka_unit_test(test_act_forward_backward),
 		cmocka_unit_test(test_gelu_is_tanh_approximation),

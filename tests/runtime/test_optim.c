@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "runtime/optim.h"
+#include "runtime/pool.h"
 #include "runtime/rng.h"
 
 /* --- helpers --- */
@@ -283,7 +284,7 @@ static void test_sumsq_scale_clip(void **state)
 	free(ones);
 }
 
-/* rt_optim_step_fused on 2 threads against rt_sumsq + rt_scale +
+/* rt_optim_step_fused on a pool of 2 threads against rt_sumsq + rt_scale +
  * rt_optim_step on 1: the same bits for both optimizers, clipped or not, on
  * lengths around the vector width and over several chunks, with the
  * gradient zeroed after. */
@@ -292,9 +293,12 @@ static void test_fused_update(void **state)
 	static const size_t lens[] = { 1, 7, 8, 9, 1000, 4099, 3 * RT_CHUNK + 5 };
 	static const char *types[] = { "sgd", "adamw" };
 	struct opt_spec os;
+	struct rt_pool pool;
 	size_t k, t, i, n;
 
 	(void)state;
+	rt_pool_init(&pool, 2);
+	assert_int_equal(pool.started, 1);
 	for (t = 0; t < 2; t++) {
 		for (k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
 			struct rt_optim a, b;
@@ -306,7 +310,7 @@ static void test_fused_update(void **state)
 			opt_set(&os, types[t], 0.05, 0.9, 0.01);
 			optim_ok(&a, &os.s, n);
 			optim_ok(&b, &os.s, n);
-			b.threads = 2; /* chunks over threads: the same bits */
+			b.pool = &pool; /* chunks over threads: the same bits */
 			w1 = malloc(n * sizeof(float));
 			w2 = malloc(n * sizeof(float));
 			g1 = malloc(n * sizeof(float));
@@ -347,6 +351,7 @@ static void test_fused_update(void **state)
 			rt_optim_free(&b);
 		}
 	}
+	rt_pool_free(&pool);
 }
 
 /* --- errors --- */

@@ -1,0 +1,329 @@
+/*
+ * dp.c - the replicas of a stage on one node share parameters, optimizer
+ * state and gradients in an MPI shared-memory window (runtime/dp.h).
+ *
+ * Memory model: the window is locked once (MPI_Win_lock_all, no check) and
+ * every hand-over between replicas is MPI_Win_sync, MPI_Barrier,
+ * MPI_Win_sync (the MPI-3 "separate processes, shared window" idiom), so
+ * that what one replica wrote before the barrier is what the others read
+ * after it.
+ *
+ * Sections: choosing the way, life cycle, the step, checkpoints.
+ */
+#include "runtime/dp.h"
+#include "runtime/pool.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Slots and parts start on 64-byte cache lines: two replicas never write
+ * the same line. */
+#define LINE_FLOATS 16
+/* Elements summed per item of the pool (as the optimizer's RT_CHUNK). */
+#define SUM_CHUNK 65536
+
+static int mpi_err(struct dt_err *err, const char *call, int rc)
+{
+	char msg[MPI_MAX_ERROR_STRING];
+	int len = 0, rank = -1;
+
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Error_string(rc, msg, &len);
+	return dt_err_add(err, "rank %d: %s failed: %s", rank, call, msg), -EIO;
+}
+
+#define CHECK(call)                                                 \
+	do {                                                        \
+		int mpi_rc_ = (call);                               \
+		if (mpi_rc_ != MPI_SUCCESS) {                       \
+			rc = mpi_err(err, #call, mpi_rc_);          \
+			goto out;                                   \
+		}                                                   \
+	} while (0)
+
+/* --- choosing the way --- */
+
+/* L, the replicas of the stage on this node, and whether every node of
+ * the stage has the same L (min == max over data_comm). */
+static int node_layout(struct rt_dp *dp, const struct rt_grid *g, int *uniform,
+		       struct dt_err *err)
+{
+	int mine[2], all[2], rc = 0;
+
+	CHECK(MPI_Comm_split_type(g->data_comm, MPI_COMM_TYPE_SHARED, g->coord[RT_DIM_DATA],
+				  MPI_INFO_NULL, &dp->node));
+	CHECK(MPI_Comm_rank(dp->node, &dp->local));
+	CHECK(MPI_Comm_size(dp->node, &dp->locals));
+	mine[0] = dp->locals;
+	mine[1] = -dp->locals;
+	CHECK(MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, g->data_comm));
+	*uniform = all[0] == -all[1];
+out:
+	return rc;
+}
+
+/* --- life cycle --- */
+
+static size_t round_up(size_t n)
+{
+	return (n + LINE_FLOATS - 1) / LINE_FLOATS * LINE_FLOATS;
+}
+
+/* Part k of L of n floats, on cache-line boundaries, as even as that
+ * allows. */
+static void part_of(size_t n, int k, int L, size_t *first, size_t *count)
+{
+	size_t lines = (n + LINE_FLOATS - 1) / LINE_FLOATS;
+	size_t a = lines * (size_t)k / (size_t)L * LINE_FLOATS;
+	size_t b = lines * (size_t)(k + 1) / (size_t)L * LINE_FLOATS;
+
+	*first = a < n ? a : n;
+	*count = (b < n ? b : n) - *first;
+}
+
+/* Hand-over point between the node's replicas (see the top). */
+static int sync_node(struct rt_dp *dp, struct dt_err *err)
+{
+	int rc = 0;
+
+	CHECK(MPI_Win_sync(dp->win));
+	CHECK(MPI_Barrier(dp->node));
+	CHECK(MPI_Win_sync(dp->win));
+out:
+	return rc;
+}
+
+int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
+	       struct rt_stage *st, struct rt_optim *o, struct dt_err *err)
+{
+	int n_states = o->type == RT_OPTIM_ADAMW ? 2 : 1, uniform = 0, rc = 0, k, disp = 0, ok, mrc;
+	const char *way = s->parallel.grad_sync ? s->parallel.grad_sync : "auto";
+	size_t stride, regions;
+	MPI_Aint bytes, got = 0;
+	float *base = NULL;
+
+	memset(dp, 0, sizeof(*dp));
+	dp->data = g->data_comm;
+	dp->node = dp->cross = MPI_COMM_NULL;
+	dp->win = MPI_WIN_NULL;
+	dp->n = st->n_params;
+	dp->pool = o->pool;
+	if (g->size[RT_DIM_DATA] == 1 || strcmp(way, "auto") != 0)
+		return 0; /* every rank decides alike from the spec and the grid */
+	rc = node_layout(dp, g, &uniform, err);
+	if (rc)
+		goto out;
+	if (dp->locals == 1 || !uniform) {
+		/* each replica alone on its node, or nodes with different
+		 * counts: the parts would not line up between nodes */
+		MPI_Comm_free(&dp->node);
+		dp->node = MPI_COMM_NULL;
+		return 0;
+	}
+	if (g->size[RT_DIM_DATA] > dp->locals)
+		CHECK(MPI_Comm_split(g->data_comm, dp->local, g->coord[RT_DIM_DATA], &dp->cross));
+
+	/* params, the states, then the slots, each on its own cache lines;
+	 * the node's replica 0 allocates it all */
+	stride = round_up(dp->n);
+	dp->stride = stride;
+	regions = (size_t)(1 + n_states + dp->locals);
+	if (stride > (size_t)(PTRDIFF_MAX / (ptrdiff_t)sizeof(float)) / regions) {
+		dt_err_add(err, "stage %d: %zu parameters are too many for one shared window",
+			   st->stage, dp->n);
+		rc = -ENOMEM;
+		goto out;
+	}
+	bytes = dp->local == 0 ? (MPI_Aint)(stride * regions * sizeof(float)) : 0;
+	mrc = MPI_Win_allocate_shared(bytes, sizeof(float), MPI_INFO_NULL, dp->node, &base, &dp->win);
+	ok = mrc == MPI_SUCCESS;
+	CHECK(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, g->data_comm));
+	if (!ok) {
+		/* e.g. a container's small /dev/shm: train all the same, the
+		 * other way; the node's first replica that failed says why */
+		int first_failed = mrc != MPI_SUCCESS ? dp->local : INT_MAX;
+
+		CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, dp->node));
+		if (first_failed == dp->local) {
+			char msg[MPI_MAX_ERROR_STRING];
+			int len = 0;
+
+			MPI_Error_string(mrc, msg, &len);
+			fprintf(stderr, "dtrain-run: warning: stage %d: no shared-memory window of %.0f MiB "
+				"for the replicas on this node (%s); gradients go by allreduce "
+				"(hint: more room in /dev/shm, or parallel.grad_sync=allreduce)\n",
+				st->stage, (double)(stride * regions * sizeof(float)) / 1048576.0, msg);
+		}
+		if (mrc == MPI_SUCCESS)
+			MPI_Win_free(&dp->win);
+		dp->win = MPI_WIN_NULL;
+		if (dp->cross != MPI_COMM_NULL)
+			MPI_Comm_free(&dp->cross);
+		MPI_Comm_free(&dp->node);
+		dp->node = dp->cross = MPI_COMM_NULL;
+		return 0;
+	}
+	CHECK(MPI_Win_shared_query(dp->win, 0, &got, &disp, &base));
+	CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, dp->win));
+	if (dp->local == 0) {
+		memcpy(base, st->params, dp->n * sizeof(float));
+		for (k = 0; k < n_states; k++)
+			memcpy(base + (size_t)(1 + k) * stride, k ? o->v : o->m, dp->n * sizeof(float));
+		memset(base + (size_t)(1 + n_states) * stride, 0,
+		       (size_t)dp->locals * stride * sizeof(float));
+	}
+	rc = sync_node(dp, err);
+	if (rc)
+		goto out;
+	dp->slots = base + (size_t)(1 + n_states) * stride;
+	rt_stage_adopt(st, base, dp->slots + (size_t)dp->local * stride);
+	rt_optim_adopt(o, base + stride, n_states > 1 ? base + 2 * stride : NULL);
+	part_of(dp->n, dp->local, dp->locals, &dp->first, &dp->count);
+	dp->shared = true;
+out:
+	return rc;
+}
+
+void rt_dp_free(struct rt_dp *dp, struct rt_stage *st, struct rt_optim *o)
+{
+	if (dp->shared) {
+		rt_stage_adopt(st, NULL, NULL);
+		rt_optim_adopt(o, NULL, NULL);
+	}
+	if (dp->win != MPI_WIN_NULL) {
+		MPI_Win_unlock_all(dp->win);
+		MPI_Win_free(&dp->win);
+	}
+	if (dp->cross != MPI_COMM_NULL)
+		MPI_Comm_free(&dp->cross);
+	if (dp->node != MPI_COMM_NULL)
+		MPI_Comm_free(&dp->node);
+	memset(dp, 0, sizeof(*dp));
+	dp->node = dp->cross = MPI_COMM_NULL;
+	dp->win = MPI_WIN_NULL;
+}
+
+void rt_dp_abandon(struct rt_dp *dp, struct rt_stage *st, struct rt_optim *o)
+{
+	if (dp->shared) {
+		rt_stage_adopt(st, NULL, NULL);
+		rt_optim_adopt(o, NULL, NULL);
+	}
+	dp->shared = false;
+}
+
+/* --- the step --- */
+
+/* mine[i] = ((slot 0 + slot 1) + slot 2) + ... (slot order, whoever
+ * "mine" is), over one chunk; through a block in L1 so that each addition
+ * runs over a whole row of floats. The others' slots are left as they are:
+ * each replica's next backward overwrites its own. */
+static void sum_chunk(float *slots, size_t stride, int L, int me, size_t at, size_t len)
+{
+	float acc[1024];
+	size_t done, i, m;
+	int k;
+
+	for (done = 0; done < len; done += m) {
+		m = len - done < 1024 ? len - done : 1024;
+		memcpy(acc, slots + at + done, m * sizeof(float));
+		for (k = 1; k < L; k++) {
+			const float *other = slots + (size_t)k * stride + at + done;
+
+			for (i = 0; i < m; i++)
+				acc[i] += other[i];
+		}
+		memcpy(slots + (size_t)me * stride + at + done, acc, m * sizeof(float));
+	}
+}
+
+/* Item c of the sum of this replica's part (rt_pool_for). */
+static void sum_item(void *ctx, long c)
+{
+	const struct rt_dp *dp = ctx;
+	size_t at = dp->first + (size_t)c * SUM_CHUNK, end = dp->first + dp->count;
+
+	sum_chunk(dp->slots, dp->stride, dp->locals, dp->local, at,
+		  end - at < SUM_CHUNK ? end - at : SUM_CHUNK);
+}
+
+int rt_dp_reduce(struct rt_dp *dp, double *wait_s, struct dt_err *err)
+{
+	double t0 = MPI_Wtime();
+	size_t off;
+	int rc;
+
+	rc = sync_node(dp, err);
+	*wait_s = MPI_Wtime() - t0;
+	if (rc)
+		return rc;
+	rt_pool_for(dp->pool, (long)((dp->count + SUM_CHUNK - 1) / SUM_CHUNK), sum_item, dp);
+	if (dp->cross == MPI_COMM_NULL)
+		return 0;
+	/* the same part on the other nodes: MPI counts are int */
+	for (off = 0; off < dp->count;) {
+		size_t left = dp->count - off;
+		int chunk = left > (size_t)INT_MAX / 2 ? INT_MAX / 2 : (int)left;
+		float *p = dp->slots + (size_t)dp->local * dp->stride + dp->first + off;
+
+		CHECK(MPI_Allreduce(MPI_IN_PLACE, p, chunk, MPI_FLOAT, MPI_SUM, dp->cross));
+		off += (size_t)chunk;
+	}
+out:
+	return rc;
+}
+
+int rt_dp_publish(struct rt_dp *dp, struct dt_err *err)
+{
+	return sync_node(dp, err);
+}
+
+int rt_dp_sum_parts(struct rt_dp *dp, double *part, struct dt_err *err)
+{
+	int rc = 0;
+
+	CHECK(MPI_Allreduce(MPI_IN_PLACE, part, 1, MPI_DOUBLE, MPI_SUM, dp->node));
+out:
+	return rc;
+}
+
+/* --- checkpoints --- */
+
+static int bcast_floats(float *p, size_t n, int root, MPI_Comm comm)
+{
+	while (n > 0) {
+		int chunk = n > (1u << 30) ? (1 << 30) : (int)n;
+		int rc = MPI_Bcast(p, chunk, MPI_FLOAT, root, comm);
+
+		if (rc != MPI_SUCCESS)
+			return rc;
+		p += chunk;
+		n -= (size_t)chunk;
+	}
+	return MPI_SUCCESS;
+}
+
+int rt_dp_bcast(const struct rt_dp *dp, float *p, size_t n)
+{
+	int rc = MPI_SUCCESS;
+
+	if (!dp->shared) {
+		int size = 1;
+
+		MPI_Comm_size(dp->data, &size);
+		return size > 1 ? bcast_floats(p, n, 0, dp->data) : MPI_SUCCESS;
+	}
+	/* replica 0 is the node replica 0 of the first node, rank 0 of cross */
+	if (dp->local == 0 && dp->cross != MPI_COMM_NULL)
+		rc = bcast_floats(p, n, 0, dp->cross);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Win_sync(dp->win);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Barrier(dp->node);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Win_sync(dp->win);
+	return rc;
+}

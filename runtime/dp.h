@@ -1,0 +1,119 @@
+/*
+ * dp.h - gradient averaging between the data-parallel replicas of a stage,
+ * and one copy of the stage's parameters per node.
+ *
+ * Two ways, chosen by parallel.grad_sync:
+ *
+ * "allreduce": every replica keeps its own parameters, gradients and
+ * optimizer state; gradients are summed by MPI_Iallreduce over data_comm, in
+ * buckets started during the backward pass (runtime/train.c). Every replica
+ * then updates all of its parameters.
+ *
+ * "auto" (the default) does that only where each replica of a stage is alone
+ * on its node. Where L > 1 replicas of a stage share a node (the same node
+ * by MPI_COMM_TYPE_SHARED), they share, in one shared-memory window per
+ * node: ONE copy of the parameters and of the optimizer state, and one
+ * gradient buffer per replica (its "slot"). A step then goes:
+ *	forward and backward: every replica reads the shared parameters and
+ *		writes its gradient into its own slot (the first backward
+ *		of a step overwrites, the others add);
+ *	rt_dp_reduce: a barrier; replica k sums part k of all L slots, in slot
+ *		order (slot 0 + slot 1 + ...), into its own slot; when the
+ *		stage's replicas span several nodes,
+ *		part k is then allreduced with the replicas that hold part k on
+ *		the other nodes (one MPI_Allreduce of n / L floats);
+ *	update: replica k updates part k of the parameters and of the optimizer
+ *		state (rt_optim_step_range), like ZeRO stage 1 (Rajbhandari et al.
+ *		2020) within a node;
+ *	rt_dp_publish: a barrier, so that no replica starts the next forward
+ *		pass before every part is updated.
+ * Against an allreduce between the processes of one node this moves no
+ * message (each gradient is read once, where it lies), runs 1/L of the
+ * optimizer on each replica, and keeps L - 1 fewer copies of the
+ * parameters and the state. It needs the same L on every node of the
+ * stage's replicas (else "auto" falls back to "allreduce").
+ *
+ * Results: with L = 2 the sum of two slots is bitwise MPI's sum (one
+ * addition), so a run equals its "allreduce" run bit for bit; with L > 2
+ * the sum runs in another order than MPI's (float32 rounding apart). Only
+ * the reported gradient norm is summed in parts (last bits). Every node
+ * computes the same parts from the same sums, so the nodes' copies agree.
+ *
+ * Sections: life cycle, the step, checkpoints.
+ */
+#ifndef DTRAIN_RUNTIME_DP_H
+#define DTRAIN_RUNTIME_DP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <mpi.h>
+
+#include "jobs/spec.h"
+#include "runtime/grid.h"
+#include "runtime/model.h"
+#include "runtime/optim.h"
+#include "runtime/util.h"
+
+struct rt_pool; /* runtime/pool.h */
+
+struct rt_dp {
+	bool shared;     /* the shared-memory way; false: "allreduce" (or one replica) */
+	MPI_Comm data;   /* the grid's data_comm (borrowed) */
+	MPI_Comm node;   /* shared: the stage's replicas on this node; rank = local */
+	MPI_Comm cross;  /* shared, several nodes: the holders of part `local` on
+			  * every node, rank = node order; else MPI_COMM_NULL */
+	int local;       /* index among the node's replicas of the stage */
+	int locals;      /* L: replicas of the stage on each node */
+	struct rt_pool *pool; /* borrowed: the threads of the sums (the optimizer's) */
+	MPI_Win win;     /* the shared window, or MPI_WIN_NULL */
+	size_t n;        /* floats of the stage's parameters */
+	size_t stride;   /* floats between two slots (n rounded up to a cache line) */
+	float *slots;    /* [locals][stride]: each replica's gradient; in win */
+	size_t first;    /* this replica's part: [first, first + count) */
+	size_t count;
+};
+
+/* --- life cycle --- */
+
+/* Collective over the grid's data_comm. Picks the way (see the top), and
+ * for the shared way allocates the window, copies the stage's initial
+ * parameters and optimizer state into it (from the node's replica 0; all
+ * replicas computed the same) and points st and o at it (rt_stage_adopt,
+ * rt_optim_adopt), freeing their own copies. Free with rt_dp_free() before
+ * st and o. 0, or -ENOMEM / -EIO with a message naming the rank. */
+int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
+	       struct rt_stage *st, struct rt_optim *o, struct dt_err *err);
+/* Collective when shared (it frees the window): detaches st and o from it
+ * first (their buffers become NULL). Safe on a zeroed struct. */
+void rt_dp_free(struct rt_dp *dp, struct rt_stage *st, struct rt_optim *o);
+/* For a rank that fails alone (the job is then aborted): detaches st and o
+ * like rt_dp_free, but calls nothing collective (the window is left to the
+ * end of the process). */
+void rt_dp_abandon(struct rt_dp *dp, struct rt_stage *st, struct rt_optim *o);
+
+/* --- the step (shared way only; all replicas of the stage call them) --- */
+
+/* After the step's last backward: waits for every replica of the node, then
+ * leaves in st->grads[first, first + count) the sum of the step's gradients
+ * over all replicas of the stage (the other slots keep theirs: each
+ * replica's next backward overwrites its own slot, model.h).
+ * *wait_s gets the time spent waiting in the barrier. 0 or -EIO. */
+int rt_dp_reduce(struct rt_dp *dp, double *wait_s, struct dt_err *err);
+/* After this replica's update of its part: returns when every replica of
+ * the node has updated its part. 0 or -EIO. */
+int rt_dp_publish(struct rt_dp *dp, struct dt_err *err);
+/* The sum over the node's replicas of each one's `part` (a sum of squares
+ * of its part of the gradient): the whole stage's. 0 or -EIO. */
+int rt_dp_sum_parts(struct rt_dp *dp, double *part, struct dt_err *err);
+
+/* --- checkpoints --- */
+
+/* After data replica 0 of the stage has filled p [n] (parameters or a
+ * state read from a checkpoint): makes every replica's copy equal to it.
+ * Shared: one broadcast between the nodes' replica 0, then a node barrier;
+ * else a broadcast over data_comm. Collective over data_comm. 0 or an MPI
+ * error code. */
+int rt_dp_bcast(const struct rt_dp *dp, float *p, size_t n);
+
+#endif
