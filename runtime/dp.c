@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Slots and parts start on 64-byte cache lines: two replicas never write
@@ -179,6 +180,17 @@ int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
 	if (rc)
 		goto out;
 	dp->slots = base + (size_t)(1 + n_states) * stride;
+	dp->slot = malloc((size_t)dp->locals * sizeof(*dp->slot));
+	if (!dp->slot) {
+		dt_err_add(err, "stage %d: out of memory", st->stage);
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (k = 0; k < dp->locals; k++)
+		dp->slot[k] = dp->slots + (size_t)k * stride;
+	/* clipping needs the norm of the sum before the update, and other
+	 * nodes need the summed part: then the sum is written first */
+	dp->fuse = dp->cross == MPI_COMM_NULL && !(s->train.grad_clip > 0);
 	rt_stage_adopt(st, base, dp->slots + (size_t)dp->local * stride);
 	rt_optim_adopt(o, base + stride, n_states > 1 ? base + 2 * stride : NULL);
 	part_of(dp->n, dp->local, dp->locals, &dp->first, &dp->count);
@@ -201,6 +213,7 @@ void rt_dp_free(struct rt_dp *dp, struct rt_stage *st, struct rt_optim *o)
 		MPI_Comm_free(&dp->cross);
 	if (dp->node != MPI_COMM_NULL)
 		MPI_Comm_free(&dp->node);
+	free(dp->slot);
 	memset(dp, 0, sizeof(*dp));
 	dp->node = dp->cross = MPI_COMM_NULL;
 	dp->win = MPI_WIN_NULL;
@@ -212,6 +225,8 @@ void rt_dp_abandon(struct rt_dp *dp, struct rt_stage *st, struct rt_optim *o)
 		rt_stage_adopt(st, NULL, NULL);
 		rt_optim_adopt(o, NULL, NULL);
 	}
+	free(dp->slot);
+	dp->slot = NULL;
 	dp->shared = false;
 }
 
@@ -258,7 +273,7 @@ int rt_dp_reduce(struct rt_dp *dp, double *wait_s, struct dt_err *err)
 
 	rc = sync_node(dp, err);
 	*wait_s = MPI_Wtime() - t0;
-	if (rc)
+	if (rc || dp->fuse)
 		return rc;
 	rt_pool_for(dp->pool, (long)((dp->count + SUM_CHUNK - 1) / SUM_CHUNK), sum_item, dp);
 	if (dp->cross == MPI_COMM_NULL)

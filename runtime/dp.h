@@ -24,7 +24,9 @@
  *		the other nodes (one MPI_Allreduce of n / L floats);
  *	update: replica k updates part k of the parameters and of the optimizer
  *		state (rt_optim_step_range), like ZeRO stage 1 (Rajbhandari et al.
- *		2020) within a node;
+ *		2020) within a node; on one node without clipping the sum is
+ *		not even written: the update adds the slots as it reads them
+ *		(rt_optim_step_sum, dp->fuse), and rt_dp_reduce only waits;
  *	rt_dp_publish: a barrier, so that no replica starts the next forward
  *		pass before every part is updated.
  * Against an allreduce between the processes of one node this moves no
@@ -70,6 +72,10 @@ struct rt_dp {
 	size_t n;        /* floats of the stage's parameters */
 	size_t stride;   /* floats between two slots (n rounded up to a cache line) */
 	float *slots;    /* [locals][stride]: each replica's gradient; in win */
+	float **slot;    /* [locals], owned: slot k = slots + k * stride */
+	bool fuse;       /* one node and no clipping: rt_dp_reduce only waits, and
+			  * the update sums the slots as it reads them
+			  * (rt_optim_step_sum), with no summed copy written */
 	size_t first;    /* this replica's part: [first, first + count) */
 	size_t count;
 };
@@ -95,9 +101,10 @@ void rt_dp_abandon(struct rt_dp *dp, struct rt_stage *st, struct rt_optim *o);
 /* --- the step (shared way only; all replicas of the stage call them) --- */
 
 /* After the step's last backward: waits for every replica of the node, then
- * leaves in st->grads[first, first + count) the sum of the step's gradients
- * over all replicas of the stage (the other slots keep theirs: each
- * replica's next backward overwrites its own slot, model.h).
+ * (unless fuse) leaves in st->grads[first, first + count) the sum of the
+ * step's gradients over all replicas of the stage (the other slots keep
+ * theirs: each replica's next backward overwrites its own slot, model.h).
+ * With fuse, only the wait: the update reads the slots (dp->slot).
  * *wait_s gets the time spent waiting in the barrier. 0 or -EIO. */
 int rt_dp_reduce(struct rt_dp *dp, double *wait_s, struct dt_err *err);
 /* After this replica's update of its part: returns when every replica of

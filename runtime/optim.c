@@ -192,14 +192,50 @@ RT_SIMD_CLONES static double adamw_zero(struct upd u, float *restrict w, float *
 	return adamw_pass(u, w, g, m, v, n, 1);
 }
 
-/* One update over elements [first, first + n) of the arrays. */
+/* One update over elements [first, first + n) of the arrays; the gradient
+ * is grads, or with n_slots > 0 the sum of slots[0..n_slots) in that order. */
 struct pass {
 	struct rt_optim *o;
 	const struct upd *u;
 	float *params, *grads;
 	size_t first, n;
 	int zero;
+	float *const *slots;
+	int n_slots;
 };
+
+/* Elements of the slots' sum made at a time, in L1, before their update. */
+#define SUM_BLOCK 1024
+
+/* The update of one chunk from the sum of the slots, SUM_BLOCK at a time;
+ * returns the chunk's sum of squares of the summed gradient (blocks added
+ * in order: the same for any thread count). */
+static double chunk_of_sum(const struct pass *ps, size_t off, size_t len)
+{
+	struct rt_optim *o = ps->o;
+	float g[SUM_BLOCK];
+	double total = 0.0;
+	size_t done, m, i;
+	int k;
+
+	for (done = 0; done < len; done += m) {
+		size_t at = off + done;
+
+		m = len - done < SUM_BLOCK ? len - done : SUM_BLOCK;
+		memcpy(g, ps->slots[0] + at, m * sizeof(float));
+		for (k = 1; k < ps->n_slots; k++) {
+			const float *s = ps->slots[k] + at;
+
+			for (i = 0; i < m; i++)
+				g[i] += s[i];
+		}
+		if (o->type == RT_OPTIM_ADAMW)
+			total += adamw_keep(*ps->u, ps->params + at, g, o->m + at, o->v + at, m);
+		else
+			total += sgd_keep(*ps->u, ps->params + at, g, o->m + at, m);
+	}
+	return total;
+}
 
 /* Chunk c of a pass; its sum of squares goes to o->part[c]. */
 static void chunk(void *ctx, long c)
@@ -208,8 +244,13 @@ static void chunk(void *ctx, long c)
 	struct rt_optim *o = ps->o;
 	size_t off = ps->first + (size_t)c * RT_CHUNK, end = ps->first + ps->n;
 	size_t len = end - off < RT_CHUNK ? end - off : RT_CHUNK;
-	float *w = ps->params + off, *g = ps->grads + off, *m = o->m + off;
+	float *w = ps->params + off, *g, *m = o->m + off;
 
+	if (ps->n_slots > 0) {
+		o->part[c] = chunk_of_sum(ps, off, len);
+		return;
+	}
+	g = ps->grads + off;
 	if (o->type == RT_OPTIM_ADAMW)
 		o->part[c] = ps->zero ? adamw_zero(*ps->u, w, g, m, o->v + off, len)
 				      : adamw_keep(*ps->u, w, g, m, o->v + off, len);
@@ -221,9 +262,9 @@ static void chunk(void *ctx, long c)
  * chunk's sum of squares is kept and they are added in chunk order, so the
  * result does not depend on the thread count. */
 static double chunks(struct rt_optim *o, const struct upd *u, float *params, float *grads,
-		     size_t first, size_t n, int zero)
+		     float *const *slots, int n_slots, size_t first, size_t n, int zero)
 {
-	struct pass ps = { o, u, params, grads, first, n, zero };
+	struct pass ps = { o, u, params, grads, first, n, zero, slots, n_slots };
 	long nc = (long)((n + RT_CHUNK - 1) / RT_CHUNK), c;
 	double total = 0.0;
 
@@ -233,8 +274,8 @@ static double chunks(struct rt_optim *o, const struct upd *u, float *params, flo
 	return total;
 }
 
-static double step(struct rt_optim *o, float *params, float *grads, size_t first, size_t n,
-		   double lr, float scale, int zero)
+static double step(struct rt_optim *o, float *params, float *grads, float *const *slots,
+		   int n_slots, size_t first, size_t n, double lr, float scale, int zero)
 {
 	struct upd u = { 0 };
 
@@ -261,26 +302,32 @@ static double step(struct rt_optim *o, float *params, float *grads, size_t first
 		u.wd = (float)o->weight_decay;
 		u.lr = (float)lr;
 	}
-	return chunks(o, &u, params, grads, first, n, zero);
+	return chunks(o, &u, params, grads, slots, n_slots, first, n, zero);
 }
 
 void rt_optim_step(struct rt_optim *o, float *params, const float *grads, size_t n, double lr)
 {
 	/* the keep variants only read grads */
-	step(o, params, (float *)grads, 0, n, lr, 1.0f, 0);
+	step(o, params, (float *)grads, NULL, 0, 0, n, lr, 1.0f, 0);
 }
 
 double rt_optim_step_fused(struct rt_optim *o, float *params, float *grads, size_t n, double lr,
 			   float scale)
 {
-	return step(o, params, grads, 0, n, lr, scale, 1);
+	return step(o, params, grads, NULL, 0, 0, n, lr, scale, 1);
 }
 
 double rt_optim_step_range(struct rt_optim *o, float *params, const float *grads, size_t first,
 			   size_t n, double lr, float scale)
 {
 	/* the keep variants only read grads */
-	return step(o, params, (float *)grads, first, n, lr, scale, 0);
+	return step(o, params, (float *)grads, NULL, 0, first, n, lr, scale, 0);
+}
+
+double rt_optim_step_sum(struct rt_optim *o, float *params, float *const *slots, int n_slots,
+			 size_t first, size_t n, double lr)
+{
+	return step(o, params, NULL, slots, n_slots > 0 ? n_slots : 1, first, n, lr, 1.0f, 0);
 }
 
 /* --- schedule --- */

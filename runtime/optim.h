@@ -103,6 +103,13 @@ double rt_optim_step_fused(struct rt_optim *o, float *params, float *grads, size
  * from first. */
 double rt_optim_step_range(struct rt_optim *o, float *params, const float *grads, size_t first,
 			   size_t n, double lr, float scale);
+/* rt_optim_step_range (no clipping) from the sum of n_slots gradient
+ * arrays, added in slot order (slots[0] + slots[1] + ...) as the update
+ * reads them: the replicas' gradients of one node (runtime/dp.h) summed
+ * and applied in one pass, with no summed copy written. The slots are read
+ * only. Returns the sum of squares of the summed gradient over the range. */
+double rt_optim_step_sum(struct rt_optim *o, float *params, float *const *slots, int n_slots,
+			 size_t first, size_t n, double lr);
 
 /* --- schedule --- */
 

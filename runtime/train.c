@@ -701,7 +701,12 @@ static int update(struct trainer *t, int64_t step, double loss, double lr, doubl
 	}
 	/* a NaN gradient is only seen after the update here; the run stops
 	 * then, and nothing saves these parameters */
-	sumsq = rt_optim_step_range(&t->opt, t->st.params, t->st.grads, first, count, lr, 1.0f);
+	if (t->dp.shared && t->dp.fuse)
+		sumsq = rt_optim_step_sum(&t->opt, t->st.params, t->dp.slot, t->dp.locals, first,
+					  count, lr);
+	else
+		sumsq = rt_optim_step_range(&t->opt, t->st.params, t->st.grads, first, count, lr,
+					    1.0f);
 	rc = t->dp.shared ? rt_dp_sum_parts(&t->dp, &sumsq, t->err) : 0;
 	if (!rc && t->dp.shared)
 		rc = rt_dp_publish(&t->dp, t->err);

@@ -354,6 +354,64 @@ static void test_fused_update(void **state)
 	rt_pool_free(&pool);
 }
 
+/* rt_optim_step_sum on 3 slots, over a part that starts inside a chunk:
+ * the parameters and state bitwise those of rt_optim_step_range on the
+ * slots' sum (slot order), outside the part untouched, the slots unchanged. */
+static void test_step_sum(void **state)
+{
+	static const char *types[] = { "sgd", "adamw" };
+	const size_t n = 2 * RT_CHUNK + 777, first = 1000, count = RT_CHUNK + 5000;
+	struct opt_spec os;
+	size_t t, i;
+
+	(void)state;
+	for (t = 0; t < 2; t++) {
+		struct rt_optim a, b;
+		struct rt_rng r;
+		float *w1 = malloc(n * sizeof(float)), *w2 = malloc(n * sizeof(float));
+		float *sum = malloc(n * sizeof(float)), *s[3];
+		int k, step;
+
+		assert_true(w1 && w2 && sum);
+		opt_set(&os, types[t], 0.05, 0.9, 0.01);
+		optim_ok(&a, &os.s, n);
+		optim_ok(&b, &os.s, n);
+		rt_rng_seed(&r, 5, t);
+		for (i = 0; i < n; i++)
+			w1[i] = w2[i] = rt_rng_normal(&r);
+		for (k = 0; k < 3; k++) {
+			s[k] = malloc(n * sizeof(float));
+			assert_non_null(s[k]);
+		}
+		for (step = 0; step < 3; step++) {
+			for (k = 0; k < 3; k++)
+				for (i = 0; i < n; i++)
+					s[k][i] = rt_rng_normal(&r);
+			for (i = 0; i < n; i++)
+				sum[i] = (s[0][i] + s[1][i]) + s[2][i];
+			rt_optim_step_range(&a, w1, sum, first, count, 0.05, 1.0f);
+			rt_optim_step_sum(&b, w2, s, 3, first, count, 0.05);
+			for (i = 0; i < n; i++)
+				assert_true(sum[i] == (s[0][i] + s[1][i]) + s[2][i]);
+		}
+		assert_memory_equal(w1, w2, n * sizeof(float));
+		assert_memory_equal(a.m, b.m, n * sizeof(float));
+		if (b.v)
+			assert_memory_equal(a.v, b.v, n * sizeof(float));
+		for (i = 0; i < first; i++)
+			assert_true(b.m[i] == 0.0f);
+		for (i = first + count; i < n; i++)
+			assert_true(b.m[i] == 0.0f);
+		for (k = 0; k < 3; k++)
+			free(s[k]);
+		free(sum);
+		free(w2);
+		free(w1);
+		rt_optim_free(&a);
+		rt_optim_free(&b);
+	}
+}
+
 /* --- errors --- */
 
 static void test_errors(void **state)
@@ -393,6 +451,7 @@ int main(void)
 		cmocka_unit_test(test_lr_schedule),
 		cmocka_unit_test(test_sumsq_scale_clip),
 		cmocka_unit_test(test_fused_update),
+		cmocka_unit_test(test_step_sum),
 		cmocka_unit_test(test_errors),
 	};
 
