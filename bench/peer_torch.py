@@ -134,7 +134,8 @@ def worker(rank, a):
     if a.procs > 1:
         dist.all_reduce(loss)
         loss /= a.procs
-        dist.destroy_process_group()
+        # no destroy_process_group(): seen hanging in gloo here for 10
+        # minutes after rank 0 had exited; spawned() ends the process
     if rank != 0:
         return
     rates, prev = [], (0, t0)
@@ -157,6 +158,11 @@ def spawned(rank, a):
         worker(rank, a)
     except Failure as e:  # one line, not a traceback, in the parent's message
         raise SystemExit(f"peer_torch: error: {e}")
+    # the result is out: leave without the interpreter's and gloo's
+    # teardown, which can wait on a peer that is already gone
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def main():

@@ -41,11 +41,16 @@ def die(msg):
     sys.exit(1)
 
 
-def sh(cmd, env=None, what=None):
-    """Runs cmd (a list); returns its stdout; dies naming `what` on failure."""
+def sh(cmd, env=None, what=None, timeout=1800):
+    """Runs cmd (a list); returns its stdout; dies naming `what` on failure
+    or when it runs past `timeout` seconds (a hung peer)."""
     e = dict(os.environ)
     e.update(env or {})
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        die("%s did not end within %d s: %s" % (what or cmd[0], timeout, " ".join(cmd)))
     if p.returncode != 0:
         die("%s failed (exit %d): %s\n%s" % (what or cmd[0], p.returncode, " ".join(cmd),
                                             (p.stdout + p.stderr)[-3000:]))
@@ -102,7 +107,7 @@ class Bench:
         out = sh([PY, os.path.join(SRC, "bench", "peer_torch.py"), "--data", self.data,
                   "--hidden", ",".join(map(str, MODELS[model])), "--batch", str(BATCH),
                   "--procs", str(procs), "--threads", str(threads), "--steps", str(steps),
-                  "--warmup", str(max(3, steps // 10))], what="peer_torch.py")
+                  "--warmup", str(max(3, steps // 10))], what="peer_torch.py", timeout=600)
         r = last_json(out, "peer_torch.py")
         return r["samples_per_s_median_window"]
 
