@@ -670,9 +670,12 @@ static int reduce_norm(struct trainer *t, double sumsq, double *norm)
 	return 0;
 }
 
-/* Clip (train.grad_clip), update and zero the gradients for the next step.
- * One pass over the parameters (rt_optim_step_fused); with clipping the
- * norm must be known first, which costs a second pass (rt_sumsq). */
+/* Clip (train.grad_clip) and update this replica's parameters (all of
+ * them, or its part when the node's replicas share them: runtime/dp.h), in
+ * one pass (rt_optim_step_range, or rt_optim_step_sum reading the replicas'
+ * gradients); with clipping the norm must be known first, which costs a
+ * second pass (rt_sumsq). The gradients are left: the next step's first
+ * backward overwrites them. */
 static int update(struct trainer *t, int64_t step, double loss, double lr, double *norm)
 {
 	double clip = t->s->train.grad_clip, sumsq;
