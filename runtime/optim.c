@@ -106,9 +106,9 @@ lanes_sum(const double *acc)
 
 /* The loops below take every constant as a local (a store through w could
  * otherwise change *u, as far as the compiler knows, and nothing would
- * vectorise); zero is a constant in each caller, so each gets its own loop. */
-static inline __attribute__((always_inline)) double
-sgd_pass(struct upd u, float *restrict w, float *restrict g, float *restrict v, size_t n, int zero)
+ * vectorise). They only read g. */
+RT_SIMD_CLONES static double sgd_keep(struct upd u, float *restrict w, const float *restrict g,
+				      float *restrict v, size_t n)
 {
 	const float mu = u.mu, wd = u.wd, lr = u.lr, scale = u.scale;
 	double acc[RT_LANES] = { 0 };
@@ -122,8 +122,6 @@ sgd_pass(struct upd u, float *restrict w, float *restrict g, float *restrict v, 
 			acc[j] += (double)raw * (double)raw;
 			v[i + j] = vi;
 			w[i + j] -= lr * vi;
-			if (zero)
-				g[i + j] = 0.0f;
 		}
 	for (j = 0; i < n; i++, j++) {
 		float raw = g[i], gi = raw * scale + wd * w[i];
@@ -132,15 +130,13 @@ sgd_pass(struct upd u, float *restrict w, float *restrict g, float *restrict v, 
 		acc[j] += (double)raw * (double)raw;
 		v[i] = vi;
 		w[i] -= lr * vi;
-		if (zero)
-			g[i] = 0.0f;
 	}
 	return lanes_sum(acc);
 }
 
-static inline __attribute__((always_inline)) double
-adamw_pass(struct upd u, float *restrict w, float *restrict g, float *restrict m,
-	   float *restrict v, size_t n, int zero)
+RT_SIMD_CLONES static double adamw_keep(struct upd u, float *restrict w,
+					const float *restrict g, float *restrict m,
+					float *restrict v, size_t n)
 {
 	const float decay = u.decay, b1 = u.b1, b2 = u.b2, c1 = u.c1, c2 = u.c2;
 	const float step_size = u.step_size, bc2_sqrt = u.bc2_sqrt, eps = u.eps, scale = u.scale;
@@ -161,35 +157,9 @@ adamw_pass(struct upd u, float *restrict w, float *restrict g, float *restrict m
 			m[k] = mi;
 			v[k] = vi;
 			w[k] = w[k] * decay - step_size * mi / denom;
-			if (zero)
-				g[k] = 0.0f;
 		}
 	}
 	return lanes_sum(acc);
-}
-
-RT_SIMD_CLONES static double sgd_keep(struct upd u, float *restrict w, float *restrict g,
-				      float *restrict m, size_t n)
-{
-	return sgd_pass(u, w, g, m, n, 0);
-}
-
-RT_SIMD_CLONES static double sgd_zero(struct upd u, float *restrict w, float *restrict g,
-				      float *restrict m, size_t n)
-{
-	return sgd_pass(u, w, g, m, n, 1);
-}
-
-RT_SIMD_CLONES static double adamw_keep(struct upd u, float *restrict w, float *restrict g,
-					float *restrict m, float *restrict v, size_t n)
-{
-	return adamw_pass(u, w, g, m, v, n, 0);
-}
-
-RT_SIMD_CLONES static double adamw_zero(struct upd u, float *restrict w, float *restrict g,
-					float *restrict m, float *restrict v, size_t n)
-{
-	return adamw_pass(u, w, g, m, v, n, 1);
 }
 
 /* One update over elements [first, first + n) of the arrays; the gradient
@@ -197,9 +167,9 @@ RT_SIMD_CLONES static double adamw_zero(struct upd u, float *restrict w, float *
 struct pass {
 	struct rt_optim *o;
 	const struct upd *u;
-	float *params, *grads;
+	float *params;
+	const float *grads;
 	size_t first, n;
-	int zero;
 	float *const *slots;
 	int n_slots;
 };
@@ -244,7 +214,8 @@ static void chunk(void *ctx, long c)
 	struct rt_optim *o = ps->o;
 	size_t off = ps->first + (size_t)c * RT_CHUNK, end = ps->first + ps->n;
 	size_t len = end - off < RT_CHUNK ? end - off : RT_CHUNK;
-	float *w = ps->params + off, *g, *m = o->m + off;
+	float *w = ps->params + off, *m = o->m + off;
+	const float *g;
 
 	if (ps->n_slots > 0) {
 		o->part[c] = chunk_of_sum(ps, off, len);
@@ -252,19 +223,18 @@ static void chunk(void *ctx, long c)
 	}
 	g = ps->grads + off;
 	if (o->type == RT_OPTIM_ADAMW)
-		o->part[c] = ps->zero ? adamw_zero(*ps->u, w, g, m, o->v + off, len)
-				      : adamw_keep(*ps->u, w, g, m, o->v + off, len);
+		o->part[c] = adamw_keep(*ps->u, w, g, m, o->v + off, len);
 	else
-		o->part[c] = ps->zero ? sgd_zero(*ps->u, w, g, m, len) : sgd_keep(*ps->u, w, g, m, len);
+		o->part[c] = sgd_keep(*ps->u, w, g, m, len);
 }
 
 /* The update in chunks of RT_CHUNK elements, spread over o->pool; each
  * chunk's sum of squares is kept and they are added in chunk order, so the
  * result does not depend on the thread count. */
-static double chunks(struct rt_optim *o, const struct upd *u, float *params, float *grads,
-		     float *const *slots, int n_slots, size_t first, size_t n, int zero)
+static double chunks(struct rt_optim *o, const struct upd *u, float *params, const float *grads,
+		     float *const *slots, int n_slots, size_t first, size_t n)
 {
-	struct pass ps = { o, u, params, grads, first, n, zero, slots, n_slots };
+	struct pass ps = { o, u, params, grads, first, n, slots, n_slots };
 	long nc = (long)((n + RT_CHUNK - 1) / RT_CHUNK), c;
 	double total = 0.0;
 
@@ -274,8 +244,8 @@ static double chunks(struct rt_optim *o, const struct upd *u, float *params, flo
 	return total;
 }
 
-static double step(struct rt_optim *o, float *params, float *grads, float *const *slots,
-		   int n_slots, size_t first, size_t n, double lr, float scale, int zero)
+static double step(struct rt_optim *o, float *params, const float *grads, float *const *slots,
+		   int n_slots, size_t first, size_t n, double lr, float scale)
 {
 	struct upd u = { 0 };
 
@@ -302,32 +272,24 @@ static double step(struct rt_optim *o, float *params, float *grads, float *const
 		u.wd = (float)o->weight_decay;
 		u.lr = (float)lr;
 	}
-	return chunks(o, &u, params, grads, slots, n_slots, first, n, zero);
+	return chunks(o, &u, params, grads, slots, n_slots, first, n);
 }
 
 void rt_optim_step(struct rt_optim *o, float *params, const float *grads, size_t n, double lr)
 {
-	/* the keep variants only read grads */
-	step(o, params, (float *)grads, NULL, 0, 0, n, lr, 1.0f, 0);
-}
-
-double rt_optim_step_fused(struct rt_optim *o, float *params, float *grads, size_t n, double lr,
-			   float scale)
-{
-	return step(o, params, grads, NULL, 0, 0, n, lr, scale, 1);
+	step(o, params, grads, NULL, 0, 0, n, lr, 1.0f);
 }
 
 double rt_optim_step_range(struct rt_optim *o, float *params, const float *grads, size_t first,
 			   size_t n, double lr, float scale)
 {
-	/* the keep variants only read grads */
-	return step(o, params, (float *)grads, NULL, 0, first, n, lr, scale, 0);
+	return step(o, params, grads, NULL, 0, first, n, lr, scale);
 }
 
 double rt_optim_step_sum(struct rt_optim *o, float *params, float *const *slots, int n_slots,
 			 size_t first, size_t n, double lr)
 {
-	return step(o, params, NULL, slots, n_slots > 0 ? n_slots : 1, first, n, lr, 1.0f, 0);
+	return step(o, params, NULL, slots, n_slots > 0 ? n_slots : 1, first, n, lr, 1.0f);
 }
 
 /* --- schedule --- */

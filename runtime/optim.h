@@ -85,16 +85,13 @@ void rt_optim_adopt(struct rt_optim *o, float *m, float *v);
  * rt_lr_at), then step += 1. n must be o->n: element i of params, grads, m
  * and v belong together. grads is read only (clip it before). */
 void rt_optim_step(struct rt_optim *o, float *params, const float *grads, size_t n, double lr);
-/* The training loop's update, in one pass over the arrays: the same update
- * from the gradient grads[i] * scale (scale = 1: bitwise what rt_optim_step
- * gives; a clipping factor otherwise, as rt_scale then rt_optim_step), then
- * grads set to zero for the next step. Returns the sum of squares of grads
- * as they came in (before scale), bitwise equal to rt_sumsq() of them. */
-double rt_optim_step_fused(struct rt_optim *o, float *params, float *grads, size_t n, double lr,
-			   float scale);
-/* The trainer's update: as rt_optim_step_fused, but on elements [first,
- * first + n) only and leaving grads as they are (the next step's first
- * backward overwrites them: model.h, overwrite_grads). params, grads and
+/* The training loop's update, in one pass over the arrays, on elements
+ * [first, first + n): the same update from the gradient grads[i] * scale
+ * (scale = 1: bitwise what rt_optim_step gives; a clipping factor
+ * otherwise, as rt_scale then rt_optim_step). grads is read only (the next
+ * step's first backward overwrites it: model.h, overwrite_grads). Returns
+ * the sum of squares of grads (before scale) over the range, bitwise equal
+ * to rt_sumsq() of them when first = 0. params, grads and
  * the states are the whole stage's arrays (o->n elements), of which this
  * call reads and writes that range; step += 1 all the same. A part is what
  * each replica updates when the replicas of a stage share the arrays
