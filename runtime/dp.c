@@ -265,14 +265,12 @@ static void sum_item(void *ctx, long c)
 		  end - at < SUM_CHUNK ? end - at : SUM_CHUNK);
 }
 
-int rt_dp_reduce(struct rt_dp *dp, double *wait_s, struct dt_err *err)
+int rt_dp_reduce(struct rt_dp *dp, struct dt_err *err)
 {
-	double t0 = MPI_Wtime();
 	size_t off;
 	int rc;
 
 	rc = sync_node(dp, err);
-	*wait_s = MPI_Wtime() - t0;
 	if (rc || dp->fuse)
 		return rc;
 	rt_pool_for(dp->pool, (long)((dp->count + SUM_CHUNK - 1) / SUM_CHUNK), sum_item, dp);

@@ -105,8 +105,8 @@ void rt_dp_abandon(struct rt_dp *dp, struct rt_stage *st, struct rt_optim *o);
  * step's gradients over all replicas of the stage (the other slots keep
  * theirs: each replica's next backward overwrites its own slot, model.h).
  * With fuse, only the wait: the update reads the slots (dp->slot).
- * *wait_s gets the time spent waiting in the barrier. 0 or -EIO. */
-int rt_dp_reduce(struct rt_dp *dp, double *wait_s, struct dt_err *err);
+ * 0 or -EIO. */
+int rt_dp_reduce(struct rt_dp *dp, struct dt_err *err);
 /* After this replica's update of its part: returns when every replica of
  * the node has updated its part. 0 or -EIO. */
 int rt_dp_publish(struct rt_dp *dp, struct dt_err *err);

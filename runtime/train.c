@@ -53,7 +53,7 @@ static double now_s(void)
 struct times {
 	double compute; /* forward, loss and backward passes */
 	double pipe;    /* waiting for pipeline messages: receives, sends' completion */
-	double grad;    /* gradient allreduce not hidden behind the backward pass */
+	double grad;    /* gradient sync not hidden behind the backward pass */
 	double data;    /* reading the rows of micro-batches */
 	double optim;   /* gradient norm, clipping and the optimizer update */
 };
@@ -357,12 +357,11 @@ static int finish_buckets(struct trainer *t)
 	if (t->replicas == 1)
 		return 0;
 	if (t->dp.shared) {
-		/* the barrier's wait and the sum of the node's slots (and the
-		 * allreduce between nodes): all of it follows the backward pass */
-		double wait = 0;
-
+		/* the barrier's wait, and unless the update sums the slots
+		 * itself (dp.fuse), the sum of this replica's part and the
+		 * allreduce between nodes: all of it follows the backward pass */
 		t0 = now_s();
-		if (rt_dp_reduce(&t->dp, &wait, t->err))
+		if (rt_dp_reduce(&t->dp, t->err))
 			return -EIO;
 		t->tm.grad += now_s() - t0;
 		return 0;
