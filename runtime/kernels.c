@@ -77,8 +77,14 @@ void rt_act_backward(enum rt_act act, const float *x, const float *dy, float *dx
 
 	switch (act) {
 	case RT_ACT_RELU:
-		for (i = 0; i < n; i++)
-			dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+		/* dy[i] read whatever x[i] is: a load under the condition
+		 * would keep gcc from vectorising (and leave a branch that
+		 * mispredicts on half the elements) */
+		for (i = 0; i < n; i++) {
+			float g = dy[i];
+
+			dx[i] = x[i] > 0.0f ? g : 0.0f;
+		}
 		break;
 	case RT_ACT_GELU:
 		for (i = 0; i < n; i++) {
