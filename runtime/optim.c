@@ -106,9 +106,11 @@ lanes_sum(const double *acc)
 
 /* The loops below take every constant as a local (a store through w could
  * otherwise change *u, as far as the compiler knows, and nothing would
- * vectorise). They only read g. */
-RT_SIMD_CLONES static double sgd_keep(struct upd u, float *restrict w, const float *restrict g,
-				      float *restrict v, size_t n)
+ * vectorise). The _keep builds only read g; the _take builds zero each
+ * element of g right after reading it (take is a constant in each). */
+static inline __attribute__((always_inline)) double
+sgd_body(struct upd u, float *restrict w, float *restrict g, float *restrict v, size_t n,
+	 const bool take)
 {
 	const float mu = u.mu, wd = u.wd, lr = u.lr, scale = u.scale;
 	double acc[RT_LANES] = { 0 };
@@ -122,6 +124,8 @@ RT_SIMD_CLONES static double sgd_keep(struct upd u, float *restrict w, const flo
 			acc[j] += (double)raw * (double)raw;
 			v[i + j] = vi;
 			w[i + j] -= lr * vi;
+			if (take)
+				g[i + j] = 0.0f;
 		}
 	for (j = 0; i < n; i++, j++) {
 		float raw = g[i], gi = raw * scale + wd * w[i];
@@ -130,13 +134,27 @@ RT_SIMD_CLONES static double sgd_keep(struct upd u, float *restrict w, const flo
 		acc[j] += (double)raw * (double)raw;
 		v[i] = vi;
 		w[i] -= lr * vi;
+		if (take)
+			g[i] = 0.0f;
 	}
 	return lanes_sum(acc);
 }
 
-RT_SIMD_CLONES static double adamw_keep(struct upd u, float *restrict w,
-					const float *restrict g, float *restrict m,
-					float *restrict v, size_t n)
+RT_SIMD_CLONES static double sgd_keep(struct upd u, float *restrict w, const float *restrict g,
+				      float *restrict v, size_t n)
+{
+	return sgd_body(u, w, (float *)g, v, n, false); /* g is not written */
+}
+
+RT_SIMD_CLONES static double sgd_take(struct upd u, float *restrict w, float *restrict g,
+				      float *restrict v, size_t n)
+{
+	return sgd_body(u, w, g, v, n, true);
+}
+
+static inline __attribute__((always_inline)) double
+adamw_body(struct upd u, float *restrict w, float *restrict g, float *restrict m,
+	   float *restrict v, size_t n, const bool take)
 {
 	const float decay = u.decay, b1 = u.b1, b2 = u.b2, c1 = u.c1, c2 = u.c2;
 	const float step_size = u.step_size, bc2_sqrt = u.bc2_sqrt, eps = u.eps, scale = u.scale;
@@ -157,9 +175,24 @@ RT_SIMD_CLONES static double adamw_keep(struct upd u, float *restrict w,
 			m[k] = mi;
 			v[k] = vi;
 			w[k] = w[k] * decay - step_size * mi / denom;
+			if (take)
+				g[k] = 0.0f;
 		}
 	}
 	return lanes_sum(acc);
+}
+
+RT_SIMD_CLONES static double adamw_keep(struct upd u, float *restrict w,
+					const float *restrict g, float *restrict m,
+					float *restrict v, size_t n)
+{
+	return adamw_body(u, w, (float *)g, m, v, n, false); /* g is not written */
+}
+
+RT_SIMD_CLONES static double adamw_take(struct upd u, float *restrict w, float *restrict g,
+					float *restrict m, float *restrict v, size_t n)
+{
+	return adamw_body(u, w, g, m, v, n, true);
 }
 
 /* One update over elements [first, first + n) of the arrays; the gradient
@@ -172,6 +205,7 @@ struct pass {
 	size_t first, n;
 	float *const *slots;
 	int n_slots;
+	bool take;          /* zero grads as they are read */
 };
 
 /* Elements of the slots' sum made at a time, in L1, before their update. */
@@ -222,7 +256,11 @@ static void chunk(void *ctx, long c)
 		return;
 	}
 	g = ps->grads + off;
-	if (o->type == RT_OPTIM_ADAMW)
+	if (ps->take && o->type == RT_OPTIM_ADAMW)
+		o->part[c] = adamw_take(*ps->u, w, (float *)g, m, o->v + off, len);
+	else if (ps->take)
+		o->part[c] = sgd_take(*ps->u, w, (float *)g, m, len);
+	else if (o->type == RT_OPTIM_ADAMW)
 		o->part[c] = adamw_keep(*ps->u, w, g, m, o->v + off, len);
 	else
 		o->part[c] = sgd_keep(*ps->u, w, g, m, len);
@@ -232,9 +270,9 @@ static void chunk(void *ctx, long c)
  * chunk's sum of squares is kept and they are added in chunk order, so the
  * result does not depend on the thread count. */
 static double chunks(struct rt_optim *o, const struct upd *u, float *params, const float *grads,
-		     float *const *slots, int n_slots, size_t first, size_t n)
+		     float *const *slots, int n_slots, size_t first, size_t n, bool take)
 {
-	struct pass ps = { o, u, params, grads, first, n, slots, n_slots };
+	struct pass ps = { o, u, params, grads, first, n, slots, n_slots, take };
 	long nc = (long)((n + RT_CHUNK - 1) / RT_CHUNK), c;
 	double total = 0.0;
 
@@ -245,7 +283,7 @@ static double chunks(struct rt_optim *o, const struct upd *u, float *params, con
 }
 
 static double step(struct rt_optim *o, float *params, const float *grads, float *const *slots,
-		   int n_slots, size_t first, size_t n, double lr, float scale)
+		   int n_slots, size_t first, size_t n, double lr, float scale, bool take)
 {
 	struct upd u = { 0 };
 
@@ -272,24 +310,30 @@ static double step(struct rt_optim *o, float *params, const float *grads, float 
 		u.wd = (float)o->weight_decay;
 		u.lr = (float)lr;
 	}
-	return chunks(o, &u, params, grads, slots, n_slots, first, n);
+	return chunks(o, &u, params, grads, slots, n_slots, first, n, take);
 }
 
 void rt_optim_step(struct rt_optim *o, float *params, const float *grads, size_t n, double lr)
 {
-	step(o, params, grads, NULL, 0, 0, n, lr, 1.0f);
+	step(o, params, grads, NULL, 0, 0, n, lr, 1.0f, false);
 }
 
 double rt_optim_step_range(struct rt_optim *o, float *params, const float *grads, size_t first,
 			   size_t n, double lr, float scale)
 {
-	return step(o, params, grads, NULL, 0, first, n, lr, scale);
+	return step(o, params, grads, NULL, 0, first, n, lr, scale, false);
+}
+
+double rt_optim_step_take(struct rt_optim *o, float *params, float *grads, size_t first, size_t n,
+			  double lr, float scale)
+{
+	return step(o, params, grads, NULL, 0, first, n, lr, scale, true);
 }
 
 double rt_optim_step_sum(struct rt_optim *o, float *params, float *const *slots, int n_slots,
 			 size_t first, size_t n, double lr)
 {
-	return step(o, params, NULL, slots, n_slots > 0 ? n_slots : 1, first, n, lr, 1.0f);
+	return step(o, params, NULL, slots, n_slots > 0 ? n_slots : 1, first, n, lr, 1.0f, false);
 }
 
 /* --- schedule --- */

@@ -100,6 +100,13 @@ void rt_optim_step(struct rt_optim *o, float *params, const float *grads, size_t
  * from first. */
 double rt_optim_step_range(struct rt_optim *o, float *params, const float *grads, size_t first,
 			   size_t n, double lr, float scale);
+/* rt_optim_step_range, and the range of grads left zero: each element is
+ * zeroed in the same pass, right after it is read, so that the next step's
+ * backward can add to the gradient (sgemm beta 1) with no pass of its own
+ * to zero it (OpenBLAS's beta 0 is one: 6-8 % of a step, bench/README.md).
+ * For gradients this replica owns (not the shared slots of runtime/dp.h). */
+double rt_optim_step_take(struct rt_optim *o, float *params, float *grads, size_t first, size_t n,
+			  double lr, float scale);
 /* rt_optim_step_range (no clipping) from the sum of n_slots gradient
  * arrays, added in slot order (slots[0] + slots[1] + ...) as the update
  * reads them: the replicas' gradients of one node (runtime/dp.h) summed

@@ -287,7 +287,8 @@ static void test_sumsq_scale_clip(void **state)
 /* rt_optim_step_range over the whole array, on a pool of 2 threads,
  * against rt_sumsq + rt_scale + rt_optim_step on 1: the same bits for both
  * optimizers, clipped or not, on lengths around the vector width and over
- * several chunks, with the gradient left as it was. */
+ * several chunks, with the gradient left as it was; rt_optim_step_take
+ * the same bits again, with the gradient left zero. */
 static void test_fused_update(void **state)
 {
 	static const size_t lens[] = { 1, 7, 8, 9, 1000, 4099, 3 * RT_CHUNK + 5 };
@@ -301,31 +302,35 @@ static void test_fused_update(void **state)
 	assert_int_equal(pool.started, 1);
 	for (t = 0; t < 2; t++) {
 		for (k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
-			struct rt_optim a, b;
+			struct rt_optim a, b, c;
 			struct rt_rng r;
-			float *w1, *w2, *g0, *g1, *g2;
+			float *w1, *w2, *w3, *g0, *g1, *g2, *g3;
 			int step;
 
 			n = lens[k];
 			opt_set(&os, types[t], 0.05, 0.9, 0.01);
 			optim_ok(&a, &os.s, n);
 			optim_ok(&b, &os.s, n);
+			optim_ok(&c, &os.s, n);
 			b.pool = &pool; /* chunks over threads: the same bits */
+			c.pool = &pool;
 			w1 = malloc(n * sizeof(float));
 			w2 = malloc(n * sizeof(float));
+			w3 = malloc(n * sizeof(float));
 			g1 = malloc(n * sizeof(float));
 			g2 = malloc(n * sizeof(float));
+			g3 = malloc(n * sizeof(float));
 			g0 = malloc(n * sizeof(float));
-			assert_true(w1 && w2 && g0 && g1 && g2);
+			assert_true(w1 && w2 && w3 && g0 && g1 && g2 && g3);
 			rt_rng_seed(&r, 3, n);
 			for (i = 0; i < n; i++)
-				w1[i] = w2[i] = rt_rng_normal(&r);
+				w1[i] = w2[i] = w3[i] = rt_rng_normal(&r);
 			for (step = 0; step < 3; step++) {
 				float scale = step == 1 ? 0.37f : 1.0f; /* step 1 clipped */
 				double want, got;
 
 				for (i = 0; i < n; i++)
-					g1[i] = g2[i] = rt_rng_normal(&r);
+					g1[i] = g2[i] = g3[i] = rt_rng_normal(&r);
 				want = rt_sumsq(g1, n);
 				if (scale != 1.0f)
 					rt_scale(g1, n, scale);
@@ -335,6 +340,16 @@ static void test_fused_update(void **state)
 				if (memcmp(&got, &want, sizeof(got)))
 					fail_msg("%s n=%zu step %d: sum of squares %.17g, want %.17g",
 						 types[t], n, step, got, want);
+				got = rt_optim_step_take(&c, w3, g3, 0, n, 0.05, scale);
+				if (memcmp(&got, &want, sizeof(got)))
+					fail_msg("%s n=%zu step %d: take: sum of squares %.17g, want %.17g",
+						 types[t], n, step, got, want);
+				for (i = 0; i < n; i++)
+					if (memcmp(&w3[i], &w2[i], sizeof(float)) ||
+					    memcmp(&c.m[i], &b.m[i], sizeof(float)) ||
+					    (c.v && memcmp(&c.v[i], &b.v[i], sizeof(float))) || g3[i] != 0.0f)
+						fail_msg("%s n=%zu step %d: take: element %zu: w %.9g vs %.9g, gradient %g left",
+							 types[t], n, step, i, w3[i], w2[i], g3[i]);
 				for (i = 0; i < n; i++) {
 					if (memcmp(&w1[i], &w2[i], sizeof(float)) ||
 					    memcmp(&a.m[i], &b.m[i], sizeof(float)))
@@ -346,13 +361,17 @@ static void test_fused_update(void **state)
 				}
 			}
 			assert_int_equal(a.step, b.step);
+			assert_int_equal(c.step, b.step);
 			free(w1);
 			free(w2);
+			free(w3);
 			free(g1);
 			free(g2);
+			free(g3);
 			free(g0);
 			rt_optim_free(&a);
 			rt_optim_free(&b);
+			rt_optim_free(&c);
 		}
 	}
 	rt_pool_free(&pool);
