@@ -234,8 +234,9 @@ void rt_dp_abandon(struct rt_dp *dp, struct rt_stage *st, struct rt_optim *o)
 
 /* mine[i] = ((slot 0 + slot 1) + slot 2) + ... (slot order, whoever
  * "mine" is), over one chunk; through a block in L1 so that each addition
- * runs over a whole row of floats. The others' slots are left as they are:
- * each replica's next backward overwrites its own. */
+ * runs over a whole row of floats. The others' blocks are zeroed once read
+ * (mine is zeroed by the update, rt_optim_step_take): each replica's next
+ * backward adds to its slot. */
 static void sum_chunk(float *slots, size_t stride, int L, int me, size_t at, size_t len)
 {
 	float acc[1024];
@@ -245,11 +246,15 @@ static void sum_chunk(float *slots, size_t stride, int L, int me, size_t at, siz
 	for (done = 0; done < len; done += m) {
 		m = len - done < 1024 ? len - done : 1024;
 		memcpy(acc, slots + at + done, m * sizeof(float));
+		if (me != 0)
+			memset(slots + at + done, 0, m * sizeof(float));
 		for (k = 1; k < L; k++) {
-			const float *other = slots + (size_t)k * stride + at + done;
+			float *other = slots + (size_t)k * stride + at + done;
 
 			for (i = 0; i < m; i++)
 				acc[i] += other[i];
+			if (k != me)
+				memset(other, 0, m * sizeof(float));
 		}
 		memcpy(slots + (size_t)me * stride + at + done, acc, m * sizeof(float));
 	}

@@ -15,15 +15,16 @@
  * node: ONE copy of the parameters and of the optimizer state, and one
  * gradient buffer per replica (its "slot"). A step then goes:
  *	forward and backward: every replica reads the shared parameters and
- *		writes its gradient into its own slot (the first backward
- *		of a step overwrites, the others add);
+ *		adds its gradient into its own slot (zero since
+ *		the last update);
  *	rt_dp_reduce: a barrier; replica k sums part k of all L slots, in slot
  *		order (slot 0 + slot 1 + ...), into its own slot; when the
  *		stage's replicas span several nodes,
  *		part k is then allreduced with the replicas that hold part k on
  *		the other nodes (one MPI_Allreduce of n / L floats);
  *	update: replica k updates part k of the parameters and of the optimizer
- *		state (rt_optim_step_range), like ZeRO stage 1 (Rajbhandari et al.
+ *		state (rt_optim_step_take, which zeroes the part of the slot it
+ *		read), like ZeRO stage 1 (Rajbhandari et al.
  *		2020) within a node; on one node without clipping the sum is
  *		not even written: the update adds the slots as it reads them
  *		(rt_optim_step_sum, dp->fuse), and rt_dp_reduce only waits;
@@ -102,9 +103,10 @@ void rt_dp_abandon(struct rt_dp *dp, struct rt_stage *st, struct rt_optim *o);
 
 /* After the step's last backward: waits for every replica of the node, then
  * (unless fuse) leaves in st->grads[first, first + count) the sum of the
- * step's gradients over all replicas of the stage (the other slots keep
- * theirs: each replica's next backward overwrites its own slot, model.h).
- * With fuse, only the wait: the update reads the slots (dp->slot).
+ * step's gradients over all replicas of the stage, and that range of the
+ * other slots zero (the update zeroes this one's: each replica's next
+ * backward adds to its slot). With fuse, only the wait: the update reads
+ * and zeroes the slots (dp->slot, rt_optim_step_sum).
  * 0 or -EIO. */
 int rt_dp_reduce(struct rt_dp *dp, struct dt_err *err);
 /* After this replica's update of its part: returns when every replica of

@@ -492,7 +492,7 @@ int rt_stage_backward(struct rt_stage *st, struct rt_acts *acts, const float *dy
 		float *din = i > 0 ? next : dx;
 
 		rt_linear_backward(in, ly->w, dz, din, ly->dw, ly->db, rows, ly->in, ly->out,
-				   !st->overwrite_grads);
+				   true);
 		if (layer_done)
 			layer_done(ctx, i);
 		if (i > 0) {
@@ -505,6 +505,5 @@ int rt_stage_backward(struct rt_stage *st, struct rt_acts *acts, const float *dy
 			next = t;
 		}
 	}
-	st->overwrite_grads = false;
 	return 0;
 }

@@ -112,10 +112,6 @@ struct rt_stage {
 	size_t n_params;
 	struct rt_layer *layers; /* [n_layers], in order */
 	bool adopted;       /* params and grads belong to someone else (rt_stage_adopt) */
-	bool overwrite_grads; /* set by the caller: the next rt_stage_backward writes
-			       * its gradients instead of adding them (then clears
-			       * it): the first backward of a step, instead of
-			       * zeroing grads before it */
 };
 
 /* Builds stage `stage` of n_stages, split as `first` (from rt_stage_split;

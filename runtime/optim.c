@@ -211,8 +211,8 @@ struct pass {
 /* Elements of the slots' sum made at a time, in L1, before their update. */
 #define SUM_BLOCK 1024
 
-/* The update of one chunk from the sum of the slots, SUM_BLOCK at a time;
- * returns the chunk's sum of squares of the summed gradient (blocks added
+/* The update of one chunk from the sum of the slots, SUM_BLOCK at a time,
+ * each slot's block zeroed once read; returns the chunk's sum of squares of the summed gradient (blocks added
  * in order: the same for any thread count). */
 static double chunk_of_sum(const struct pass *ps, size_t off, size_t len)
 {
@@ -227,11 +227,13 @@ static double chunk_of_sum(const struct pass *ps, size_t off, size_t len)
 
 		m = len - done < SUM_BLOCK ? len - done : SUM_BLOCK;
 		memcpy(g, ps->slots[0] + at, m * sizeof(float));
+		memset(ps->slots[0] + at, 0, m * sizeof(float));
 		for (k = 1; k < ps->n_slots; k++) {
-			const float *s = ps->slots[k] + at;
+			float *s = ps->slots[k] + at;
 
 			for (i = 0; i < m; i++)
 				g[i] += s[i];
+			memset(s, 0, m * sizeof(float)); /* in L1 still */
 		}
 		if (o->type == RT_OPTIM_ADAMW)
 			total += adamw_keep(*ps->u, ps->params + at, g, o->m + at, o->v + at, m);

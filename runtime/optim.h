@@ -88,8 +88,7 @@ void rt_optim_step(struct rt_optim *o, float *params, const float *grads, size_t
 /* The training loop's update, in one pass over the arrays, on elements
  * [first, first + n): the same update from the gradient grads[i] * scale
  * (scale = 1: bitwise what rt_optim_step gives; a clipping factor
- * otherwise, as rt_scale then rt_optim_step). grads is read only (the next
- * step's first backward overwrites it: model.h, overwrite_grads). Returns
+ * otherwise, as rt_scale then rt_optim_step). grads is read only. Returns
  * the sum of squares of grads (before scale) over the range, bitwise equal
  * to rt_sumsq() of them when first = 0. params, grads and
  * the states are the whole stage's arrays (o->n elements), of which this
@@ -110,8 +109,9 @@ double rt_optim_step_take(struct rt_optim *o, float *params, float *grads, size_
 /* rt_optim_step_range (no clipping) from the sum of n_slots gradient
  * arrays, added in slot order (slots[0] + slots[1] + ...) as the update
  * reads them: the replicas' gradients of one node (runtime/dp.h) summed
- * and applied in one pass, with no summed copy written. The slots are read
- * only. Returns the sum of squares of the summed gradient over the range. */
+ * and applied in one pass, with no summed copy written. Like
+ * rt_optim_step_take, it leaves the range of every slot zero. Returns the
+ * sum of squares of the summed gradient over the range. */
 double rt_optim_step_sum(struct rt_optim *o, float *params, float *const *slots, int n_slots,
 			 size_t first, size_t n, double lr);
 

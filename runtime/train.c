@@ -671,12 +671,10 @@ static int reduce_norm(struct trainer *t, double sumsq, double *norm)
 
 /* Clip (train.grad_clip) and update this replica's parameters (all of
  * them, or its part when the node's replicas share them: runtime/dp.h), in
- * one pass (rt_optim_step_take, which leaves this replica's gradient zero
- * for the next step's backward to add to; with shared slots
- * rt_optim_step_sum reading the replicas' gradients, or
- * rt_optim_step_range, and the next step's first backward overwrites
- * them); with clipping the norm must be known first, which costs a second
- * pass (rt_sumsq). */
+ * one pass (rt_optim_step_take, or rt_optim_step_sum reading the replicas'
+ * gradients), which leaves the gradient it read zero for the next step's
+ * backward passes to add to; with clipping the norm must be known first,
+ * which costs a second pass (rt_sumsq). */
 static int update(struct trainer *t, int64_t step, double loss, double lr, double *norm)
 {
 	double clip = t->s->train.grad_clip, sumsq;
@@ -700,24 +698,17 @@ static int update(struct trainer *t, int64_t step, double loss, double lr, doubl
 			return rc;
 		if (*norm > clip)
 			scale = (float)(clip / (*norm + 1e-6));
-		if (!t->dp.shared)
-			rt_optim_step_take(&t->opt, t->st.params, t->st.grads, first, count, lr, scale);
-		else
-			rt_optim_step_range(&t->opt, t->st.params, t->st.grads, first, count, lr,
-					    scale);
+		rt_optim_step_take(&t->opt, t->st.params, t->st.grads, first, count, lr, scale);
 		return t->dp.shared ? rt_dp_publish(&t->dp, t->err) : 0;
 	}
 	/* a NaN gradient is only seen after the update here; the run stops
 	 * then, and nothing saves these parameters */
-	if (!t->dp.shared)
-		sumsq = rt_optim_step_take(&t->opt, t->st.params, t->st.grads, first, count, lr,
-					   1.0f);
-	else if (t->dp.fuse)
+	if (t->dp.shared && t->dp.fuse)
 		sumsq = rt_optim_step_sum(&t->opt, t->st.params, t->dp.slot, t->dp.locals, first,
 					  count, lr);
 	else
-		sumsq = rt_optim_step_range(&t->opt, t->st.params, t->st.grads, first, count, lr,
-					    1.0f);
+		sumsq = rt_optim_step_take(&t->opt, t->st.params, t->st.grads, first, count, lr,
+					   1.0f);
 	rc = t->dp.shared ? rt_dp_sum_parts(&t->dp, &sumsq, t->err) : 0;
 	if (!rc && t->dp.shared)
 		rc = rt_dp_publish(&t->dp, t->err);
@@ -864,16 +855,9 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 		t->grad_scale = 1.0f / (float)batch_rows;
 		arm_buckets(t);
 		/* the backward passes add to the gradient, which the last
-		 * update left zero (rt_optim_step_take); with the node's
-		 * shared slots (runtime/dp.h), which the update only reads,
-		 * the step's first backward writes them instead, the others
-		 * add, and a replica with no rows zeroes them */
-		t->st.overwrite_grads = t->dp.shared;
+		 * update left zero (rt_optim_step_take, rt_optim_step_sum and
+		 * rt_dp_reduce zero what they read): no pass zeroes it */
 		rc = run_schedule(t, mbs);
-		if (!rc && t->st.overwrite_grads) {
-			rt_stage_zero_grads(&t->st);
-			t->st.overwrite_grads = false;
-		}
 		if (!rc)
 			rc = finish_buckets(t);
 		if (!rc)
