@@ -79,7 +79,7 @@ class Bench:
         self.runs = 0
         os.makedirs(self.work, exist_ok=True)
         for prog in ("dtrain-run", "dtrain-submit", "dtrain-data", "dtrain-bench-sgemm",
-                     "dtrain-bench-allreduce"):
+                     "dtrain-bench-allreduce", "dtrain-bench-membw"):
             if not os.access(os.path.join(self.bin, prog), os.X_OK):
                 die("%s/%s missing: build first (make build)" % (self.bin, prog))
         self.data = os.path.join(self.build, "data", "bench-784.h5")
@@ -102,6 +102,22 @@ class Bench:
                 die("dtrain-bench-sgemm failed: " + " ".join(cmd))
             total += last_json(out, "dtrain-bench-sgemm")["gflops"]
         return total
+
+    def membw(self, floats, threads=1, copies=1, seconds=2.0):
+        """dtrain-bench-membw's update pattern over `floats` per copy: GB/s
+        summed over `copies` started at once, and the slowest pass (s)."""
+        cmd = [self.bin + "/dtrain-bench-membw", "--threads", str(threads), "--seconds",
+               str(seconds), "update", str(floats)]
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(copies)]
+        gbps, pass_s = 0.0, 0.0
+        for p in procs:
+            out, _ = p.communicate()
+            if p.returncode != 0:
+                die("dtrain-bench-membw failed: " + " ".join(cmd))
+            r = last_json(out, "dtrain-bench-membw")
+            gbps += r["gbps"]
+            pass_s = max(pass_s, r["pass_s"])
+        return {"gbps": gbps, "pass_s": pass_s}
 
     def torch(self, model, procs, threads, steps):
         out = sh([PY, os.path.join(SRC, "bench", "peer_torch.py"), "--data", self.data,
@@ -215,6 +231,14 @@ def main():
                          "2x1": b.sgemm(["mlp", str(BATCH // 2), widths], threads=1, copies=2)}
         res["sgemm"] = {"square_1thread": sq1, "square_2procs": sq2, "square_all": sqall,
                         "mlp_shapes": shapes}
+        # the update's floor: its bytes at the memory's speed
+        progress("memory bandwidth, the update's pattern (dtrain-bench-membw)")
+        mem = {}
+        for m, hid in MODELS.items():
+            n = params(hid)
+            mem[m] = {"1x%d" % cores: b.membw(n, threads=cores), "1x1": b.membw(n, threads=1),
+                      "2x1": b.membw(n // 2, threads=1, copies=2)}
+        res["membw"] = mem
 
     # --- 1. throughput, and the runs later rows read ---
     ev = {}
@@ -265,6 +289,16 @@ def main():
         sq = res["sgemm"]["square_all"] if th > 1 else res["sgemm"]["square_1thread"]
         row("compute", "  against square sgemm 2048 (GFLOP/s)", ach, sq, "GFLOP/s", ach / sq, None,
             "%d thread(s)" % th)
+        # what a step can reach here: the products at sgemm's rate on
+        # their shapes, plus the update's 24 bytes a parameter at the
+        # memory's speed (the update cannot hide: both cores do the products)
+        upd = res["membw"]["large"]["1x%d" % th]["pass_s"]
+        row("compute", "  the update alone (s/step)", t["optim_s"], upd, "s", t["optim_s"] / upd, None,
+            "peer: the same bytes at memory speed (dtrain-bench-membw), %d thread(s)" % th,
+            target_is_max=True)
+        floor = fl / (fl / (shp * 1e9) + upd) * 1e-9
+        row("compute", "  vs sgemm shapes + update at memory speed (GFLOP/s)", ach,
+            floor, "GFLOP/s", ach / floor, None, "the most a step can reach on this machine")
         res["large_1proc_times"] = t
 
     # --- 3. data-parallel scaling ---
@@ -275,8 +309,15 @@ def main():
             ours = b.rate(ev[(m, 2)]) / b.rate(ev[(m, "1x1")])
             shp = sg["mlp_shapes"][m]["2x1"] / sg["mlp_shapes"][m]["1x1"]
             row("scaling", "%s MLP, 2 processes / 1 (speed-up)" % m, ours, peer_scale, "x",
-                ours / peer_scale, 0.9, "peer: 2 concurrent sgemm processes / 1 (square); "
-                "on the step's shapes %.2fx" % shp)
+                ours / peer_scale, 0.9, "peer: 2 concurrent sgemm processes / 1 (square)")
+            row("scaling", "  %s MLP against sgemm on the step's own shapes" % m, ours, shp, "x",
+                ours / shp, None, "peer: 2 sgemm processes at batch %d / 1 at %d"
+                % (BATCH // 2, BATCH))
+            mem = res["membw"][m]
+            msc = mem["2x1"]["gbps"] / mem["1x1"]["gbps"]
+            row("scaling", "  %s MLP's update: memory, 2 processes / 1" % m, ours, msc, "x",
+                ours / msc, None, "peer: dtrain-bench-membw, 2 processes on half the "
+                "parameters each / 1 on all")
             res.setdefault("dp_times", {})[m] = {"1x1": b.times(ev[(m, "1x1")]),
                                                  "2x1": b.times(ev[(m, 2)])}
         # the default grad_sync ("auto": the 2 replicas share the parameters

@@ -107,10 +107,11 @@ lanes_sum(const double *acc)
 /* The loops below take every constant as a local (a store through w could
  * otherwise change *u, as far as the compiler knows, and nothing would
  * vectorise). The _keep builds only read g; the _take builds zero each
- * element of g right after reading it (take is a constant in each). */
+ * element of g right after reading it (take is a constant in each); with
+ * g2 (sgd_take2) the gradient is g + g2, and both are zeroed. */
 static inline __attribute__((always_inline)) double
-sgd_body(struct upd u, float *restrict w, float *restrict g, float *restrict v, size_t n,
-	 const bool take)
+sgd_body(struct upd u, float *restrict w, float *restrict g, float *restrict g2,
+	 float *restrict v, size_t n, const bool take)
 {
 	const float mu = u.mu, wd = u.wd, lr = u.lr, scale = u.scale;
 	double acc[RT_LANES] = { 0 };
@@ -118,7 +119,8 @@ sgd_body(struct upd u, float *restrict w, float *restrict g, float *restrict v, 
 
 	for (; i + RT_LANES <= n; i += RT_LANES)
 		for (j = 0; j < RT_LANES; j++) {
-			float raw = g[i + j], gi = raw * scale + wd * w[i + j];
+			float raw = g2 ? g[i + j] + g2[i + j] : g[i + j];
+			float gi = raw * scale + wd * w[i + j];
 			float vi = mu * v[i + j] + gi;
 
 			acc[j] += (double)raw * (double)raw;
@@ -126,9 +128,11 @@ sgd_body(struct upd u, float *restrict w, float *restrict g, float *restrict v, 
 			w[i + j] -= lr * vi;
 			if (take)
 				g[i + j] = 0.0f;
+			if (g2)
+				g2[i + j] = 0.0f;
 		}
 	for (j = 0; i < n; i++, j++) {
-		float raw = g[i], gi = raw * scale + wd * w[i];
+		float raw = g2 ? g[i] + g2[i] : g[i], gi = raw * scale + wd * w[i];
 		float vi = mu * v[i] + gi;
 
 		acc[j] += (double)raw * (double)raw;
@@ -136,6 +140,8 @@ sgd_body(struct upd u, float *restrict w, float *restrict g, float *restrict v, 
 		w[i] -= lr * vi;
 		if (take)
 			g[i] = 0.0f;
+		if (g2)
+			g2[i] = 0.0f;
 	}
 	return lanes_sum(acc);
 }
@@ -143,13 +149,21 @@ sgd_body(struct upd u, float *restrict w, float *restrict g, float *restrict v, 
 RT_SIMD_CLONES static double sgd_keep(struct upd u, float *restrict w, const float *restrict g,
 				      float *restrict v, size_t n)
 {
-	return sgd_body(u, w, (float *)g, v, n, false); /* g is not written */
+	return sgd_body(u, w, (float *)g, NULL, v, n, false); /* g is not written */
 }
 
 RT_SIMD_CLONES static double sgd_take(struct upd u, float *restrict w, float *restrict g,
 				      float *restrict v, size_t n)
 {
-	return sgd_body(u, w, g, v, n, true);
+	return sgd_body(u, w, g, NULL, v, n, true);
+}
+
+/* The two replicas' gradients of a node (runtime/dp.h) summed as they are
+ * read: one pass, no block to sum them in first. */
+RT_SIMD_CLONES static double sgd_take2(struct upd u, float *restrict w, float *restrict g,
+				       float *restrict g2, float *restrict v, size_t n)
+{
+	return sgd_body(u, w, g, g2, v, n, true);
 }
 
 static inline __attribute__((always_inline)) double
@@ -253,6 +267,10 @@ static void chunk(void *ctx, long c)
 	float *w = ps->params + off, *m = o->m + off;
 	const float *g;
 
+	if (ps->n_slots == 2 && o->type == RT_OPTIM_SGD) {
+		o->part[c] = sgd_take2(*ps->u, w, ps->slots[0] + off, ps->slots[1] + off, m, len);
+		return;
+	}
 	if (ps->n_slots > 0) {
 		o->part[c] = chunk_of_sum(ps, off, len);
 		return;

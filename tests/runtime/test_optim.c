@@ -377,7 +377,8 @@ static void test_fused_update(void **state)
 	rt_pool_free(&pool);
 }
 
-/* rt_optim_step_sum on 3 slots, over a part that starts inside a chunk:
+/* rt_optim_step_sum on 2 slots (SGD's one-pass sum) and on 3, over a part
+ * that starts inside a chunk:
  * the parameters and state bitwise those of rt_optim_step_range on the
  * slots' sum (slot order), outside the part untouched, the slots zero in
  * the part and unchanged outside it. */
@@ -389,15 +390,15 @@ static void test_step_sum(void **state)
 	size_t t, i;
 
 	(void)state;
-	for (t = 0; t < 2; t++) {
+	for (t = 0; t < 4; t++) {
 		struct rt_optim a, b;
 		struct rt_rng r;
 		float *w1 = malloc(n * sizeof(float)), *w2 = malloc(n * sizeof(float));
 		float *sum = malloc(n * sizeof(float)), *s[3];
-		int k, step;
+		int k, step, L = t < 2 ? 2 : 3;
 
 		assert_true(w1 && w2 && sum);
-		opt_set(&os, types[t], 0.05, 0.9, 0.01);
+		opt_set(&os, types[t % 2], 0.05, 0.9, 0.01);
 		optim_ok(&a, &os.s, n);
 		optim_ok(&b, &os.s, n);
 		rt_rng_seed(&r, 5, t);
@@ -411,17 +412,20 @@ static void test_step_sum(void **state)
 			for (k = 0; k < 3; k++)
 				for (i = 0; i < n; i++)
 					s[k][i] = rt_rng_normal(&r);
+			if (L == 2)
+				memset(s[2], 0, n * sizeof(float)); /* so that the sum below holds */
 			for (i = 0; i < n; i++)
 				sum[i] = (s[0][i] + s[1][i]) + s[2][i];
 			rt_optim_step_range(&a, w1, sum, first, count, 0.05, 1.0f);
-			rt_optim_step_sum(&b, w2, s, 3, first, count, 0.05);
+			rt_optim_step_sum(&b, w2, s, L, first, count, 0.05);
 			for (i = 0; i < n; i++) {
 				bool in = i >= first && i < first + count;
 
 				/* the part read is left zero, the rest as it was */
-				for (k = 0; k < 3; k++)
+				for (k = 0; k < L; k++)
 					if (in && s[k][i] != 0.0f)
-						fail_msg("step %d: slot %d element %zu left %g", step, k, i, s[k][i]);
+						fail_msg("%d slots, step %d: slot %d element %zu left %g", L, step,
+							 k, i, s[k][i]);
 				if (!in)
 					assert_true(sum[i] == (s[0][i] + s[1][i]) + s[2][i]);
 			}
