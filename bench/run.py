@@ -294,7 +294,7 @@ def main():
         # memory's speed (the update cannot hide: both cores do the products)
         upd = res["membw"]["large"]["1x%d" % th]["pass_s"]
         row("compute", "  the update alone (s/step)", t["optim_s"], upd, "s", t["optim_s"] / upd, None,
-            "peer: the same bytes at memory speed (dtrain-bench-membw), %d thread(s)" % th,
+            "peer: the same bytes at memory speed (dtrain-bench-membw, best pass), %d thread(s)" % th,
             target_is_max=True)
         floor = fl / (fl / (shp * 1e9) + upd) * 1e-9
         row("compute", "  vs sgemm shapes + update at memory speed (GFLOP/s)", ach,
