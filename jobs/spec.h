@@ -72,7 +72,7 @@ struct spec {
 		long pipeline;      /* pipeline stages */
 		long micro_batches; /* per replica per step */
 		char *schedule;     /* "1f1b" | "gpipe" */
-		char *grad_sync;    /* "auto" | "allreduce" (runtime/dp.h) */
+		char *grad_sync;    /* "auto" | "allreduce" | "shared" | "split" (runtime/dp.h) */
 		struct spec_ints stage_layers; /* layers per stage; empty: balanced */
 	} parallel;
 	struct spec_train {

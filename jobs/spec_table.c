@@ -80,8 +80,8 @@ static const struct spec_field fields[] = {
 	  "micro-batches per replica per step" },
 	{ "parallel.schedule", SPEC_ENUM, F(parallel.schedule), "\"1f1b\"", 0, 0, 0, 0, "1f1b|gpipe", 0,
 	  "pipeline schedule" },
-	{ "parallel.grad_sync", SPEC_ENUM, F(parallel.grad_sync), "\"auto\"", 0, 0, 0, 0, "auto|allreduce", 0,
-	  "auto: replicas of a stage on one node share parameters in memory and each updates a part; allreduce: MPI between all replicas" },
+	{ "parallel.grad_sync", SPEC_ENUM, F(parallel.grad_sync), "\"auto\"", 0, 0, 0, 0, "auto|allreduce|shared|split", 0,
+	  "how data-parallel replicas combine gradients; replicas of a stage on one node share parameters in memory: split (auto with pipeline 1) cuts every layer between them over the node's batch, shared sums one gradient per replica; allreduce: MPI between all replicas" },
 	{ "parallel.stage_layers", SPEC_INTLIST, F(parallel.stage_layers), "[]", 1, 1e6, 0, 1024, NULL, 0,
 	  "layers of each pipeline stage, first stage first; []: split to balance parameters" },
 

@@ -12,6 +12,7 @@
  */
 #include "runtime/dp.h"
 #include "runtime/pool.h"
+#include "runtime/sampler.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -97,13 +98,44 @@ out:
 	return rc;
 }
 
+/* The split way's own state: which rows each of the node's replicas
+ * brings (their data coordinates), this replica's blocks, and where the
+ * node's activations and dy lie (mem: acts_floats, then dy). */
+static int split_init(struct rt_dp *dp, const struct rt_grid *g, const struct rt_stage *st,
+		      float *mem, size_t acts_floats, struct dt_err *err)
+{
+	int coord = g->coord[RT_DIM_DATA], rc = 0;
+
+	dp->coords = malloc((size_t)dp->locals * sizeof(*dp->coords));
+	dp->spans = malloc(2 * (size_t)st->n_layers * sizeof(*dp->spans));
+	if (!dp->coords || !dp->spans) {
+		dt_err_add(err, "stage %d: out of memory", st->stage);
+		return -ENOMEM;
+	}
+	CHECK(MPI_Allgather(&coord, 1, MPI_INT, dp->coords, 1, MPI_INT, dp->node));
+	dp->n_spans = rt_stage_part_spans(st, dp->local, dp->locals, dp->spans);
+	dp->acts_mem = mem;
+	dp->dy = mem + acts_floats;
+out:
+	return rc;
+}
+
+/* The split way's regions after the gradient: the activations of the
+ * node's rows, then dy; in floats, each rounded up to cache lines. */
+static size_t split_floats(const struct rt_stage *st, int node_rows, size_t *acts)
+{
+	*acts = round_up(rt_acts_floats(st, node_rows));
+	return *acts + round_up((size_t)node_rows * (size_t)st->out);
+}
+
 int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
-	       struct rt_stage *st, struct rt_optim *o, struct dt_err *err)
+	       struct rt_stage *st, struct rt_optim *o, int max_rows, struct dt_err *err)
 {
 	int n_states = o->type == RT_OPTIM_ADAMW ? 2 : 1, uniform = 0, rc = 0, k, disp = 0, ok, mrc;
 	const char *way = s->parallel.grad_sync ? s->parallel.grad_sync : "auto";
-	size_t stride, regions;
+	size_t stride, regions, extra = 0, acts_floats = 0;
 	MPI_Aint bytes, got = 0;
+	bool split;
 	float *base = NULL;
 
 	memset(dp, 0, sizeof(*dp));
@@ -112,8 +144,12 @@ int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
 	dp->win = MPI_WIN_NULL;
 	dp->n = st->n_params;
 	dp->pool = o->pool;
-	if (g->size[RT_DIM_DATA] == 1 || strcmp(way, "auto") != 0)
+	dp->err = err;
+	if (g->size[RT_DIM_DATA] == 1 || strcmp(way, "allreduce") == 0)
 		return 0; /* every rank decides alike from the spec and the grid */
+	/* "auto": split the layers where a stage is the whole model (the
+	 * pipeline's messages carry each replica's own rows), else slots */
+	split = !strcmp(way, "split") || (!strcmp(way, "auto") && st->n_stages == 1);
 	rc = node_layout(dp, g, &uniform, err);
 	if (rc)
 		goto out;
@@ -127,18 +163,27 @@ int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
 	if (g->size[RT_DIM_DATA] > dp->locals)
 		CHECK(MPI_Comm_split(g->data_comm, dp->local, g->coord[RT_DIM_DATA], &dp->cross));
 
-	/* params, the states, then the slots, each on its own cache lines;
-	 * the node's replica 0 allocates it all */
+	/* params, the states, then the slots (split: the one gradient, the
+	 * node's activations and dy), each on its own cache lines; the node's
+	 * replica 0 allocates it all */
 	stride = round_up(dp->n);
 	dp->stride = stride;
-	regions = (size_t)(1 + n_states + dp->locals);
-	if (stride > (size_t)(PTRDIFF_MAX / (ptrdiff_t)sizeof(float)) / regions) {
-		dt_err_add(err, "stage %d: %zu parameters are too many for one shared window",
-			   st->stage, dp->n);
+	regions = (size_t)(1 + n_states + (split ? 1 : dp->locals));
+	if (split) {
+		long rows = (long)max_rows * dp->locals;
+
+		dp->node_rows = rows > INT_MAX ? 0 : (int)rows;
+		extra = split_floats(st, dp->node_rows, &acts_floats);
+	}
+	if (stride > (size_t)(PTRDIFF_MAX / (ptrdiff_t)sizeof(float)) / (regions + 1) ||
+	    extra > (size_t)(PTRDIFF_MAX / (ptrdiff_t)sizeof(float)) / 2 ||
+	    (split && acts_floats == 0)) {
+		dt_err_add(err, "stage %d: %zu parameters and %d rows a micro-batch on the node are too "
+			   "many for one shared window", st->stage, dp->n, dp->node_rows);
 		rc = -ENOMEM;
 		goto out;
 	}
-	bytes = dp->local == 0 ? (MPI_Aint)(stride * regions * sizeof(float)) : 0;
+	bytes = dp->local == 0 ? (MPI_Aint)((stride * regions + extra) * sizeof(float)) : 0;
 	mrc = MPI_Win_allocate_shared(bytes, sizeof(float), MPI_INFO_NULL, dp->node, &base, &dp->win);
 	ok = mrc == MPI_SUCCESS;
 	CHECK(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, g->data_comm));
@@ -156,7 +201,8 @@ int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
 			fprintf(stderr, "dtrain-run: warning: stage %d: no shared-memory window of %.0f MiB "
 				"for the replicas on this node (%s); gradients go by allreduce "
 				"(hint: more room in /dev/shm, or parallel.grad_sync=allreduce)\n",
-				st->stage, (double)(stride * regions * sizeof(float)) / 1048576.0, msg);
+				st->stage, (double)((stride * regions + extra) * sizeof(float)) / 1048576.0,
+				msg);
 		}
 		if (mrc == MPI_SUCCESS)
 			MPI_Win_free(&dp->win);
@@ -174,11 +220,22 @@ int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
 		for (k = 0; k < n_states; k++)
 			memcpy(base + (size_t)(1 + k) * stride, k ? o->v : o->m, dp->n * sizeof(float));
 		memset(base + (size_t)(1 + n_states) * stride, 0,
-		       (size_t)dp->locals * stride * sizeof(float));
+		       (regions - 1 - (size_t)n_states) * stride * sizeof(float));
 	}
 	rc = sync_node(dp, err);
 	if (rc)
 		goto out;
+	if (split) {
+		dp->split = true;
+		rc = split_init(dp, g, st, base + regions * stride, acts_floats, err);
+		if (rc)
+			goto out;
+		dp->grads = base + (size_t)(1 + n_states) * stride;
+		rt_stage_adopt(st, base, dp->grads);
+		rt_optim_adopt(o, base + stride, n_states > 1 ? base + 2 * stride : NULL);
+		dp->shared = true;
+		goto out;
+	}
 	dp->slots = base + (size_t)(1 + n_states) * stride;
 	dp->slot = malloc((size_t)dp->locals * sizeof(*dp->slot));
 	if (!dp->slot) {
@@ -214,6 +271,8 @@ void rt_dp_free(struct rt_dp *dp, struct rt_stage *st, struct rt_optim *o)
 	if (dp->node != MPI_COMM_NULL)
 		MPI_Comm_free(&dp->node);
 	free(dp->slot);
+	free(dp->coords);
+	free(dp->spans);
 	memset(dp, 0, sizeof(*dp));
 	dp->node = dp->cross = MPI_COMM_NULL;
 	dp->win = MPI_WIN_NULL;
@@ -226,8 +285,12 @@ void rt_dp_abandon(struct rt_dp *dp, struct rt_stage *st, struct rt_optim *o)
 		rt_optim_adopt(o, NULL, NULL);
 	}
 	free(dp->slot);
+	free(dp->coords);
+	free(dp->spans);
 	dp->slot = NULL;
-	dp->shared = false;
+	dp->coords = NULL;
+	dp->spans = NULL;
+	dp->shared = dp->split = false;
 }
 
 /* --- the step --- */
@@ -270,6 +333,26 @@ static void sum_item(void *ctx, long c)
 		  end - at < SUM_CHUNK ? end - at : SUM_CHUNK);
 }
 
+/* Split: this replica's blocks summed with the same blocks of the other
+ * nodes (MPI counts are int). */
+static int allreduce_spans(struct rt_dp *dp, struct dt_err *err)
+{
+	size_t off;
+	int rc = 0, i;
+
+	for (i = 0; i < dp->n_spans; i++)
+		for (off = 0; off < dp->spans[i].count;) {
+			size_t left = dp->spans[i].count - off;
+			int chunk = left > (size_t)INT_MAX / 2 ? INT_MAX / 2 : (int)left;
+			float *p = dp->grads + dp->spans[i].first + off;
+
+			CHECK(MPI_Allreduce(MPI_IN_PLACE, p, chunk, MPI_FLOAT, MPI_SUM, dp->cross));
+			off += (size_t)chunk;
+		}
+out:
+	return rc;
+}
+
 int rt_dp_reduce(struct rt_dp *dp, struct dt_err *err)
 {
 	size_t off;
@@ -278,6 +361,8 @@ int rt_dp_reduce(struct rt_dp *dp, struct dt_err *err)
 	rc = sync_node(dp, err);
 	if (rc || dp->fuse)
 		return rc;
+	if (dp->split)
+		return dp->cross == MPI_COMM_NULL ? 0 : allreduce_spans(dp, err);
 	rt_pool_for(dp->pool, (long)((dp->count + SUM_CHUNK - 1) / SUM_CHUNK), sum_item, dp);
 	if (dp->cross == MPI_COMM_NULL)
 		return 0;
@@ -297,6 +382,29 @@ out:
 int rt_dp_publish(struct rt_dp *dp, struct dt_err *err)
 {
 	return sync_node(dp, err);
+}
+
+int rt_dp_sync(void *ctx)
+{
+	struct rt_dp *dp = ctx;
+
+	return sync_node(dp, dp->err);
+}
+
+void rt_dp_rows(const struct rt_dp *dp, int64_t batch_rows, int replicas, int micro, int mb,
+		int64_t *offset, int64_t *rows)
+{
+	int64_t o, c, mo, mc;
+	int j;
+
+	*offset = *rows = 0;
+	for (j = 0; j < dp->locals; j++) {
+		rt_sampler_slice(batch_rows, replicas, dp->coords[j], &o, &c);
+		rt_sampler_slice(c, micro, mb, &mo, &mc);
+		if (j == dp->local)
+			*offset = *rows;
+		*rows += mc;
+	}
 }
 
 int rt_dp_sum_parts(struct rt_dp *dp, double *part, struct dt_err *err)

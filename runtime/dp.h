@@ -2,18 +2,21 @@
  * dp.h - gradient averaging between the data-parallel replicas of a stage,
  * and one copy of the stage's parameters per node.
  *
- * Two ways, chosen by parallel.grad_sync:
+ * Three ways, chosen by parallel.grad_sync:
  *
  * "allreduce": every replica keeps its own parameters, gradients and
  * optimizer state; gradients are summed by MPI_Iallreduce over data_comm, in
  * buckets started during the backward pass (runtime/train.c). Every replica
  * then updates all of its parameters.
  *
- * "auto" (the default) does that only where each replica of a stage is alone
+ * "auto", "shared" and "split" do that only where each replica of a stage is alone
  * on its node. Where L > 1 replicas of a stage share a node (the same node
  * by MPI_COMM_TYPE_SHARED), they share, in one shared-memory window per
- * node: ONE copy of the parameters and of the optimizer state, and one
- * gradient buffer per replica (its "slot"). A step then goes:
+ * node, ONE copy of the parameters and of the optimizer state. "auto" (the
+ * default) is "split" where the stage is the whole model (parallel.pipeline
+ * 1), else "shared".
+ *
+ * "shared": one gradient buffer per replica (its "slot"). A step goes:
  *	forward and backward: every replica reads the shared parameters and
  *		adds its gradient into its own slot (zero since
  *		the last update);
@@ -36,11 +39,35 @@
  * parameters and the state. It needs the same L on every node of the
  * stage's replicas (else "auto" falls back to "allreduce").
  *
- * Results: with L = 2 the sum of two slots is bitwise MPI's sum (one
+ * "split": the node's replicas run each micro-batch of the whole node
+ * together, every layer cut between them (runtime/model.h, rt_part): the
+ * node's rows and each layer's activations and their gradients lie in the
+ * window, and replica k computes block k of every layer's outputs (rows of
+ * W) over all the node's rows, so its gradient of those rows is already
+ * the node's sum. A step goes:
+ *	each micro-batch: every replica reads its own rows into the node's
+ *		input (rt_dp_rows says where), rt_dp_sync, forward and
+ *		backward with a sync after each layer (rt_dp_sync as the
+ *		part's sync), the loss over its own rows in between;
+ *	rt_dp_reduce: a barrier (nobody reads a weight the update is about
+ *		to change); with several nodes, each block allreduced with the
+ *		same block on the other nodes;
+ *	update: replica k updates its blocks (dp->spans, rt_optim_step_spans);
+ *	rt_dp_publish: a barrier.
+ * Against "shared": no gradient slots and no sum (each weight's gradient
+ * is made whole, once), and every product keeps the node's batch: with
+ * half the rows each, data parallelism streams all the weights for half
+ * the work (bench/README.md). It needs the stage to be the whole model,
+ * and every rank of a node to run in step (a barrier per layer).
+ *
+ * Results "shared": with L = 2 the sum of two slots is bitwise MPI's sum (one
  * addition), so a run equals its "allreduce" run bit for bit; with L > 2
  * the sum runs in another order than MPI's (float32 rounding apart). Only
  * the reported gradient norm is summed in parts (last bits). Every node
  * computes the same parts from the same sums, so the nodes' copies agree.
+ * "split": the gradient of each weight is one product over the node's
+ * rows, where the other ways add per-replica products: equal to float32
+ * rounding, not bitwise.
  *
  * Sections: life cycle, the step, checkpoints.
  */
@@ -49,6 +76,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <mpi.h>
 
@@ -61,7 +89,8 @@
 struct rt_pool; /* runtime/pool.h */
 
 struct rt_dp {
-	bool shared;     /* the shared-memory way; false: "allreduce" (or one replica) */
+	bool shared;     /* a shared-memory way; false: "allreduce" (or one replica) */
+	bool split;      /* shared, the "split" way; false: slots ("shared") */
 	MPI_Comm data;   /* the grid's data_comm (borrowed) */
 	MPI_Comm node;   /* shared: the stage's replicas on this node; rank = local */
 	MPI_Comm cross;  /* shared, several nodes: the holders of part `local` on
@@ -79,18 +108,29 @@ struct rt_dp {
 			  * (rt_optim_step_sum), with no summed copy written */
 	size_t first;    /* this replica's part: [first, first + count) */
 	size_t count;
+	/* the split way */
+	float *grads;    /* [n]: the stage's one gradient; in win */
+	struct rt_span *spans; /* [n_spans], owned: the blocks this replica updates */
+	int n_spans;
+	int *coords;     /* [locals], owned: data coordinate of each of the node's replicas */
+	int node_rows;   /* most rows of one micro-batch of the whole node */
+	float *acts_mem; /* rt_acts_floats(st, node_rows) floats for rt_acts_place; in win */
+	float *dy;       /* [node_rows][stage out]: the loss's gradient; in win */
+	struct dt_err *err; /* borrowed: where rt_dp_sync reports */
 };
 
 /* --- life cycle --- */
 
 /* Collective over the grid's data_comm. Picks the way (see the top), and
- * for the shared way allocates the window, copies the stage's initial
+ * for the shared ways allocates the window (split: with room for the
+ * activations of max_rows rows, a replica's most in a micro-batch, times
+ * the node's replicas), copies the stage's initial
  * parameters and optimizer state into it (from the node's replica 0; all
  * replicas computed the same) and points st and o at it (rt_stage_adopt,
  * rt_optim_adopt), freeing their own copies. Free with rt_dp_free() before
  * st and o. 0, or -ENOMEM / -EIO with a message naming the rank. */
 int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
-	       struct rt_stage *st, struct rt_optim *o, struct dt_err *err);
+	       struct rt_stage *st, struct rt_optim *o, int max_rows, struct dt_err *err);
 /* Collective when shared (it frees the window): detaches st and o from it
  * first (their buffers become NULL). Safe on a zeroed struct. */
 void rt_dp_free(struct rt_dp *dp, struct rt_stage *st, struct rt_optim *o);
@@ -101,8 +141,8 @@ void rt_dp_abandon(struct rt_dp *dp, struct rt_stage *st, struct rt_optim *o);
 
 /* --- the step (shared way only; all replicas of the stage call them) --- */
 
-/* After the step's last backward: waits for every replica of the node, then
- * (unless fuse) leaves in st->grads[first, first + count) the sum of the
+/* After the step's last backward: waits for every replica of the node;
+ * split: then allreduces its blocks between nodes. Shared: then (unless fuse) leaves in st->grads[first, first + count) the sum of the
  * step's gradients over all replicas of the stage, and that range of the
  * other slots zero (the update zeroes this one's: each replica's next
  * backward adds to its slot). With fuse, only the wait: the update reads
@@ -112,6 +152,16 @@ int rt_dp_reduce(struct rt_dp *dp, struct dt_err *err);
 /* After this replica's update of its part: returns when every replica of
  * the node has updated its part. 0 or -EIO. */
 int rt_dp_publish(struct rt_dp *dp, struct dt_err *err);
+/* Split: the hand-over of rt_part (model.h; ctx is the rt_dp): a barrier
+ * of the node's replicas, what each wrote before visible to all after.
+ * 0 or -EIO (message in the err given to rt_dp_init). */
+int rt_dp_sync(void *ctx);
+/* Split: where micro-batch mb (of micro per replica) of a step of
+ * batch_rows rows over `replicas` replicas lies in the node's: this
+ * replica's rows start at *offset of the node's *rows (rt_sampler_slice
+ * of each of the node's replicas, in their order). */
+void rt_dp_rows(const struct rt_dp *dp, int64_t batch_rows, int replicas, int micro, int mb,
+		int64_t *offset, int64_t *rows);
 /* The sum over the node's replicas of each one's `part` (a sum of squares
  * of its part of the gradient): the whole stage's. 0 or -EIO. */
 int rt_dp_sum_parts(struct rt_dp *dp, double *part, struct dt_err *err);

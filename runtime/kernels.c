@@ -175,6 +175,56 @@ void rt_linear_backward(const float *x, const float *w, const float *dy,
 			    1.0f, dy, out, w, in, 0.0f, dx, in);
 }
 
+void rt_linear_forward_cols(const float *x, const float *w, const float *b, float *y,
+			    int rows, int in, int out, int c0, int c1)
+{
+	int n = c1 - c0, o;
+	size_t r;
+
+	if (rows <= 0 || n <= 0)
+		return;
+	for (r = 0; r < (size_t)rows; r++) {
+		float *yr = y + r * (size_t)out;
+
+		for (o = c0; o < c1; o++)
+			yr[o] = b ? b[o] : 0.0f;
+	}
+	if (in > 0)
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, in, 1.0f, x, in,
+			    w + (size_t)c0 * (size_t)in, in, 1.0f, y + c0, out);
+}
+
+void rt_linear_backward_cols(const float *x, const float *dy, float *dw, float *db,
+			     int rows, int in, int out, int c0, int c1)
+{
+	int n = c1 - c0, o;
+	size_t r;
+
+	if (rows <= 0 || n <= 0 || in <= 0)
+		return;
+	if (dw)
+		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, in, rows, 1.0f, dy + c0, out,
+			    x, in, 1.0f, dw + (size_t)c0 * (size_t)in, in);
+	if (db)
+		for (r = 0; r < (size_t)rows; r++) {
+			const float *dyr = dy + r * (size_t)out;
+
+			for (o = c0; o < c1; o++)
+				db[o] += dyr[o];
+		}
+}
+
+void rt_linear_dx_cols(const float *w, const float *dy, float *dx, int rows, int in, int out,
+		       int i0, int i1)
+{
+	int n = i1 - i0;
+
+	if (rows <= 0 || n <= 0 || out <= 0)
+		return;
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n, out, 1.0f, dy, out, w + i0, in,
+		    0.0f, dx + i0, in);
+}
+
 /* --- loss --- */
 
 int rt_labels_check(const int32_t *labels, int rows, int classes)

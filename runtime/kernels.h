@@ -77,6 +77,22 @@ void rt_linear_forward(const float *x, const float *w, const float *b, float *y,
 void rt_linear_backward(const float *x, const float *w, const float *dy,
 			float *dx, float *dw, float *db, int rows, int in, int out, bool add);
 
+/* The same over a block of a layer's outputs, for the replicas of a node
+ * that split every layer between them (runtime/dp.h, "split"): output
+ * columns [c0, c1) of y, i.e. rows [c0, c1) of w and b; the arrays keep
+ * their whole-layer shapes and strides (y [rows][out], w [out][in]).
+ * Element for element the products of rt_linear_forward/_backward. */
+void rt_linear_forward_cols(const float *x, const float *w, const float *b, float *y,
+			    int rows, int in, int out, int c0, int c1);
+/* dw[c0..c1)[in] += dy[:, c0..c1)^T x and db[c0..c1) += the column sums of
+ * dy[:, c0..c1): the gradient of the block's weights over all rows. */
+void rt_linear_backward_cols(const float *x, const float *dy, float *dw, float *db,
+			     int rows, int in, int out, int c0, int c1);
+/* dx[:, i0..i1) = dy W[:, i0..i1) (overwritten): a block of the input
+ * gradient's columns, from all of dy [rows][out] and w [out][in]. */
+void rt_linear_dx_cols(const float *w, const float *dy, float *dx, int rows, int in, int out,
+		       int i0, int i1);
+
 /* --- loss --- */
 
 /* Fused, numerically stable softmax + cross-entropy over logits

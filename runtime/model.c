@@ -374,33 +374,37 @@ void rt_stage_zero_grads(struct rt_stage *st)
 
 /* --- activations --- */
 
-int rt_acts_init(struct rt_acts *acts, const struct rt_stage *st, int max_rows)
+size_t rt_acts_floats(const struct rt_stage *st, int max_rows)
 {
-	size_t rows = (size_t)max_rows, total, at;
-	int i, rc = 0;
+	size_t total;
+	int i;
 
-	memset(acts, 0, sizeof(*acts));
-	acts->rows = -1;
 	if (max_rows < 1 || st->n_layers < 1)
-		return -EINVAL;
-	acts->first_layer = st->first_layer;
-	acts->n_layers = st->n_layers;
-	acts->in = st->in;
-	acts->max_rows = max_rows;
-
+		return 0;
 	/* floats: x, z and (where an activation follows) a per layer, 2 scratch */
 	total = (size_t)st->in + 2 * (size_t)st->max_width;
 	for (i = 0; i < st->n_layers; i++)
 		total += (size_t)st->layers[i].out * (st->layers[i].act ? 2 : 1);
-	if (total > SIZE_MAX / sizeof(float) / rows)
-		return -ENOMEM;
+	if (total > SIZE_MAX / sizeof(float) / (size_t)max_rows)
+		return 0;
+	return total * (size_t)max_rows;
+}
+
+/* Lays acts out in mem (x, then z and a of each layer, then the scratch). */
+static int acts_lay_out(struct rt_acts *acts, const struct rt_stage *st, int max_rows, float *mem)
+{
+	size_t rows = (size_t)max_rows, at;
+	int i;
+
+	acts->first_layer = st->first_layer;
+	acts->n_layers = st->n_layers;
+	acts->in = st->in;
+	acts->max_rows = max_rows;
 	acts->z = calloc((size_t)st->n_layers, sizeof(*acts->z));
 	acts->a = calloc((size_t)st->n_layers, sizeof(*acts->a));
-	acts->mem = malloc(total * rows * sizeof(float));
-	if (!acts->z || !acts->a || !acts->mem) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	if (!acts->z || !acts->a)
+		return -ENOMEM;
+	acts->mem = mem;
 	acts->x = acts->mem;
 	at = (size_t)st->in * rows;
 	for (i = 0; i < st->n_layers; i++) {
@@ -418,7 +422,41 @@ int rt_acts_init(struct rt_acts *acts, const struct rt_stage *st, int max_rows)
 	acts->dbuf[0] = acts->mem + at;
 	at += (size_t)st->max_width * rows;
 	acts->dbuf[1] = acts->mem + at;
-out:
+	return 0;
+}
+
+int rt_acts_init(struct rt_acts *acts, const struct rt_stage *st, int max_rows)
+{
+	size_t total;
+	float *mem;
+	int rc;
+
+	memset(acts, 0, sizeof(*acts));
+	acts->rows = -1;
+	if (max_rows < 1 || st->n_layers < 1)
+		return -EINVAL;
+	total = rt_acts_floats(st, max_rows);
+	if (total == 0)
+		return -ENOMEM;
+	mem = malloc(total * sizeof(float));
+	if (!mem)
+		return -ENOMEM;
+	acts->own_mem = true;
+	rc = acts_lay_out(acts, st, max_rows, mem);
+	if (rc)
+		rt_acts_free(acts);
+	return rc;
+}
+
+int rt_acts_place(struct rt_acts *acts, const struct rt_stage *st, int max_rows, float *mem)
+{
+	int rc;
+
+	memset(acts, 0, sizeof(*acts));
+	acts->rows = -1;
+	if (max_rows < 1 || st->n_layers < 1 || !mem)
+		return -EINVAL;
+	rc = acts_lay_out(acts, st, max_rows, mem);
 	if (rc)
 		rt_acts_free(acts);
 	return rc;
@@ -426,7 +464,8 @@ out:
 
 void rt_acts_free(struct rt_acts *acts)
 {
-	free(acts->mem);
+	if (acts->own_mem)
+		free(acts->mem);
 	free(acts->a);
 	free(acts->z);
 	memset(acts, 0, sizeof(*acts));
@@ -504,6 +543,128 @@ int rt_stage_backward(struct rt_stage *st, struct rt_acts *acts, const float *dy
 			cur = next;
 			next = t;
 		}
+	}
+	return 0;
+}
+
+/* --- a part of every layer --- */
+
+void rt_part_cols(int width, int k, int L, int *c0, int *c1)
+{
+	long lines = (width + 15) / 16;
+	long a = lines * k / L * 16, b = lines * (k + 1) / L * 16;
+
+	*c0 = (int)(a < width ? a : width);
+	*c1 = (int)(b < width ? b : width);
+}
+
+int rt_stage_part_spans(const struct rt_stage *st, int k, int L, struct rt_span *spans)
+{
+	int i, n = 0, c0, c1;
+
+	for (i = 0; i < st->n_layers; i++) {
+		const struct rt_layer *ly = &st->layers[i];
+
+		rt_part_cols(ly->out, k, L, &c0, &c1);
+		if (c1 <= c0)
+			continue;
+		spans[n++] = (struct rt_span){ ly->offset + (size_t)c0 * (size_t)ly->in,
+					       (size_t)(c1 - c0) * (size_t)ly->in };
+		spans[n++] = (struct rt_span){ ly->offset + (size_t)ly->out * (size_t)ly->in + (size_t)c0,
+					       (size_t)(c1 - c0) };
+	}
+	return n;
+}
+
+/* The activation (or its backward, with dy) over columns [c0, c1) of
+ * [rows][width] arrays. */
+static void act_cols(enum rt_act act, const float *x, const float *dy, float *y, int rows,
+		     int width, int c0, int c1)
+{
+	size_t r, at;
+
+	if (c1 <= c0)
+		return;
+	for (r = 0; r < (size_t)rows; r++) {
+		at = r * (size_t)width + (size_t)c0;
+		if (dy)
+			rt_act_backward(act, x + at, dy + at, y + at, (size_t)(c1 - c0));
+		else
+			rt_act_forward(act, x + at, y + at, (size_t)(c1 - c0));
+	}
+}
+
+int rt_stage_forward_part(const struct rt_stage *st, struct rt_acts *acts, int rows,
+			  const struct rt_part *p, const float **y)
+{
+	const float *in;
+	int i, c0, c1, rc;
+
+	if (!acts_match(st, acts) || rows < 0 || rows > acts->max_rows)
+		return -EINVAL;
+	in = acts->x;
+	for (i = 0; i < st->n_layers; i++) {
+		const struct rt_layer *ly = &st->layers[i];
+
+		rt_part_cols(ly->out, p->k, p->L, &c0, &c1);
+		rt_linear_forward_cols(in, ly->w, ly->b, acts->z[i], rows, ly->in, ly->out, c0, c1);
+		if (ly->act)
+			act_cols(st->act, acts->z[i], NULL, acts->a[i], rows, ly->out, c0, c1);
+		rc = p->sync(p->ctx);
+		if (rc)
+			return rc;
+		in = acts->a[i];
+	}
+	acts->rows = rows;
+	*y = in;
+	return 0;
+}
+
+int rt_stage_backward_part(struct rt_stage *st, struct rt_acts *acts, const float *dy, float *dx,
+			   const struct rt_part *p)
+{
+	float *cur = acts->dbuf[0], *next = acts->dbuf[1], *t;
+	const struct rt_layer *last;
+	const float *dz;
+	int rows = acts->rows, i, c0, c1, i0, i1, rc;
+
+	if (!acts_match(st, acts) || rows < 0)
+		return -EINVAL;
+	last = &st->layers[st->n_layers - 1];
+	dz = dy; /* logits: no activation */
+	if (last->act) {
+		rt_part_cols(last->out, p->k, p->L, &c0, &c1);
+		act_cols(st->act, acts->z[st->n_layers - 1], dy, cur, rows, last->out, c0, c1);
+		rc = p->sync(p->ctx);
+		if (rc)
+			return rc;
+		dz = cur;
+	}
+	/* dz is whole here: this block of the weights' gradient, then this
+	 * block of the columns of the layer below's; once every replica has
+	 * made its block, that is the next dz */
+	for (i = st->n_layers - 1; i >= 0; i--) {
+		struct rt_layer *ly = &st->layers[i];
+		const float *in = i > 0 ? acts->a[i - 1] : acts->x;
+
+		rt_part_cols(ly->out, p->k, p->L, &c0, &c1);
+		rt_part_cols(ly->in, p->k, p->L, &i0, &i1);
+		rt_linear_backward_cols(in, dz, ly->dw, ly->db, rows, ly->in, ly->out, c0, c1);
+		if (i == 0) {
+			if (dx)
+				rt_linear_dx_cols(ly->w, dz, dx, rows, ly->in, ly->out, i0, i1);
+			break;
+		}
+		rt_linear_dx_cols(ly->w, dz, next, rows, ly->in, ly->out, i0, i1);
+		/* layer i-1 is not the model's last: an activation follows it */
+		act_cols(st->act, acts->z[i - 1], next, next, rows, ly->in, i0, i1);
+		rc = p->sync(p->ctx);
+		if (rc)
+			return rc;
+		dz = next;
+		t = cur;
+		cur = next;
+		next = t;
 	}
 	return 0;
 }

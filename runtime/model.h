@@ -153,11 +153,19 @@ struct rt_acts {
 			    for a layer without activation */
 	float *dbuf[2];  /* [max_rows][max_width] each: backward scratch */
 	float *mem;      /* the one allocation behind x, z[], a[], dbuf[] */
+	bool own_mem;    /* mem is ours to free (not rt_acts_place's) */
 };
 
 /* Sizes acts for micro-batches of up to max_rows (>= 1) through st.
  * 0, -EINVAL or -ENOMEM; rt_acts_free() also after a failure. */
 int rt_acts_init(struct rt_acts *acts, const struct rt_stage *st, int max_rows);
+/* Floats that acts for max_rows rows through st take (0 when max_rows < 1
+ * or too many to count in a size_t). */
+size_t rt_acts_floats(const struct rt_stage *st, int max_rows);
+/* rt_acts_init in mem [rt_acts_floats(st, max_rows)], which the caller owns
+ * and keeps until rt_acts_free() (runtime/dp.h: a shared-memory window).
+ * 0, -EINVAL or -ENOMEM. */
+int rt_acts_place(struct rt_acts *acts, const struct rt_stage *st, int max_rows, float *mem);
 /* Frees and zeroes; safe on a zeroed or freed struct. */
 void rt_acts_free(struct rt_acts *acts);
 
@@ -189,5 +197,53 @@ int rt_stage_forward(const struct rt_stage *st, struct rt_acts *acts, const floa
  * 0, or -EINVAL when acts hold no forward or were sized for another stage. */
 int rt_stage_backward(struct rt_stage *st, struct rt_acts *acts, const float *dy, float *dx,
 		      void (*layer_done)(void *ctx, int layer_index_in_stage), void *ctx);
+
+/* --- a part of every layer (the replicas of a node split the stage) --- */
+
+/* With parallel.grad_sync "split" (runtime/dp.h) the L replicas of a node
+ * run each micro-batch of the whole node together: replica k computes
+ * block k of L of every layer's outputs over all of the node's rows (a
+ * block of the weights' rows: that part of the gradient, whole), and the
+ * activations and their gradients lie in memory all of them read. Each
+ * product keeps its 64-row batch where plain data parallelism would run
+ * half-batches that stream the whole weights for half the work. */
+struct rt_part {
+	int k, L;           /* this replica's block, of L */
+	/* returns when all L replicas have called it, with what each wrote
+	 * before it visible to all; nonzero: failed (the pass returns it) */
+	int (*sync)(void *ctx);
+	void *ctx;
+};
+
+/* Block k of L of width columns: [*c0, *c1), cut on 16-float (cache line)
+ * boundaries, as even as that allows; every width is cut the same way,
+ * so a layer's input block is the previous layer's output block. */
+void rt_part_cols(int width, int k, int L, int *c0, int *c1);
+
+/* The ranges of st's parameters (and gradients) that block k of L owns:
+ * per layer the rows [c0, c1) of W, then b[c0, c1); empty ranges left
+ * out. spans [2 * st->n_layers] (caller's) of { first, count }; returns
+ * how many were filled. */
+struct rt_span {
+	size_t first, count;
+};
+int rt_stage_part_spans(const struct rt_stage *st, int k, int L, struct rt_span *spans);
+
+/* Forward of rows node rows acts->x [rows][st->in], which the replicas
+ * filled before their last sync: this replica computes its block of every
+ * layer, with a sync after each, so that on return *y (the stage output,
+ * [rows][st->out], in acts) is whole. 0, -EINVAL, or the sync's error. */
+int rt_stage_forward_part(const struct rt_stage *st, struct rt_acts *acts, int rows,
+			  const struct rt_part *p, const float **y);
+/* Backward of the last rt_stage_forward_part on acts, given dy [rows]
+ * [st->out] (whole since the caller's last sync; it must not overlap
+ * acts): ACCUMULATES this block's rows of every layer's dW and db into
+ * st->grads, with a sync before each layer's product for the layer below
+ * (which reads every block of the layer's output gradient). When dx is
+ * not NULL it gets this replica's block of the input gradient's columns
+ * [rows][st->in] (whole after the caller's next sync). 0, -EINVAL, or the
+ * sync's error. */
+int rt_stage_backward_part(struct rt_stage *st, struct rt_acts *acts, const float *dy, float *dx,
+			   const struct rt_part *p);
 
 #endif

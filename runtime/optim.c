@@ -5,6 +5,7 @@
  * Sections: life cycle, update, schedule, clipping.
  */
 #include "runtime/optim.h"
+#include "runtime/model.h"
 #include "runtime/pool.h"
 
 #include <errno.h>
@@ -302,16 +303,11 @@ static double chunks(struct rt_optim *o, const struct upd *u, float *params, con
 	return total;
 }
 
-static double step(struct rt_optim *o, float *params, const float *grads, float *const *slots,
-		   int n_slots, size_t first, size_t n, double lr, float scale, bool take)
+/* The constants of this step's update (o->step already counts it). */
+static struct upd upd_of(const struct rt_optim *o, double lr, float scale)
 {
 	struct upd u = { 0 };
 
-	if (first > o->n)
-		first = o->n;
-	if (n > o->n - first)
-		n = o->n - first; /* never past the state buffers */
-	o->step++;
 	u.scale = scale;
 	if (o->type == RT_OPTIM_ADAMW) {
 		double t = (double)o->step; /* already counts this step */
@@ -330,7 +326,45 @@ static double step(struct rt_optim *o, float *params, const float *grads, float 
 		u.wd = (float)o->weight_decay;
 		u.lr = (float)lr;
 	}
+	return u;
+}
+
+/* [first, first + n) clamped to the state buffers */
+static void clamp(const struct rt_optim *o, size_t *first, size_t *n)
+{
+	if (*first > o->n)
+		*first = o->n;
+	if (*n > o->n - *first)
+		*n = o->n - *first;
+}
+
+static double step(struct rt_optim *o, float *params, const float *grads, float *const *slots,
+		   int n_slots, size_t first, size_t n, double lr, float scale, bool take)
+{
+	struct upd u;
+
+	clamp(o, &first, &n);
+	o->step++;
+	u = upd_of(o, lr, scale);
 	return chunks(o, &u, params, grads, slots, n_slots, first, n, take);
+}
+
+double rt_optim_step_spans(struct rt_optim *o, float *params, float *grads,
+			   const struct rt_span *spans, int n_spans, double lr, float scale)
+{
+	double total = 0.0;
+	struct upd u;
+	int i;
+
+	o->step++;
+	u = upd_of(o, lr, scale);
+	for (i = 0; i < n_spans; i++) {
+		size_t first = spans[i].first, n = spans[i].count;
+
+		clamp(o, &first, &n);
+		total += chunks(o, &u, params, grads, NULL, 0, first, n, true);
+	}
+	return total;
 }
 
 void rt_optim_step(struct rt_optim *o, float *params, const float *grads, size_t n, double lr)

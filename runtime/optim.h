@@ -106,6 +106,14 @@ double rt_optim_step_range(struct rt_optim *o, float *params, const float *grads
  * For gradients this replica owns (not the shared slots of runtime/dp.h). */
 double rt_optim_step_take(struct rt_optim *o, float *params, float *grads, size_t first, size_t n,
 			  double lr, float scale);
+/* rt_optim_step_take over several ranges of the arrays, as one update
+ * (step += 1 once): spans [n_spans] of { first, count } (runtime/model.h:
+ * the blocks of the layers a replica owns with parallel.grad_sync
+ * "split"). Returns the sum of squares of grads (before scale) over them,
+ * span by span. */
+struct rt_span; /* runtime/model.h */
+double rt_optim_step_spans(struct rt_optim *o, float *params, float *grads,
+			   const struct rt_span *spans, int n_spans, double lr, float scale);
 /* rt_optim_step_range (no clipping) from the sum of n_slots gradient
  * arrays, added in slot order (slots[0] + slots[1] + ...) as the update
  * reads them: the replicas' gradients of one node (runtime/dp.h) summed

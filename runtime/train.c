@@ -88,6 +88,7 @@ struct trainer {
 	struct rt_stage st;
 	struct rt_optim opt;
 	struct rt_dp dp;   /* how replicas sum gradients; shared parameters on a node */
+	struct rt_acts split_acts; /* dp.split: the node's micro-batch, in dp's window */
 	struct rt_pool pool; /* threads of the optimizer and of dp's sums */
 	struct rt_data train, test;
 	int has_test;
@@ -279,6 +280,7 @@ static void free_trainer(struct trainer *t, bool together)
 {
 	int i;
 
+	rt_acts_free(&t->split_acts);
 	for (i = 0; t->slots && i < t->n_slots; i++) {
 		rt_acts_free(&t->slots[i].acts);
 		free(t->slots[i].x);
@@ -524,6 +526,76 @@ static int run_schedule(struct trainer *t, const struct mb *mbs)
 	return 0;
 }
 
+/* --- the split way (runtime/dp.h) --- */
+
+/* rt_part's sync, its wait counted as gradient sync: with the layers split
+ * between the node's replicas, these waits are where they exchange. */
+static int split_sync(void *ctx)
+{
+	struct trainer *t = ctx;
+	double t0 = now_s();
+	int rc = rt_dp_sync(&t->dp);
+
+	t->tm.grad += now_s() - t0;
+	return rc;
+}
+
+/* The step's micro-batches, each over the whole node's rows: this
+ * replica reads its own rows into the node's input and computes the loss
+ * of its own rows; forward and backward run a block of every layer. The
+ * same order on every replica of the node (a sync per layer). */
+static int split_schedule(struct trainer *t, const struct mb *mbs, int64_t batch_rows)
+{
+	struct rt_part p = { t->dp.local, t->dp.locals, split_sync, t };
+	struct rt_acts *a = &t->split_acts;
+	int32_t *labels = t->slots[0].y;
+	const float *logits;
+	int64_t off, rows;
+	double t0;
+	int i, rc;
+
+	t->loss_sum = 0;
+	t->correct = 0;
+	for (i = 0; i < t->micro; i++) {
+		const struct mb *m = &mbs[i];
+
+		rt_dp_rows(&t->dp, batch_rows, t->replicas, t->micro, i, &off, &rows);
+		if (rows == 0)
+			continue; /* on every replica of the node alike */
+		/* the previous micro-batch's backward still reads the input */
+		if (i > 0 && (rc = split_sync(t)))
+			return rc;
+		t0 = now_s();
+		if (m->rows > 0) {
+			rc = rt_data_read(m->data, m->idx, (int)m->rows, a->x + off * t->in, labels,
+					  t->err);
+			if (rc)
+				return rc;
+		}
+		t->tm.data += now_s() - t0;
+		if ((rc = split_sync(t)))
+			return rc;
+		t0 = now_s() - t->tm.grad; /* the syncs' waits are not compute */
+		rc = rt_stage_forward_part(&t->st, a, (int)rows, &p, &logits);
+		if (rc == -EINVAL)
+			return dt_err_add(t->err, "rank %d: forward pass failed", t->g->rank), rc;
+		if (rc)
+			return rc;
+		t->loss_sum += rt_softmax_xent(logits + off * t->classes, labels, (int)m->rows,
+					       t->classes, t->grad_scale, t->dp.dy + off * t->classes,
+					       &t->correct);
+		rc = split_sync(t);
+		if (!rc)
+			rc = rt_stage_backward_part(&t->st, a, t->dp.dy, NULL, &p);
+		if (rc == -EINVAL)
+			return dt_err_add(t->err, "rank %d: backward pass failed", t->g->rank), rc;
+		if (rc)
+			return rc;
+		t->tm.compute += now_s() - t->tm.grad - t0;
+	}
+	return 0;
+}
+
 /* --- evaluation --- */
 
 /* Loss and accuracy over a data set; every rank gets the totals. */
@@ -669,6 +741,38 @@ static int reduce_norm(struct trainer *t, double sumsq, double *norm)
 	return 0;
 }
 
+/* update() of the split way: this replica's blocks of every layer. */
+static int update_split(struct trainer *t, int64_t step, double loss, double lr, double *norm)
+{
+	const struct rt_span *sp = t->dp.spans;
+	double clip = t->s->train.grad_clip, sumsq = 0.0;
+	float scale = 1.0f;
+	int rc = 0, i;
+
+	if (clip > 0) {
+		for (i = 0; i < t->dp.n_spans; i++)
+			sumsq += rt_sumsq(t->st.grads + sp[i].first, sp[i].count);
+		rc = rt_dp_sum_parts(&t->dp, &sumsq, t->err);
+		if (!rc)
+			rc = reduce_norm(t, sumsq, norm);
+		if (!rc)
+			rc = check_finite(t, step, loss, *norm);
+		if (rc)
+			return rc;
+		if (*norm > clip)
+			scale = (float)(clip / (*norm + 1e-6));
+		rt_optim_step_spans(&t->opt, t->st.params, t->st.grads, sp, t->dp.n_spans, lr, scale);
+		return rt_dp_publish(&t->dp, t->err);
+	}
+	sumsq = rt_optim_step_spans(&t->opt, t->st.params, t->st.grads, sp, t->dp.n_spans, lr, 1.0f);
+	rc = rt_dp_sum_parts(&t->dp, &sumsq, t->err);
+	if (!rc)
+		rc = rt_dp_publish(&t->dp, t->err);
+	if (!rc)
+		rc = reduce_norm(t, sumsq, norm);
+	return rc ? rc : check_finite(t, step, loss, *norm);
+}
+
 /* Clip (train.grad_clip) and update this replica's parameters (all of
  * them, or its part when the node's replicas share them: runtime/dp.h), in
  * one pass (rt_optim_step_take, or rt_optim_step_sum reading the replicas'
@@ -682,6 +786,8 @@ static int update(struct trainer *t, int64_t step, double loss, double lr, doubl
 	float scale = 1.0f;
 	int rc;
 
+	if (t->dp.split)
+		return update_split(t, step, loss, lr, norm);
 	/* with shared parameters, this replica's part (runtime/dp.h) */
 	if (t->dp.shared) {
 		first = t->dp.first;
@@ -818,7 +924,12 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 		       "schedule %s, %d micro-batches%s\n", s->name, (size_t)rt_model_params(s),
 		       (long long)total, (long long)per_epoch, s->parallel.schedule, t->micro,
 		       step ? ", resumed" : "");
-		if (t->dp.shared)
+		if (t->dp.split)
+			printf("dtrain-run: gradients: the %d replicas on each node share parameters in "
+			       "memory and split every layer over the node's batch, each its 1/%d%s\n",
+			       t->dp.locals, t->dp.locals,
+			       t->dp.cross != MPI_COMM_NULL ? ", blocks allreduced between nodes" : "");
+		else if (t->dp.shared)
 			printf("dtrain-run: gradients: the %d replicas of a stage on each node share "
 			       "parameters in memory, each updates 1/%d%s\n", t->dp.locals, t->dp.locals,
 			       t->dp.cross != MPI_COMM_NULL ? ", parts allreduced between nodes" : "");
@@ -831,7 +942,7 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 	metric(t, "{\"event\":\"start\",\"total_steps\":%lld,\"steps_per_epoch\":%lld,\"epochs\":%ld,"
 		  "\"step\":%lld,\"grad_sync\":\"%s\",\"replicas_per_node\":%d}", (long long)total,
 	       (long long)per_epoch, s->train.epochs, (long long)step,
-	       t->dp.shared ? "shared" : t->replicas > 1 ? "allreduce" : "none",
+	       t->dp.split ? "split" : t->dp.shared ? "shared" : t->replicas > 1 ? "allreduce" : "none",
 	       t->dp.shared ? t->dp.locals : 1);
 
 	while (step < total) {
@@ -857,7 +968,7 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 		/* the backward passes add to the gradient, which the last
 		 * update left zero (rt_optim_step_take, rt_optim_step_sum and
 		 * rt_dp_reduce zero what they read): no pass zeroes it */
-		rc = run_schedule(t, mbs);
+		rc = t->dp.split ? split_schedule(t, mbs, batch_rows) : run_schedule(t, mbs);
 		if (!rc)
 			rc = finish_buckets(t);
 		if (!rc)
@@ -1024,7 +1135,9 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 		rc = build_buckets(&t);
 	rc = agree(&t, rc);
 	if (!rc)
-		rc = agree(&t, rt_dp_init(&t.dp, s, g, &t.st, &t.opt, err));
+		rc = agree(&t, rt_dp_init(&t.dp, s, g, &t.st, &t.opt, (int)t.max_rows, err));
+	if (!rc && t.dp.split)
+		rc = agree(&t, rt_acts_place(&t.split_acts, &t.st, t.dp.node_rows, t.dp.acts_mem));
 	if (rc)
 		goto out;
 	open_metrics(&t);

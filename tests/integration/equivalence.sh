@@ -5,10 +5,12 @@
 #  - another parallel.pipeline or parallel.micro_batches (same global batch)
 #    gives the same parameters to float32 rounding;
 #  - another parallel.data gives the same loss curve within 1e-5 relative;
-#  - parallel.grad_sync "auto" (replicas of a stage on one node share the
+#  - parallel.grad_sync "shared" (replicas of a stage on one node share the
 #    parameters in memory, runtime/dp.h) against "allreduce": bitwise equal
 #    with 2 replicas per stage (no clipping: the norm is summed in parts),
-#    to float32 rounding with 3 and 4, and with clipping.
+#    to float32 rounding with 3 and 4, and with clipping; "split" (the
+#    node's replicas cut every layer, "auto" on pipeline 1): to float32
+#    rounding.
 . "$(dirname "$0")/lib.sh"
 
 "$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 1000 --features 32 --classes 5 --seed 3 >/dev/null ||
@@ -104,19 +106,28 @@ close_losses a d3
 close_losses a d2p2
 pass "data 2, 3 and 2 x pipeline 2: same loss curve within 1e-5"
 
-# the way gradients are summed (runtime/dp.h); the runs above used "auto"
+# the way gradients are summed (runtime/dp.h); the runs above used "auto":
+# "split" on pipeline 1 (the node's replicas cut every layer between them),
+# "shared" (a gradient slot per replica) with a pipeline
 grad_sync() { sed -n 's/.*"event":"start".*"grad_sync":"\([a-z]*\)","replicas_per_node":\([0-9]*\).*/\1 \2/p' "$T/$1/metrics.jsonl"; }
-[ "$(grad_sync d2)" = "shared 2" ] || fail "d2: grad_sync is '$(grad_sync d2)', want shared on 2 replicas per node"
+[ "$(grad_sync d2)" = "split 2" ] || fail "d2: grad_sync is '$(grad_sync d2)', want split on 2 replicas per node"
+[ "$(grad_sync d3)" = "split 3" ] || fail "d3: grad_sync is '$(grad_sync d3)', want split on 3 replicas per node"
+[ "$(grad_sync d2p2)" = "shared 2" ] || fail "d2p2: grad_sync is '$(grad_sync d2p2)', want shared with a pipeline"
 run d2a 2 1 1 1f1b --set parallel.grad_sync=allreduce
 [ "$(grad_sync d2a)" = "allreduce 1" ] || fail "d2a: grad_sync is '$(grad_sync d2a)', want allreduce"
 close_params d2 d2a
-run s2 2 1 1 1f1b --set train.grad_clip=0
+close_params d2 a
+run s2 2 1 1 1f1b --set train.grad_clip=0 --set parallel.grad_sync=shared
 run s2a 2 1 1 1f1b --set train.grad_clip=0 --set parallel.grad_sync=allreduce
+run s2x 2 1 1 1f1b --set train.grad_clip=0
+[ "$(grad_sync s2)" = "shared 2" ] || fail "s2: grad_sync is '$(grad_sync s2)', want shared"
 same_bits s2 s2a
+close_params s2x s2a
 run s22 2 2 2 gpipe --set train.grad_clip=0
 run s22a 2 2 2 gpipe --set train.grad_clip=0 --set parallel.grad_sync=allreduce
 same_bits s22 s22a
-pass "grad_sync auto (shared memory) and allreduce: bitwise equal on 2 replicas, without and with a pipeline"
+pass "grad_sync shared and allreduce: bitwise equal on 2 replicas, without and with a pipeline"
+pass "grad_sync split (auto on pipeline 1): allreduce's parameters to float32 rounding, with and without clipping, 2 and 3 replicas, 2 micro-batches"
 
 # no shared-memory window to be had (Open MPI's sm window component off, as
 # a container's small /dev/shm would): one warning, and the allreduce way
@@ -129,8 +140,11 @@ pass "no shared-memory window: a warning, then the allreduce way (the same bits)
 
 run d4 4 1 1 1f1b
 run d4a 4 1 1 1f1b --set parallel.grad_sync=allreduce
-[ "$(grad_sync d4)" = "shared 4" ] || fail "d4: grad_sync is '$(grad_sync d4)'"
+run d4s 4 1 1 1f1b --set parallel.grad_sync=shared
+[ "$(grad_sync d4)" = "split 4" ] || fail "d4: grad_sync is '$(grad_sync d4)'"
+[ "$(grad_sync d4s)" = "shared 4" ] || fail "d4s: grad_sync is '$(grad_sync d4s)'"
 close_params d4 d4a
+close_params d4s d4a
 close_params d3 d2
 close_losses a d4
-pass "grad_sync auto on 3 and 4 replicas: the allreduce run's parameters to float32 rounding"
+pass "grad_sync split and shared on 3 and 4 replicas: the allreduce run's parameters to float32 rounding"

@@ -176,6 +176,18 @@ static void cross_field_rules(void **state)
 	assert_int_equal(s.parallel.stage_layers.n, 2);
 	spec_free(&s);
 
+	/* "split" cuts layers between a node's replicas: one stage only */
+	assert_int_equal(resolve("{\"resources\": {\"tasks_per_node\": 4}, \"parallel\": {\"pipeline\": 2,"
+				 " \"data\": 2, \"grad_sync\": \"split\"}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "parallel.grad_sync: \"split\" cuts every layer between the replicas of a node and needs parallel.pipeline = 1 (got 2); use \"shared\" or \"auto\" with a pipeline"));
+	assert_int_equal(resolve("{\"resources\": {\"tasks_per_node\": 4}, \"parallel\": {\"pipeline\": 2,"
+				 " \"data\": 2, \"grad_sync\": \"shared\"}}", NULL, 0, &s, &e), 0);
+	spec_free(&s);
+	assert_int_equal(resolve("{\"resources\": {\"tasks_per_node\": 2}, \"parallel\": {\"data\": 2,"
+				 " \"grad_sync\": \"split\"}}", NULL, 0, &s, &e), 0);
+	assert_string_equal(s.parallel.grad_sync, "split");
+	spec_free(&s);
+
 	assert_int_equal(resolve("{\"train\": {\"device\": \"cuda\", \"epochs\": 0,"
 				 " \"lr_schedule\": {\"min_lr\": 1}}, \"resources\": {\"time\": 1},"
 				 " \"preemption\": {\"lead_seconds\": 60}}", NULL, 0, &s, &e), -EINVAL);

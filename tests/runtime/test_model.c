@@ -10,6 +10,7 @@
  * backward, gradient check, errors, main.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -537,6 +538,170 @@ static void test_split_equals_whole(void **state)
 	chain_free(&one);
 }
 
+/* --- a part of every layer (parallel.grad_sync "split") --- */
+
+/* The blocks of rt_part_cols tile every width, in order, on cache lines;
+ * the spans of rt_stage_part_spans cover every parameter exactly once. */
+static void test_part_blocks(void **state)
+{
+	static const long hidden[] = { 70, 33, 48, 5 };
+	struct rt_span spans[16];
+	struct rt_stage st;
+	struct mlp m;
+	int width, L, k, c0, c1, end, first[2], n, i;
+	unsigned char *seen;
+	size_t j;
+
+	(void)state;
+	for (width = 1; width <= 200; width++)
+		for (L = 1; L <= 5; L++)
+			for (k = 0, end = 0; k < L; k++) {
+				rt_part_cols(width, k, L, &c0, &c1);
+				if (c0 != end || c1 < c0 || (c0 % 16 && c0 != width))
+					fail_msg("width %d, block %d of %d: [%d, %d) after %d", width, k, L,
+						 c0, c1, end);
+				end = c1;
+				if (k == L - 1 && end != width)
+					fail_msg("width %d, %d blocks: end at %d", width, L, end);
+			}
+	mlp_set(&m, 20, hidden, 4, 10, "relu", 3);
+	split_ok(&m.s, 1, first);
+	stage_ok(&st, &m.s, 0, 1, first);
+	seen = calloc(st.n_params, 1);
+	assert_non_null(seen);
+	for (L = 1; L <= 4; L++) {
+		memset(seen, 0, st.n_params);
+		for (k = 0; k < L; k++) {
+			n = rt_stage_part_spans(&st, k, L, spans);
+			assert_true(n <= 2 * st.n_layers);
+			for (i = 0; i < n; i++)
+				for (j = spans[i].first; j < spans[i].first + spans[i].count; j++) {
+					assert_true(j < st.n_params);
+					seen[j]++;
+				}
+		}
+		for (j = 0; j < st.n_params; j++)
+			if (seen[j] != 1)
+				fail_msg("%d blocks: parameter %zu owned %d times", L, j, seen[j]);
+	}
+	free(seen);
+	rt_stage_free(&st);
+}
+
+/* L threads stand for the replicas of a node: each runs its block of
+ * forward and backward over the same placed activations, with a pthread
+ * barrier as the sync. */
+struct part_run {
+	pthread_barrier_t *bar;
+	struct rt_stage *st;   /* shared: the blocks write their own rows of grads */
+	struct rt_acts acts;   /* this "replica's" view of the shared memory */
+	float *mem, *x, *dy, *dx, *logits;
+	const int32_t *labels;
+	int rows, k, L, rc;
+};
+
+static int part_sync(void *ctx)
+{
+	int rc = pthread_barrier_wait(ctx);
+
+	return rc == 0 || rc == PTHREAD_BARRIER_SERIAL_THREAD ? 0 : -1;
+}
+
+static void *part_thread(void *arg)
+{
+	struct part_run *r = arg;
+	struct rt_part p = { r->k, r->L, part_sync, r->bar };
+	const float *y;
+	int rc;
+
+	rc = rt_acts_place(&r->acts, r->st, r->rows, r->mem);
+	if (!rc) {
+		/* this block's rows of the input, as a replica reads its own */
+		int lo = r->rows * r->k / r->L, hi = r->rows * (r->k + 1) / r->L;
+
+		memcpy(r->acts.x + (size_t)lo * r->st->in, r->x + (size_t)lo * r->st->in,
+		       (size_t)(hi - lo) * r->st->in * sizeof(float));
+		rc = part_sync(r->bar);
+		if (!rc)
+			rc = rt_stage_forward_part(r->st, &r->acts, r->rows, &p, &y);
+		if (!rc && r->k == 0)
+			memcpy(r->logits, y, (size_t)r->rows * r->st->out * sizeof(float));
+		if (!rc)
+			rc = rt_stage_backward_part(r->st, &r->acts, r->dy, r->dx, &p);
+	}
+	r->rc = rc;
+	return NULL;
+}
+
+static void test_part_equals_whole(void **state)
+{
+	enum { ROWS = 12, IN = 20, OUT = 10 };
+	static const long hidden[] = { 70, 33, 48, 5 };
+	float x[ROWS * IN], dl[ROWS * OUT], dx1[ROWS * IN], dxp[ROWS * IN], logits[ROWS * OUT];
+	struct part_run runs[4];
+	pthread_t th[4];
+	pthread_barrier_t bar;
+	struct rt_stage whole, part;
+	struct rt_acts acts;
+	const char *act[] = { "relu", "gelu", "tanh" };
+	int32_t labels[ROWS];
+	const float *y1;
+	struct mlp m;
+	int first[2], L, a, k, i;
+	float *mem;
+
+	(void)state;
+	rt_blas_threads(1);
+	for (i = 0; i < ROWS; i++)
+		labels[i] = (i * 7) % OUT;
+	fill_normal(x, ROWS * IN, 4);
+	for (a = 0; a < 3; a++) {
+		mlp_set(&m, IN, hidden, 4, OUT, act[a], 11);
+		split_ok(&m.s, 1, first);
+		stage_ok(&whole, &m.s, 0, 1, first);
+		assert_int_equal(rt_acts_init(&acts, &whole, ROWS), 0);
+		assert_int_equal(rt_stage_forward(&whole, &acts, x, ROWS, &y1), 0);
+		rt_softmax_xent(y1, labels, ROWS, OUT, 1.0f / ROWS, dl, NULL);
+		assert_int_equal(rt_stage_backward(&whole, &acts, dl, dx1, NULL, NULL), 0);
+		mem = malloc(rt_acts_floats(&whole, ROWS) * sizeof(float));
+		assert_non_null(mem);
+		for (L = 1; L <= 4; L++) {
+			stage_ok(&part, &m.s, 0, 1, first);
+			memset(dxp, 0, sizeof(dxp));
+			assert_int_equal(pthread_barrier_init(&bar, NULL, (unsigned)L), 0);
+			for (k = 0; k < L; k++) {
+				runs[k] = (struct part_run){ &bar, &part, { 0 }, mem, x, dl, dxp, logits,
+							     labels, ROWS, k, L, -1 };
+				assert_int_equal(pthread_create(&th[k], NULL, part_thread, &runs[k]), 0);
+			}
+			for (k = 0; k < L; k++) {
+				pthread_join(th[k], NULL);
+				assert_int_equal(runs[k].rc, 0);
+				rt_acts_free(&runs[k].acts);
+			}
+			pthread_barrier_destroy(&bar);
+			if (L == 1) {
+				/* one block is the whole layer: the same calls, the same bits */
+				assert_memory_equal(logits, y1, sizeof(logits));
+				assert_memory_equal(part.grads, whole.grads, whole.n_params * sizeof(float));
+				assert_memory_equal(dxp, dx1, sizeof(dxp));
+			}
+			for (i = 0; i < ROWS * OUT; i++)
+				assert_close(logits[i], y1[i], 1e-5 * (1 + fabs(y1[i])));
+			for (i = 0; i < ROWS * IN; i++)
+				assert_close(dxp[i], dx1[i], 1e-6 + 1e-5 * fabs(dx1[i]));
+			for (i = 0; i < (int)whole.n_params; i++)
+				if (!(fabs(part.grads[i] - whole.grads[i]) <= 1e-7 + 1e-5 * fabs(whole.grads[i])))
+					fail_msg("%s, %d blocks: grad %d is %.9g, want %.9g", act[a], L, i,
+						 part.grads[i], whole.grads[i]);
+			rt_stage_free(&part);
+		}
+		free(mem);
+		rt_acts_free(&acts);
+		rt_stage_free(&whole);
+	}
+}
+
 /* two micro-batches of 4 accumulate to one batch of 8 */
 static void test_grad_accumulation(void **state)
 {
@@ -837,6 +1002,8 @@ int main(void)
 		cmocka_unit_test(test_init_distribution),
 		cmocka_unit_test(test_split_equals_whole),
 		cmocka_unit_test(test_grad_accumulation),
+		cmocka_unit_test(test_part_blocks),
+		cmocka_unit_test(test_part_equals_whole),
 		cmocka_unit_test(test_layer_done_order),
 		cmocka_unit_test(test_grad_check_relu),
 		cmocka_unit_test(test_grad_check_gelu),

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "runtime/model.h"
 #include "runtime/optim.h"
 #include "runtime/pool.h"
 #include "runtime/rng.h"
@@ -450,6 +451,83 @@ static void test_step_sum(void **state)
 
 /* --- errors --- */
 
+/* Spans that cover the arrays: one update (the step counted once, so
+ * AdamW's bias correction is the whole-array update's), the same bits as
+ * rt_optim_step_take over everything, the spans' gradients left zero and
+ * what lies outside them untouched. */
+static void test_step_spans(void **state)
+{
+	static const char *types[] = { "sgd", "adamw" };
+	/* [0, 5) [5, 40) [40, 41) [41, n): uneven, unaligned; then a gap */
+	struct rt_span cover[4] = { { 0, 5 }, { 5, 35 }, { 40, 1 }, { 41, 0 } };
+	struct rt_span gap[2] = { { 3, 10 }, { 20, 7 } };
+	const size_t n = RT_CHUNK + 77;
+	struct opt_spec os;
+	struct rt_pool pool;
+	size_t t, i;
+
+	(void)state;
+	rt_pool_init(&pool, 2);
+	cover[3].count = n - 41;
+	for (t = 0; t < 2; t++) {
+		struct rt_optim a, b, c;
+		float *w1 = malloc(n * sizeof(float)), *w2 = malloc(n * sizeof(float));
+		float *w3 = malloc(n * sizeof(float)), *g1 = malloc(n * sizeof(float));
+		float *g2 = malloc(n * sizeof(float)), *g3 = malloc(n * sizeof(float));
+		struct rt_rng r;
+		int step;
+
+		assert_true(w1 && w2 && w3 && g1 && g2 && g3);
+		opt_set(&os, types[t], 0.05, 0.9, 0.01);
+		optim_ok(&a, &os.s, n);
+		optim_ok(&b, &os.s, n);
+		optim_ok(&c, &os.s, n);
+		b.pool = &pool;
+		rt_rng_seed(&r, 5, t);
+		for (i = 0; i < n; i++)
+			w1[i] = w2[i] = w3[i] = rt_rng_normal(&r);
+		for (step = 0; step < 3; step++) {
+			float scale = step == 2 ? 0.5f : 1.0f;
+			double want, got, part = 0.0;
+
+			for (i = 0; i < n; i++)
+				g1[i] = g2[i] = g3[i] = rt_rng_normal(&r);
+			want = rt_optim_step_take(&a, w1, g1, 0, n, 0.05, scale);
+			got = rt_optim_step_spans(&b, w2, g2, cover, 4, 0.05, scale);
+			assert_int_equal(b.step, a.step);
+			if (!(fabs(got - want) <= 1e-12 * want))
+				fail_msg("%s step %d: sum of squares %.17g, want %.17g", types[t], step, got, want);
+			for (i = 0; i < n; i++)
+				if (memcmp(&w2[i], &w1[i], sizeof(float)) || memcmp(&b.m[i], &a.m[i], sizeof(float)) ||
+				    (b.v && memcmp(&b.v[i], &a.v[i], sizeof(float))) || g2[i] != 0.0f)
+					fail_msg("%s step %d: element %zu: w %.9g vs %.9g, gradient %g left",
+						 types[t], step, i, w2[i], w1[i], g2[i]);
+			/* two spans with gaps: only they change */
+			for (i = 0; i < 2; i++)
+				part += rt_sumsq(g3 + gap[i].first, gap[i].count);
+			memcpy(g1, g3, n * sizeof(float));
+			memcpy(g2, w3, n * sizeof(float)); /* g2 is free again: w3 before */
+			got = rt_optim_step_spans(&c, w3, g3, gap, 2, 0.05, scale);
+			assert_true(fabs(got - part) <= 1e-12 * part);
+			for (i = 0; i < n; i++) {
+				int inside = (i >= 3 && i < 13) || (i >= 20 && i < 27);
+
+				if (inside != (g3[i] == 0.0f && g1[i] != 0.0f) ||
+				    inside == !memcmp(&w3[i], &g2[i], sizeof(float)))
+					fail_msg("%s step %d: element %zu %s a span, gradient %g (was %g), w %.9g (was %.9g)",
+						 types[t], step, i, inside ? "inside" : "outside", g3[i], g1[i],
+						 w3[i], g2[i]);
+			}
+		}
+		assert_int_equal(c.step, 3);
+		rt_optim_free(&a);
+		rt_optim_free(&b);
+		rt_optim_free(&c);
+		free(w1); free(w2); free(w3); free(g1); free(g2); free(g3);
+	}
+	rt_pool_free(&pool);
+}
+
 static void test_errors(void **state)
 {
 	struct dt_err err = { 0 };
@@ -488,6 +566,7 @@ int main(void)
 		cmocka_unit_test(test_sumsq_scale_clip),
 		cmocka_unit_test(test_fused_update),
 		cmocka_unit_test(test_step_sum),
+		cmocka_unit_test(test_step_spans),
 		cmocka_unit_test(test_errors),
 	};
 
