@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Data parallelism over 2 nodes x 2 tasks on the local cluster (data 4,
-# pipeline 1), with parallel.grad_sync "auto": on each node the 2 replicas
-# share the parameters in memory and each updates half; each half is
-# allreduced with the other node's (runtime/dp.h). It must train like the
+# pipeline 1), with parallel.grad_sync "auto" (= "split" here): on each node
+# the 2 replicas share the parameters in memory, cut every layer between
+# them over the node's rows and each updates its blocks; each block is
+# allreduced with the other node's (runtime/dp.h); and with "shared" (a
+# gradient slot per replica, each updates half). Both must train like the
 # same job with "allreduce" (float32 rounding apart: the sums run in
 # another order; GELU, so that no ReLU kink turns rounding into a jump), and
 # a resume of its middle checkpoint on the same layout (the broadcast of a
@@ -38,14 +40,18 @@ job() {
 
 job auto
 job ar --set parallel.grad_sync=allreduce
-must_contain "$T/auto.log" "gradients: the 2 replicas of a stage on each node share parameters in memory, each updates 1/2, parts allreduced between nodes"
+job sh --set parallel.grad_sync=shared
+must_contain "$T/auto.log" "gradients: the 2 replicas on each node share parameters in memory and split every layer over the node's batch, each its 1/2, blocks allreduced between nodes"
+must_contain "$T/sh.log" "gradients: the 2 replicas of a stage on each node share parameters in memory, each updates 1/2, parts allreduced between nodes"
 must_contain "$T/ar.log" "gradients: allreduce between the 4 replicas"
 final=step-00000060
-for obj in /layers /optimizer; do
-	h5diff --delta=1e-5 "$T/ar/checkpoints/$final/model.h5" "$T/auto/checkpoints/$final/model.h5" "$obj" "$obj" \
-		>"$T/diff.out" 2>&1 || { head -n 30 "$T/diff.out"; fail "auto and allreduce differ in $obj by more than 1e-5"; }
+for way in auto sh; do
+	for obj in /layers /optimizer; do
+		h5diff --delta=1e-5 "$T/ar/checkpoints/$final/model.h5" "$T/$way/checkpoints/$final/model.h5" "$obj" "$obj" \
+			>"$T/diff.out" 2>&1 || { head -n 30 "$T/diff.out"; fail "$way and allreduce differ in $obj by more than 1e-5"; }
+	done
 done
-pass "2 nodes x 2 replicas, shared halves allreduced between nodes: the allreduce job's parameters within 1e-5"
+pass "2 nodes x 2 replicas, split blocks and shared halves allreduced between nodes: the allreduce job's parameters within 1e-5"
 
 mkdir -p "$T/from"
 cp -r "$T/auto/checkpoints/step-00000030" "$T/from/"
@@ -55,4 +61,4 @@ for obj in /layers /optimizer; do
 	h5diff "$T/auto/checkpoints/$final/model.h5" "$T/again/checkpoints/$final/model.h5" "$obj" "$obj" \
 		>"$T/diff.out" 2>&1 || { head -n 30 "$T/diff.out"; fail "the resumed job's $obj differs from the uninterrupted one's"; }
 done
-pass "resumed from step 30 on 2 nodes x 2 shared replicas: bitwise the uninterrupted run"
+pass "resumed from step 30 on 2 nodes x 2 split replicas: bitwise the uninterrupted run"
