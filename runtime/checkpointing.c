@@ -779,19 +779,19 @@ static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
 						     &c->local_err);
 }
 
-int rt_ckpt_poll(struct rt_ckpt *c, bool *stop, struct dt_err *err)
+int rt_ckpt_poll(struct rt_ckpt *c, int *stop_sig, struct dt_err *err)
 {
 	int v[2], mrc, rc;
 
 	/* rank 0: a commit finished on its thread */
 	if (c->committing && atomic_load(&c->commit_done))
 		end_commit(c); /* a failed periodic save was reported: go on */
-	v[0] = rt_ckpt_signal_pending() != 0;
+	v[0] = rt_ckpt_signal_pending();
 	v[1] = c->inflight && !atomic_load(&c->thread_done);
 	mrc = MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	if (mrc != MPI_SUCCESS)
 		return mpi_err(err, c->g->rank, "MPI_Allreduce of the stop flag", mrc);
-	*stop = v[0] != 0;
+	*stop_sig = v[0];
 	if (!c->inflight || v[1] != 0)
 		return 0;
 	/* every writer is done: gather, and rank 0 commits in the background */

@@ -149,9 +149,12 @@ int rt_ckpt_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, int64_t *st
 
 /* --- saving --- */
 
-/* At every step boundary: agrees on a stop signal (*stop) and commits an
- * async save whose writes are all done. 0 or -EIO. */
-int rt_ckpt_poll(struct rt_ckpt *c, bool *stop, struct dt_err *err);
+/* At every step boundary: agrees on a stop signal and commits an async
+ * save whose writes are all done. *stop_sig = 0 (go on), or the stop
+ * signal some rank got (the highest number when ranks got different ones),
+ * the same on every rank: rank 0 can name it even when its own copy of the
+ * signal has not arrived yet. 0 or -EIO. */
+int rt_ckpt_poll(struct rt_ckpt *c, int *stop_sig, struct dt_err *err);
 
 /* Saves the state at pos->step (see above). A step already saved is not
  * saved again. sync: returns after the commit; a save that failed (and was

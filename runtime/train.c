@@ -858,22 +858,20 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 {
 	const struct spec *s = t->s;
 	struct rt_ckpt_pos pos = { step, per_epoch, total };
-	bool stop = false;
-	int rc;
+	int sig = 0, rc;
 
-	rc = rt_ckpt_poll(&t->ck, &stop, t->err);
+	/* sig: the signal the ranks agreed on, whichever rank got it first */
+	rc = rt_ckpt_poll(&t->ck, &sig, t->err);
 	if (rc)
 		return rc;
-	if (stop) {
-		int sig = rt_ckpt_signal_pending();
-
+	if (sig) {
 		if (t->g->rank == 0 && !opts->quiet) {
 			printf("dtrain-run: %s received: saving at step %lld, then exiting for a requeue\n",
-			       sig ? strsignal(sig) : "stop signal (on another rank)", (long long)step);
+			       strsignal(sig), (long long)step);
 			fflush(stdout);
 		}
 		metric(t, "{\"event\":\"stop\",\"step\":%lld,\"signal\":\"%s\"}", (long long)step,
-		       sig ? sigabbrev_np(sig) : "");
+		       sigabbrev_np(sig));
 		rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
 		if (rc == -ECANCELED && t->g->rank == 0)
 			dt_err_add(t->err, "stopped at step %lld without saving it (see above); a resume "
