@@ -310,9 +310,9 @@ def main():
             shp = sg["mlp_shapes"][m]["2x1"] / sg["mlp_shapes"][m]["1x1"]
             row("scaling", "%s MLP, 2 processes / 1 (speed-up)" % m, ours, peer_scale, "x",
                 ours / peer_scale, 0.9, "peer: 2 concurrent sgemm processes / 1 (square)")
-            row("scaling", "  %s MLP against sgemm on the step's own shapes" % m, ours, shp, "x",
-                ours / shp, None, "peer: 2 sgemm processes at batch %d / 1 at %d"
-                % (BATCH // 2, BATCH))
+            row("scaling", "  %s MLP against sgemm at half the batch" % m, ours, shp, "x",
+                ours / shp, None, "peer: 2 sgemm processes on the step's shapes at batch %d "
+                "(plain data parallelism's) / 1 at %d" % (BATCH // 2, BATCH))
             mem = res["membw"][m]
             msc = mem["2x1"]["gbps"] / mem["1x1"]["gbps"]
             row("scaling", "  %s MLP's update: memory, 2 processes / 1" % m, ours, msc, "x",
@@ -320,17 +320,22 @@ def main():
                 "parameters each / 1 on all")
             res.setdefault("dp_times", {})[m] = {"1x1": b.times(ev[(m, "1x1")]),
                                                  "2x1": b.times(ev[(m, 2)])}
-        # the default grad_sync ("auto": the 2 replicas share the parameters
-        # in memory, runtime/dp.h) against every replica for itself and an
-        # MPI allreduce
+        # the default grad_sync ("auto", here "split": the 2 replicas share
+        # the parameters in memory and cut every layer between them,
+        # runtime/dp.h) against "shared" (a gradient slot per replica, each
+        # updates half) and "allreduce" (every replica for itself, MPI)
         for m in MODELS:
-            progress("throughput %s MLP, 2 processes, grad_sync allreduce" % m)
-            e = b.dtrain(m, data=2, threads=1, steps=steps[m], window=win[m],
-                         extra=["parallel.grad_sync=allreduce"])
-            auto, ar = b.rate(ev[(m, 2)]), b.rate(e)
-            row("scaling", "  %s MLP, 2 processes: grad_sync auto / allreduce" % m, auto, ar,
-                "samples/s", auto / ar, None, "shared parameters on the node vs MPI allreduce")
-            res["dp_times"][m]["2x1_allreduce"] = b.times(e)
+            auto = b.rate(ev[(m, 2)])
+            for way, what in (("shared", "a gradient slot per replica, each updates half"),
+                              ("allreduce", "MPI allreduce between the replicas")):
+                progress("throughput %s MLP, 2 processes, grad_sync %s" % (m, way))
+                e = b.dtrain(m, data=2, threads=1, steps=steps[m], window=win[m],
+                             extra=["parallel.grad_sync=" + way])
+                other = b.rate(e)
+                row("scaling", "  %s MLP, 2 processes: grad_sync auto / %s" % (m, way), auto,
+                    other, "samples/s", auto / other, None,
+                    "auto = split: layers cut between the replicas; vs " + what)
+                res["dp_times"][m]["2x1_" + way] = b.times(e)
 
     # --- 4. gradient synchronisation ---
     if only & {"throughput", "grad"} and ("large", 2) in ev:
