@@ -333,49 +333,41 @@ static void sum_item(void *ctx, long c)
 		  end - at < SUM_CHUNK ? end - at : SUM_CHUNK);
 }
 
-/* Split: this replica's blocks summed with the same blocks of the other
- * nodes (MPI counts are int). */
-static int allreduce_spans(struct rt_dp *dp, struct dt_err *err)
+/* p [n] summed in place with the same range on the other nodes (cross),
+ * in pieces: MPI counts are int. */
+static int allreduce_cross(struct rt_dp *dp, float *p, size_t n, struct dt_err *err)
 {
 	size_t off;
-	int rc = 0, i;
+	int rc = 0;
 
-	for (i = 0; i < dp->n_spans; i++)
-		for (off = 0; off < dp->spans[i].count;) {
-			size_t left = dp->spans[i].count - off;
-			int chunk = left > (size_t)INT_MAX / 2 ? INT_MAX / 2 : (int)left;
-			float *p = dp->grads + dp->spans[i].first + off;
+	for (off = 0; off < n;) {
+		size_t left = n - off;
+		int chunk = left > (size_t)INT_MAX / 2 ? INT_MAX / 2 : (int)left;
 
-			CHECK(MPI_Allreduce(MPI_IN_PLACE, p, chunk, MPI_FLOAT, MPI_SUM, dp->cross));
-			off += (size_t)chunk;
-		}
+		CHECK(MPI_Allreduce(MPI_IN_PLACE, p + off, chunk, MPI_FLOAT, MPI_SUM, dp->cross));
+		off += (size_t)chunk;
+	}
 out:
 	return rc;
 }
 
 int rt_dp_reduce(struct rt_dp *dp, struct dt_err *err)
 {
-	size_t off;
-	int rc;
+	int rc, i;
 
 	rc = sync_node(dp, err);
 	if (rc || dp->fuse)
 		return rc;
-	if (dp->split)
-		return dp->cross == MPI_COMM_NULL ? 0 : allreduce_spans(dp, err);
-	rt_pool_for(dp->pool, (long)((dp->count + SUM_CHUNK - 1) / SUM_CHUNK), sum_item, dp);
+	if (!dp->split)
+		rt_pool_for(dp->pool, (long)((dp->count + SUM_CHUNK - 1) / SUM_CHUNK), sum_item, dp);
 	if (dp->cross == MPI_COMM_NULL)
 		return 0;
-	/* the same part on the other nodes: MPI counts are int */
-	for (off = 0; off < dp->count;) {
-		size_t left = dp->count - off;
-		int chunk = left > (size_t)INT_MAX / 2 ? INT_MAX / 2 : (int)left;
-		float *p = dp->slots + (size_t)dp->local * dp->stride + dp->first + off;
-
-		CHECK(MPI_Allreduce(MPI_IN_PLACE, p, chunk, MPI_FLOAT, MPI_SUM, dp->cross));
-		off += (size_t)chunk;
-	}
-out:
+	/* the same part (split: the same blocks) on the other nodes */
+	if (!dp->split)
+		return allreduce_cross(dp, dp->slots + (size_t)dp->local * dp->stride + dp->first,
+				       dp->count, err);
+	for (i = 0; i < dp->n_spans && !rc; i++)
+		rc = allreduce_cross(dp, dp->grads + dp->spans[i].first, dp->spans[i].count, err);
 	return rc;
 }
 

@@ -81,7 +81,9 @@ void rt_linear_backward(const float *x, const float *w, const float *dy,
  * that split every layer between them (runtime/dp.h, "split"): output
  * columns [c0, c1) of y, i.e. rows [c0, c1) of w and b; the arrays keep
  * their whole-layer shapes and strides (y [rows][out], w [out][in]).
- * Element for element the products of rt_linear_forward/_backward. */
+ * With [c0, c1) the whole width they make the same calls as
+ * rt_linear_forward/_backward (the same bits); with a block, each output
+ * element is the same sum, which OpenBLAS may round differently. */
 void rt_linear_forward_cols(const float *x, const float *w, const float *b, float *y,
 			    int rows, int in, int out, int c0, int c1);
 /* dw[c0..c1)[in] += dy[:, c0..c1)^T x and db[c0..c1) += the column sums of

@@ -741,60 +741,30 @@ static int reduce_norm(struct trainer *t, double sumsq, double *norm)
 	return 0;
 }
 
-/* update() of the split way: this replica's blocks of every layer. */
-static int update_split(struct trainer *t, int64_t step, double loss, double lr, double *norm)
-{
-	const struct rt_span *sp = t->dp.spans;
-	double clip = t->s->train.grad_clip, sumsq = 0.0;
-	float scale = 1.0f;
-	int rc = 0, i;
-
-	if (clip > 0) {
-		for (i = 0; i < t->dp.n_spans; i++)
-			sumsq += rt_sumsq(t->st.grads + sp[i].first, sp[i].count);
-		rc = rt_dp_sum_parts(&t->dp, &sumsq, t->err);
-		if (!rc)
-			rc = reduce_norm(t, sumsq, norm);
-		if (!rc)
-			rc = check_finite(t, step, loss, *norm);
-		if (rc)
-			return rc;
-		if (*norm > clip)
-			scale = (float)(clip / (*norm + 1e-6));
-		rt_optim_step_spans(&t->opt, t->st.params, t->st.grads, sp, t->dp.n_spans, lr, scale);
-		return rt_dp_publish(&t->dp, t->err);
-	}
-	sumsq = rt_optim_step_spans(&t->opt, t->st.params, t->st.grads, sp, t->dp.n_spans, lr, 1.0f);
-	rc = rt_dp_sum_parts(&t->dp, &sumsq, t->err);
-	if (!rc)
-		rc = rt_dp_publish(&t->dp, t->err);
-	if (!rc)
-		rc = reduce_norm(t, sumsq, norm);
-	return rc ? rc : check_finite(t, step, loss, *norm);
-}
-
-/* Clip (train.grad_clip) and update this replica's parameters (all of
- * them, or its part when the node's replicas share them: runtime/dp.h), in
- * one pass (rt_optim_step_take, or rt_optim_step_sum reading the replicas'
+/* Clip (train.grad_clip) and update what this replica owns: all the
+ * parameters, its part when the node's replicas share them, or its blocks
+ * of every layer when they split the layers (runtime/dp.h), in one pass
+ * (rt_optim_step_spans, or rt_optim_step_sum reading the replicas'
  * gradients), which leaves the gradient it read zero for the next step's
  * backward passes to add to; with clipping the norm must be known first,
  * which costs a second pass (rt_sumsq). */
 static int update(struct trainer *t, int64_t step, double loss, double lr, double *norm)
 {
-	double clip = t->s->train.grad_clip, sumsq;
-	size_t first = 0, count = t->st.n_params;
+	struct rt_span whole = { 0, t->st.n_params };
+	const struct rt_span *sp = &whole;
+	double clip = t->s->train.grad_clip, sumsq = 0.0;
 	float scale = 1.0f;
-	int rc;
+	int n = 1, rc, i;
 
-	if (t->dp.split)
-		return update_split(t, step, loss, lr, norm);
-	/* with shared parameters, this replica's part (runtime/dp.h) */
-	if (t->dp.shared) {
-		first = t->dp.first;
-		count = t->dp.count;
+	if (t->dp.split) {
+		sp = t->dp.spans;
+		n = t->dp.n_spans;
+	} else if (t->dp.shared) {
+		whole = (struct rt_span){ t->dp.first, t->dp.count };
 	}
 	if (clip > 0) {
-		sumsq = rt_sumsq(t->st.grads + first, count);
+		for (i = 0; i < n; i++)
+			sumsq += rt_sumsq(t->st.grads + sp[i].first, sp[i].count);
 		rc = t->dp.shared ? rt_dp_sum_parts(&t->dp, &sumsq, t->err) : 0;
 		if (!rc)
 			rc = reduce_norm(t, sumsq, norm);
@@ -804,17 +774,16 @@ static int update(struct trainer *t, int64_t step, double loss, double lr, doubl
 			return rc;
 		if (*norm > clip)
 			scale = (float)(clip / (*norm + 1e-6));
-		rt_optim_step_take(&t->opt, t->st.params, t->st.grads, first, count, lr, scale);
+		rt_optim_step_spans(&t->opt, t->st.params, t->st.grads, sp, n, lr, scale);
 		return t->dp.shared ? rt_dp_publish(&t->dp, t->err) : 0;
 	}
 	/* a NaN gradient is only seen after the update here; the run stops
 	 * then, and nothing saves these parameters */
 	if (t->dp.shared && t->dp.fuse)
-		sumsq = rt_optim_step_sum(&t->opt, t->st.params, t->dp.slot, t->dp.locals, first,
-					  count, lr);
+		sumsq = rt_optim_step_sum(&t->opt, t->st.params, t->dp.slot, t->dp.locals, whole.first,
+					  whole.count, lr);
 	else
-		sumsq = rt_optim_step_take(&t->opt, t->st.params, t->st.grads, first, count, lr,
-					   1.0f);
+		sumsq = rt_optim_step_spans(&t->opt, t->st.params, t->st.grads, sp, n, lr, 1.0f);
 	rc = t->dp.shared ? rt_dp_sum_parts(&t->dp, &sumsq, t->err) : 0;
 	if (!rc && t->dp.shared)
 		rc = rt_dp_publish(&t->dp, t->err);
@@ -964,7 +933,7 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 		t->grad_scale = 1.0f / (float)batch_rows;
 		arm_buckets(t);
 		/* the backward passes add to the gradient, which the last
-		 * update left zero (rt_optim_step_take, rt_optim_step_sum and
+		 * update left zero (rt_optim_step_spans, rt_optim_step_sum and
 		 * rt_dp_reduce zero what they read): no pass zeroes it */
 		rc = t->dp.split ? split_schedule(t, mbs, batch_rows) : run_schedule(t, mbs);
 		if (!rc)
