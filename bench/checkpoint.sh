@@ -5,7 +5,8 @@
 #   - write bandwidth of a synchronous save (bytes / the longest writer's
 #     write phase: pwrite, CRC, fsync, all writers in parallel; and end to
 #     end, from the start of the save to the end of its commit) against
-#     `dd conv=fsync` of the same number of bytes into the same directory;
+#     `dd conv=fsync` of the same number of bytes into the same directory,
+#     the two alternating over three rounds (medians of six samples each);
 #   - the training stall of an async save against the time of a sync save;
 #   - the time to load the checkpoint on resume.
 # Prints a table and writes it as JSON (bench/checkpoint.json in the build
@@ -46,29 +47,46 @@ field() {
 saves() { field "$1" checkpoint "$2" | sed -n '2,3p'; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-echo "bench/checkpoint.sh: 100M-parameter model, 4 ranks, 4 saves each (medians of saves 2 and 3): sync, async, then dd" >&2
-run sync false
-run async true
-bytes=$(field sync checkpoint bytes | head -n 1)
-sync_total=$(saves sync total_s | median)
-sync_write=$(saves sync write_s | median)
-sync_stall=$(saves sync stall_s | median)
-async_stall=$(saves async stall_s | median)
-async_total=$(saves async total_s | median)
-
-# dd: the same bytes, the same directory, fsync at the end (three times)
-dd_s=()
-for i in 1 2 3; do
+# dd_once: dd of the checkpoint's bytes into the same directory, fsync at
+# the end; prints its seconds
+dd_once() {
+	local t0 t1
 	t0=$(date +%s.%N)
 	dd if=/dev/zero of="$work/dd.tmp" bs=1M count=$(((bytes + 1048575) / 1048576)) conv=fsync status=none
 	t1=$(date +%s.%N)
-	dd_s+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')")
 	rm -f "$work/dd.tmp"
+	awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }'
+}
+
+# The disk's speed here moves by half from one minute to the next, so the
+# sync saves and dd alternate over three rounds (dd, a run with two
+# measured saves, dd) and each side is the median of its six samples.
+rounds=3
+echo "bench/checkpoint.sh: 100M-parameter model, 4 ranks: $rounds rounds of dd, a sync run (2 measured saves), dd; then an async run" >&2
+run sync1 false
+bytes=$(field sync1 checkpoint bytes | head -n 1)
+dd_all=() write_all=() total_all=() stall_all=()
+for i in $(seq 1 "$rounds"); do
+	dd_all+=("$(dd_once)")
+	[ "$i" = 1 ] || run "sync$i" false
+	mapfile -t -O "${#write_all[@]}" write_all < <(saves "sync$i" write_s)
+	mapfile -t -O "${#total_all[@]}" total_all < <(saves "sync$i" total_s)
+	mapfile -t -O "${#stall_all[@]}" stall_all < <(saves "sync$i" stall_s)
+	dd_all+=("$(dd_once)")
+	# keep the last round's checkpoints for the load below
+	[ "$i" = "$rounds" ] || rm -rf "$work/sync$i/checkpoints"
 done
-dd_med=$(printf '%s\n' "${dd_s[@]}" | median)
+run async true
+async_stall=$(saves async stall_s | median)
+async_total=$(saves async total_s | median)
+sync_write=$(printf '%s\n' "${write_all[@]}" | median)
+sync_total=$(printf '%s\n' "${total_all[@]}" | median)
+sync_stall=$(printf '%s\n' "${stall_all[@]}" | median)
+dd_med=$(printf '%s\n' "${dd_all[@]}" | median)
+echo "bench/checkpoint.sh: seconds of each sync write: ${write_all[*]}; of each dd: ${dd_all[*]}" >&2
 
 # load: resume the sync run's last checkpoint on a fresh run (nothing left to train)
-run load false --set checkpoint.resume="$work/sync/checkpoints"
+run load false --set checkpoint.resume="$work/sync$rounds/checkpoints"
 load_s=$(field load resume load_s | head -n 1)
 
 awk -v bytes="$bytes" -v st="$sync_total" -v sw="$sync_write" -v ss="$sync_stall" -v as="$async_stall" -v at="$async_total" \
