@@ -6,7 +6,7 @@
 #     write phase: pwrite, CRC, fsync, all writers in parallel; and end to
 #     end, from the start of the save to the end of its commit) against
 #     `dd conv=fsync` of the same number of bytes into the same directory,
-#     the two alternating over three rounds (medians of six samples each);
+#     the two alternating over three rounds (medians of 9 and 6 samples);
 #   - the training stall of an async save against the time of a sync save;
 #   - the time to load the checkpoint on resume.
 # Prints a table and writes it as JSON (bench/checkpoint.json in the build
@@ -45,6 +45,8 @@ field() {
 # saves NAME KEY: KEY of the periodic saves after the first (the first
 # allocates the snapshot buffers: page faults, not steady state)
 saves() { field "$1" checkpoint "$2" | sed -n '2,3p'; }
+# sync_saves NAME KEY: the same, with the final save (synchronous too)
+sync_saves() { field "$1" checkpoint "$2" | sed -n '2,$p'; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # dd_once: dd of the checkpoint's bytes into the same directory, fsync at
@@ -59,19 +61,19 @@ dd_once() {
 }
 
 # The disk's speed here moves by half from one minute to the next, so the
-# sync saves and dd alternate over three rounds (dd, a run with two
-# measured saves, dd) and each side is the median of its six samples.
+# sync saves and dd alternate over three rounds (dd, a run with three
+# measured saves, dd) and each side is the median of its samples.
 rounds=3
-echo "bench/checkpoint.sh: 100M-parameter model, 4 ranks: $rounds rounds of dd, a sync run (2 measured saves), dd; then an async run" >&2
+echo "bench/checkpoint.sh: 100M-parameter model, 4 ranks: $rounds rounds of dd, a sync run (3 measured saves), dd; then an async run" >&2
 run sync1 false
 bytes=$(field sync1 checkpoint bytes | head -n 1)
 dd_all=() write_all=() total_all=() stall_all=()
 for i in $(seq 1 "$rounds"); do
 	dd_all+=("$(dd_once)")
 	[ "$i" = 1 ] || run "sync$i" false
-	mapfile -t -O "${#write_all[@]}" write_all < <(saves "sync$i" write_s)
-	mapfile -t -O "${#total_all[@]}" total_all < <(saves "sync$i" total_s)
-	mapfile -t -O "${#stall_all[@]}" stall_all < <(saves "sync$i" stall_s)
+	mapfile -t -O "${#write_all[@]}" write_all < <(sync_saves "sync$i" write_s)
+	mapfile -t -O "${#total_all[@]}" total_all < <(sync_saves "sync$i" total_s)
+	mapfile -t -O "${#stall_all[@]}" stall_all < <(sync_saves "sync$i" stall_s)
 	dd_all+=("$(dd_once)")
 	# keep the last round's checkpoints for the load below
 	[ "$i" = "$rounds" ] || rm -rf "$work/sync$i/checkpoints"
@@ -90,7 +92,8 @@ run load false --set checkpoint.resume="$work/sync$rounds/checkpoints"
 load_s=$(field load resume load_s | head -n 1)
 
 awk -v bytes="$bytes" -v st="$sync_total" -v sw="$sync_write" -v ss="$sync_stall" -v as="$async_stall" -v at="$async_total" \
-	-v dd="$dd_med" -v load="$load_s" -v json="$work/../checkpoint.json" 'BEGIN {
+	-v dd="$dd_med" -v load="$load_s" -v json="$work/../checkpoint.json" \
+	-v ws="$(IFS=,; echo "${write_all[*]}")" -v ds="$(IFS=,; echo "${dd_all[*]}")" 'BEGIN {
 	mb = bytes / 1e6
 	w = mb / sw; e = mb / st; d = mb / dd
 	printf "%-44s %12s %12s %8s\n", "checkpoint, 100M parameters (" sprintf("%.0f", mb) " MB)", "dtrain", "peer", "ratio"
@@ -100,7 +103,7 @@ awk -v bytes="$bytes" -v st="$sync_total" -v sw="$sync_write" -v ss="$sync_stall
 	printf "%-44s %11.3fs %12s %8s\n", "  sync save, snapshot to commit", st, "", ""
 	printf "%-44s %11.3fs %12s %8s\n", "  async save, snapshot to commit", at, "", ""
 	printf "%-44s %11.3fs %12s %8s\n", "load on resume (read, check, broadcast)", load, "", ""
-	printf "{\"bytes\":%d,\"write_mb_s\":%.1f,\"end_to_end_mb_s\":%.1f,\"dd_mb_s\":%.1f,\"write_ratio\":%.3f,\"sync_save_s\":%.4f,\"async_stall_s\":%.4f,\"stall_ratio\":%.4f,\"async_save_s\":%.4f,\"load_s\":%.4f}\n",
-		bytes, w, e, d, w / d, st, as, as / st, at, load > json
+	printf "{\"bytes\":%d,\"write_mb_s\":%.1f,\"end_to_end_mb_s\":%.1f,\"dd_mb_s\":%.1f,\"write_ratio\":%.3f,\"sync_save_s\":%.4f,\"async_stall_s\":%.4f,\"stall_ratio\":%.4f,\"async_save_s\":%.4f,\"load_s\":%.4f,\"write_samples_s\":[%s],\"dd_samples_s\":[%s]}\n",
+		bytes, w, e, d, w / d, st, as, as / st, at, load, ws, ds > json
 }'
 echo "bench/checkpoint.sh: table written to $(cd "$work/.." && pwd)/checkpoint.json" >&2
