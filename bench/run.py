@@ -38,9 +38,12 @@ MODELS = {"small": [512, 512], "large": [4096, 4096, 4096]}
 INPUTS, CLASSES, BATCH = 784, 10, 64
 
 
+class Failed(Exception):
+    """A run or a peer failed: the message says which and shows its output."""
+
+
 def die(msg):
-    print("bench/run.py: " + msg, file=sys.stderr)
-    sys.exit(1)
+    raise Failed(msg)
 
 
 def sh(cmd, env=None, what=None, timeout=1800):
@@ -370,53 +373,75 @@ def main():
             "ratio = share of the step; peer = one blocking allreduce", target_is_max=True)
         res["grad"] = {"step_s": t["step_s"], "grad_wait_s": t["grad_wait_s"], "blocking_allreduce_s": ar}
 
+    # Sections 5-7 run separate programs (the last two their own scripts,
+    # one its own Slurm cluster); one that fails is reported after the
+    # table, which keeps every row measured before and after it.
+    failed = []
+
+    def section(title, fn):
+        try:
+            fn()
+        except Failed as e:
+            print("bench/run.py: " + str(e), file=sys.stderr)
+            progress("%s: FAILED (above); going on with the other sections" % title)
+            failed.append(title)
+
     # --- 5. pipeline bubble ---
-    if "pipeline" in only:
-        # stages of about equal cost: 784x1024 + 1024x1024 and 2 x 1024x1024 + 1024x10
-        hid = [1024] * 4
-        for micro in (4, 8):
-            for sched in ("gpipe", "1f1b"):
-                progress("pipeline 2 stages, %d micro-batches, %s" % (micro, sched))
-                e = b.dtrain("pipe", pipeline=2, threads=1, steps=20 if a.quick else 60, window=10,
-                             micro=micro, schedule=sched, hidden=hid, stage_layers=[2, 3])
-                t = b.times(e)
-                # the bubble as Narayanan et al. define it: idle time over
-                # the time the stage computes, (p-1)/m with equal stages
-                idle = t["pipe_wait_s"] / (t["step_s"] - t["pipe_wait_s"])
-                ideal = (2 - 1) / micro
-                row("pipeline", "%s, p=2, m=%d: idle / busy time" % (sched, micro), idle, ideal,
-                    "fraction", idle / ideal, None, "peer: (p-1)/m (Narayanan et al. 2021)")
-                res.setdefault("pipeline", []).append({"schedule": sched, "micro": micro,
-                                                       "times": t})
+    def pipeline_rows():
+        if "pipeline" in only:
+            # stages of about equal cost: 784x1024 + 1024x1024 and 2 x 1024x1024 + 1024x10
+            hid = [1024] * 4
+            for micro in (4, 8):
+                for sched in ("gpipe", "1f1b"):
+                    progress("pipeline 2 stages, %d micro-batches, %s" % (micro, sched))
+                    e = b.dtrain("pipe", pipeline=2, threads=1, steps=20 if a.quick else 60, window=10,
+                                 micro=micro, schedule=sched, hidden=hid, stage_layers=[2, 3])
+                    t = b.times(e)
+                    # the bubble as Narayanan et al. define it: idle time over
+                    # the time the stage computes, (p-1)/m with equal stages
+                    idle = t["pipe_wait_s"] / (t["step_s"] - t["pipe_wait_s"])
+                    ideal = (2 - 1) / micro
+                    row("pipeline", "%s, p=2, m=%d: idle / busy time" % (sched, micro), idle, ideal,
+                        "fraction", idle / ideal, None, "peer: (p-1)/m (Narayanan et al. 2021)")
+                    res.setdefault("pipeline", []).append({"schedule": sched, "micro": micro,
+                                                           "times": t})
+
+    section("pipeline", pipeline_rows)
 
     # --- 6. checkpoints ---
-    if "checkpoint" in only:
-        progress("checkpoints (bench/checkpoint.sh)")
-        sh(["bash", os.path.join(SRC, "bench", "checkpoint.sh"), b.build], what="bench/checkpoint.sh")
-        with open(os.path.join(b.build, "bench", "checkpoint.json")) as f:
-            c = json.load(f)
-        res["checkpoint"] = c
-        row("checkpoint", "write bandwidth, sync save (MB/s)", c["write_mb_s"], c["dd_mb_s"], "MB/s",
-            c["write_ratio"], 0.8, "peer: dd conv=fsync, same bytes, same disk")
-        row("checkpoint", "training stall of an async save (s)", c["async_stall_s"], c["sync_save_s"],
-            "s", c["stall_ratio"], 0.05, "ratio = stall / sync save", target_is_max=True)
-        row("checkpoint", "load on resume (s)", c["load_s"], None, "s", None, None, "")
+    def checkpoint_rows():
+        if "checkpoint" in only:
+            progress("checkpoints (bench/checkpoint.sh)")
+            sh(["bash", os.path.join(SRC, "bench", "checkpoint.sh"), b.build], what="bench/checkpoint.sh")
+            with open(os.path.join(b.build, "bench", "checkpoint.json")) as f:
+                c = json.load(f)
+            res["checkpoint"] = c
+            row("checkpoint", "write bandwidth, sync save (MB/s)", c["write_mb_s"], c["dd_mb_s"], "MB/s",
+                c["write_ratio"], 0.8, "peer: dd conv=fsync, same bytes, same disk")
+            row("checkpoint", "training stall of an async save (s)", c["async_stall_s"], c["sync_save_s"],
+                "s", c["stall_ratio"], 0.05, "ratio = stall / sync save", target_is_max=True)
+            row("checkpoint", "load on resume (s)", c["load_s"], None, "s", None, None, "")
+
+    section("checkpoints", checkpoint_rows)
 
     # --- 7. start-up ---
-    if "startup" in only:
-        progress("start-up on the local Slurm cluster (bench/startup.sh)")
-        out_json = os.path.join(b.build, "bench", "startup.json")
-        sh(["bash", os.path.join(SRC, "bench", "startup.sh"), b.build, out_json], what="bench/startup.sh")
-        with open(out_json) as f:
-            s = json.load(f)
-        res["startup"] = s
-        row("start-up", "srun --mpi=pmix to first step, 2x2 ranks (s)", s["dtrain_first_step_s"],
-            s["srun_true_s"], "s", s["dtrain_first_step_s"] / s["srun_true_s"], None,
-            "peer: srun --mpi=pmix of /bin/true, same tasks")
-        if s.get("srun_mpi_s"):
-            row("start-up", "  against the MPI floor (s)", s["dtrain_first_step_s"], s["srun_mpi_s"], "s",
-                s["dtrain_first_step_s"] / s["srun_mpi_s"], None,
-                "peer: srun of an MPI program: MPI_Init, one allreduce, MPI_Finalize")
+    def startup_rows():
+        if "startup" in only:
+            progress("start-up on the local Slurm cluster (bench/startup.sh)")
+            out_json = os.path.join(b.build, "bench", "startup.json")
+            sh(["bash", os.path.join(SRC, "bench", "startup.sh"), b.build, out_json], what="bench/startup.sh")
+            with open(out_json) as f:
+                s = json.load(f)
+            res["startup"] = s
+            row("start-up", "srun --mpi=pmix to first step, 2x2 ranks (s)", s["dtrain_first_step_s"],
+                s["srun_true_s"], "s", s["dtrain_first_step_s"] / s["srun_true_s"], None,
+                "peer: srun --mpi=pmix of /bin/true, same tasks")
+            if s.get("srun_mpi_s"):
+                row("start-up", "  against the MPI floor (s)", s["dtrain_first_step_s"], s["srun_mpi_s"], "s",
+                    s["dtrain_first_step_s"] / s["srun_mpi_s"], None,
+                    "peer: srun of an MPI program: MPI_Init, one allreduce, MPI_Finalize")
+
+    section("start-up", startup_rows)
 
     # --- the table ---
     print()
@@ -439,11 +464,18 @@ def main():
     print("\nload average before %.2f, after %.2f (1 min; %d cores; the runs' own ranks raise "
           "the second)%s" % (res["loadavg_before"][0], res["loadavg_after"][0], cores,
                              ": other work was running when it started; rerun alone" if busy else ""))
+    res["failed_sections"] = failed
     path = os.path.join(b.build, "bench", "results.json")
     with open(path, "w") as f:
         json.dump(res, f, indent=1)
     print("\nbench: results written to %s" % path, file=sys.stderr)
+    if failed:
+        die("sections that failed (their rows are missing above): " + ", ".join(failed))
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Failed as e:
+        print("bench/run.py: " + str(e), file=sys.stderr)
+        sys.exit(1)
