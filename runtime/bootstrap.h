@@ -77,10 +77,12 @@ struct rt_share {
  * string; a malformed variable names the variable). Never waits on a peer. */
 int rt_bootstrap(struct rt_proc *p, struct dt_err *err);
 
-/* MPI_Init, MPI_ERRORS_RETURN on MPI_COMM_WORLD, then checks that MPI's world
- * size and rank are those of p. On a mismatch MPI is left initialised (the
+/* MPI_Init, then (bootstrapped by PMIx) a PMIx fence so that no rank sends
+ * an MPI message to one still inside MPI_Init, MPI_ERRORS_RETURN on
+ * MPI_COMM_WORLD, then checks that MPI's world size and rank are those of p. On a mismatch MPI is left initialised (the
  * caller aborts); returns -EPROTO with both views and a launch hint in err.
- * On MPI_Init failure returns -EIO. *mpi_up says whether MPI_Init succeeded. */
+ * On MPI_Init or fence failure returns -EIO. *mpi_up says whether MPI_Init
+ * succeeded. */
 int rt_mpi_init(const struct rt_proc *p, bool *mpi_up, struct dt_err *err);
 
 /* Agreement on a local outcome, so that a failure on some ranks (a spec
