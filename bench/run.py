@@ -259,8 +259,8 @@ def main():
             # tries 1 thread (OpenBLAS and PyTorch both lose on small
             # shapes with 2); each side is compared at its best
             combos.append((m, procs, [max(1, cores // procs)] + ([1] if procs == 1 and cores > 1 else [])))
-    ours = {(m, procs, th): [] for m, procs, opts in combos for th in opts}
-    peer = {k: [] for k in ours}
+    rates = {(m, procs, th): [] for m, procs, opts in combos for th in opts}
+    peer_rates = {k: [] for k in rates}
     peak_rounds = []
     for r in range(rounds if need_peaks else 0):
         progress("sgemm and memory peaks (dtrain-bench-sgemm, dtrain-bench-membw), round %d/%d"
@@ -272,16 +272,16 @@ def main():
                          % (m, procs, th, r + 1, rounds))
                 e = b.dtrain(m, data=procs, threads=th, steps=steps[m], window=win[m])
                 ev.setdefault((m, procs, th), []).extend(e)
-                ours[(m, procs, th)].append(b.rate(e))
-                peer[(m, procs, th)].append(b.torch(m, procs, th, steps[m]))
+                rates[(m, procs, th)].append(b.rate(e))
+                peer_rates[(m, procs, th)].append(b.torch(m, procs, th, steps[m]))
     if need_peaks:
         res["sgemm"] = median_of([sg for sg, _ in peak_rounds])
         res["membw"] = median_of([mem for _, mem in peak_rounds])
         res["peak_rounds"] = [{"sgemm": sg, "membw": mem} for sg, mem in peak_rounds]
         for m, procs, opts in combos:
-            best_o = max(opts, key=lambda th: statistics.median(ours[(m, procs, th)]))
-            best_p = max(opts, key=lambda th: statistics.median(peer[(m, procs, th)]))
-            o, p = statistics.median(ours[(m, procs, best_o)]), statistics.median(peer[(m, procs, best_p)])
+            best_o = max(opts, key=lambda th: statistics.median(rates[(m, procs, th)]))
+            best_p = max(opts, key=lambda th: statistics.median(peer_rates[(m, procs, th)]))
+            o, p = statistics.median(rates[(m, procs, best_o)]), statistics.median(peer_rates[(m, procs, best_p)])
             ev[(m, procs)] = ev[(m, procs, best_o)]
             res.setdefault("best_threads", {})["%s-%d" % (m, procs)] = best_o
             target = (2.0 if m == "small" else 1.1) if procs == 1 else 2.0
@@ -292,8 +292,8 @@ def main():
                 "%d thread(s) per process" % best_o)
             for th in opts:
                 res.setdefault("throughput_runs", []).append(
-                    {"model": m, "procs": procs, "threads": th, "dtrain": ours[(m, procs, th)],
-                     "pytorch": peer[(m, procs, th)]})
+                    {"model": m, "procs": procs, "threads": th, "dtrain": rates[(m, procs, th)],
+                     "pytorch": peer_rates[(m, procs, th)]})
         for m in MODELS:
             ev[(m, "1x1")] = ev.get((m, 1, 1), ev[(m, 1)])
 
@@ -326,18 +326,24 @@ def main():
 
     # --- 3. data-parallel scaling ---
     if only & {"throughput"} and ("small", 2) in ev:
-        sg = res["sgemm"]
-        peer_scale = sg["square_2procs"] / sg["square_1thread"]
+        # speed-ups are ratios of two runs of the same round (the machine's
+        # speed moves between rounds), then the median over the rounds
+        def per_round(f):
+            return statistics.median(f(r) for r in range(len(peak_rounds)))
+
+        sg = [pr[0] for pr in peak_rounds]
+        mems = [pr[1] for pr in peak_rounds]
+        peer_scale = per_round(lambda r: sg[r]["square_2procs"] / sg[r]["square_1thread"])
         for m in MODELS:
-            ours = b.rate(ev[(m, 2)]) / b.rate(ev[(m, "1x1")])
-            shp = sg["mlp_shapes"][m]["2x1"] / sg["mlp_shapes"][m]["1x1"]
+            two = (m, 2, max(1, cores // 2))
+            ours = per_round(lambda r: rates[two][r] / rates[(m, 1, 1)][r])
+            shp = per_round(lambda r: sg[r]["mlp_shapes"][m]["2x1"] / sg[r]["mlp_shapes"][m]["1x1"])
             row("scaling", "%s MLP, 2 processes / 1 (speed-up)" % m, ours, peer_scale, "x",
                 ours / peer_scale, 0.9, "peer: 2 concurrent sgemm processes / 1 (square)")
             row("scaling", "  %s MLP against sgemm at half the batch" % m, ours, shp, "x",
                 ours / shp, None, "peer: 2 sgemm processes on the step's shapes at batch %d "
                 "(plain data parallelism's) / 1 at %d" % (BATCH // 2, BATCH))
-            mem = res["membw"][m]
-            msc = mem["2x1"]["gbps"] / mem["1x1"]["gbps"]
+            msc = per_round(lambda r: mems[r][m]["2x1"]["gbps"] / mems[r][m]["1x1"]["gbps"])
             row("scaling", "  %s MLP's update: memory, 2 processes / 1" % m, ours, msc, "x",
                 ours / msc, None, "peer: dtrain-bench-membw, 2 processes on half the "
                 "parameters each / 1 on all")

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -427,6 +428,25 @@ static int fence_after_mpi_init(const struct rt_proc *p, struct dt_err *err)
 	return 0;
 }
 
+/* Tests make one rank late out of MPI_Init, DTRAIN_FAULT_MPI_INIT=
+ * "slow@MS:RANK" (rank RANK sleeps MS after MPI_Init returns), to check that
+ * no rank leaves rt_mpi_init before it (tests/integration/pmix_share.sh).
+ * Unset, it costs one getenv per process. */
+static void fault_slow_mpi_init(const struct rt_proc *p)
+{
+	const char *f = getenv("DTRAIN_FAULT_MPI_INIT");
+	unsigned long long ms;
+	int rank;
+	struct timespec ts;
+
+	if (!f || sscanf(f, "slow@%llu:%d", &ms, &rank) != 2 || rank != p->rank)
+		return;
+	ts.tv_sec = (time_t)(ms / 1000);
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 int rt_mpi_init(const struct rt_proc *p, bool *mpi_up, struct dt_err *err)
 {
 	int rc, n = 0, r = -1, provided = 0;
@@ -440,6 +460,7 @@ int rt_mpi_init(const struct rt_proc *p, bool *mpi_up, struct dt_err *err)
 		return -EIO;
 	}
 	*mpi_up = true;
+	fault_slow_mpi_init(p);
 	if (p->pmix_up && p->size > 1 && fence_after_mpi_init(p, err))
 		return -EIO;
 	/* errors come back as codes; the caller decides to abort */

@@ -2,6 +2,8 @@
 # rt_pmix_share hands each group root's blob to exactly its group's members:
 # data 2 x pipeline 2 under mpirun (PMIx: puts, one fence, gets), the same
 # with the MPI_Bcast fallback forced, and a singleton (no PMIx: MPI_Bcast).
+# Also: with PMIx, no rank leaves rt_mpi_init while another is still in
+# MPI_Init (runtime/bootstrap.c, fence_after_mpi_init).
 . "$(dirname "$0")/lib.sh"
 : "${DTRAIN_BUILD_DIR:?needs the build directory}"
 SHARE=$DTRAIN_BUILD_DIR/tests/pmix_share_main
@@ -25,6 +27,15 @@ check_ranks() {
 expect_rc 0 timeout 120 $MPI 4 "$SHARE" 2 2
 check_ranks 4 pmix
 pass "data 2 x pipeline 2 under mpirun: every rank got its roots' blobs over PMIx (one fence)"
+
+# No rank leaves rt_mpi_init before every rank is out of MPI_Init (the
+# PMIx fence after it): rank 3 made 1.5 s late there, the others wait for it.
+expect_rc 0 timeout 120 env DTRAIN_FAULT_MPI_INIT=slow@1500:3 $MPI 4 "$SHARE" 2 2
+check_ranks 4 pmix
+[ "$(grep -c 'rt_mpi_init returned at' "$T/err")" -eq 4 ] || { cat "$T/err"; fail "expected 4 'rt_mpi_init returned' lines"; }
+spread=$(sed -n 's/^rank [0-9]*: rt_mpi_init returned at //p' "$T/err" | sort -g | sed -n '1p;$p' | paste -sd' ' | awk '{ print $2 - $1 }')
+awk -v s="$spread" 'BEGIN { exit !(s < 0.75) }' || { cat "$T/err"; fail "ranks left rt_mpi_init ${spread} s apart; rank 3 was 1.5 s late: the fence after MPI_Init did not hold them"; }
+pass "a rank late out of MPI_Init: the others leave rt_mpi_init with it (${spread} s apart)"
 
 expect_rc 0 timeout 120 $MPI 4 "$SHARE" 2 2 --mpi
 check_ranks 4 mpi

@@ -14,12 +14,16 @@
  *
  * Prints one line per rank ("rank R via pmix: world root 0, data group S root
  * X, pipe group P root Y: ok"), and exits 0 when every rank got its blobs, 1
- * otherwise (every rank agrees; the first failing rank reports).
+ * otherwise (every rank agrees; the first failing rank reports). Each rank
+ * also prints on stderr when rt_mpi_init returned ("rank R: rt_mpi_init
+ * returned at SECONDS", the wall clock), for the test that no rank leaves it
+ * before the others are out of MPI_Init.
  */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mpi.h>
 
@@ -28,6 +32,17 @@
 #include "runtime/util.h"
 
 #define BLOB 128
+
+/* One stderr line: when rt_mpi_init returned on this rank. Returns 0. */
+static int report_init(const struct rt_proc *p)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	fprintf(stderr, "rank %d: rt_mpi_init returned at %.6f\n", p->rank,
+		(double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+	return 0;
+}
 
 /* --- sanitizer builds: Open MPI's and PMIx's exit-time allocations, as in
  * runtime/main.c (which explains them) --- */
@@ -93,6 +108,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (rt_bootstrap(&proc, &err) || rt_mpi_init(&proc, &mpi_up, &err) ||
+	    report_init(&proc) ||
 	    rt_grid_init(&grid, proc.size, atoi(argv[1]), atoi(argv[2]), proc.rank, &err) ||
 	    rt_grid_comms(&grid, MPI_COMM_WORLD, &err)) {
 		fprintf(stderr, "pmix_share_main: %s\n", err.msg);
