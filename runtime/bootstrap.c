@@ -23,8 +23,8 @@
  * error instead of a hang. The keys we read are local data: they come at
  * once or not at all. */
 #define RT_PMIX_GET_TIMEOUT_S 30
-/* Bound on the fence of rt_pmix_share: every rank must arrive, and a rank
- * may still be loading its data or starting its GPU. */
+/* Bound on the fences (rt_pmix_share's, the one after MPI_Init): every rank
+ * must arrive, and a rank may still be loading its data or starting its GPU. */
 #define RT_PMIX_FENCE_TIMEOUT_S 300
 
 _Static_assert(sizeof(((struct rt_proc *)0)->pmix_nspace) == PMIX_MAX_NSLEN + 1,
@@ -405,8 +405,8 @@ static void yield_if_oversubscribed(const struct rt_proc *p)
  * Open MPI 4.1 (Debian 12's) can crash a rank still inside MPI_Init when a
  * faster rank, already out of it, sends it a message over TCP: the message's
  * handler is not yet registered (a call through NULL in mca_btl_tcp, seen
- * here about once in 60 starts of 2 x 2 ranks; open-mpi/ompi#13559 is the
- * same race in a later version). So no rank sends anything until every rank
+ * here twice in about 500 starts of 2 x 2 ranks under srun;
+ * open-mpi/ompi#13559 is the same race in a later version). So no rank sends anything until every rank
  * has returned from MPI_Init. */
 static int fence_after_mpi_init(const struct rt_proc *p, struct dt_err *err)
 {
