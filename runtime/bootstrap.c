@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -437,14 +436,9 @@ static void fault_slow_mpi_init(const struct rt_proc *p)
 	const char *f = getenv("DTRAIN_FAULT_MPI_INIT");
 	unsigned long long ms;
 	int rank;
-	struct timespec ts;
 
-	if (!f || sscanf(f, "slow@%llu:%d", &ms, &rank) != 2 || rank != p->rank)
-		return;
-	ts.tv_sec = (time_t)(ms / 1000);
-	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	if (f && sscanf(f, "slow@%llu:%d", &ms, &rank) == 2 && rank == p->rank)
+		dt_sleep_ms(ms);
 }
 
 int rt_mpi_init(const struct rt_proc *p, bool *mpi_up, struct dt_err *err)

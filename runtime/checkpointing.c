@@ -535,14 +535,9 @@ static void fault_slow_copy(void)
 {
 	const char *f = getenv("DTRAIN_FAULT_SNAPSHOT");
 	unsigned long long ms;
-	struct timespec ts;
 
-	if (!f || sscanf(f, "slow@%llu", &ms) != 1)
-		return;
-	ts.tv_sec = (time_t)(ms / 1000);
-	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	if (f && sscanf(f, "slow@%llu", &ms) == 1)
+		dt_sleep_ms(ms);
 }
 
 /* The writer's snapshot copy is made: the trainer may change the state. */

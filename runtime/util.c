@@ -244,10 +244,7 @@ static int fault_check(size_t len)
 		if (fault_written + len > v)
 			return -ENOSPC;
 	} else if (sscanf(f, "slow@%llu", &v) == 1) {
-		struct timespec ts = { (time_t)(v / 1000), (long)(v % 1000) * 1000000L };
-
-		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-			;
+		dt_sleep_ms(v);
 	}
 	return 0;
 }
@@ -519,4 +516,12 @@ char *dt_exe_dir(void)
 		return NULL;
 	*slash = '\0';
 	return strdup(buf[0] ? buf : "/");
+}
+
+void dt_sleep_ms(unsigned long long ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }

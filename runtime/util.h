@@ -106,4 +106,7 @@ char *dt_abspath(const char *path);
  * Caller frees; NULL on failure. */
 char *dt_exe_dir(void);
 
+/* Sleeps ms milliseconds, resumed after signals (the fault hooks' delays). */
+void dt_sleep_ms(unsigned long long ms);
+
 #endif
