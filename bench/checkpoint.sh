@@ -6,7 +6,7 @@
 #     write phase: pwrite, CRC, fsync, all writers in parallel; and end to
 #     end, from the start of the save to the end of its commit) against
 #     `dd conv=fsync` of the same number of bytes into the same directory,
-#     the two alternating over three rounds (medians of 9 and 6 samples);
+#     the two alternating over three runs (medians of 9 and 5 samples);
 #   - the training stall of an async save against the time of a sync save;
 #   - the time to load the checkpoint on resume.
 # Prints a table and writes it as JSON (bench/checkpoint.json in the build
@@ -61,16 +61,16 @@ dd_once() {
 }
 
 # The disk's speed here moves by half from one minute to the next, so the
-# sync saves and dd alternate over three rounds (dd, a run with three
-# measured saves, dd) and each side is the median of its samples.
+# sync runs (3 measured saves each) and dd alternate: run 1, dd, then
+# twice dd, run, dd (the first run gives the byte count); each side is the
+# median of its samples.
 rounds=3
-echo "bench/checkpoint.sh: 100M-parameter model, 4 ranks: $rounds rounds of dd, a sync run (3 measured saves), dd; then an async run" >&2
+echo "bench/checkpoint.sh: 100M-parameter model, 4 ranks: $rounds sync runs (3 measured saves each), each followed by dd and the later ones preceded by it; then an async run" >&2
 run sync1 false
 bytes=$(field sync1 checkpoint bytes | head -n 1)
 dd_all=() write_all=() total_all=() stall_all=()
 for i in $(seq 1 "$rounds"); do
-	dd_all+=("$(dd_once)")
-	[ "$i" = 1 ] || run "sync$i" false
+	[ "$i" = 1 ] || { dd_all+=("$(dd_once)"); run "sync$i" false; }
 	mapfile -t -O "${#write_all[@]}" write_all < <(sync_saves "sync$i" write_s)
 	mapfile -t -O "${#total_all[@]}" total_all < <(sync_saves "sync$i" total_s)
 	mapfile -t -O "${#stall_all[@]}" stall_all < <(sync_saves "sync$i" stall_s)
