@@ -95,17 +95,33 @@ class Bench:
 
     # --- peers ---
 
-    def sgemm(self, args, threads=1, copies=1, seconds=2.0):
-        """GFLOP/s of dtrain-bench-sgemm, summed over `copies` started at once."""
-        cmd = [self.bin + "/dtrain-bench-sgemm", "--threads", str(threads), "--seconds",
-               str(seconds)] + args
-        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(copies)]
+    def sgemm(self, args, threads=1, copies=1, seconds=2.0, split=False, lockstep=False):
+        """GFLOP/s of dtrain-bench-sgemm, summed over `copies` started at once.
+        split: copy k runs block k of every layer (--part k/copies), pinned
+        to core k as dtrain's ranks are (mpirun --bind-to core); lockstep:
+        and the copies wait for each other after every layer."""
+        base = [self.bin + "/dtrain-bench-sgemm", "--threads", str(threads), "--seconds",
+                str(seconds)]
+        barrier = os.path.join(self.work, "lockstep.barrier")
+        if os.path.exists(barrier):
+            os.unlink(barrier)
+        cmds = []
+        for k in range(copies):
+            cmd = base
+            if split:
+                cmd = ["taskset", "-c", str(k % self.cores)] + base + ["--part", "%d/%d" % (k, copies)]
+                if lockstep:
+                    cmd += ["--lockstep", barrier]
+            cmds.append(cmd + args)
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for cmd in cmds]
         total = 0.0
-        for p in procs:
+        for p, cmd in zip(procs, cmds):
             out, _ = p.communicate()
             if p.returncode != 0:
                 die("dtrain-bench-sgemm failed: " + " ".join(cmd))
             total += last_json(out, "dtrain-bench-sgemm")["gflops"]
+        if os.path.exists(barrier):
+            os.unlink(barrier)
         return total
 
     def membw(self, floats, threads=1, copies=1, seconds=2.0):
@@ -231,7 +247,12 @@ def main():
             widths = ",".join(map(str, [INPUTS] + hid + [CLASSES]))
             sg["mlp_shapes"][m] = {"1x%d" % cores: b.sgemm(["mlp", str(BATCH), widths], threads=cores),
                                    "1x1": b.sgemm(["mlp", str(BATCH), widths], threads=1),
-                                   "2x1": b.sgemm(["mlp", str(BATCH // 2), widths], threads=1, copies=2)}
+                                   "2x1": b.sgemm(["mlp", str(BATCH // 2), widths], threads=1, copies=2),
+                                   # the split way's blocks (runtime/dp.h), free and in lockstep
+                                   "split_2x1": b.sgemm(["mlp", str(BATCH), widths], threads=1,
+                                                        copies=2, split=True),
+                                   "lockstep_2x1": b.sgemm(["mlp", str(BATCH), widths], threads=1,
+                                                           copies=2, split=True, lockstep=True)}
         # the update's floor: its bytes at the memory's speed
         mem = {}
         for m, hid in MODELS.items():
@@ -343,6 +364,18 @@ def main():
             row("scaling", "  %s MLP against sgemm at half the batch" % m, ours, shp, "x",
                 ours / shp, None, "peer: 2 sgemm processes on the step's shapes at batch %d "
                 "(plain data parallelism's) / 1 at %d" % (BATCH // 2, BATCH))
+            # what the split way runs: each process a block of every layer
+            # over the whole batch; free, then waiting for each other where
+            # a split step must (a barrier per layer, dtrain-bench-sgemm
+            # --lockstep): the second is what any synchronous step of these
+            # products reaches on this machine
+            for key, what, how in (("split_2x1", "sgemm on its split blocks", ""),
+                                   ("lockstep_2x1", "the same blocks in lockstep",
+                                    " --lockstep (waiting for each other after every layer)")):
+                sp = per_round(lambda r: sg[r]["mlp_shapes"][m][key] / sg[r]["mlp_shapes"][m]["1x1"])
+                row("scaling", "  %s MLP against %s" % (m, what), ours, sp, "x", ours / sp, None,
+                    "peer: 2 processes, dtrain-bench-sgemm --part k/2%s, pinned / 1 on the "
+                    "whole products" % how)
             msc = per_round(lambda r: mems[r][m]["2x1"]["gbps"] / mems[r][m]["1x1"]["gbps"])
             row("scaling", "  %s MLP's update: memory, 2 processes / 1" % m, ours, msc, "x",
                 ours / msc, None, "peer: dtrain-bench-membw, 2 processes on half the "

@@ -12,30 +12,51 @@
  * Each runs repeatedly for --seconds after one warm-up round; it prints one
  * JSON object: {"what":..., "threads":..., "flop":..., "seconds":...,
  * "gflops":...}. Several copies started at once measure how the machine's
- * sgemm rate scales over processes (bench/run.sh does that).
+ * sgemm rate scales over processes (bench/run.py does that).
  *
- * Sections: arguments, the products, main.
+ * `mlp` with --part K/L runs block K of L of every product, as replica K of
+ * dtrain's "split" way does (runtime/dp.h): the forward pass and the
+ * weight gradient on block K of each layer's outputs, the input gradient on
+ * block K of its inputs, over the whole batch. With --lockstep FILE, the L
+ * copies wait for each other where the split way must (after each layer's
+ * forward and each input gradient, and at the end of a step) through a
+ * barrier in FILE, a file the copies map shared: what any synchronous step
+ * of those products can reach here, without a line of dtrain in it.
+ *
+ * Sections: arguments, the lockstep barrier, the products, main.
  */
 #include <cblas.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_WIDTHS 64
 
 static const char usage[] =
 	"usage: dtrain-bench-sgemm [--threads N] [--seconds S] square N\n"
-	"       dtrain-bench-sgemm [--threads N] [--seconds S] mlp BATCH W0,W1,...,Wn\n"
+	"       dtrain-bench-sgemm [--threads N] [--seconds S] [--part K/L [--lockstep FILE]]\n"
+	"                          mlp BATCH W0,W1,...,Wn\n"
 	"\n"
 	"Measures OpenBLAS sgemm on square matrices, or on the matrix products of\n"
 	"one MLP training step (forward, weight gradients, input gradients), and\n"
 	"prints one JSON object with the rate in GFLOP/s.\n"
 	"\n"
-	"  --threads N   OpenBLAS threads (default 1)\n"
-	"  --seconds S   how long to measure after a warm-up (default 2)\n"
-	"  -h, --help    this text\n";
+	"  --threads N       OpenBLAS threads (default 1)\n"
+	"  --seconds S       how long to measure after a warm-up (default 2)\n"
+	"  --part K/L        mlp: only block K (0..L-1) of every layer, as replica K\n"
+	"                    of dtrain's \"split\" way computes it\n"
+	"  --lockstep FILE   with --part: the L copies, each started with its own K\n"
+	"                    and the same new FILE, wait for each other after every\n"
+	"                    layer as the split way does\n"
+	"  -h, --help        this text\n";
 
 /* --- arguments --- */
 
@@ -46,6 +67,8 @@ struct opts {
 	int batch;         /* `mlp`: rows of the batch */
 	int widths[MAX_WIDTHS];
 	int n_widths;
+	int part, parts;       /* --part K/L: block K of L (default 0/1, all) */
+	const char *lockstep;  /* --lockstep FILE, or NULL */
 };
 
 static int parse_int(const char *s, const char *what, int *v)
@@ -87,12 +110,27 @@ static int parse_widths(const char *s, struct opts *o)
 	return 0;
 }
 
+/* "K/L" with 0 <= K < L <= MAX_WIDTHS */
+static int parse_part(const char *s, struct opts *o)
+{
+	int used = 0;
+
+	if (sscanf(s, "%d/%d%n", &o->part, &o->parts, &used) != 2 || s[used] || o->parts < 1 ||
+	    o->parts > MAX_WIDTHS || o->part < 0 || o->part >= o->parts) {
+		fprintf(stderr, "dtrain-bench-sgemm: --part: want K/L with 0 <= K < L <= %d (got \"%s\")\n",
+			MAX_WIDTHS, s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int parse(int argc, char **argv, struct opts *o)
 {
 	int i = 1;
 
 	o->threads = 1;
 	o->seconds = 2.0;
+	o->parts = 1;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			fputs(usage, stdout);
@@ -108,13 +146,23 @@ static int parse(int argc, char **argv, struct opts *o)
 				fprintf(stderr, "dtrain-bench-sgemm: --seconds: want a number in (0, 3600] (got \"%s\")\n", argv[i]);
 				return -EINVAL;
 			}
+		} else if (!strcmp(argv[i], "--part") && i + 1 < argc) {
+			if (parse_part(argv[++i], o))
+				return -EINVAL;
+		} else if (!strcmp(argv[i], "--lockstep") && i + 1 < argc) {
+			o->lockstep = argv[++i];
 		} else {
 			fprintf(stderr, "dtrain-bench-sgemm: unknown option or missing value: %s\n%s", argv[i], usage);
 			return -EINVAL;
 		}
 	}
-	if (i + 2 == argc && !strcmp(argv[i], "square"))
+	if (i + 2 == argc && !strcmp(argv[i], "square")) {
+		if (o->parts > 1 || o->lockstep) {
+			fprintf(stderr, "dtrain-bench-sgemm: --part and --lockstep are for `mlp` only\n");
+			return -EINVAL;
+		}
 		return parse_int(argv[i + 1], "square", &o->square);
+	}
 	if (i + 3 == argc && !strcmp(argv[i], "mlp")) {
 		if (parse_int(argv[i + 1], "BATCH", &o->batch))
 			return -EINVAL;
@@ -124,7 +172,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	return -EINVAL;
 }
 
-/* --- the products --- */
+/* --- the lockstep barrier --- */
 
 static double now_s(void)
 {
@@ -133,6 +181,71 @@ static double now_s(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+/* In the shared file, zero when created: the copies that have arrived at
+ * the current barrier, how many barriers have been passed, and whether a
+ * copy wants to stop (set before its last arrival, read after it). */
+struct shared_barrier {
+	atomic_uint arrived;
+	atomic_uint passed;
+	atomic_int stop;
+};
+
+struct lockstep {
+	struct shared_barrier *b; /* mapped; NULL: no lockstep */
+	int copies;
+	double wait_s;            /* time spent in lockstep_wait */
+};
+
+static int lockstep_open(struct lockstep *ls, const char *path, int copies)
+{
+	int fd = open(path, O_RDWR | O_CREAT, 0600), rc = 0;
+	void *p = MAP_FAILED;
+
+	if (fd < 0 || ftruncate(fd, (off_t)sizeof(struct shared_barrier)) != 0 ||
+	    (p = mmap(NULL, sizeof(struct shared_barrier), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		      0)) == MAP_FAILED) {
+		fprintf(stderr, "dtrain-bench-sgemm: --lockstep: \"%s\": %s\n", path, strerror(errno));
+		rc = -errno;
+	}
+	if (fd >= 0)
+		close(fd);
+	ls->b = p == MAP_FAILED ? NULL : p;
+	ls->copies = copies;
+	return rc;
+}
+
+/* Every copy's `stop` or'ed: returns when all copies have arrived, like
+ * an MPI_Barrier of processes that spin and then yield while they wait
+ * (dtrain's ranks under mpi_yield_when_idle). No-op without lockstep. */
+static bool lockstep_wait(struct lockstep *ls, bool stop)
+{
+	unsigned passed;
+	double t0;
+	int spins = 0;
+
+	if (!ls->b)
+		return stop;
+	t0 = now_s();
+	/* read before arriving: the last arrival moves it on */
+	passed = atomic_load(&ls->b->passed);
+	if (stop)
+		atomic_store(&ls->b->stop, 1);
+	if (atomic_fetch_add(&ls->b->arrived, 1) + 1 == (unsigned)ls->copies) {
+		atomic_store(&ls->b->arrived, 0);
+		atomic_fetch_add(&ls->b->passed, 1);
+	} else {
+		while (atomic_load(&ls->b->passed) == passed)
+			if (++spins > 64)
+				sched_yield();
+	}
+	ls->wait_s += now_s() - t0;
+	/* a copy sets stop only at a step's end, and the next step's first
+	 * barrier waits for every copy to have read it here */
+	return atomic_load(&ls->b->stop) != 0;
+}
+
+/* --- the products --- */
 
 static float *filled(size_t n)
 {
@@ -150,31 +263,57 @@ struct mlp {
 	float **w, **dw, **act, *dy, *dx;
 };
 
-/* One step's products; returns their flop count. */
-static double mlp_round(const struct opts *o, struct mlp *m)
+/* Block k of L of a layer `width` wide: [*c0, *c1), on 16-float lines as
+ * even as that allows (the split way's blocks, rt_part_cols). */
+static void block_of(int width, int k, int L, int *c0, int *c1)
 {
-	int l, b = o->batch, n = o->n_widths - 1;
+	long lines = (width + 15) / 16;
+
+	*c0 = (int)(lines * k / L * 16);
+	*c1 = (int)(lines * (k + 1) / L * 16);
+	*c0 = *c0 < width ? *c0 : width;
+	*c1 = *c1 < width ? *c1 : width;
+}
+
+/* One step's products (block o->part of each, all with 0/1); a lockstep
+ * barrier after each layer's forward and each input gradient, where the
+ * split way has one. Returns the flop count; *stop: a copy wanted to stop
+ * (the step's last barrier carries it). */
+static double mlp_round(const struct opts *o, struct mlp *m, struct lockstep *ls, bool *stop)
+{
+	int l, b = o->batch, n = o->n_widths - 1, c0, c1, i0, i1;
 	double flop = 0;
 
 	for (l = 0; l < n; l++) {
 		int in = o->widths[l], out = o->widths[l + 1];
 
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b, out, in, 1.0f, m->act[l], in,
-			    m->w[l], in, 1.0f, m->act[l + 1], out);
-		flop += 2.0 * b * out * in;
+		block_of(out, o->part, o->parts, &c0, &c1);
+		if (c1 > c0)
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b, c1 - c0, in, 1.0f,
+				    m->act[l], in, m->w[l] + (size_t)c0 * (size_t)in, in, 1.0f,
+				    m->act[l + 1] + c0, out);
+		flop += 2.0 * b * (c1 - c0) * in;
+		lockstep_wait(ls, false);
 	}
 	for (l = n - 1; l >= 0; l--) {
 		int in = o->widths[l], out = o->widths[l + 1];
 
-		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, b, 1.0f, m->dy, out,
-			    m->act[l], in, 1.0f, m->dw[l], in);
-		flop += 2.0 * b * out * in;
+		block_of(out, o->part, o->parts, &c0, &c1);
+		block_of(in, o->part, o->parts, &i0, &i1);
+		if (c1 > c0)
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c1 - c0, in, b, 1.0f,
+				    m->dy + c0, out, m->act[l], in, 1.0f,
+				    m->dw[l] + (size_t)c0 * (size_t)in, in);
+		flop += 2.0 * b * (c1 - c0) * in;
 		if (l > 0) {
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b, in, out, 1.0f, m->dy,
-				    out, m->w[l], in, 0.0f, m->dx, in);
-			flop += 2.0 * b * out * in;
+			if (i1 > i0)
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b, i1 - i0, out,
+					    1.0f, m->dy, out, m->w[l] + i0, in, 0.0f, m->dx + i0, in);
+			flop += 2.0 * b * out * (i1 - i0);
+			lockstep_wait(ls, false);
 		}
 	}
+	*stop = lockstep_wait(ls, *stop);
 	return flop;
 }
 
@@ -190,14 +329,18 @@ int main(int argc, char **argv)
 {
 	struct opts o;
 	struct mlp m = { 0 };
+	struct lockstep ls = { 0 };
 	float *a = NULL, *b = NULL, *c = NULL;
 	double flop = 0, t0, t = 0;
 	int l, n, maxw = 0, rounds = 0, rc = 1;
+	bool stop = false;
 	char what[1200];
 
 	memset(&o, 0, sizeof(o));
 	if (parse(argc, argv, &o))
 		return 2;
+	if (o.lockstep && lockstep_open(&ls, o.lockstep, o.parts))
+		return 1;
 	openblas_set_num_threads(o.threads);
 	n = o.n_widths - 1;
 	if (o.square) {
@@ -236,19 +379,28 @@ int main(int argc, char **argv)
 		if (!m.dy || !m.dx)
 			goto oom;
 	}
-	/* warm-up: OpenBLAS starts its threads and sizes its buffers */
+	/* warm-up: OpenBLAS starts its threads and sizes its buffers (with
+	 * lockstep, the copies also meet: all start measuring together) */
 	if (o.square)
 		square_round(o.square, a, b, c);
 	else
-		mlp_round(&o, &m);
+		mlp_round(&o, &m, &ls, &stop);
+	ls.wait_s = 0;
 	t0 = now_s();
 	do {
-		flop += o.square ? square_round(o.square, a, b, c) : mlp_round(&o, &m);
+		if (o.square) {
+			flop += square_round(o.square, a, b, c);
+		} else {
+			stop = now_s() - t0 >= o.seconds;
+			flop += mlp_round(&o, &m, &ls, &stop);
+		}
 		rounds++;
 		t = now_s() - t0;
-	} while (t < o.seconds);
-	printf("{\"what\":\"%s\",\"threads\":%d,\"rounds\":%d,\"flop\":%.6g,\"seconds\":%.6f,\"gflops\":%.3f}\n",
-	       what, o.threads, rounds, flop, t, flop / t * 1e-9);
+	} while (o.square ? t < o.seconds : !stop);
+	printf("{\"what\":\"%s\",\"threads\":%d,\"part\":\"%d/%d\",\"lockstep\":%s,\"rounds\":%d,"
+	       "\"flop\":%.0f,\"seconds\":%.6f,\"wait_s\":%.6f,\"gflops\":%.3f}\n",
+	       what, o.threads, o.part, o.parts, ls.b ? "true" : "false", rounds, flop, t, ls.wait_s,
+	       flop / t * 1e-9);
 	rc = 0;
 	goto out;
 oom:
@@ -268,5 +420,7 @@ out:
 	free(a);
 	free(b);
 	free(c);
+	if (ls.b)
+		munmap(ls.b, sizeof(*ls.b));
 	return rc;
 }

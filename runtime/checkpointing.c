@@ -871,6 +871,11 @@ void rt_ckpt_wait_snapshot(struct rt_ckpt *c)
 	c->stall_s += now_s() - t0;
 }
 
+bool rt_ckpt_async_inflight(const struct rt_ckpt *c)
+{
+	return c->inflight && c->async;
+}
+
 int rt_ckpt_finish(struct rt_ckpt *c, struct dt_err *err)
 {
 	int rc = 0;

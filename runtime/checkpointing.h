@@ -170,9 +170,14 @@ int rt_ckpt_save(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, bool sync, st
  * Not collective. The trainer calls it after the next step's backward
  * pass, before the gradients are reduced: with parameters shared between
  * the replicas of a node (runtime/dp.h), the others update their parts
- * once every replica has passed that barrier. Every other writer of the
- * state (resume, the next save, rt_ckpt_free) waits on its own. */
+ * once every replica has passed that barrier (the split way has one only
+ * while rt_ckpt_async_inflight). Every other writer of the state (resume,
+ * the next save, rt_ckpt_free) waits on its own. */
 void rt_ckpt_wait_snapshot(struct rt_ckpt *c);
+/* An async save is in flight: some writer's snapshot copy may not be made
+ * yet. The same on every rank between two step boundaries (saves and
+ * rt_ckpt_poll's end of them are collective). */
+bool rt_ckpt_async_inflight(const struct rt_ckpt *c);
 
 /* Waits for and commits a save in flight (at exit). 0, -ECANCELED (the
  * save failed, reported) or -EIO. */

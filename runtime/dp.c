@@ -353,9 +353,12 @@ out:
 
 int rt_dp_reduce(struct rt_dp *dp, struct dt_err *err)
 {
-	int rc, i;
+	int rc = 0, i;
 
-	rc = sync_node(dp, err);
+	/* split: each replica's blocks are its own, and the others read them
+	 * again only after the step's next syncs (runtime/dp.h) */
+	if (!dp->split)
+		rc = sync_node(dp, err);
 	if (rc || dp->fuse)
 		return rc;
 	if (!dp->split)
@@ -404,6 +407,32 @@ int rt_dp_sum_parts(struct rt_dp *dp, double *part, struct dt_err *err)
 	int rc = 0;
 
 	CHECK(MPI_Allreduce(MPI_IN_PLACE, part, 1, MPI_DOUBLE, MPI_SUM, dp->node));
+out:
+	return rc;
+}
+
+int rt_dp_step_sums(struct rt_dp *dp, double *stats, int n_stats, double *part,
+		    struct dt_err *err)
+{
+	double v[RT_DP_MAX_STATS + 1];
+	int rc = 0, cross_rank = 0, i;
+
+	if (n_stats < 0 || n_stats > RT_DP_MAX_STATS)
+		return dt_err_add(err, "rt_dp_step_sums: %d sums, at most %d", n_stats,
+				  RT_DP_MAX_STATS), -EINVAL;
+	if (dp->cross != MPI_COMM_NULL)
+		CHECK(MPI_Comm_rank(dp->cross, &cross_rank));
+	for (i = 0; i < n_stats; i++)
+		v[i] = stats[i];
+	/* every node holds the same blocks: one node's parts make the sum */
+	v[n_stats] = cross_rank == 0 ? *part : 0.0;
+	/* the hand-over of sync_node, with the allreduce as its barrier */
+	CHECK(MPI_Win_sync(dp->win));
+	CHECK(MPI_Allreduce(MPI_IN_PLACE, v, n_stats + 1, MPI_DOUBLE, MPI_SUM, dp->data));
+	CHECK(MPI_Win_sync(dp->win));
+	for (i = 0; i < n_stats; i++)
+		stats[i] = v[i];
+	*part = v[n_stats];
 out:
 	return rc;
 }

@@ -49,11 +49,23 @@
  *		input (rt_dp_rows says where), rt_dp_sync, forward and
  *		backward with a sync after each layer (rt_dp_sync as the
  *		part's sync), the loss over its own rows in between;
- *	rt_dp_reduce: a barrier (nobody reads a weight the update is about
- *		to change); with several nodes, each block allreduced with the
- *		same block on the other nodes;
+ *	rt_dp_reduce: no barrier (no replica reads another's weights after
+ *		the backward pass's last sync, and its own blocks' gradient is
+ *		whole; but while an async save is in flight the trainer syncs
+ *		first, as its writer's snapshot copy reads every block); with
+ *		several nodes, each block allreduced with the same block on the
+ *		other nodes;
  *	update: replica k updates its blocks (dp->spans, rt_optim_step_spans);
- *	rt_dp_publish: a barrier.
+ *	rt_dp_step_sums: the step's one collective, the replicas' loss and the
+ *		parts of the gradient norm in one allreduce, and the hand-over
+ *		after the update (with clipping, the norm comes first: the sums
+ *		before the update, rt_dp_publish after it).
+ * The barriers are where the data flow needs them: 2 (layers + 1) a step
+ * of one micro-batch (the input, each layer's forward, the loss, each
+ * layer's backward but the first's, the sums), 3 fewer than with barriers
+ * before and after the update and the norm summed apart: on a machine
+ * whose cores stall now and then, every barrier makes both replicas wait
+ * for the stalled one (bench/README.md).
  * Against "shared": no gradient slots and no sum (each weight's gradient
  * is made whole, once), and every product keeps the node's batch: with
  * half the rows each, data parallelism streams all the weights for half
@@ -141,13 +153,14 @@ void rt_dp_abandon(struct rt_dp *dp, struct rt_stage *st, struct rt_optim *o);
 
 /* --- the step (shared way only; all replicas of the stage call them) --- */
 
-/* After the step's last backward: waits for every replica of the node;
- * split: then allreduces its blocks between nodes. Shared: then (unless fuse) leaves in st->grads[first, first + count) the sum of the
- * step's gradients over all replicas of the stage, and that range of the
- * other slots zero (the update zeroes this one's: each replica's next
- * backward adds to its slot). With fuse, only the wait: the update reads
- * and zeroes the slots (dp->slot, rt_optim_step_sum).
- * 0 or -EIO. */
+/* After the step's last backward. Split: allreduces this replica's blocks
+ * with the same blocks on the other nodes (no barrier). Shared: waits for
+ * every replica of the node, then (unless fuse) leaves in
+ * st->grads[first, first + count) the sum of the step's gradients over all
+ * replicas of the stage, and that range of the other slots zero (the
+ * update zeroes this one's: each replica's next backward adds to its
+ * slot); with fuse, only the wait: the update reads and zeroes the slots
+ * (dp->slot, rt_optim_step_sum). 0 or -EIO. */
 int rt_dp_reduce(struct rt_dp *dp, struct dt_err *err);
 /* After this replica's update of its part: returns when every replica of
  * the node has updated its part. 0 or -EIO. */
@@ -165,6 +178,16 @@ void rt_dp_rows(const struct rt_dp *dp, int64_t batch_rows, int replicas, int mi
 /* The sum over the node's replicas of each one's `part` (a sum of squares
  * of its part of the gradient): the whole stage's. 0 or -EIO. */
 int rt_dp_sum_parts(struct rt_dp *dp, double *part, struct dt_err *err);
+/* Split: the step's one collective over all the stage's replicas
+ * (data_comm). stats [n_stats] (at most RT_DP_MAX_STATS): summed over the
+ * replicas; *part (this replica's blocks' share of a sum over the stage's
+ * parameters, e.g. its sum of squares): summed over the node's replicas,
+ * once however many nodes hold the same blocks. Also the node's hand-over
+ * (as rt_dp_sync): what each replica wrote to the window before, e.g. its
+ * update, every replica reads after. 0, -EINVAL or -EIO. */
+#define RT_DP_MAX_STATS 7
+int rt_dp_step_sums(struct rt_dp *dp, double *stats, int n_stats, double *part,
+		    struct dt_err *err);
 
 /* --- checkpoints --- */
 

@@ -127,6 +127,18 @@ run s22 2 2 2 gpipe --set train.grad_clip=0
 run s22a 2 2 2 gpipe --set train.grad_clip=0 --set parallel.grad_sync=allreduce
 same_bits s22 s22a
 pass "grad_sync shared and allreduce: bitwise equal on 2 replicas, without and with a pipeline"
+
+# the split way has barriers only where its data flow needs them
+# (runtime/dp.h): with one replica 4 ms late after every one of them, a
+# missing barrier would let the other read or overwrite what the late one
+# has not written or read yet; with and without clipping (the update
+# before or after the step's sums), 2 micro-batches
+DTRAIN_FAULT_SPLIT=slow@4:1 run d2slow 2 1 1 1f1b
+same_bits d2slow d2
+run s2xm 2 1 2 gpipe --set train.grad_clip=0
+DTRAIN_FAULT_SPLIT=slow@4:0 run s2xmslow 2 1 2 gpipe --set train.grad_clip=0
+same_bits s2xmslow s2xm
+pass "grad_sync split with one replica late after every barrier: bitwise the same run on time"
 pass "grad_sync split (auto on pipeline 1): allreduce's parameters to float32 rounding, with and without clipping, 2 and 3 replicas, 2 micro-batches"
 
 # no shared-memory window to be had (Open MPI's sm window component off, as

@@ -164,6 +164,24 @@ must_contain "$T/fromlate.out" "resuming from $T/late/checkpoints/step-00000010"
 same_bits ref fromlate
 pass "a snapshot copy 0.5 s late: the update waited for it (stall $(echo $stalls | tr ' ' ,) s), the resume from its step 10 is bitwise equal"
 
+# The same on 2 x 1, the "split" way, without clipping: there the update
+# has no barrier or sum before it (runtime/dp.h), so while a save is in
+# flight the replica that does not write must still wait for the writer's
+# copy of its blocks.
+spec ref21 2 1 --set train.grad_clip=0
+run ref21 0
+spec late21 2 1 --set train.grad_clip=0
+export DTRAIN_FAULT_SNAPSHOT=slow@500
+run late21 0
+unset DTRAIN_FAULT_SNAPSHOT
+must_contain "$T/late21.out" "split every layer"
+spec fromlate21 2 1 --set train.grad_clip=0 --set checkpoint.resume="$T/late21/checkpoints/step-00000010"
+run fromlate21 0
+must_contain "$T/fromlate21.out" "resuming from $T/late21/checkpoints/step-00000010"
+same_bits ref21 late21
+same_bits ref21 fromlate21
+pass "split way, a snapshot copy 0.5 s late: the resume from its step 10 is bitwise equal"
+
 # --- resume on other layouts, from the reference's step 10 ---
 for layout in "1 1" "1 4" "4 1" "1 2"; do
 	set -- $layout

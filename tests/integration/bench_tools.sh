@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The peers of `make bench` (bench/README.md) that the table's rows trust:
+#  - dtrain-bench-sgemm --part K/L: the L blocks of an MLP step's products
+#    add up to the whole step's flop, as the split way's blocks do;
+#  - --lockstep: a copy waits for its partners (one started alone does not
+#    finish), and partners run the same number of steps;
+#  - bad --part and --lockstep use: exit 2 naming the flag.
+. "$(dirname "$0")/lib.sh"
+
+SG=$DTRAIN_BIN/dtrain-bench-sgemm
+W=784,512,512,10
+
+field() { sed -n "s/.*\"$2\":\\([^,}]*\\).*/\\1/p" "$1"; }
+per_step() { awk -v f="$(field "$1" flop)" -v r="$(field "$1" rounds)" 'BEGIN { printf "%.0f\n", f / r }'; }
+
+"$SG" --seconds 0.2 mlp 64 $W >"$T/whole" || fail "whole step"
+"$SG" --seconds 0.2 --part 0/2 mlp 64 $W >"$T/p0" || fail "part 0/2"
+"$SG" --seconds 0.2 --part 1/2 mlp 64 $W >"$T/p1" || fail "part 1/2"
+whole=$(per_step "$T/whole")
+parts=$(($(per_step "$T/p0") + $(per_step "$T/p1")))
+# 784-512-512-10 at batch 64: forward and weight gradients of all 3
+# layers, input gradients of the last 2
+want=$((64 * 2 * (784 * 512 + 512 * 512 + 512 * 10) * 2 + 64 * 2 * (512 * 512 + 512 * 10)))
+[ "$whole" = "$want" ] || fail "the whole step's flop: $whole, want $want"
+[ "$parts" = "$want" ] || fail "blocks 0/2 and 1/2 add up to $parts flop a step, want $want"
+pass "--part: the blocks of a step add up to its $want flop"
+
+rm -f "$T/barrier"
+"$SG" --seconds 0.3 --part 0/2 --lockstep "$T/barrier" mlp 64 $W >"$T/l0" &
+first=$!
+sleep 1
+kill -0 "$first" 2>/dev/null || fail "--lockstep: copy 0 finished without copy 1: $(cat "$T/l0")"
+"$SG" --seconds 0.3 --part 1/2 --lockstep "$T/barrier" mlp 64 $W >"$T/l1" || fail "lockstep copy 1"
+wait "$first" || fail "lockstep copy 0"
+r0=$(field "$T/l0" rounds)
+r1=$(field "$T/l1" rounds)
+[ -n "$r0" ] && [ "$r0" = "$r1" ] || fail "--lockstep: copies ran $r0 and $r1 steps"
+[ "$(field "$T/l0" lockstep)" = true ] || fail "--lockstep not reported: $(cat "$T/l0")"
+pass "--lockstep: copy 0 waited for copy 1, both ran $r0 steps"
+
+expect_rc 2 "$SG" --part 2/2 mlp 64 $W
+must_contain "$T/err" "--part: want K/L with 0 <= K < L"
+expect_rc 2 "$SG" --part 1/2 square 64
+must_contain "$T/err" "--part and --lockstep are for \`mlp\` only"
+expect_rc 1 "$SG" --part 0/2 --lockstep "$T/no/such/dir/barrier" mlp 64 $W
+must_contain "$T/err" "--lockstep: \"$T/no/such/dir/barrier\": No such file or directory"
+pass "bad --part and --lockstep: an error naming the flag"
