@@ -400,16 +400,12 @@ static void yield_if_oversubscribed(const struct rt_proc *p)
 		setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
 }
 
-/* A fence of all the job's ranks, no data: PMIx's own channel, not MPI's.
- * Open MPI 4.1 (Debian 12's) can crash a rank still inside MPI_Init when a
- * faster rank, already out of it, sends it a message over TCP: the
- * message's handler is not yet registered (a call through NULL in
- * mca_btl_tcp, seen here twice in about 500 starts of 2 x 2 ranks under
- * srun in session 7, and once in 454 in session 8 with a fence that held
- * each node only; open-mpi/ompi#13559 is the same race in a later
- * version). So no rank sends anything until every rank has returned from
- * MPI_Init. */
-static int fence_after_mpi_init(const struct rt_proc *p, struct dt_err *err)
+/* A fence of all the job's ranks that collects the data they put, within
+ * RT_PMIX_FENCE_TIMEOUT_S. It collects even with nothing to collect:
+ * Slurm's PMIx server (mpi/pmix_v4, 22.05) ends a fence that does not on
+ * each node alone; under srun the other node's ranks went on 1.5 s before
+ * a late rank (tests/integration/pmix_srun.sh). */
+static pmix_status_t fence_all(const struct rt_proc *p)
 {
 	pmix_proc_t all;
 	pmix_info_t info[2];
@@ -421,15 +417,27 @@ static int fence_after_mpi_init(const struct rt_proc *p, struct dt_err *err)
 	PMIX_LOAD_PROCID(&all, p->pmix_nspace, PMIX_RANK_WILDCARD);
 	PMIX_INFO_CONSTRUCT(&info[0]);
 	PMIX_INFO_CONSTRUCT(&info[1]);
-	/* collecting (no data): Slurm's PMIx server (mpi/pmix_v4, 22.05)
-	 * ends a fence that does not on each node alone; under srun the
-	 * other node's ranks went on 1.5 s before a late rank, and the crash
-	 * above happened again (tests/integration/pmix_srun.sh) */
 	PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
 	PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
 	st = PMIx_Fence(&all, 1, info, 2);
 	PMIX_INFO_DESTRUCT(&info[0]);
 	PMIX_INFO_DESTRUCT(&info[1]);
+	return st;
+}
+
+/* A fence of all the job's ranks, no data: PMIx's own channel, not MPI's.
+ * Open MPI 4.1 (Debian 12's) can crash a rank still inside MPI_Init when a
+ * faster rank, already out of it, sends it a message over TCP: the
+ * message's handler is not yet registered (a call through NULL in
+ * mca_btl_tcp, seen here twice in about 500 starts of 2 x 2 ranks under
+ * srun in session 7, and once in 454 in session 8 with a fence that held
+ * each node only; open-mpi/ompi#13559 is the same race in a later
+ * version). So no rank sends anything until every rank has returned from
+ * MPI_Init. */
+static int fence_after_mpi_init(const struct rt_proc *p, struct dt_err *err)
+{
+	pmix_status_t st = fence_all(p);
+
 	if (st != PMIX_SUCCESS) {
 		dt_err_add(err, "rank %d: PMIx_Fence after MPI_Init: %s", p->rank, PMIx_Error_string(st));
 		return -EIO;
@@ -563,11 +571,8 @@ out:
 
 static int share_pmix(const struct rt_proc *p, struct rt_share *shares, int n, struct dt_err *err)
 {
-	pmix_proc_t all;
-	pmix_info_t info[2];
 	pmix_status_t st;
-	bool collect = true;
-	int i, rc = 0, timeout = RT_PMIX_FENCE_TIMEOUT_S;
+	int i, rc = 0;
 
 	for (i = 0; i < n && !rc; i++)
 		if (shares[i].root == p->rank)
@@ -581,15 +586,7 @@ static int share_pmix(const struct rt_proc *p, struct rt_share *shares, int n, s
 	}
 
 	/* Joined even after a failure above: the job's other ranks wait in it */
-	PMIX_PROC_CONSTRUCT(&all);
-	PMIX_LOAD_PROCID(&all, p->pmix_nspace, PMIX_RANK_WILDCARD);
-	PMIX_INFO_CONSTRUCT(&info[0]);
-	PMIX_INFO_CONSTRUCT(&info[1]);
-	PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
-	PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
-	st = PMIx_Fence(&all, 1, info, 2);
-	PMIX_INFO_DESTRUCT(&info[0]);
-	PMIX_INFO_DESTRUCT(&info[1]);
+	st = fence_all(p);
 	if (st != PMIX_SUCCESS && !rc) {
 		dt_err_add(err, "rank %d: PMIx_Fence: %s", p->rank, PMIx_Error_string(st));
 		rc = -EIO;
