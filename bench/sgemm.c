@@ -205,8 +205,8 @@ static int lockstep_open(struct lockstep *ls, const char *path, int copies)
 	if (fd < 0 || ftruncate(fd, (off_t)sizeof(struct shared_barrier)) != 0 ||
 	    (p = mmap(NULL, sizeof(struct shared_barrier), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 		      0)) == MAP_FAILED) {
-		fprintf(stderr, "dtrain-bench-sgemm: --lockstep: \"%s\": %s\n", path, strerror(errno));
 		rc = -errno;
+		fprintf(stderr, "dtrain-bench-sgemm: --lockstep: \"%s\": %s\n", path, strerror(-rc));
 	}
 	if (fd >= 0)
 		close(fd);
