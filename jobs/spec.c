@@ -937,6 +937,9 @@ static int check_rules(const struct spec *s, const char *file, struct dt_err *er
 	if (s->parallel.grad_sync && !strcmp(s->parallel.grad_sync, "split") && s->parallel.pipeline > 1)
 		rc = dt_err_add(err, "%s: parallel.grad_sync: \"split\" cuts every layer between the replicas of a node and needs parallel.pipeline = 1 (got %ld); use \"shared\" or \"auto\" with a pipeline",
 				file, s->parallel.pipeline);
+	if (s->parallel.threads && !strcmp(s->parallel.threads, "split") && s->parallel.pipeline > 1)
+		rc = dt_err_add(err, "%s: parallel.threads: \"split\" cuts every layer between a rank's threads and needs parallel.pipeline = 1 (got %ld); use \"blas\" or \"auto\" with a pipeline",
+				file, s->parallel.pipeline);
 	if (!strcmp(s->train.device, "cuda") && s->resources.gpus_per_node < 1)
 		rc = dt_err_add(err, "%s: resources.gpus_per_node: train.device is \"cuda\" but no GPUs are requested; set resources.gpus_per_node",
 				file);

@@ -73,6 +73,7 @@ struct spec {
 		long micro_batches; /* per replica per step */
 		char *schedule;     /* "1f1b" | "gpipe" */
 		char *grad_sync;    /* "auto" | "allreduce" | "shared" | "split" (runtime/dp.h) */
+		char *threads;      /* "auto" | "blas" | "split": a rank's threads (runtime/train.c) */
 		struct spec_ints stage_layers; /* layers per stage; empty: balanced */
 	} parallel;
 	struct spec_train {

@@ -9,8 +9,54 @@
  */
 #include "runtime/pool.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* --- polling --- */
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One round of a poll: a pause, and every 256 rounds a look at the clock.
+ * True once the poll has run RT_POOL_SPIN_S (*end starts at 0). */
+static bool poll_over(unsigned *round, double *end)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause(); /* lets the other hyper-thread run, saves power */
+#endif
+	if (++*round % 256)
+		return false;
+	if (*end == 0.0)
+		*end = mono_s() + RT_POOL_SPIN_S;
+	return mono_s() > *end;
+}
+
+/* A worker, after a loop: the next one may come within microseconds. */
+static void poll_next(struct rt_pool *p, unsigned long seen)
+{
+	unsigned round = 0;
+	double end = 0.0;
+
+	while (atomic_load(&p->gen) == seen && !poll_over(&round, &end))
+		;
+}
+
+/* The caller, after its share of a loop: the workers' ends. */
+static void poll_done(struct rt_pool *p)
+{
+	unsigned round = 0;
+	double end = 0.0;
+
+	while (atomic_load(&p->busy) > 0 && !poll_over(&round, &end))
+		;
+}
 
 /* --- work --- */
 
@@ -18,6 +64,13 @@ static void take_items(struct rt_pool *p)
 {
 	long i;
 
+	if (p->gang) {
+		/* exactly one index per worker: 1..started (the caller has 0) */
+		i = atomic_fetch_add(&p->next, 1);
+		if (i < p->n)
+			p->fn(p->ctx, i);
+		return;
+	}
 	while ((i = atomic_fetch_add(&p->next, 1)) < p->n)
 		p->fn(p->ctx, i);
 }
@@ -29,19 +82,52 @@ static void *worker(void *arg)
 
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		while (!p->stop && p->gen == seen)
+		if (p->spin && !p->stop && atomic_load(&p->gen) == seen) {
+			pthread_mutex_unlock(&p->mu);
+			poll_next(p, seen);
+			pthread_mutex_lock(&p->mu);
+		}
+		while (!p->stop && atomic_load(&p->gen) == seen)
 			pthread_cond_wait(&p->go, &p->mu);
 		if (p->stop)
 			break;
-		seen = p->gen;
+		seen = atomic_load(&p->gen);
 		pthread_mutex_unlock(&p->mu);
 		take_items(p);
 		pthread_mutex_lock(&p->mu);
-		if (--p->busy == 0)
+		if (atomic_fetch_sub(&p->busy, 1) == 1)
 			pthread_cond_signal(&p->done);
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
+}
+
+/* Publishes a loop to the workers, runs the caller's share, and waits
+ * until every worker has seen its end. A polling worker sees the new gen
+ * before it takes the mutex: fn, ctx, n and gang are written before it. */
+static void run_loop(struct rt_pool *p, long n, void (*fn)(void *ctx, long i), void *ctx,
+		     bool gang)
+{
+	pthread_mutex_lock(&p->mu);
+	p->fn = fn;
+	p->ctx = ctx;
+	p->n = n;
+	p->gang = gang;
+	atomic_store(&p->next, gang ? 1 : 0);
+	atomic_store(&p->busy, p->started);
+	atomic_fetch_add(&p->gen, 1);
+	pthread_cond_broadcast(&p->go);
+	pthread_mutex_unlock(&p->mu);
+	if (gang)
+		fn(ctx, 0);
+	else
+		take_items(p);
+	if (p->spin)
+		poll_done(p);
+	pthread_mutex_lock(&p->mu);
+	while (atomic_load(&p->busy) > 0)
+		pthread_cond_wait(&p->done, &p->mu);
+	pthread_mutex_unlock(&p->mu);
 }
 
 void rt_pool_for(struct rt_pool *p, long n, void (*fn)(void *ctx, long i), void *ctx)
@@ -53,20 +139,42 @@ void rt_pool_for(struct rt_pool *p, long n, void (*fn)(void *ctx, long i), void 
 			fn(ctx, i);
 		return;
 	}
-	pthread_mutex_lock(&p->mu);
-	p->fn = fn;
-	p->ctx = ctx;
-	p->n = n;
-	atomic_store(&p->next, 0);
-	p->busy = p->started;
-	p->gen++;
-	pthread_cond_broadcast(&p->go);
-	pthread_mutex_unlock(&p->mu);
-	take_items(p);
-	pthread_mutex_lock(&p->mu);
-	while (p->busy > 0)
-		pthread_cond_wait(&p->done, &p->mu);
-	pthread_mutex_unlock(&p->mu);
+	run_loop(p, n, fn, ctx, false);
+}
+
+/* --- gangs --- */
+
+int rt_pool_gang_size(const struct rt_pool *p)
+{
+	return p ? p->started + 1 : 1;
+}
+
+void rt_pool_gang(struct rt_pool *p, void (*fn)(void *ctx, long k), void *ctx)
+{
+	if (!p || p->started == 0) {
+		fn(ctx, 0);
+		return;
+	}
+	atomic_store(&p->bar_count, 0);
+	run_loop(p, p->started + 1, fn, ctx, true);
+}
+
+void rt_pool_sync(struct rt_pool *p)
+{
+	unsigned n = (unsigned)rt_pool_gang_size(p), gen, spins = 0;
+
+	if (n <= 1)
+		return;
+	gen = atomic_load(&p->bar_gen);
+	if (atomic_fetch_add(&p->bar_count, 1) == n - 1) {
+		/* the last to arrive: reset for the next barrier, then release */
+		atomic_store(&p->bar_count, 0);
+		atomic_fetch_add(&p->bar_gen, 1);
+		return;
+	}
+	while (atomic_load(&p->bar_gen) == gen)
+		if (++spins > 4096)
+			sched_yield(); /* a gang thread lost its core: let it run */
 }
 
 /* --- life cycle --- */
@@ -78,6 +186,10 @@ int rt_pool_init(struct rt_pool *p, int threads)
 	memset(p, 0, sizeof(*p));
 	p->threads = threads > 1 ? threads : 1;
 	atomic_init(&p->next, 0);
+	atomic_init(&p->bar_count, 0);
+	atomic_init(&p->bar_gen, 0);
+	atomic_init(&p->gen, 0);
+	atomic_init(&p->busy, 0);
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->go, NULL);
 	pthread_cond_init(&p->done, NULL);
@@ -90,6 +202,15 @@ int rt_pool_init(struct rt_pool *p, int threads)
 		p->started++;
 	}
 	return 0;
+}
+
+void rt_pool_spin(struct rt_pool *p, bool on)
+{
+	if (p->threads == 0)
+		return; /* zeroed: never initialised */
+	pthread_mutex_lock(&p->mu);
+	p->spin = on;
+	pthread_mutex_unlock(&p->mu);
 }
 
 void rt_pool_free(struct rt_pool *p)

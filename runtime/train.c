@@ -10,7 +10,9 @@
 
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +92,7 @@ struct trainer {
 	struct rt_dp dp;   /* how replicas sum gradients; shared parameters on a node */
 	struct rt_acts split_acts; /* dp.split: the node's micro-batch, in dp's window */
 	unsigned long long split_slow_ms; /* DTRAIN_FAULT_SPLIT on this rank, or 0 */
+	bool tsplit;       /* the rank's threads each compute a block of every layer */
 	struct rt_pool pool; /* threads of the optimizer and of dp's sums */
 	struct rt_data train, test;
 	int has_test;
@@ -531,10 +534,17 @@ static int run_schedule(struct trainer *t, const struct mb *mbs)
 	return 0;
 }
 
-/* --- the split way (runtime/dp.h) --- */
+/* --- a step with every layer cut into blocks (runtime/model.h, rt_part) ---
+ *
+ * Between the node's replicas (dp.split, runtime/dp.h) and/or between the
+ * threads of this rank (t->tsplit): block k of L, k = replica on the node
+ * x threads + thread. The rank's threads run as a gang of the pool and
+ * meet at its spinning barrier; thread 0 alone calls MPI (the node's
+ * barrier, between two of the gang's). */
 
 /* Tests make one replica late after every hand-over of the split way,
- * DTRAIN_FAULT_SPLIT="slow@MS:RANK" (rank RANK sleeps MS after each), so
+ * DTRAIN_FAULT_SPLIT="slow@MS:RANK" (rank RANK's first thread sleeps MS
+ * after each, while the rank's other threads and the other ranks go on), so
  * that a barrier missing where the data flow needs one changes the bits
  * (tests/integration/equivalence.sh). Unset, one getenv per process. */
 static unsigned long long fault_split_slow(int rank)
@@ -546,11 +556,50 @@ static unsigned long long fault_split_slow(int rank)
 	return f && sscanf(f, "slow@%llu:%d", &ms, &r) == 2 && r == rank ? ms : 0;
 }
 
-/* rt_part's sync, its wait counted as gradient sync: with the layers split
- * between the node's replicas, these waits are where they exchange. */
-static int split_sync(void *ctx)
+struct gang {
+	struct trainer *t;
+	struct rt_acts *acts; /* the micro-batch's activations, the node's rows */
+	float *dy;            /* [rows][classes]: the loss's gradient */
+	int32_t *labels;      /* this replica's rows' labels */
+	int64_t off, rows, own; /* this replica's rows: [off, off + own) of rows */
+	int threads;          /* T: the gang's threads (1: no gang) */
+	int mpi_rc;           /* thread 0's node barrier, read by all after the gang's */
+	atomic_int rc;        /* the first failure of any thread */
+};
+
+struct gang_thread {
+	struct gang *g;
+	int k;                /* thread index in the gang */
+};
+
+/* rt_part's sync: every block of the node done. Thread 0's wait counts as
+ * gradient sync: with the layers cut, these waits are the exchange. */
+static int gang_sync(void *ctx)
 {
-	struct trainer *t = ctx;
+	struct gang_thread *me = ctx;
+	struct gang *g = me->g;
+	struct trainer *t = g->t;
+	double t0 = me->k == 0 ? now_s() : 0.0;
+
+	if (g->threads > 1)
+		rt_pool_sync(&t->pool);
+	if (t->dp.split) {
+		if (me->k == 0)
+			g->mpi_rc = rt_dp_sync(&t->dp);
+		if (g->threads > 1)
+			rt_pool_sync(&t->pool);
+	}
+	if (me->k == 0) {
+		t->tm.grad += now_s() - t0;
+		if (t->split_slow_ms) /* late past the barrier: the others run ahead */
+			dt_sleep_ms(t->split_slow_ms);
+	}
+	return g->mpi_rc;
+}
+
+/* The node's barrier alone, outside a gang (thread 0). */
+static int node_sync(struct trainer *t)
+{
 	double t0 = now_s();
 	int rc = rt_dp_sync(&t->dp);
 
@@ -560,58 +609,82 @@ static int split_sync(void *ctx)
 	return rc;
 }
 
-/* The step's micro-batches, each over the whole node's rows: this
- * replica reads its own rows into the node's input and computes the loss
- * of its own rows; forward and backward run a block of every layer. The
- * same order on every replica of the node (a sync per layer). */
+/* Thread k's part of one micro-batch: forward, the loss of this replica's
+ * rows (thread 0), backward. */
+static void gang_item(void *ctx, long k)
+{
+	struct gang *g = ctx;
+	struct trainer *t = g->t;
+	struct gang_thread me = { g, (int)k };
+	int procs = t->dp.split ? t->dp.locals : 1, proc = t->dp.split ? t->dp.local : 0;
+	struct rt_part p = { proc * g->threads + (int)k, procs * g->threads, gang_sync, &me };
+	struct rt_acts a = *g->acts; /* this thread's view (forward sets its rows) */
+	const float *logits;
+	int rc;
+
+	rc = rt_stage_forward_part(&t->st, &a, (int)g->rows, &p, &logits);
+	if (!rc && k == 0)
+		t->loss_sum += rt_softmax_xent(logits + g->off * t->classes, g->labels, (int)g->own,
+					       t->classes, t->grad_scale, g->dy + g->off * t->classes,
+					       &t->correct);
+	if (!rc)
+		rc = gang_sync(&me);
+	if (!rc)
+		rc = rt_stage_backward_part(&t->st, &a, g->dy, NULL, &p);
+	if (rc)
+		atomic_store(&g->rc, rc);
+}
+
+/* The step's micro-batches, each over the whole node's rows (one replica
+ * a node: its own): this replica reads its own rows into the input and
+ * computes their loss; every block runs in the same order everywhere. */
 static int split_schedule(struct trainer *t, const struct mb *mbs, int64_t batch_rows)
 {
-	struct rt_part p = { t->dp.local, t->dp.locals, split_sync, t };
-	struct rt_acts *a = &t->split_acts;
-	int32_t *labels = t->slots[0].y;
-	const float *logits;
-	int64_t off, rows;
+	struct gang g = { .t = t, .threads = t->tsplit ? rt_pool_gang_size(&t->pool) : 1 };
 	double t0;
 	int i, rc;
 
+	g.acts = t->dp.split ? &t->split_acts : &t->slots[0].acts;
+	g.dy = t->dp.split ? t->dp.dy : t->slots[0].dy;
+	g.labels = t->slots[0].y;
 	t->loss_sum = 0;
 	t->correct = 0;
 	for (i = 0; i < t->micro; i++) {
 		const struct mb *m = &mbs[i];
 
-		rt_dp_rows(&t->dp, batch_rows, t->replicas, t->micro, i, &off, &rows);
-		if (rows == 0)
+		g.off = 0;
+		g.rows = g.own = m->rows;
+		if (t->dp.split)
+			rt_dp_rows(&t->dp, batch_rows, t->replicas, t->micro, i, &g.off, &g.rows);
+		if (g.rows == 0)
 			continue; /* on every replica of the node alike */
-		/* the previous micro-batch's backward still reads the input */
-		if (i > 0 && (rc = split_sync(t)))
+		/* the previous micro-batch's backward may still read the input
+		 * on another replica (this rank's threads are done) */
+		if (i > 0 && t->dp.split && (rc = node_sync(t)))
 			return rc;
 		t0 = now_s();
 		if (m->rows > 0) {
-			rc = rt_data_read(m->data, m->idx, (int)m->rows, a->x + off * t->in, labels,
-					  t->err);
+			rc = rt_data_read(m->data, m->idx, (int)m->rows, g.acts->x + g.off * t->in,
+					  g.labels, t->err);
 			if (rc)
 				return rc;
 		}
 		t->tm.data += now_s() - t0;
-		if ((rc = split_sync(t)))
+		if (t->dp.split && (rc = node_sync(t)))
 			return rc;
+		atomic_store(&g.rc, 0);
+		g.mpi_rc = 0;
 		t0 = now_s() - t->tm.grad; /* the syncs' waits are not compute */
-		rc = rt_stage_forward_part(&t->st, a, (int)rows, &p, &logits);
-		if (rc == -EINVAL)
-			return dt_err_add(t->err, "rank %d: forward pass failed", t->g->rank), rc;
-		if (rc)
-			return rc;
-		t->loss_sum += rt_softmax_xent(logits + off * t->classes, labels, (int)m->rows,
-					       t->classes, t->grad_scale, t->dp.dy + off * t->classes,
-					       &t->correct);
-		rc = split_sync(t);
-		if (!rc)
-			rc = rt_stage_backward_part(&t->st, a, t->dp.dy, NULL, &p);
-		if (rc == -EINVAL)
-			return dt_err_add(t->err, "rank %d: backward pass failed", t->g->rank), rc;
-		if (rc)
-			return rc;
+		if (g.threads > 1)
+			rt_pool_gang(&t->pool, gang_item, &g);
+		else
+			gang_item(&g, 0);
 		t->tm.compute += now_s() - t->tm.grad - t0;
+		rc = atomic_load(&g.rc);
+		if (rc == -EINVAL)
+			return dt_err_add(t->err, "rank %d: forward or backward pass failed", t->g->rank), rc;
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -635,6 +708,8 @@ static int evaluate(struct trainer *t, struct rt_data *d, double *loss, double *
 	for (i = 0; i < count; i++)
 		idx[i] = off + i;
 	n_chunks = (count + t->max_rows - 1) / t->max_rows;
+	if (t->tsplit) /* whole products here: OpenBLAS's threads, for a while */
+		rt_blas_threads(t->pool.threads);
 	for (c = 0, done = 0; c < n_chunks; c++) {
 		struct mb m = { idx + done, count - done < t->max_rows ? count - done : t->max_rows,
 				TAG_EVAL + (int)(c % 1000000), d };
@@ -660,6 +735,8 @@ static int evaluate(struct trainer *t, struct rt_data *d, double *loss, double *
 	*loss = tot[0] / (double)d->n;
 	*acc = tot[1] / (double)d->n;
 out:
+	if (t->tsplit)
+		rt_blas_threads(1);
 	t->tm = keep;
 	free(idx);
 	return rc;
@@ -933,6 +1010,9 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 		       "schedule %s, %d micro-batches%s\n", s->name, (size_t)rt_model_params(s),
 		       (long long)total, (long long)per_epoch, s->parallel.schedule, t->micro,
 		       step ? ", resumed" : "");
+		if (t->tsplit)
+			printf("dtrain-run: threads: each of the %d threads of a rank computes a block of "
+			       "every layer\n", rt_pool_gang_size(&t->pool));
 		if (t->dp.split)
 			printf("dtrain-run: gradients: the %d replicas on each node share parameters in "
 			       "memory and split every layer over the node's batch, each its 1/%d%s\n",
@@ -949,10 +1029,11 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 		fflush(stdout);
 	}
 	metric(t, "{\"event\":\"start\",\"total_steps\":%lld,\"steps_per_epoch\":%lld,\"epochs\":%ld,"
-		  "\"step\":%lld,\"grad_sync\":\"%s\",\"replicas_per_node\":%d}", (long long)total,
+		  "\"step\":%lld,\"grad_sync\":\"%s\",\"replicas_per_node\":%d,\"threads\":\"%s\"}",
+	       (long long)total,
 	       (long long)per_epoch, s->train.epochs, (long long)step,
 	       t->dp.split ? "split" : t->dp.shared ? "shared" : t->replicas > 1 ? "allreduce" : "none",
-	       t->dp.shared ? t->dp.locals : 1);
+	       t->dp.shared ? t->dp.locals : 1, t->tsplit ? "split" : "blas");
 
 	while (step < total) {
 		int64_t k = step % per_epoch, batch_rows, rep_off, rep_rows;
@@ -977,7 +1058,7 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 		/* the backward passes add to the gradient, which the last
 		 * update left zero (rt_optim_step_spans, rt_optim_step_sum and
 		 * rt_dp_reduce zero what they read): no pass zeroes it */
-		rc = t->dp.split ? split_schedule(t, mbs, batch_rows) : run_schedule(t, mbs);
+		rc = t->dp.split || t->tsplit ? split_schedule(t, mbs, batch_rows) : run_schedule(t, mbs);
 		if (!rc)
 			rc = finish_buckets(t);
 		if (!rc)
@@ -1084,6 +1165,46 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 	return rc;
 }
 
+/* CPUs this process may run on (its affinity mask), or 0 when unknown. */
+static int cpus_allowed(void)
+{
+	cpu_set_t set;
+
+	return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+/* parallel.threads: whether this rank's threads each compute a block of
+ * every layer (OpenBLAS then runs on 1 thread, the pool's threads poll
+ * between loops) or run OpenBLAS's products. Blocks need the whole model
+ * on the rank and no gradient buckets to start during backward (one
+ * replica, or dp.split), and the same number of threads on every rank (a
+ * worker that failed to start turns it off everywhere). "auto" also wants
+ * a CPU for each thread (mpirun binds 1 or 2 ranks to a core each unless
+ * told --bind-to none; Slurm gives cpus_per_task): threads that wait for
+ * each other at every layer lose badly when they take turns on one core.
+ * Collective. */
+static int choose_threads(struct trainer *t)
+{
+	const char *want = t->s->parallel.threads ? t->s->parallel.threads : "auto";
+	int cpus = cpus_allowed(), ok;
+
+	ok = strcmp(want, "blas") != 0 && t->stages == 1 && (t->replicas == 1 || t->dp.split) &&
+	     t->pool.threads > 1 && t->pool.started == t->pool.threads - 1 &&
+	     (strcmp(want, "auto") != 0 || cpus == 0 || cpus >= t->pool.threads);
+	if (t->g->world > 1)
+		MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+	t->tsplit = ok;
+	if (ok) {
+		rt_blas_threads(1);
+		rt_pool_spin(&t->pool, true); /* the gang's threads own their cores */
+	} else if (!strcmp(want, "split") && t->g->rank == 0 && t->pool.threads > 1) {
+		fprintf(stderr, "dtrain-run: warning: parallel.threads: \"split\" needs one replica a "
+			"node or parallel.grad_sync \"split\", and every worker thread started; "
+			"running the products on OpenBLAS's threads instead\n");
+	}
+	return 0;
+}
+
 /* One line per rank: what it held and its peak memory. */
 static void report_rank(struct trainer *t)
 {
@@ -1147,6 +1268,8 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 		rc = agree(&t, rt_dp_init(&t.dp, s, g, &t.st, &t.opt, (int)t.max_rows, err));
 	if (!rc && t.dp.split)
 		rc = agree(&t, rt_acts_place(&t.split_acts, &t.st, t.dp.node_rows, t.dp.acts_mem));
+	if (!rc)
+		rc = choose_threads(&t);
 	if (rc)
 		goto out;
 	open_metrics(&t);

@@ -10,7 +10,11 @@
 #    with 2 replicas per stage (no clipping: the norm is summed in parts),
 #    to float32 rounding with 3 and 4, and with clipping; "split" (the
 #    node's replicas cut every layer, "auto" on pipeline 1): to float32
-#    rounding.
+#    rounding;
+#  - parallel.threads "split" (a rank's threads cut every layer, "auto"
+#    with a CPU per thread): the 1-thread run's parameters to float32
+#    rounding, alone and with 2 replicas; a thread late after every
+#    barrier changes no bit.
 . "$(dirname "$0")/lib.sh"
 
 "$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 1000 --features 32 --classes 5 --seed 3 >/dev/null ||
@@ -24,7 +28,8 @@ cat >"$T/base.json" <<JSON
 JSON
 
 # run NAME DATA PIPE MICRO SCHEDULE [--set KEY=VALUE...]: train, keep params
-# and metrics in $T/NAME
+# and metrics in $T/NAME; BIND=none lets a rank's threads use every core
+# (mpirun binds 1 or 2 ranks to a core each by default)
 run() {
 	local name=$1 d=$2 p=$3 m=$4 sch=$5 np=$(($2 * $3))
 	shift 5
@@ -32,7 +37,7 @@ run() {
 		--set parallel.data=$d --set parallel.pipeline=$p --set parallel.micro_batches=$m \
 		--set parallel.schedule=$sch "$@" >"$T/$name.json" 2>"$T/$name.err" || { cat "$T/$name.err"; fail "spec $name"; }
 	mkdir -p "$T/$name"
-	mpirun --allow-run-as-root --oversubscribe -np $np "$DTRAIN_BIN/dtrain-run" --quiet \
+	mpirun --allow-run-as-root --oversubscribe ${BIND:+--bind-to $BIND} -np $np "$DTRAIN_BIN/dtrain-run" --quiet \
 		--save-params "$T/$name/params" "$T/$name.json" >"$T/$name.out" 2>&1 ||
 		{ cat "$T/$name.out"; fail "run $name"; }
 }
@@ -160,3 +165,31 @@ close_params d4s d4a
 close_params d3 d2
 close_losses a d4
 pass "grad_sync split and shared on 3 and 4 replicas: the allreduce run's parameters to float32 rounding"
+
+# a rank's threads (parallel.threads): "auto" is "split" with a CPU for
+# each thread, each thread then computes a block of every layer
+# (runtime/README.md); "blas" runs whole products on OpenBLAS's threads
+threads() { sed -n 's/.*"event":"start".*"threads":"\([a-z]*\)".*/\1/p' "$T/$1/metrics.jsonl"; }
+BIND=none run t2 1 1 1 1f1b --set resources.cpus_per_task=2
+BIND=none run t2b 1 1 1 1f1b --set resources.cpus_per_task=2 --set parallel.threads=blas
+run t2bound 1 1 1 1f1b --set resources.cpus_per_task=2
+BIND=none run t3m 1 1 2 gpipe --set resources.cpus_per_task=3 --set parallel.threads=split
+BIND=none run d2t2 2 1 1 1f1b --set resources.cpus_per_task=2 --set parallel.threads=split
+[ "$(threads a)" = blas ] || fail "a: threads is '$(threads a)', want blas on 1 thread"
+[ "$(threads t2)" = split ] || fail "t2: threads is '$(threads t2)', want split (auto, 2 threads, 2 CPUs)"
+[ "$(threads t2b)" = blas ] || fail "t2b: threads is '$(threads t2b)', want blas"
+[ "$(threads t2bound)" = blas ] || fail "t2bound: threads is '$(threads t2bound)', want blas (auto, 2 threads bound to 1 core)"
+[ "$(threads t3m)" = split ] || fail "t3m: threads is '$(threads t3m)', want split"
+[ "$(threads d2t2)" = split ] || fail "d2t2: threads is '$(threads d2t2)', want split"
+close_params t2 a
+close_params t2b a
+close_params t3m a
+close_params d2t2 d2
+# a barrier missing where the data flow needs one shows as other bits when
+# one thread is late after every barrier (DTRAIN_FAULT_SPLIT: rank 0's
+# first thread; its other threads, and the other rank, run ahead)
+DTRAIN_FAULT_SPLIT=slow@2:0 BIND=none run t2slow 1 1 1 1f1b --set resources.cpus_per_task=2
+same_bits t2slow t2
+DTRAIN_FAULT_SPLIT=slow@2:1 BIND=none run d2t2slow 2 1 1 1f1b --set resources.cpus_per_task=2 --set parallel.threads=split
+same_bits d2t2slow d2t2
+pass "threads split (1 and 2 replicas, 2 and 3 threads, 2 micro-batches): the 1-thread run's parameters to float32 rounding; a late thread changes no bit"

@@ -187,6 +187,14 @@ static void cross_field_rules(void **state)
 				 " \"grad_sync\": \"split\"}}", NULL, 0, &s, &e), 0);
 	assert_string_equal(s.parallel.grad_sync, "split");
 	spec_free(&s);
+	/* so do a rank's threads */
+	assert_int_equal(resolve("{\"resources\": {\"tasks_per_node\": 2}, \"parallel\": {\"pipeline\": 2,"
+				 " \"threads\": \"split\"}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "parallel.threads: \"split\" cuts every layer between a rank's threads and needs parallel.pipeline = 1 (got 2); use \"blas\" or \"auto\" with a pipeline"));
+	assert_int_equal(resolve("{\"resources\": {\"tasks_per_node\": 2}, \"parallel\": {\"pipeline\": 2,"
+				 " \"threads\": \"auto\"}}", NULL, 0, &s, &e), 0);
+	assert_string_equal(s.parallel.threads, "auto");
+	spec_free(&s);
 
 	assert_int_equal(resolve("{\"train\": {\"device\": \"cuda\", \"epochs\": 0,"
 				 " \"lr_schedule\": {\"min_lr\": 1}}, \"resources\": {\"time\": 1},"
