@@ -34,12 +34,13 @@ spec() {
 	mkdir -p "$T/$name"
 }
 
-# launch NAME: mpirun the spec in the background (pid in $launched), output in $T/NAME.out
+# launch NAME: mpirun the spec in the background (pid in $launched), output
+# in $T/NAME.out; BIND=none lets a rank's threads use every core
 launch() {
 	local np
 	np=$(($(sed -n 's/.*"data": \([0-9]*\),.*/\1/p' "$T/$1.json" | head -n1) *
 		$(sed -n 's/.*"pipeline": \([0-9]*\),.*/\1/p' "$T/$1.json" | head -n1)))
-	mpirun --allow-run-as-root --oversubscribe -np "$np" "$DTRAIN_BIN/dtrain-run" \
+	mpirun --allow-run-as-root --oversubscribe ${BIND:+--bind-to $BIND} -np "$np" "$DTRAIN_BIN/dtrain-run" \
 		--save-params "$T/$1/params" "$T/$1.json" >>"$T/$1.out" 2>&1 &
 	launched=$!
 }
@@ -181,6 +182,21 @@ must_contain "$T/fromlate21.out" "resuming from $T/late21/checkpoints/step-00000
 same_bits ref21 late21
 same_bits ref21 fromlate21
 pass "split way, a snapshot copy 0.5 s late: the resume from its step 10 is bitwise equal"
+
+# The same on 1 process x 2 threads, parallel.threads "split" (the threads
+# cut every layer, runtime/README.md): the update waits for the copy too
+spec ref1t 1 1 --set resources.cpus_per_task=2 --set parallel.threads=split
+BIND=none run ref1t 0
+must_contain "$T/ref1t.out" "threads: each of the 2 threads of a rank computes a block"
+spec late1t 1 1 --set resources.cpus_per_task=2 --set parallel.threads=split
+DTRAIN_FAULT_SNAPSHOT=slow@500 BIND=none run late1t 0
+spec fromlate1t 1 1 --set resources.cpus_per_task=2 --set parallel.threads=split \
+	--set checkpoint.resume="$T/late1t/checkpoints/step-00000010"
+BIND=none run fromlate1t 0
+must_contain "$T/fromlate1t.out" "resuming from $T/late1t/checkpoints/step-00000010"
+same_bits ref1t late1t
+same_bits ref1t fromlate1t
+pass "threads split, a snapshot copy 0.5 s late: the resume from its step 10 is bitwise equal"
 
 # --- resume on other layouts, from the reference's step 10 ---
 for layout in "1 1" "1 4" "4 1" "1 2"; do
