@@ -6,7 +6,8 @@
 #     write phase: pwrite, CRC, fsync, all writers in parallel; and end to
 #     end, from the start of the save to the end of its commit) against
 #     `dd conv=fsync` of the same number of bytes into the same directory,
-#     the two alternating over three runs (medians of 9 and 5 samples);
+#     the two alternating over five runs: each run's median save against
+#     the dd before and after it, and the median of the five ratios;
 #   - the training stall of an async save against the time of a sync save;
 #   - the time to load the checkpoint on resume.
 # Prints a table and writes it as JSON (bench/checkpoint.json in the build
@@ -61,20 +62,27 @@ dd_once() {
 }
 
 # The disk's speed here moves by half from one minute to the next, so the
-# sync runs (3 measured saves each) and dd alternate: run 1, dd, then
-# twice dd, run, dd (the first run gives the byte count); each side is the
-# median of its samples.
-rounds=3
-echo "bench/checkpoint.sh: 100M-parameter model, 4 ranks: $rounds sync runs (3 measured saves each), each followed by dd and the later ones preceded by it; then an async run" >&2
+# sync runs (3 measured saves each) and dd alternate, dd after every run:
+# run 1, dd, run 2, dd, ... (the first run gives the byte count). Each run
+# is compared with the dd next to it, before and after (the mean of their
+# seconds; run 1 has only the one after): the median of its saves' write
+# seconds against that, and the row is the median of the runs' ratios.
+rounds=5
+echo "bench/checkpoint.sh: 100M-parameter model, 4 ranks: $rounds sync runs (3 measured saves each), each followed by dd; then an async run" >&2
 run sync1 false
 bytes=$(field sync1 checkpoint bytes | head -n 1)
-dd_all=() write_all=() total_all=() stall_all=()
+dd_all=() write_all=() total_all=() stall_all=() ratio_all=()
+prev_dd=
 for i in $(seq 1 "$rounds"); do
-	[ "$i" = 1 ] || { dd_all+=("$(dd_once)"); run "sync$i" false; }
+	[ "$i" = 1 ] || run "sync$i" false
 	mapfile -t -O "${#write_all[@]}" write_all < <(sync_saves "sync$i" write_s)
 	mapfile -t -O "${#total_all[@]}" total_all < <(sync_saves "sync$i" total_s)
 	mapfile -t -O "${#stall_all[@]}" stall_all < <(sync_saves "sync$i" stall_s)
-	dd_all+=("$(dd_once)")
+	this_dd=$(dd_once)
+	dd_all+=("$this_dd")
+	run_write=$(sync_saves "sync$i" write_s | median)
+	ratio_all+=("$(awk -v a="${prev_dd:-$this_dd}" -v b="$this_dd" -v w="$run_write" 'BEGIN { print (a + b) / 2 / w }')")
+	prev_dd=$this_dd
 	# keep the last round's checkpoints for the load below
 	[ "$i" = "$rounds" ] || rm -rf "$work/sync$i/checkpoints"
 done
@@ -85,25 +93,26 @@ sync_write=$(printf '%s\n' "${write_all[@]}" | median)
 sync_total=$(printf '%s\n' "${total_all[@]}" | median)
 sync_stall=$(printf '%s\n' "${stall_all[@]}" | median)
 dd_med=$(printf '%s\n' "${dd_all[@]}" | median)
-echo "bench/checkpoint.sh: seconds of each sync write: ${write_all[*]}; of each dd: ${dd_all[*]}" >&2
+write_ratio=$(printf '%s\n' "${ratio_all[@]}" | median)
+echo "bench/checkpoint.sh: seconds of each sync write: ${write_all[*]}; of each dd: ${dd_all[*]}; each run's write bandwidth / its dd's: ${ratio_all[*]}" >&2
 
 # load: resume the sync run's last checkpoint on a fresh run (nothing left to train)
 run load false --set checkpoint.resume="$work/sync$rounds/checkpoints"
 load_s=$(field load resume load_s | head -n 1)
 
-awk -v bytes="$bytes" -v st="$sync_total" -v sw="$sync_write" -v ss="$sync_stall" -v as="$async_stall" -v at="$async_total" \
+awk -v bytes="$bytes" -v wr="$write_ratio" -v rs="$(IFS=,; echo "${ratio_all[*]}")" -v st="$sync_total" -v sw="$sync_write" -v ss="$sync_stall" -v as="$async_stall" -v at="$async_total" \
 	-v dd="$dd_med" -v load="$load_s" -v json="$work/../checkpoint.json" \
 	-v ws="$(IFS=,; echo "${write_all[*]}")" -v ds="$(IFS=,; echo "${dd_all[*]}")" 'BEGIN {
 	mb = bytes / 1e6
 	w = mb / sw; e = mb / st; d = mb / dd
 	printf "%-44s %12s %12s %8s\n", "checkpoint, 100M parameters (" sprintf("%.0f", mb) " MB)", "dtrain", "peer", "ratio"
-	printf "%-44s %10.0f/s %10.0f/s %8.2f   (peer: dd conv=fsync, same bytes, same disk)\n", "write bandwidth, sync save (MB)", w, d, w / d
+	printf "%-44s %10.0f/s %10.0f/s %8.2f   (peer: dd conv=fsync, same bytes, same disk; ratio: median of the runs, each against the dd next to it)\n", "write bandwidth, sync save (MB)", w, d, wr
 	printf "%-44s %10.0f/s %10.0f/s %8.2f   (snapshot to commit, old checkpoint deleted)\n", "  end to end (MB)", e, d, e / d
 	printf "%-44s %11.3fs %11.3fs %8.3f   (peer: the sync save)\n", "training stall, async save", as, st, as / st
 	printf "%-44s %11.3fs %12s %8s\n", "  sync save, snapshot to commit", st, "", ""
 	printf "%-44s %11.3fs %12s %8s\n", "  async save, snapshot to commit", at, "", ""
 	printf "%-44s %11.3fs %12s %8s\n", "load on resume (read, check, broadcast)", load, "", ""
-	printf "{\"bytes\":%d,\"write_mb_s\":%.1f,\"end_to_end_mb_s\":%.1f,\"dd_mb_s\":%.1f,\"write_ratio\":%.3f,\"sync_save_s\":%.4f,\"async_stall_s\":%.4f,\"stall_ratio\":%.4f,\"async_save_s\":%.4f,\"load_s\":%.4f,\"write_samples_s\":[%s],\"dd_samples_s\":[%s]}\n",
-		bytes, w, e, d, w / d, st, as, as / st, at, load, ws, ds > json
+	printf "{\"bytes\":%d,\"write_mb_s\":%.1f,\"end_to_end_mb_s\":%.1f,\"dd_mb_s\":%.1f,\"write_ratio\":%.3f,\"write_ratio_medians\":%.3f,\"sync_save_s\":%.4f,\"async_stall_s\":%.4f,\"stall_ratio\":%.4f,\"async_save_s\":%.4f,\"load_s\":%.4f,\"write_samples_s\":[%s],\"dd_samples_s\":[%s],\"run_ratios\":[%s]}\n",
+		bytes, w, e, d, wr, w / d, st, as, as / st, at, load, ws, ds, rs > json
 }'
 echo "bench/checkpoint.sh: table written to $(cd "$work/.." && pwd)/checkpoint.json" >&2
