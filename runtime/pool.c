@@ -1,11 +1,16 @@
 /*
- * pool.c - worker threads that sleep between loops (runtime/pool.h).
+ * pool.c - worker threads that sleep between loops, or first poll for the
+ * next one (rt_pool_spin), and gangs of them (runtime/pool.h).
  *
  * A loop is published under the mutex (fn, ctx, n, next = 0, busy = the
  * workers) with a new generation number; workers and the caller then take
  * indices from one atomic counter. The caller waits until every worker has
  * seen the loop end (busy == 0) before it returns, so that no late worker
- * can take an index of the next loop.
+ * can take an index of the next loop. A gang's barrier is a count and a
+ * generation: the last thread to arrive resets the count, then moves the
+ * generation on, which releases the others.
+ *
+ * Sections: polling, work, gangs, life cycle.
  */
 #include "runtime/pool.h"
 
@@ -33,8 +38,10 @@ static bool poll_over(unsigned *round, double *end)
 #endif
 	if (++*round % 256)
 		return false;
-	if (*end == 0.0)
+	if (*end == 0.0) {
 		*end = mono_s() + RT_POOL_SPIN_S;
+		return false;
+	}
 	return mono_s() > *end;
 }
 

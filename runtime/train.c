@@ -610,7 +610,9 @@ static int node_sync(struct trainer *t)
 }
 
 /* Thread k's part of one micro-batch: forward, the loss of this replica's
- * rows (thread 0), backward. */
+ * rows (thread 0), backward. A failure reaches every thread alike (a shape
+ * that does not fit, or the node barrier's result that gang_sync hands to
+ * all), so none is left waiting at a barrier the others skip. */
 static void gang_item(void *ctx, long k)
 {
 	struct gang *g = ctx;
