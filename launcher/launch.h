@@ -78,7 +78,8 @@ int launch_cmd_logs(const struct launch_args *a, struct dt_err *err);
 
 /* Render the batch script of a resolved spec under a site policy into out
  * (appended only on success). Pure: no I/O. run_dir is absolute; the job runs
- * `srun --mpi=pmix <site srun_extra> <dtrain_run_path> <run_dir>/spec.json`.
+ * `srun --mpi=pmix --cpus-per-task=<resources.cpus_per_task> <site srun_extra>
+ * <dtrain_run_path> <run_dir>/spec.json`.
  * -EINVAL with one line per refused value (a character sbatch or a reader
  * could misread in an #SBATCH line or a comment, a bad env name), -ENOMEM. */
 int launch_render_script(const struct spec *spec, const struct site *site,

@@ -332,10 +332,12 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "# must outlive srun to see dtrain-run's exit code, so it traps TERM. A trap,\n"
 	       "# not trap '' (children would inherit \"ignored\"); bash runs it only after\n"
 	       "# srun returns. The time-limit warning (--signal) goes to the step only.\n"
+	       "# Since Slurm 22.05 srun does not inherit --cpus-per-task from sbatch: a\n"
+	       "# rank's threads would share one CPU. It is given again.\n"
 	       "dtrain_term=0\n"
 	       "trap 'dtrain_term=1' TERM\n"
 	       "echo \"dtrain: job ${dtrain_job_id:-none}, restart ${dtrain_restarts}, starting $(date -u +%%FT%%TZ)\"\n"
-	       "srun --mpi=pmix");
+	       "srun --mpi=pmix --cpus-per-task=%ld", r->spec->resources.cpus_per_task);
 	for (i = 0; i < site->srun_extra.n; i++) {
 		put(r, " ");
 		put_quoted(r, site->srun_extra.v[i]);

@@ -292,7 +292,8 @@ static void test_sbatch_all(void **state)
 	assert_true(has_line(out.p, "#SBATCH --mail-type=END"));
 	/* sbatch stops reading options at the first command: all come first. */
 	assert_true(strstr(out.p, "#SBATCH --mail-type=END") < strstr(out.p, "set -u"));
-	assert_non_null(strstr(out.p, "srun --mpi=pmix "));
+	/* srun no longer inherits it from sbatch (Slurm 22.05) */
+	assert_non_null(strstr(out.p, "srun --mpi=pmix --cpus-per-task=1 "));
 	assert_int_equal(launch_check_syntax(out.p, &err), 0);
 	dt_buf_free(&out);
 }
@@ -469,13 +470,15 @@ static void test_hostile_values_stay_data(void **state)
 	assert_env("SITE_SUBST", site_vals[0]);
 	assert_env("SHARED", "from-the-site"); /* the site wins */
 	assert_env("DTRAIN_RUN_DIR", run_dir);
-	/* srun got exactly: --mpi=pmix, the site's extras, dtrain-run, spec.json. */
+	/* srun got exactly: --mpi=pmix, --cpus-per-task, the site's extras,
+	 * dtrain-run, spec.json. */
 	assert_word("srun.args", 0, "--mpi=pmix");
-	assert_word("srun.args", 1, srun_extra[0]);
-	assert_word("srun.args", 2, srun_extra[1]);
-	assert_word("srun.args", 3, fake_run);
-	assert_word("srun.args", 4, spec_json);
-	assert_null(nth_word("srun.args", 5));
+	assert_word("srun.args", 1, "--cpus-per-task=1");
+	assert_word("srun.args", 2, srun_extra[0]);
+	assert_word("srun.args", 3, srun_extra[1]);
+	assert_word("srun.args", 4, fake_run);
+	assert_word("srun.args", 5, spec_json);
+	assert_null(nth_word("srun.args", 6));
 	assert_word("run.args", 0, spec_json);
 	assert_null(nth_word("run.args", 1));
 	assert_no_stray_files();
