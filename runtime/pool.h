@@ -23,10 +23,10 @@
  *
  * Between loops the workers sleep, unless rt_pool_spin() is on: then they
  * first poll for the next loop for up to RT_POOL_SPIN_S, and the caller
- * polls for the end of a loop the same way. Waking a sleeping worker took
- * tens of microseconds per loop on these VMs, a step of a small model
- * cut between threads has 2 loops, and the gang's rate on the bench's small
- * MLP went from 14-22 k to 19-28 k samples/s (bench/README.md). Only for
+ * polls for the end of a loop the same way. A step of a small model cut
+ * between threads has 2 loops (the gang, the update), and polling took the
+ * gang's rate on the bench's small MLP from 14-22 k to 19-28 k samples/s
+ * (bench/README.md): a worker woken from its sleep starts late. Only for
  * threads that own their cores: with OpenBLAS's own threads running the
  * products (parallel.threads "blas"), a polling worker would take the core
  * one of them needs.
