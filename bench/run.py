@@ -28,6 +28,7 @@
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -186,6 +187,10 @@ class Bench:
            env={"OMPI_MCA_mpi_yield_when_idle": "1"}, what="dtrain-run (%s)" % name)
         with open(os.path.join(run_dir, "metrics.jsonl")) as f:
             ev = [json.loads(l) for l in f if '"event":"step"' in l]
+        # every run ends with a save (a trained model out): 294 MB for the
+        # large MLP, about 40 of them in a bench, which filled this
+        # machine's disk once; only the metrics are kept
+        shutil.rmtree(os.path.join(run_dir, "checkpoints"), ignore_errors=True)
         if len(ev) < 2:
             die("%s: fewer than 2 step windows in %s/metrics.jsonl" % (name, run_dir))
         return ev[1:]  # the first window warms up
