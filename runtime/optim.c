@@ -446,12 +446,12 @@ RT_SIMD_CLONES void rt_scale(float *g, size_t n, float factor)
 		g[i] *= factor;
 }
 
-double rt_clip_factor(double sumsq, double max_norm)
+double rt_clip_factor(double norm, double max_norm)
 {
 	double coef;
 
 	if (max_norm <= 0.0)
 		return 1.0;
-	coef = max_norm / (sqrt(sumsq) + 1e-6);
+	coef = max_norm / (norm + 1e-6);
 	return coef < 1.0 ? coef : 1.0;
 }

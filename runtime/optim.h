@@ -147,9 +147,10 @@ double rt_lr_at(const struct spec *s, int64_t step, int64_t total_steps);
 double rt_sumsq(const float *g, size_t n);
 /* g[i] *= factor. */
 void rt_scale(float *g, size_t n, float factor);
-/* The factor to scale gradients by for a global sum of squares and
- * train.grad_clip max_norm: min(1, max_norm / (sqrt(sumsq) + 1e-6)) as
- * torch.nn.utils.clip_grad_norm_; 1 when max_norm <= 0 (clipping off). */
-double rt_clip_factor(double sumsq, double max_norm);
+/* The factor to scale gradients by for their global norm and
+ * train.grad_clip max_norm: min(1, max_norm / (norm + 1e-6)) as
+ * torch.nn.utils.clip_grad_norm_ (which scales already at norm ==
+ * max_norm); exactly 1 when max_norm <= 0 (clipping off). */
+double rt_clip_factor(double norm, double max_norm);
 
 #endif

@@ -892,8 +892,7 @@ static int update(struct trainer *t, int64_t step, double stats[2], int64_t batc
 			rc = check_finite(t, step, stats[0] / (double)batch_rows, *norm);
 		if (rc)
 			return rc;
-		if (*norm > clip)
-			scale = (float)(clip / (*norm + 1e-6));
+		scale = (float)rt_clip_factor(*norm, clip);
 		rt_optim_step_spans(&t->opt, t->st.params, t->st.grads, sp, n, lr, scale);
 		return t->dp.shared ? rt_dp_publish(&t->dp, t->err) : 0;
 	}

@@ -487,17 +487,18 @@ __global__ void k_scale(float *g, size_t n, float factor)
 		g[i] = __fmul_rn(g[i], factor);
 }
 
-/* train.c: if (max_norm > 0 && norm > max_norm) scale by max_norm / (norm + 1e-6) */
+/* rt_clip_factor (runtime/optim.h), as torch.nn.utils.clip_grad_norm_:
+ * scale by max_norm / (norm + 1e-6) when that is below 1 */
 __global__ void k_clip(float *g, size_t n, const double *sumsq, double max_norm)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	size_t stride = (size_t)gridDim.x * blockDim.x;
-	double norm = sqrt(*sumsq);
+	double coef = max_norm / (sqrt(*sumsq) + 1e-6);
 	float factor;
 
-	if (!(max_norm > 0.0 && norm > max_norm))
+	if (!(max_norm > 0.0 && coef < 1.0))
 		return;
-	factor = (float)(max_norm / (norm + 1e-6));
+	factor = (float)coef;
 	for (; i < n; i += stride)
 		g[i] = __fmul_rn(g[i], factor);
 }

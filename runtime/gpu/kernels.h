@@ -165,9 +165,9 @@ int rt_gpu_sumsq(const float *g, size_t n, struct rt_gpu_sum *sum, cudaStream_t 
 int rt_gpu_scale(float *g, size_t n, float factor, cudaStream_t stream, struct dt_err *err);
 /* Clipping without a trip to the host: with norm = sqrt(*sumsq) (device
  * double, e.g. rt_gpu_sum.value after a sum over all stages), scales g by
- * (float)(max_norm / (norm + 1e-6)) when max_norm > 0 and norm > max_norm,
- * and leaves it alone otherwise: the test and factor train.c applies to
- * train.grad_clip. */
+ * (float)(max_norm / (norm + 1e-6)) when max_norm > 0 and that is below 1,
+ * and leaves it alone otherwise: rt_clip_factor's rule (runtime/optim.h),
+ * which train.c applies to train.grad_clip. */
 int rt_gpu_clip(float *g, size_t n, const double *sumsq, double max_norm, cudaStream_t stream,
 		struct dt_err *err);
 

@@ -272,9 +272,12 @@ static void test_sumsq_scale_clip(void **state)
 
 	(void)state;
 	assert_close(rt_sumsq(g, 2), 25.0, 0);
-	assert_close(rt_clip_factor(25.0, 1.0), 1.0 / (5.0 + 1e-6), 1e-15);
-	assert_close(rt_clip_factor(25.0, 10.0), 1.0, 0);
-	assert_close(rt_clip_factor(25.0, 0.0), 1.0, 0); /* clipping off */
+	assert_close(rt_clip_factor(5.0, 1.0), 1.0 / (5.0 + 1e-6), 1e-15);
+	assert_close(rt_clip_factor(5.0, 10.0), 1.0, 0);
+	assert_close(rt_clip_factor(5.0, 0.0), 1.0, 0); /* clipping off */
+	/* PyTorch scales at norm == max_norm already: max_norm / (norm + 1e-6) < 1 */
+	assert_close(rt_clip_factor(2.0, 2.0), 2.0 / (2.0 + 1e-6), 1e-15);
+	assert_true(rt_clip_factor(2.0, 2.0) < 1.0);
 	rt_scale(g, 2, 0.5f);
 	assert_true(g[0] == 1.5f && g[1] == -2.0f);
 	/* accumulated in double: a float sum would stop at 2^24 */
