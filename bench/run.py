@@ -216,6 +216,11 @@ def flop_per_sample(hidden):
     return f
 
 
+def mlp_shapes(hidden):
+    """dtrain-bench-sgemm's arguments for a step's products at BATCH."""
+    return ["mlp", str(BATCH), ",".join(map(str, [INPUTS] + hidden + [CLASSES]))]
+
+
 def params(hidden):
     w = [INPUTS] + hidden + [CLASSES]
     return sum(w[l] * w[l + 1] + w[l + 1] for l in range(len(w) - 1))
@@ -250,15 +255,15 @@ def main():
               "square_2procs": b.sgemm(["square", "2048"], threads=1, copies=2),
               "square_all": b.sgemm(["square", "2048"], threads=cores), "mlp_shapes": {}}
         for m, hid in MODELS.items():
-            widths = ",".join(map(str, [INPUTS] + hid + [CLASSES]))
-            sg["mlp_shapes"][m] = {"1x%d" % cores: b.sgemm(["mlp", str(BATCH), widths], threads=cores),
-                                   "1x1": b.sgemm(["mlp", str(BATCH), widths], threads=1),
-                                   "2x1": b.sgemm(["mlp", str(BATCH // 2), widths], threads=1, copies=2),
+            shapes = mlp_shapes(hid)
+            half = [shapes[0], str(BATCH // 2), shapes[2]]
+            sg["mlp_shapes"][m] = {"1x%d" % cores: b.sgemm(shapes, threads=cores),
+                                   "1x1": b.sgemm(shapes, threads=1),
+                                   "2x1": b.sgemm(half, threads=1, copies=2),
                                    # the split way's blocks (runtime/dp.h), free and in lockstep
-                                   "split_2x1": b.sgemm(["mlp", str(BATCH), widths], threads=1,
-                                                        copies=2, split=True),
-                                   "lockstep_2x1": b.sgemm(["mlp", str(BATCH), widths], threads=1,
-                                                           copies=2, split=True, lockstep=True)}
+                                   "split_2x1": b.sgemm(shapes, threads=1, copies=2, split=True),
+                                   "lockstep_2x1": b.sgemm(shapes, threads=1, copies=2, split=True,
+                                                           lockstep=True)}
         # the update's floor: its bytes at the memory's speed
         mem = {}
         for m, hid in MODELS.items():
@@ -331,11 +336,9 @@ def main():
     # is the median of the ratios. The rounds' medians (the rows below it)
     # compare a run with peaks measured minutes apart: sgemm on these
     # shapes measured 87 to 123 GFLOP/s from one run of the bench to the
-    # next (session 9), and 70 to 112 a few seconds apart.
-    def triplets(n, th):
-        hid = MODELS["large"]
-        shapes = ["mlp", str(BATCH), ",".join(map(str, [INPUTS] + hid + [CLASSES]))]
-        fl = flop_per_sample(hid) * BATCH
+    # next (session 9), and 70 to 113 a few seconds apart (session 10).
+    def triplets(n, th, fl):
+        shapes = mlp_shapes(MODELS["large"])
         out = []
         for k in range(n):
             progress("compute: triplets sgemm / large MLP step / sgemm, %d/%d" % (k + 1, n))
@@ -354,7 +357,7 @@ def main():
         comp = fl / t["compute_s"] * 1e-9
         th = res["best_threads"]["large-1"]
         shp = res["sgemm"]["mlp_shapes"]["large"]["1x%d" % th]
-        tri = triplets(2 if a.quick else 7, th)
+        tri = triplets(2 if a.quick else 7, th, fl)
         res["compute_triplets"] = tri
         row("compute", "large MLP step, 1 process (GFLOP/s)",
             statistics.median(x["step"] for x in tri),
