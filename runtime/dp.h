@@ -63,9 +63,11 @@
  * The barriers are where the data flow needs them: 2 (layers + 1) a step
  * of one micro-batch (the input, each layer's forward, the loss, each
  * layer's backward but the first's, the sums), 3 fewer than with barriers
- * before and after the update and the norm summed apart: on a machine
- * whose cores stall now and then, every barrier makes both replicas wait
- * for the stalled one (bench/README.md).
+ * before and after the update and the norm summed apart; 2 fewer
+ * when the head is narrow and cut by rows (rt_part_head_rows: each replica
+ * computes its own rows' logits, loss and head input gradient with no
+ * barrier in between). On a machine whose cores stall now and then, every
+ * barrier makes both replicas wait for the stalled one (bench/README.md).
  * Against "shared": no gradient slots and no sum (each weight's gradient
  * is made whole, once), and every product keeps the node's batch: with
  * half the rows each, data parallelism streams all the weights for half

@@ -225,6 +225,17 @@ void rt_linear_dx_cols(const float *w, const float *dy, float *dx, int rows, int
 		    0.0f, dx + i0, in);
 }
 
+void rt_linear_dw_in_cols(const float *x, const float *dy, float *dw, int rows, int in, int out,
+			  int i0, int i1)
+{
+	int n = i1 - i0;
+
+	if (rows <= 0 || n <= 0 || out <= 0)
+		return;
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, n, rows, 1.0f, dy, out, x + i0, in,
+		    1.0f, dw + i0, in);
+}
+
 /* --- loss --- */
 
 int rt_labels_check(const int32_t *labels, int rows, int classes)

@@ -94,6 +94,11 @@ void rt_linear_backward_cols(const float *x, const float *dy, float *dw, float *
  * gradient's columns, from all of dy [rows][out] and w [out][in]. */
 void rt_linear_dx_cols(const float *w, const float *dy, float *dx, int rows, int in, int out,
 		       int i0, int i1);
+/* dw[:, i0..i1) += dy^T x[:, i0..i1): a block of the weight gradient's
+ * columns (the layer's inputs) over all rows, for a layer whose input
+ * gradient is cut by rows (runtime/model.h, rt_part_head_rows). */
+void rt_linear_dw_in_cols(const float *x, const float *dy, float *dw, int rows, int in, int out,
+			  int i0, int i1);
 
 /* --- loss --- */
 

@@ -594,18 +594,42 @@ static void act_cols(enum rt_act act, const float *x, const float *dy, float *y,
 	}
 }
 
+bool rt_part_head_rows(const struct rt_stage *st, int L)
+{
+	const struct rt_layer *last = &st->layers[st->n_layers - 1];
+
+	return L > 1 && !last->act && (last->out + 15) / 16 < 2 * L;
+}
+
+/* The head's rows [r0, r1) of the node's rows, checked against them. */
+static bool head_rows_ok(const struct rt_part *p, int rows)
+{
+	return p->r0 >= 0 && p->r0 <= p->r1 && p->r1 <= rows;
+}
+
 int rt_stage_forward_part(const struct rt_stage *st, struct rt_acts *acts, int rows,
 			  const struct rt_part *p, const float **y)
 {
+	bool by_rows = rt_part_head_rows(st, p->L);
 	const float *in;
 	int i, c0, c1, rc;
 
-	if (!acts_match(st, acts) || rows < 0 || rows > acts->max_rows)
+	if (!acts_match(st, acts) || rows < 0 || rows > acts->max_rows ||
+	    (by_rows && !head_rows_ok(p, rows)))
 		return -EINVAL;
 	in = acts->x;
 	for (i = 0; i < st->n_layers; i++) {
 		const struct rt_layer *ly = &st->layers[i];
 
+		if (by_rows && i == st->n_layers - 1) {
+			/* no activation, and no sync: the caller's loss reads
+			 * these rows only (rt_part_head_rows) */
+			rt_linear_forward_cols(in + (size_t)p->r0 * (size_t)ly->in, ly->w, ly->b,
+					       acts->z[i] + (size_t)p->r0 * (size_t)ly->out,
+					       p->r1 - p->r0, ly->in, ly->out, 0, ly->out);
+			in = acts->a[i];
+			break;
+		}
 		rt_part_cols(ly->out, p->k, p->L, &c0, &c1);
 		rt_linear_forward_cols(in, ly->w, ly->b, acts->z[i], rows, ly->in, ly->out, c0, c1);
 		if (ly->act)
@@ -620,30 +644,19 @@ int rt_stage_forward_part(const struct rt_stage *st, struct rt_acts *acts, int r
 	return 0;
 }
 
-int rt_stage_backward_part(struct rt_stage *st, struct rt_acts *acts, const float *dy, float *dx,
-			   const struct rt_part *p)
+/* Layers top .. 0, each cut by columns: dz (whole since the last sync) is
+ * layer top's output gradient; next is free for the layer below's, cur
+ * holds dz or is free too. */
+static int backward_cols(struct rt_stage *st, struct rt_acts *acts, const float *dz, float *dx,
+			 const struct rt_part *p, int top, float *cur, float *next)
 {
-	float *cur = acts->dbuf[0], *next = acts->dbuf[1], *t;
-	const struct rt_layer *last;
-	const float *dz;
 	int rows = acts->rows, i, c0, c1, i0, i1, rc;
+	float *t;
 
-	if (!acts_match(st, acts) || rows < 0)
-		return -EINVAL;
-	last = &st->layers[st->n_layers - 1];
-	dz = dy; /* logits: no activation */
-	if (last->act) {
-		rt_part_cols(last->out, p->k, p->L, &c0, &c1);
-		act_cols(st->act, acts->z[st->n_layers - 1], dy, cur, rows, last->out, c0, c1);
-		rc = p->sync(p->ctx);
-		if (rc)
-			return rc;
-		dz = cur;
-	}
-	/* dz is whole here: this block of the weights' gradient, then this
-	 * block of the columns of the layer below's; once every replica has
-	 * made its block, that is the next dz */
-	for (i = st->n_layers - 1; i >= 0; i--) {
+	/* this block of the weights' gradient, then this block of the
+	 * columns of the layer below's; once every replica has made its
+	 * block, that is the next dz */
+	for (i = top; i >= 0; i--) {
 		struct rt_layer *ly = &st->layers[i];
 		const float *in = i > 0 ? acts->a[i - 1] : acts->x;
 
@@ -667,4 +680,62 @@ int rt_stage_backward_part(struct rt_stage *st, struct rt_acts *acts, const floa
 		next = t;
 	}
 	return 0;
+}
+
+/* The head cut by rows (rt_part_head_rows): this block's rows of its
+ * input gradient and of the activation's below it, a sync (every block's
+ * rows of dy and of that gradient are in), a block of the head's dW
+ * columns over all rows and the owner's db, then the layers below. */
+static int backward_head_rows(struct rt_stage *st, struct rt_acts *acts, const float *dy,
+			      float *dx, const struct rt_part *p)
+{
+	int n = st->n_layers, rows = acts->rows, nr = p->r1 - p->r0, i0, i1, c0, c1, rc;
+	struct rt_layer *ly = &st->layers[n - 1];
+	float *dz = n > 1 ? acts->dbuf[1] : dx;
+	size_t at = (size_t)p->r0 * (size_t)ly->in;
+
+	if (dz)
+		rt_linear_dx_cols(ly->w, dy + (size_t)p->r0 * (size_t)ly->out, dz + at, nr, ly->in,
+				  ly->out, 0, ly->in);
+	if (n > 1) /* layer n - 2 is not the model's last: an activation follows it */
+		rt_act_backward(st->act, acts->z[n - 2] + at, dz + at, dz + at,
+				(size_t)nr * (size_t)ly->in);
+	rc = p->sync(p->ctx);
+	if (rc)
+		return rc;
+	rt_part_cols(ly->in, p->k, p->L, &i0, &i1);
+	rt_linear_dw_in_cols(n > 1 ? acts->a[n - 2] : acts->x, dy, ly->dw, rows, ly->in, ly->out,
+			     i0, i1);
+	rt_part_cols(ly->out, p->k, p->L, &c0, &c1); /* the rows this block owns */
+	rt_linear_backward_cols(NULL, dy, NULL, ly->db, rows, ly->in, ly->out, c0, c1);
+	if (n > 2) /* layer n - 2's sync comes after every block's dW columns */
+		return backward_cols(st, acts, dz, dx, p, n - 2, dz, acts->dbuf[0]);
+	if (n == 2)
+		rc = backward_cols(st, acts, dz, dx, p, 0, dz, acts->dbuf[0]);
+	/* no sync below: one, so that the owner finds the head's rows whole */
+	return rc ? rc : p->sync(p->ctx);
+}
+
+int rt_stage_backward_part(struct rt_stage *st, struct rt_acts *acts, const float *dy, float *dx,
+			   const struct rt_part *p)
+{
+	const struct rt_layer *last;
+	int rows = acts->rows, c0, c1, rc;
+	bool by_rows = rt_part_head_rows(st, p->L);
+
+	if (!acts_match(st, acts) || rows < 0 || (by_rows && !head_rows_ok(p, rows)))
+		return -EINVAL;
+	if (by_rows)
+		return backward_head_rows(st, acts, dy, dx, p);
+	last = &st->layers[st->n_layers - 1];
+	if (!last->act) /* logits: dy is the last layer's output gradient */
+		return backward_cols(st, acts, dy, dx, p, st->n_layers - 1, acts->dbuf[0],
+				     acts->dbuf[1]);
+	rt_part_cols(last->out, p->k, p->L, &c0, &c1);
+	act_cols(st->act, acts->z[st->n_layers - 1], dy, acts->dbuf[0], rows, last->out, c0, c1);
+	rc = p->sync(p->ctx);
+	if (rc)
+		return rc;
+	return backward_cols(st, acts, acts->dbuf[0], dx, p, st->n_layers - 1, acts->dbuf[0],
+			     acts->dbuf[1]);
 }

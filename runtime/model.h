@@ -209,11 +209,25 @@ int rt_stage_backward(struct rt_stage *st, struct rt_acts *acts, const float *dy
  * half-batches that stream the whole weights for half the work. */
 struct rt_part {
 	int k, L;           /* this replica's block, of L */
+	int r0, r1;         /* this block's rows [r0, r1) of the node's: the
+			     * head's, when rt_part_head_rows (the rows whose
+			     * loss the caller computes) */
 	/* returns when all L replicas have called it, with what each wrote
 	 * before it visible to all; nonzero: failed (the pass returns it) */
 	int (*sync)(void *ctx);
 	void *ctx;
 };
+
+/* Whether st's last layer is cut by rows rather than by columns among L
+ * blocks: when it is the model's head (no activation: the caller's loss
+ * follows) and has fewer than 2 cache lines (32 floats) of outputs per
+ * block. Cut by columns, such a head falls (nearly) whole to one block
+ * (10 classes: 1 line, all of it to the last block), which the others wait
+ * for twice a step; cut by rows, every block computes its own rows' logits,
+ * the caller their loss, and the block its rows' input gradient with no
+ * sync in between, and every block reads all of the head's weights, which
+ * are then at most 2 L lines by the layer's inputs. */
+bool rt_part_head_rows(const struct rt_stage *st, int L);
 
 /* Block k of L of width columns: [*c0, *c1), cut on 16-float (cache line)
  * boundaries, as even as that allows; every width is cut the same way,
@@ -232,7 +246,10 @@ int rt_stage_part_spans(const struct rt_stage *st, int k, int L, struct rt_span 
 /* Forward of rows node rows acts->x [rows][st->in], which the replicas
  * filled before their last sync: this replica computes its block of every
  * layer, with a sync after each, so that on return *y (the stage output,
- * [rows][st->out], in acts) is whole. 0, -EINVAL, or the sync's error. */
+ * [rows][st->out], in acts) is whole. With rt_part_head_rows, the head
+ * has no sync after it: on return *y holds this block's rows [p->r0,
+ * p->r1), the others' only after the next sync (rt_stage_backward_part's
+ * first). 0, -EINVAL, or the sync's error. */
 int rt_stage_forward_part(const struct rt_stage *st, struct rt_acts *acts, int rows,
 			  const struct rt_part *p, const float **y);
 /* Backward of the last rt_stage_forward_part on acts, given dy [rows]
@@ -241,7 +258,14 @@ int rt_stage_forward_part(const struct rt_stage *st, struct rt_acts *acts, int r
  * st->grads, with a sync before each layer's product for the layer below
  * (which reads every block of the layer's output gradient). When dx is
  * not NULL it gets this replica's block of the input gradient's columns
- * [rows][st->in] (whole after the caller's next sync). 0, -EINVAL, or the
+ * [rows][st->in] (whole after the caller's next sync). With
+ * rt_part_head_rows, dy needs only this block's rows [p->r0, p->r1) at the
+ * call (the other blocks write theirs before the pass's first sync); the
+ * head's input gradient is cut by those rows and its weight gradient by
+ * blocks of its input columns, and a sync follows every block's part
+ * before the pass returns (one more at the end when no layer below has
+ * one: at most 2 layers), so that the head's rows of dW and db are whole
+ * for their owner (rt_stage_part_spans) at return. 0, -EINVAL, or the
  * sync's error. */
 int rt_stage_backward_part(struct rt_stage *st, struct rt_acts *acts, const float *dy, float *dx,
 			   const struct rt_part *p);

@@ -106,6 +106,8 @@ struct trainer {
 	/* the step in progress */
 	double loss_sum;   /* last stage: summed loss of this replica's rows */
 	int64_t correct;
+	double *part_loss; /* [pool's gang]: each thread's rows' loss and */
+	int64_t *part_correct; /* correct count, the head cut by rows (split_schedule) */
 	float grad_scale;  /* 1 / rows of the global batch */
 	FILE *metrics;     /* rank 0 only */
 	int first[CKPT_MAX_LAYERS + 1]; /* the stage split: stage k owns layers first[k].. */
@@ -207,6 +209,10 @@ static int build_stage(struct trainer *t)
 	rc = rt_optim_init(&t->opt, s, t->st.n_params, t->err);
 	rt_pool_init(&t->pool, (int)s->resources.cpus_per_task);
 	t->opt.pool = &t->pool;
+	t->part_loss = calloc((size_t)rt_pool_gang_size(&t->pool), sizeof(*t->part_loss));
+	t->part_correct = calloc((size_t)rt_pool_gang_size(&t->pool), sizeof(*t->part_correct));
+	if (!rc && (!t->part_loss || !t->part_correct))
+		rc = -ENOMEM;
 	return rc;
 }
 
@@ -295,6 +301,8 @@ static void free_trainer(struct trainer *t, bool together)
 	free(t->slots);
 	free(t->buckets);
 	free(t->layer_bucket);
+	free(t->part_loss);
+	free(t->part_correct);
 	rt_ckpt_free(&t->ck);
 	if (together)
 		rt_dp_free(&t->dp, &t->st, &t->opt);
@@ -610,26 +618,38 @@ static int node_sync(struct trainer *t)
 }
 
 /* Thread k's part of one micro-batch: forward, the loss of this replica's
- * rows (thread 0), backward. A failure reaches every thread alike (a shape
- * that does not fit, or the node barrier's result that gang_sync hands to
- * all), so none is left waiting at a barrier the others skip. */
+ * rows, backward. The loss: with the head cut by rows (rt_part_head_rows),
+ * each thread's of its share of the rows, right after its rows' logits;
+ * else thread 0's of them all, after a sync. A failure reaches every
+ * thread alike (a shape that does not fit, or the node barrier's result
+ * that gang_sync hands to all), so none is left waiting at a barrier the
+ * others skip. */
 static void gang_item(void *ctx, long k)
 {
 	struct gang *g = ctx;
 	struct trainer *t = g->t;
 	struct gang_thread me = { g, (int)k };
 	int procs = t->dp.split ? t->dp.locals : 1, proc = t->dp.split ? t->dp.local : 0;
-	struct rt_part p = { proc * g->threads + (int)k, procs * g->threads, gang_sync, &me };
+	/* this thread's share of its replica's rows [off, off + own) */
+	int r0 = (int)(g->off + g->own * k / g->threads);
+	int r1 = (int)(g->off + g->own * (k + 1) / g->threads);
+	struct rt_part p = { proc * g->threads + (int)k, procs * g->threads, r0, r1, gang_sync, &me };
+	bool by_rows = rt_part_head_rows(&t->st, p.L);
 	struct rt_acts a = *g->acts; /* this thread's view (forward sets its rows) */
 	const float *logits;
 	int rc;
 
+	if (!by_rows) {
+		r0 = (int)g->off;
+		r1 = (int)(g->off + g->own);
+	}
 	rc = rt_stage_forward_part(&t->st, &a, (int)g->rows, &p, &logits);
-	if (!rc && k == 0)
-		t->loss_sum += rt_softmax_xent(logits + g->off * t->classes, g->labels, (int)g->own,
-					       t->classes, t->grad_scale, g->dy + g->off * t->classes,
-					       &t->correct);
-	if (!rc)
+	if (!rc && (by_rows || k == 0))
+		t->part_loss[k] += rt_softmax_xent(logits + (size_t)r0 * (size_t)t->classes,
+						   g->labels + (r0 - g->off), r1 - r0, t->classes,
+						   t->grad_scale, g->dy + (size_t)r0 * (size_t)t->classes,
+						   &t->part_correct[k]);
+	if (!rc && !by_rows)
 		rc = gang_sync(&me);
 	if (!rc)
 		rc = rt_stage_backward_part(&t->st, &a, g->dy, NULL, &p);
@@ -651,6 +671,10 @@ static int split_schedule(struct trainer *t, const struct mb *mbs, int64_t batch
 	g.labels = t->slots[0].y;
 	t->loss_sum = 0;
 	t->correct = 0;
+	for (i = 0; i < g.threads; i++) {
+		t->part_loss[i] = 0;
+		t->part_correct[i] = 0;
+	}
 	for (i = 0; i < t->micro; i++) {
 		const struct mb *m = &mbs[i];
 
@@ -687,6 +711,11 @@ static int split_schedule(struct trainer *t, const struct mb *mbs, int64_t batch
 			return dt_err_add(t->err, "rank %d: forward or backward pass failed", t->g->rank), rc;
 		if (rc)
 			return rc;
+	}
+	/* in thread order: the same sum on every run */
+	for (i = 0; i < g.threads; i++) {
+		t->loss_sum += t->part_loss[i];
+		t->correct += t->part_correct[i];
 	}
 	return 0;
 }

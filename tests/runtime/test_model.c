@@ -590,13 +590,13 @@ static void test_part_blocks(void **state)
 
 /* L threads stand for the replicas of a node: each runs its block of
  * forward and backward over the same placed activations, with a pthread
- * barrier as the sync. */
+ * barrier as the sync; block k's rows (its input, and the head's when cut
+ * by rows) are rows * k / L .. rows * (k + 1) / L. */
 struct part_run {
 	pthread_barrier_t *bar;
 	struct rt_stage *st;   /* shared: the blocks write their own rows of grads */
 	struct rt_acts acts;   /* this "replica's" view of the shared memory */
 	float *mem, *x, *dy, *dx, *logits;
-	const int32_t *labels;
 	int rows, k, L, rc;
 };
 
@@ -610,22 +610,26 @@ static int part_sync(void *ctx)
 static void *part_thread(void *arg)
 {
 	struct part_run *r = arg;
-	struct rt_part p = { r->k, r->L, part_sync, r->bar };
+	int lo = r->rows * r->k / r->L, hi = r->rows * (r->k + 1) / r->L;
+	struct rt_part p = { r->k, r->L, lo, hi, part_sync, r->bar };
+	size_t out = (size_t)r->st->out;
 	const float *y;
 	int rc;
 
 	rc = rt_acts_place(&r->acts, r->st, r->rows, r->mem);
 	if (!rc) {
 		/* this block's rows of the input, as a replica reads its own */
-		int lo = r->rows * r->k / r->L, hi = r->rows * (r->k + 1) / r->L;
-
 		memcpy(r->acts.x + (size_t)lo * r->st->in, r->x + (size_t)lo * r->st->in,
 		       (size_t)(hi - lo) * r->st->in * sizeof(float));
 		rc = part_sync(r->bar);
 		if (!rc)
 			rc = rt_stage_forward_part(r->st, &r->acts, r->rows, &p, &y);
-		if (!rc && r->k == 0)
-			memcpy(r->logits, y, (size_t)r->rows * r->st->out * sizeof(float));
+		/* the head cut by rows: only this block's rows are there yet,
+		 * as the caller's loss reads them; else all */
+		if (!rc && rt_part_head_rows(r->st, r->L))
+			memcpy(r->logits + lo * out, y + lo * out, (size_t)(hi - lo) * out * sizeof(float));
+		else if (!rc && r->k == 0)
+			memcpy(r->logits, y, (size_t)r->rows * out * sizeof(float));
 		if (!rc)
 			rc = rt_stage_backward_part(r->st, &r->acts, r->dy, r->dx, &p);
 	}
@@ -633,11 +637,25 @@ static void *part_thread(void *arg)
 	return NULL;
 }
 
+/* Blocks of every layer, with the head cut by columns or by rows
+ * (rt_part_head_rows): the same logits, input gradient and weight
+ * gradients as the whole stage, for 1 to 4 blocks. */
 static void test_part_equals_whole(void **state)
 {
-	enum { ROWS = 12, IN = 20, OUT = 10 };
-	static const long hidden[] = { 70, 33, 48, 5 };
-	float x[ROWS * IN], dl[ROWS * OUT], dx1[ROWS * IN], dxp[ROWS * IN], logits[ROWS * OUT];
+	enum { ROWS = 12, IN = 20, MAX_OUT = 70 };
+	static const long h5[] = { 70, 33, 48, 5 }, h1[] = { 40 }, h2[] = { 70, 33 };
+	static const struct {
+		const long *hidden;
+		size_t n;
+		int out;
+	} models[] = {
+		{ h5, 4, 10 },  /* 5 layers, head by rows (1 line of outputs) */
+		{ h1, 1, 10 },  /* 2 layers: no sync below the head */
+		{ NULL, 0, 10 }, /* the head alone */
+		{ h2, 2, 70 },  /* 5 lines: by columns for 2 blocks, by rows for 3, 4 */
+	};
+	float x[ROWS * IN], dl[ROWS * MAX_OUT], dx1[ROWS * IN], dxp[ROWS * IN];
+	float logits[ROWS * MAX_OUT];
 	struct part_run runs[4];
 	pthread_t th[4];
 	pthread_barrier_t bar;
@@ -647,59 +665,71 @@ static void test_part_equals_whole(void **state)
 	int32_t labels[ROWS];
 	const float *y1;
 	struct mlp m;
-	int first[2], L, a, k, i;
+	int first[2], L, a, k, i, md, out, by_rows = 0, by_cols = 0;
 	float *mem;
 
 	(void)state;
 	rt_blas_threads(1);
-	for (i = 0; i < ROWS; i++)
-		labels[i] = (i * 7) % OUT;
 	fill_normal(x, ROWS * IN, 4);
-	for (a = 0; a < 3; a++) {
-		mlp_set(&m, IN, hidden, 4, OUT, act[a], 11);
-		split_ok(&m.s, 1, first);
-		stage_ok(&whole, &m.s, 0, 1, first);
-		assert_int_equal(rt_acts_init(&acts, &whole, ROWS), 0);
-		assert_int_equal(rt_stage_forward(&whole, &acts, x, ROWS, &y1), 0);
-		rt_softmax_xent(y1, labels, ROWS, OUT, 1.0f / ROWS, dl, NULL);
-		assert_int_equal(rt_stage_backward(&whole, &acts, dl, dx1, NULL, NULL), 0);
-		mem = malloc(rt_acts_floats(&whole, ROWS) * sizeof(float));
-		assert_non_null(mem);
-		for (L = 1; L <= 4; L++) {
-			stage_ok(&part, &m.s, 0, 1, first);
-			memset(dxp, 0, sizeof(dxp));
-			assert_int_equal(pthread_barrier_init(&bar, NULL, (unsigned)L), 0);
-			for (k = 0; k < L; k++) {
-				runs[k] = (struct part_run){ &bar, &part, { 0 }, mem, x, dl, dxp, logits,
-							     labels, ROWS, k, L, -1 };
-				assert_int_equal(pthread_create(&th[k], NULL, part_thread, &runs[k]), 0);
+	for (md = 0; md < (int)(sizeof(models) / sizeof(models[0])); md++)
+		for (a = 0; a < 3; a++) {
+			out = models[md].out;
+			for (i = 0; i < ROWS; i++)
+				labels[i] = (i * 7) % out;
+			mlp_set(&m, IN, models[md].hidden, models[md].n, out, act[a], 11);
+			split_ok(&m.s, 1, first);
+			stage_ok(&whole, &m.s, 0, 1, first);
+			assert_int_equal(rt_acts_init(&acts, &whole, ROWS), 0);
+			assert_int_equal(rt_stage_forward(&whole, &acts, x, ROWS, &y1), 0);
+			rt_softmax_xent(y1, labels, ROWS, out, 1.0f / ROWS, dl, NULL);
+			assert_int_equal(rt_stage_backward(&whole, &acts, dl, dx1, NULL, NULL), 0);
+			mem = malloc(rt_acts_floats(&whole, ROWS) * sizeof(float));
+			assert_non_null(mem);
+			for (L = 1; L <= 4; L++) {
+				if (rt_part_head_rows(&whole, L))
+					by_rows++;
+				else if (L > 1)
+					by_cols++;
+				stage_ok(&part, &m.s, 0, 1, first);
+				memset(dxp, 0, sizeof(dxp));
+				memset(logits, 0, sizeof(logits));
+				assert_int_equal(pthread_barrier_init(&bar, NULL, (unsigned)L), 0);
+				for (k = 0; k < L; k++) {
+					runs[k] = (struct part_run){ &bar, &part, { 0 }, mem, x, dl, dxp,
+								     logits, ROWS, k, L, -1 };
+					assert_int_equal(pthread_create(&th[k], NULL, part_thread, &runs[k]), 0);
+				}
+				for (k = 0; k < L; k++) {
+					pthread_join(th[k], NULL);
+					assert_int_equal(runs[k].rc, 0);
+					rt_acts_free(&runs[k].acts);
+				}
+				pthread_barrier_destroy(&bar);
+				if (L == 1) {
+					/* one block is the whole layer: the same calls, the same bits */
+					assert_memory_equal(logits, y1, (size_t)ROWS * out * sizeof(float));
+					assert_memory_equal(part.grads, whole.grads,
+							    whole.n_params * sizeof(float));
+					assert_memory_equal(dxp, dx1, sizeof(dxp));
+				}
+				for (i = 0; i < ROWS * out; i++)
+					assert_close(logits[i], y1[i], 1e-5 * (1 + fabs(y1[i])));
+				for (i = 0; i < ROWS * IN; i++)
+					assert_close(dxp[i], dx1[i], 1e-6 + 1e-5 * fabs(dx1[i]));
+				for (i = 0; i < (int)whole.n_params; i++)
+					if (!(fabs(part.grads[i] - whole.grads[i]) <=
+					      1e-7 + 1e-5 * fabs(whole.grads[i])))
+						fail_msg("model %d %s, %d blocks: grad %d is %.9g, want %.9g",
+							 md, act[a], L, i, part.grads[i], whole.grads[i]);
+				rt_stage_free(&part);
 			}
-			for (k = 0; k < L; k++) {
-				pthread_join(th[k], NULL);
-				assert_int_equal(runs[k].rc, 0);
-				rt_acts_free(&runs[k].acts);
-			}
-			pthread_barrier_destroy(&bar);
-			if (L == 1) {
-				/* one block is the whole layer: the same calls, the same bits */
-				assert_memory_equal(logits, y1, sizeof(logits));
-				assert_memory_equal(part.grads, whole.grads, whole.n_params * sizeof(float));
-				assert_memory_equal(dxp, dx1, sizeof(dxp));
-			}
-			for (i = 0; i < ROWS * OUT; i++)
-				assert_close(logits[i], y1[i], 1e-5 * (1 + fabs(y1[i])));
-			for (i = 0; i < ROWS * IN; i++)
-				assert_close(dxp[i], dx1[i], 1e-6 + 1e-5 * fabs(dx1[i]));
-			for (i = 0; i < (int)whole.n_params; i++)
-				if (!(fabs(part.grads[i] - whole.grads[i]) <= 1e-7 + 1e-5 * fabs(whole.grads[i])))
-					fail_msg("%s, %d blocks: grad %d is %.9g, want %.9g", act[a], L, i,
-						 part.grads[i], whole.grads[i]);
-			rt_stage_free(&part);
+			free(mem);
+			rt_acts_free(&acts);
+			rt_stage_free(&whole);
 		}
-		free(mem);
-		rt_acts_free(&acts);
-		rt_stage_free(&whole);
-	}
+	/* both ways ran */
+	assert_int_equal(by_rows, 3 * (3 * 3 + 2));
+	assert_int_equal(by_cols, 3 * 1);
 }
 
 /* two micro-batches of 4 accumulate to one batch of 8 */
