@@ -101,7 +101,8 @@ class Bench:
         """GFLOP/s of dtrain-bench-sgemm, summed over `copies` started at once.
         split: copy k runs block k of every layer (--part k/copies), pinned
         to core k as dtrain's ranks are (mpirun --bind-to core); lockstep:
-        and the copies wait for each other after every layer."""
+        and the copies wait for each other after every layer, or without
+        split, each running the whole products, once a step (--copies)."""
         base = [self.bin + "/dtrain-bench-sgemm", "--threads", str(threads), "--seconds",
                 str(seconds)]
         barrier = os.path.join(self.work, "lockstep.barrier")
@@ -110,8 +111,9 @@ class Bench:
         cmds = []
         for k in range(copies):
             cmd = base
-            if split:
-                cmd = ["taskset", "-c", str(k % self.cores)] + base + ["--part", "%d/%d" % (k, copies)]
+            if split or lockstep:
+                cmd = ["taskset", "-c", str(k % self.cores)] + base
+                cmd += ["--part", "%d/%d" % (k, copies)] if split else ["--copies", str(copies)]
                 if lockstep:
                     cmd += ["--lockstep", barrier]
             cmds.append(cmd + args)
@@ -260,10 +262,9 @@ def main():
             sg["mlp_shapes"][m] = {"1x%d" % cores: b.sgemm(shapes, threads=cores),
                                    "1x1": b.sgemm(shapes, threads=1),
                                    "2x1": b.sgemm(half, threads=1, copies=2),
-                                   # the split way's blocks (runtime/dp.h), free and in lockstep
-                                   "split_2x1": b.sgemm(shapes, threads=1, copies=2, split=True),
-                                   "lockstep_2x1": b.sgemm(shapes, threads=1, copies=2, split=True,
-                                                           lockstep=True)}
+                                   # the split way's blocks (runtime/dp.h), free (in
+                                   # lockstep: the quartets, section 3)
+                                   "split_2x1": b.sgemm(shapes, threads=1, copies=2, split=True)}
         # the update's floor: its bytes at the memory's speed
         mem = {}
         for m, hid in MODELS.items():
@@ -392,7 +393,12 @@ def main():
     # processes back to back, short runs, (two_a + two_b) / (one_a + one_b)
     # (a drift linear over the quartet cancels); quartets of sgemm, the
     # small and the large MLP take turns, and each side is the median of
-    # its quartets.
+    # its quartets. Two more sgemm quartets per model say what a
+    # synchronous step of the model's products reaches here, with no
+    # dtrain in it: the split way's blocks meeting where its replicas do
+    # (--part k/2 --lockstep), and plain data parallelism's half batches
+    # meeting once a step (--copies 2 --lockstep), each against 1 process
+    # on the whole products.
     def quartet(one, two):
         o1, t1 = one(), two()
         t2, o2 = two(), one()
@@ -411,6 +417,13 @@ def main():
                 out.setdefault(m, []).append(quartet(
                     lambda: b.rate(b.dtrain(m, data=1, threads=1, steps=qsteps[m], window=qwin[m])),
                     lambda: b.rate(b.dtrain(m, data=2, threads=1, steps=qsteps[m], window=qwin[m]))))
+                shapes = mlp_shapes(MODELS[m])
+                half = [shapes[0], str(BATCH // 2), shapes[2]]
+                whole = lambda: b.sgemm(shapes, threads=1, seconds=1.0)
+                out.setdefault(m + "_lockstep", []).append(quartet(
+                    whole, lambda: b.sgemm(shapes, copies=2, seconds=1.0, split=True, lockstep=True)))
+                out.setdefault(m + "_dp_step", []).append(quartet(
+                    whole, lambda: b.sgemm(half, copies=2, seconds=1.0, lockstep=True)))
         return out
 
     if only & {"throughput"} and ("small", 2) in ev:
@@ -430,6 +443,22 @@ def main():
             row("scaling", "%s MLP, 2 processes / 1 (speed-up)" % m, ours_q, peer_q, "x",
                 ours_q / peer_q, 0.9, "peer: 2 concurrent sgemm processes / 1 (square); "
                 "medians of %d quartets 1-2-2-1, alternating with the peer's" % len(q[m]))
+            # what synchronous steps of the same products reach against
+            # the target's peer: the best of the two is the most a
+            # synchronous step of them can reach here
+            lock_q = statistics.median(x["speedup"] for x in q[m + "_lockstep"])
+            dps_q = statistics.median(x["speedup"] for x in q[m + "_dp_step"])
+            row("scaling", "  %s MLP's products, split blocks, in lockstep" % m, lock_q, peer_q, "x",
+                lock_q / peer_q, None, "dtrain column: 2 pinned dtrain-bench-sgemm --part k/2 "
+                "--lockstep (meeting where the split way's replicas do) / 1 on the whole "
+                "products; peer: the target's; quartets")
+            row("scaling", "  %s MLP's products, half batches, once a step" % m, dps_q,
+                peer_q, "x", dps_q / peer_q, None, "dtrain column: 2 pinned dtrain-bench-sgemm "
+                "--copies 2 --lockstep at batch %d (plain data parallelism's products, one "
+                "meeting a step) / 1 at %d; peer: the target's; quartets" % (BATCH // 2, BATCH))
+            best = max(lock_q, dps_q)
+            row("scaling", "  %s MLP against the better synchronous sgemm" % m, ours_q, best, "x",
+                ours_q / best, None, "peer: the better of the two rows above (quartets)")
             # the rows below compare the rounds' runs (each a median of
             # 3 rounds), as sessions 6-8 did for the row above too
             ours = per_round(lambda r: rates[two][r] / rates[(m, 1, 1)][r])
@@ -442,17 +471,11 @@ def main():
                 ours / shp, None, "peer: 2 sgemm processes on the step's shapes at batch %d "
                 "(plain data parallelism's) / 1 at %d" % (BATCH // 2, BATCH))
             # what the split way runs: each process a block of every layer
-            # over the whole batch; free, then waiting for each other where
-            # a split step must (a barrier per layer, dtrain-bench-sgemm
-            # --lockstep): the second is what any synchronous step of these
-            # products reaches on this machine
-            for key, what, how in (("split_2x1", "sgemm on its split blocks", ""),
-                                   ("lockstep_2x1", "the same blocks in lockstep",
-                                    " --lockstep (waiting for each other after every layer)")):
-                sp = per_round(lambda r: sg[r]["mlp_shapes"][m][key] / sg[r]["mlp_shapes"][m]["1x1"])
-                row("scaling", "  %s MLP against %s" % (m, what), ours, sp, "x", ours / sp, None,
-                    "peer: 2 processes, dtrain-bench-sgemm --part k/2%s, pinned / 1 on the "
-                    "whole products" % how)
+            # over the whole batch, free (in lockstep: the quartets above)
+            sp = per_round(lambda r: sg[r]["mlp_shapes"][m]["split_2x1"] / sg[r]["mlp_shapes"][m]["1x1"])
+            row("scaling", "  %s MLP against sgemm on its split blocks" % m, ours, sp, "x", ours / sp,
+                None, "peer: 2 processes, dtrain-bench-sgemm --part k/2, pinned / 1 on the whole "
+                "products")
             msc = per_round(lambda r: mems[r][m]["2x1"]["gbps"] / mems[r][m]["1x1"]["gbps"])
             row("scaling", "  %s MLP's update: memory, 2 processes / 1" % m, ours, msc, "x",
                 ours / msc, None, "peer: dtrain-bench-membw, 2 processes on half the "

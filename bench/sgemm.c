@@ -17,11 +17,17 @@
  * `mlp` with --part K/L runs block K of L of every product, as replica K of
  * dtrain's "split" way does (runtime/dp.h): the forward pass and the
  * weight gradient on block K of each layer's outputs, the input gradient on
- * block K of its inputs, over the whole batch. With --lockstep FILE, the L
- * copies wait for each other where the split way must (after each layer's
- * forward and each input gradient, and at the end of a step) through a
- * barrier in FILE, a file the copies map shared: what any synchronous step
- * of those products can reach here, without a line of dtrain in it.
+ * block K of its inputs, over the whole batch; a narrow head (under 2
+ * cache lines of outputs per block, rt_part_head_rows) by block K of the
+ * rows instead, its weight gradient by block K of its inputs. With
+ * --lockstep FILE, the L copies wait for each other where the split way
+ * must (after each layer's forward but a head's cut by rows, after each
+ * input gradient, and at the end of a step) through a barrier in FILE, a
+ * file the copies map shared: what any split step of those products can
+ * reach here, without a line of dtrain in it. With --copies L instead of
+ * --part, L copies of the whole products (plain data parallelism, each at
+ * the BATCH given) meet there once a step, after all of them: what any
+ * synchronous data-parallel step of those products can reach.
  *
  * Sections: arguments, the lockstep barrier, the products, main.
  */
@@ -42,7 +48,8 @@
 
 static const char usage[] =
 	"usage: dtrain-bench-sgemm [--threads N] [--seconds S] square N\n"
-	"       dtrain-bench-sgemm [--threads N] [--seconds S] [--part K/L [--lockstep FILE]]\n"
+	"       dtrain-bench-sgemm [--threads N] [--seconds S]\n"
+	"                          [--part K/L [--lockstep FILE] | --copies L --lockstep FILE]\n"
 	"                          mlp BATCH W0,W1,...,Wn\n"
 	"\n"
 	"Measures OpenBLAS sgemm on square matrices, or on the matrix products of\n"
@@ -55,7 +62,9 @@ static const char usage[] =
 	"                    of dtrain's \"split\" way computes it\n"
 	"  --lockstep FILE   with --part: the L copies, each started with its own K\n"
 	"                    and the same new FILE, wait for each other after every\n"
-	"                    layer as the split way does\n"
+	"                    layer as the split way does; with --copies: once a step\n"
+	"  --copies L        mlp, with --lockstep: this is one of L copies that each\n"
+	"                    run the whole products (plain data parallelism)\n"
 	"  -h, --help        this text\n";
 
 /* --- arguments --- */
@@ -68,6 +77,7 @@ struct opts {
 	int widths[MAX_WIDTHS];
 	int n_widths;
 	int part, parts;       /* --part K/L: block K of L (default 0/1, all) */
+	int copies;            /* --copies L: whole products, L copies (default 1) */
 	const char *lockstep;  /* --lockstep FILE, or NULL */
 };
 
@@ -131,6 +141,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	o->threads = 1;
 	o->seconds = 2.0;
 	o->parts = 1;
+	o->copies = 1;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			fputs(usage, stdout);
@@ -149,6 +160,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		} else if (!strcmp(argv[i], "--part") && i + 1 < argc) {
 			if (parse_part(argv[++i], o))
 				return -EINVAL;
+		} else if (!strcmp(argv[i], "--copies") && i + 1 < argc) {
+			if (parse_int(argv[++i], "--copies", &o->copies))
+				return -EINVAL;
 		} else if (!strcmp(argv[i], "--lockstep") && i + 1 < argc) {
 			o->lockstep = argv[++i];
 		} else {
@@ -156,9 +170,13 @@ static int parse(int argc, char **argv, struct opts *o)
 			return -EINVAL;
 		}
 	}
+	if (o->copies > 1 && (o->parts > 1 || !o->lockstep)) {
+		fprintf(stderr, "dtrain-bench-sgemm: --copies: with --lockstep, and not with --part\n");
+		return -EINVAL;
+	}
 	if (i + 2 == argc && !strcmp(argv[i], "square")) {
-		if (o->parts > 1 || o->lockstep) {
-			fprintf(stderr, "dtrain-bench-sgemm: --part and --lockstep are for `mlp` only\n");
+		if (o->parts > 1 || o->copies > 1 || o->lockstep) {
+			fprintf(stderr, "dtrain-bench-sgemm: --part, --copies and --lockstep are for `mlp` only\n");
 			return -EINVAL;
 		}
 		return parse_int(argv[i + 1], "square", &o->square);
@@ -217,14 +235,15 @@ static int lockstep_open(struct lockstep *ls, const char *path, int copies)
 
 /* Every copy's `stop` or'ed: returns when all copies have arrived, like
  * an MPI_Barrier of processes that spin and then yield while they wait
- * (dtrain's ranks under mpi_yield_when_idle). No-op without lockstep. */
+ * (dtrain's ranks under mpi_yield_when_idle). No-op without lockstep
+ * (ls NULL, or not mapped). */
 static bool lockstep_wait(struct lockstep *ls, bool stop)
 {
 	unsigned passed;
 	double t0;
 	int spins = 0;
 
-	if (!ls->b)
+	if (!ls || !ls->b)
 		return stop;
 	t0 = now_s();
 	/* read before arriving: the last arrival moves it on */
@@ -275,16 +294,45 @@ static void block_of(int width, int k, int L, int *c0, int *c1)
 	*c1 = *c1 < width ? *c1 : width;
 }
 
-/* One step's products (block o->part of each, all with 0/1); a lockstep
- * barrier after each layer's forward and each input gradient, where the
- * split way has one. Returns the flop count; *stop: a copy wanted to stop
- * (the step's last barrier carries it). */
+/* The head (the last layer, n - 1) cut by rows: its forward and input
+ * gradient on block o->part of the batch's rows, its weight gradient on
+ * that block of its inputs; one barrier, after the input gradient (the
+ * split way's, runtime/model.c). Returns the flop count. */
+static double head_rows(const struct opts *o, struct mlp *m, struct lockstep *ls)
+{
+	int b = o->batch, l = o->n_widths - 2, in = o->widths[l], out = o->widths[l + 1], i0, i1;
+	int r0 = b * o->part / o->parts, r1 = b * (o->part + 1) / o->parts;
+	size_t ri = (size_t)r0 * (size_t)in, ro = (size_t)r0 * (size_t)out;
+
+	if (r1 > r0) {
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, out, in, 1.0f,
+			    m->act[l] + ri, in, m->w[l], in, 1.0f, m->act[l + 1] + ro, out);
+		if (l > 0)
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, in, out, 1.0f,
+				    m->dy + ro, out, m->w[l], in, 0.0f, m->dx + ri, in);
+	}
+	lockstep_wait(ls, false);
+	block_of(in, o->part, o->parts, &i0, &i1);
+	if (i1 > i0)
+		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, i1 - i0, b, 1.0f, m->dy, out,
+			    m->act[l] + i0, in, 1.0f, m->dw[l] + i0, in);
+	return 2.0 * (r1 - r0) * out * in * (l > 0 ? 2 : 1) + 2.0 * b * out * (i1 - i0);
+}
+
+/* One step's products (block o->part of each, all with 0/1); with --part,
+ * a lockstep barrier after each layer's forward and each input gradient,
+ * where the split way has one (a narrow head: head_rows); with --copies,
+ * only the step's last. Returns the flop count; *stop: a copy wanted to
+ * stop (the step's last barrier carries it). */
 static double mlp_round(const struct opts *o, struct mlp *m, struct lockstep *ls, bool *stop)
 {
 	int l, b = o->batch, n = o->n_widths - 1, c0, c1, i0, i1;
+	/* rt_part_head_rows: under 2 cache lines of outputs per block */
+	bool by_rows = o->parts > 1 && (o->widths[n] + 15) / 16 < 2 * o->parts;
+	struct lockstep *per_layer = o->copies > 1 ? NULL : ls;
 	double flop = 0;
 
-	for (l = 0; l < n; l++) {
+	for (l = 0; l < n - by_rows; l++) {
 		int in = o->widths[l], out = o->widths[l + 1];
 
 		block_of(out, o->part, o->parts, &c0, &c1);
@@ -293,9 +341,12 @@ static double mlp_round(const struct opts *o, struct mlp *m, struct lockstep *ls
 				    m->act[l], in, m->w[l] + (size_t)c0 * (size_t)in, in, 1.0f,
 				    m->act[l + 1] + c0, out);
 		flop += 2.0 * b * (c1 - c0) * in;
-		lockstep_wait(ls, false);
+		if (per_layer)
+			lockstep_wait(per_layer, false);
 	}
-	for (l = n - 1; l >= 0; l--) {
+	if (by_rows)
+		flop += head_rows(o, m, per_layer);
+	for (l = n - 1 - by_rows; l >= 0; l--) {
 		int in = o->widths[l], out = o->widths[l + 1];
 
 		block_of(out, o->part, o->parts, &c0, &c1);
@@ -310,7 +361,8 @@ static double mlp_round(const struct opts *o, struct mlp *m, struct lockstep *ls
 				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b, i1 - i0, out,
 					    1.0f, m->dy, out, m->w[l] + i0, in, 0.0f, m->dx + i0, in);
 			flop += 2.0 * b * out * (i1 - i0);
-			lockstep_wait(ls, false);
+			if (per_layer)
+				lockstep_wait(per_layer, false);
 		}
 	}
 	*stop = lockstep_wait(ls, *stop);
@@ -339,7 +391,7 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	if (parse(argc, argv, &o))
 		return 2;
-	if (o.lockstep && lockstep_open(&ls, o.lockstep, o.parts))
+	if (o.lockstep && lockstep_open(&ls, o.lockstep, o.parts > 1 ? o.parts : o.copies))
 		return 1;
 	openblas_set_num_threads(o.threads);
 	n = o.n_widths - 1;
@@ -397,10 +449,10 @@ int main(int argc, char **argv)
 		rounds++;
 		t = now_s() - t0;
 	} while (o.square ? t < o.seconds : !stop);
-	printf("{\"what\":\"%s\",\"threads\":%d,\"part\":\"%d/%d\",\"lockstep\":%s,\"rounds\":%d,"
-	       "\"flop\":%.0f,\"seconds\":%.6f,\"wait_s\":%.6f,\"gflops\":%.3f}\n",
-	       what, o.threads, o.part, o.parts, ls.b ? "true" : "false", rounds, flop, t, ls.wait_s,
-	       flop / t * 1e-9);
+	printf("{\"what\":\"%s\",\"threads\":%d,\"part\":\"%d/%d\",\"copies\":%d,\"lockstep\":%s,"
+	       "\"rounds\":%d,\"flop\":%.0f,\"seconds\":%.6f,\"wait_s\":%.6f,\"gflops\":%.3f}\n",
+	       what, o.threads, o.part, o.parts, o.copies, ls.b ? "true" : "false", rounds, flop, t,
+	       ls.wait_s, flop / t * 1e-9);
 	rc = 0;
 	goto out;
 oom:

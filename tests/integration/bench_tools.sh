@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The peers of `make bench` (bench/README.md) that the table's rows trust:
 #  - dtrain-bench-sgemm --part K/L: the L blocks of an MLP step's products
-#    add up to the whole step's flop, as the split way's blocks do;
+#    add up to the whole step's flop, as the split way's blocks do (the
+#    10-class head cut by rows among 2 and 3 blocks);
 #  - --lockstep: a copy waits for its partners (one started alone does not
-#    finish), and partners run the same number of steps;
-#  - bad --part and --lockstep use: exit 2 naming the flag.
+#    finish), and partners run the same number of steps, with --part and
+#    with --copies (whole products, meeting once a step);
+#  - bad --part, --copies and --lockstep use: exit 2 naming the flag.
 . "$(dirname "$0")/lib.sh"
 
 SG=$DTRAIN_BIN/dtrain-bench-sgemm
@@ -23,7 +25,13 @@ parts=$(($(per_step "$T/p0") + $(per_step "$T/p1")))
 want=$((64 * 2 * (784 * 512 + 512 * 512 + 512 * 10) * 2 + 64 * 2 * (512 * 512 + 512 * 10)))
 [ "$whole" = "$want" ] || fail "the whole step's flop: $whole, want $want"
 [ "$parts" = "$want" ] || fail "blocks 0/2 and 1/2 add up to $parts flop a step, want $want"
-pass "--part: the blocks of a step add up to its $want flop"
+parts=0
+for k in 0 1 2; do
+	"$SG" --seconds 0.2 --part $k/3 mlp 64 $W >"$T/q$k" || fail "part $k/3"
+	parts=$((parts + $(per_step "$T/q$k")))
+done
+[ "$parts" = "$want" ] || fail "blocks k/3 add up to $parts flop a step, want $want"
+pass "--part: the blocks of a step (2 and 3 of them) add up to its $want flop"
 
 rm -f "$T/barrier"
 "$SG" --seconds 0.3 --part 0/2 --lockstep "$T/barrier" mlp 64 $W >"$T/l0" &
@@ -38,10 +46,28 @@ r1=$(field "$T/l1" rounds)
 [ "$(field "$T/l0" lockstep)" = true ] || fail "--lockstep not reported: $(cat "$T/l0")"
 pass "--lockstep: copy 0 waited for copy 1, both ran $r0 steps"
 
+rm -f "$T/barrier"
+"$SG" --seconds 0.3 --copies 2 --lockstep "$T/barrier" mlp 32 $W >"$T/c0" &
+first=$!
+sleep 1
+kill -0 "$first" 2>/dev/null || fail "--copies: copy 0 finished without copy 1: $(cat "$T/c0")"
+"$SG" --seconds 0.3 --copies 2 --lockstep "$T/barrier" mlp 32 $W >"$T/c1" || fail "--copies copy 1"
+wait "$first" || fail "--copies copy 0"
+r0=$(field "$T/c0" rounds)
+r1=$(field "$T/c1" rounds)
+[ -n "$r0" ] && [ "$r0" = "$r1" ] || fail "--copies: copies ran $r0 and $r1 steps"
+half=$(per_step "$T/c0")
+[ $((2 * half)) = "$want" ] || fail "--copies 2 at batch 32: $half flop a step each, want $want / 2"
+pass "--copies 2 --lockstep: whole products at batch 32, both ran $r0 steps of $half flop"
+
 expect_rc 2 "$SG" --part 2/2 mlp 64 $W
 must_contain "$T/err" "--part: want K/L with 0 <= K < L"
 expect_rc 2 "$SG" --part 1/2 square 64
-must_contain "$T/err" "--part and --lockstep are for \`mlp\` only"
+must_contain "$T/err" "--part, --copies and --lockstep are for \`mlp\` only"
+expect_rc 2 "$SG" --copies 2 mlp 64 $W
+must_contain "$T/err" "--copies: with --lockstep, and not with --part"
+expect_rc 2 "$SG" --copies 2 --part 0/2 --lockstep "$T/barrier" mlp 64 $W
+must_contain "$T/err" "--copies: with --lockstep, and not with --part"
 expect_rc 1 "$SG" --part 0/2 --lockstep "$T/no/such/dir/barrier" mlp 64 $W
 must_contain "$T/err" "--lockstep: \"$T/no/such/dir/barrier\": No such file or directory"
-pass "bad --part and --lockstep: an error naming the flag"
+pass "bad --part, --copies and --lockstep: an error naming the flag"
