@@ -118,12 +118,17 @@ class Bench:
                     cmd += ["--lockstep", barrier]
             cmds.append(cmd + args)
         procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for cmd in cmds]
-        total = 0.0
+        total, waits = 0.0, []
         for p, cmd in zip(procs, cmds):
             out, _ = p.communicate()
             if p.returncode != 0:
                 die("dtrain-bench-sgemm failed: " + " ".join(cmd))
-            total += last_json(out, "dtrain-bench-sgemm")["gflops"]
+            r = last_json(out, "dtrain-bench-sgemm")
+            total += r["gflops"]
+            waits.append(r["wait_s"] / r["seconds"])
+        # with lockstep: the copies' mean share of time spent waiting for
+        # each other (the grad sync section compares dtrain's with it)
+        self.last_wait_share = statistics.mean(waits)
         if os.path.exists(barrier):
             os.unlink(barrier)
         return total
@@ -420,8 +425,13 @@ def main():
                 shapes = mlp_shapes(MODELS[m])
                 half = [shapes[0], str(BATCH // 2), shapes[2]]
                 whole = lambda: b.sgemm(shapes, threads=1, seconds=1.0)
-                out.setdefault(m + "_lockstep", []).append(quartet(
-                    whole, lambda: b.sgemm(shapes, copies=2, seconds=1.0, split=True, lockstep=True)))
+                lock_waits = out.setdefault(m + "_lockstep_wait_share", [])
+
+                def lockstep():
+                    g = b.sgemm(shapes, copies=2, seconds=1.0, split=True, lockstep=True)
+                    lock_waits.append(b.last_wait_share)
+                    return g
+                out.setdefault(m + "_lockstep", []).append(quartet(whole, lockstep))
                 out.setdefault(m + "_dp_step", []).append(quartet(
                     whole, lambda: b.sgemm(half, copies=2, seconds=1.0, lockstep=True)))
         return out
@@ -510,6 +520,16 @@ def main():
         row("grad sync", "large MLP, 2 processes: exposed gradient sync (s/step)", t["grad_wait_s"], ar,
             "s", t["grad_wait_s"] / t["step_s"], 0.10,
             "ratio = share of the step; peer = one blocking allreduce", target_is_max=True)
+        q = res.get("scaling_quartets", {})
+        if q.get("large_lockstep_wait_share"):
+            # the same waits without dtrain: the split blocks' products in
+            # lockstep, the scaling quartets' 2-process runs
+            lw = statistics.median(q["large_lockstep_wait_share"])
+            share = t["grad_wait_s"] / t["step_s"]
+            row("grad sync", "  the same products in lockstep (sgemm): waiting", share, lw, "share",
+                share / lw, None, "dtrain column: the row above's share of the step; peer: share "
+                "of the time 2 dtrain-bench-sgemm --part k/2 --lockstep copies wait for each "
+                "other (median of the scaling quartets' %d runs)" % len(q["large_lockstep_wait_share"]))
         res["grad"] = {"step_s": t["step_s"], "grad_wait_s": t["grad_wait_s"], "blocking_allreduce_s": ar}
 
     # Sections 5-7 run separate programs (the last two their own scripts,

@@ -226,7 +226,7 @@ struct rt_part {
  * for twice a step; cut by rows, every block computes its own rows' logits,
  * the caller their loss, and the block its rows' input gradient with no
  * sync in between, and every block reads all of the head's weights, which
- * are then at most 2 L lines by the layer's inputs. */
+ * are then fewer than 2 L lines by the layer's inputs. */
 bool rt_part_head_rows(const struct rt_stage *st, int L);
 
 /* Block k of L of width columns: [*c0, *c1), cut on 16-float (cache line)
