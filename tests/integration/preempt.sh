@@ -13,12 +13,15 @@ site=$(write_site)
 
 "$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 12000 --features 784 --classes 10 --seed 5 >/dev/null ||
 	fail "dtrain-data synthetic"
+# 2400 steps: each round waits for the resume, then up to 3 s more (a
+# random moment), about 400 steps at this machine's 140 steps/s; with 1200
+# the job once finished before the third signal
 cat >"$T/job.json" <<JSON
 { "name": "preempt", "model": { "inputs": 784, "hidden": [512, 512], "outputs": 10 },
   "data": { "train": "$T/syn.h5" },
   "resources": { "nodes": 2, "tasks_per_node": 2, "partition": "low" },
   "parallel": { "data": 2, "pipeline": 2, "micro_batches": 2 },
-  "train": { "epochs": 12, "global_batch": 120, "log_every": 50,
+  "train": { "epochs": 24, "global_batch": 120, "log_every": 50,
              "optimizer": { "type": "sgd", "lr": 0.05, "momentum": 0.9 } },
   "checkpoint": { "every_steps": 100, "keep": 2 } }
 JSON
@@ -29,7 +32,7 @@ $SUBMIT validate "$T/job.json" --site "$site" --set run_dir="$T/ref" >"$T/ref.js
 mkdir -p "$T/ref"
 OMPI_MCA_mpi_yield_when_idle=1 mpirun --allow-run-as-root --oversubscribe -np 4 \
 	"$DTRAIN_BIN/dtrain-run" --quiet "$T/ref.json" >"$T/ref.out" 2>&1 || { cat "$T/ref.out"; fail "reference run"; }
-[ -d "$T/ref/checkpoints/step-00001200" ] || { ls "$T/ref/checkpoints"; fail "reference has no final checkpoint"; }
+[ -d "$T/ref/checkpoints/step-00002400" ] || { ls "$T/ref/checkpoints"; fail "reference has no final checkpoint"; }
 
 # --- the job, preempted twice ---
 expect_rc 0 $SUBMIT "$T/job.json" --site "$site"
@@ -53,7 +56,7 @@ for round in 1 2 3; do
 		[ "$(starts)" -ge "$round" ] && [ "$(last_step)" -ge $((round * 100)) ] && break
 		sleep 0.5
 	done
-	[ "$(last_step)" -lt 1200 ] || fail "the job finished before preemption $round (make it longer)"
+	[ "$(last_step)" -lt 2400 ] || fail "the job finished before preemption $round (make it longer)"
 	sleep "$((RANDOM % 3)).$((RANDOM % 10))"
 	if [ "$round" -lt 3 ]; then
 		hi=$(sbatch --parsable -p high -N 2 --ntasks-per-node=4 -t 1 -o "$T/high-$round.out" --wrap 'sleep 2') ||
@@ -90,10 +93,10 @@ must_contain "$log" "dtrain: state saved; requeueing job $id (restart 3 of"
 must_contain "$log" "dtrain-run: done:"
 [ "$(grep -c '"event":"stop"' "$dir/metrics.jsonl")" -ge 3 ] || fail "metrics lack the stop events"
 grep -q '"event":"first_step"' "$dir/metrics.jsonl" || fail "metrics lack the first step after a resume"
-final=$dir/checkpoints/step-00001200
+final=$dir/checkpoints/step-00002400
 "$DTRAIN_BIN/dtrain-ckpt" verify "$final" >/dev/null || fail "final checkpoint does not verify"
 for obj in /layers /optimizer; do
-	h5diff "$T/ref/checkpoints/step-00001200/model.h5" "$final/model.h5" "$obj" "$obj" >"$T/diff.out" 2>&1 ||
+	h5diff "$T/ref/checkpoints/step-00002400/model.h5" "$final/model.h5" "$obj" "$obj" >"$T/diff.out" 2>&1 ||
 		{ cat "$T/diff.out"; fail "final $obj differ from the uninterrupted run's"; }
 done
 grep 'first step after the resume' "$log" | sed 's/^/  /'
