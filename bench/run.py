@@ -97,12 +97,14 @@ class Bench:
 
     # --- peers ---
 
-    def sgemm(self, args, threads=1, copies=1, seconds=2.0, split=False, lockstep=False):
+    def sgemm(self, args, threads=1, copies=1, seconds=2.0, split=False, lockstep=False, waits=None):
         """GFLOP/s of dtrain-bench-sgemm, summed over `copies` started at once.
         split: copy k runs block k of every layer (--part k/copies), pinned
         to core k as dtrain's ranks are (mpirun --bind-to core); lockstep:
         and the copies wait for each other after every layer, or without
-        split, each running the whole products, once a step (--copies)."""
+        split, each running the whole products, once a step (--copies);
+        waits: a list that gets the copies' mean share of time spent
+        waiting for each other (the grad sync section reads it)."""
         base = [self.bin + "/dtrain-bench-sgemm", "--threads", str(threads), "--seconds",
                 str(seconds)]
         barrier = os.path.join(self.work, "lockstep.barrier")
@@ -118,17 +120,16 @@ class Bench:
                     cmd += ["--lockstep", barrier]
             cmds.append(cmd + args)
         procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for cmd in cmds]
-        total, waits = 0.0, []
+        total, shares = 0.0, []
         for p, cmd in zip(procs, cmds):
             out, _ = p.communicate()
             if p.returncode != 0:
                 die("dtrain-bench-sgemm failed: " + " ".join(cmd))
             r = last_json(out, "dtrain-bench-sgemm")
             total += r["gflops"]
-            waits.append(r["wait_s"] / r["seconds"])
-        # with lockstep: the copies' mean share of time spent waiting for
-        # each other (the grad sync section compares dtrain's with it)
-        self.last_wait_share = statistics.mean(waits)
+            shares.append(r["wait_s"] / r["seconds"])
+        if waits is not None:
+            waits.append(statistics.mean(shares))
         if os.path.exists(barrier):
             os.unlink(barrier)
         return total
@@ -223,9 +224,9 @@ def flop_per_sample(hidden):
     return f
 
 
-def mlp_shapes(hidden):
-    """dtrain-bench-sgemm's arguments for a step's products at BATCH."""
-    return ["mlp", str(BATCH), ",".join(map(str, [INPUTS] + hidden + [CLASSES]))]
+def mlp_shapes(hidden, batch=BATCH):
+    """dtrain-bench-sgemm's arguments for a step's products at batch rows."""
+    return ["mlp", str(batch), ",".join(map(str, [INPUTS] + hidden + [CLASSES]))]
 
 
 def params(hidden):
@@ -263,7 +264,7 @@ def main():
               "square_all": b.sgemm(["square", "2048"], threads=cores), "mlp_shapes": {}}
         for m, hid in MODELS.items():
             shapes = mlp_shapes(hid)
-            half = [shapes[0], str(BATCH // 2), shapes[2]]
+            half = mlp_shapes(hid, BATCH // 2)
             sg["mlp_shapes"][m] = {"1x%d" % cores: b.sgemm(shapes, threads=cores),
                                    "1x1": b.sgemm(shapes, threads=1),
                                    "2x1": b.sgemm(half, threads=1, copies=2),
@@ -423,15 +424,12 @@ def main():
                     lambda: b.rate(b.dtrain(m, data=1, threads=1, steps=qsteps[m], window=qwin[m])),
                     lambda: b.rate(b.dtrain(m, data=2, threads=1, steps=qsteps[m], window=qwin[m]))))
                 shapes = mlp_shapes(MODELS[m])
-                half = [shapes[0], str(BATCH // 2), shapes[2]]
+                half = mlp_shapes(MODELS[m], BATCH // 2)
                 whole = lambda: b.sgemm(shapes, threads=1, seconds=1.0)
                 lock_waits = out.setdefault(m + "_lockstep_wait_share", [])
-
-                def lockstep():
-                    g = b.sgemm(shapes, copies=2, seconds=1.0, split=True, lockstep=True)
-                    lock_waits.append(b.last_wait_share)
-                    return g
-                out.setdefault(m + "_lockstep", []).append(quartet(whole, lockstep))
+                out.setdefault(m + "_lockstep", []).append(quartet(
+                    whole, lambda: b.sgemm(shapes, copies=2, seconds=1.0, split=True, lockstep=True,
+                                           waits=lock_waits)))
                 out.setdefault(m + "_dp_step", []).append(quartet(
                     whole, lambda: b.sgemm(half, copies=2, seconds=1.0, lockstep=True)))
         return out
