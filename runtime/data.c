@@ -1445,14 +1445,18 @@ static void idx_free(struct idx *f)
 /* dir/name.gz, else dir/name (zlib reads plain files as they are). */
 static int idx_find(const char *dir, const char *name, char **out, struct dt_err *err)
 {
-	*out = NULL;
-	if (asprintf(out, "%s/%s.gz", dir, name) < 0)
-		return *out = NULL, oom(err, dir);
+	char gz[64];
+
+	snprintf(gz, sizeof(gz), "%s.gz", name);
+	*out = dt_path_join(dir, gz);
+	if (!*out)
+		return oom(err, dir);
 	if (access(*out, F_OK) == 0)
 		return 0;
 	free(*out);
-	if (asprintf(out, "%s/%s", dir, name) < 0)
-		return *out = NULL, oom(err, dir);
+	*out = dt_path_join(dir, name);
+	if (!*out)
+		return oom(err, dir);
 	if (access(*out, F_OK) == 0)
 		return 0;
 	free(*out);
@@ -1635,7 +1639,8 @@ static int fm_write(const char *out_dir, struct fm_part *p, const struct rt_data
 	size_t j;
 	int rc;
 
-	if (asprintf(&path, "%s/%s", out_dir, p->out) < 0)
+	path = dt_path_join(out_dir, p->out);
+	if (!path)
 		return oom(err, out_dir);
 	if (asprintf(&source, "Fashion-MNIST (Xiao, Rasul & Vollgraf 2017), %s set: %s, %s",
 		     strcmp(p->tag, "train") ? "test" : "training", p->images.path,

@@ -463,6 +463,22 @@ int dt_remove_tree(const char *path)
 	return rc;
 }
 
+char *dt_path_join(const char *dir, const char *name)
+{
+	size_t n = strlen(dir);
+	char *out;
+
+	if (n == 0)
+		return dt_strdup(name);
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	if (n == 1 && dir[0] == '/')
+		n = 0;
+	if (asprintf(&out, "%.*s/%s", (int)n, dir, name) < 0)
+		return NULL;
+	return out;
+}
+
 char *dt_abspath(const char *path)
 {
 	struct dt_buf in = {0}, out = {0};

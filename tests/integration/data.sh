@@ -31,7 +31,7 @@ pass "--help everywhere; usage errors exit 2 and name the flag"
 
 # --- Fashion-MNIST, the real one ---
 [ -d "$FM" ] || fail "$FM is missing: install the Debian package dataset-fashion-mnist (site/install-deps.sh)"
-expect_rc 0 $DATA fashion-mnist --src "$FM" "$T/fm"
+expect_rc 0 $DATA fashion-mnist --src "$FM/" "$T/fm//" # trailing slashes: one slash in the paths
 must_contain "$T/err" "wrote $T/fm/train.h5: 60000 samples"
 must_contain "$T/err" "wrote $T/fm/test.h5: 10000 samples"
 [ "$(ls "$T/fm")" = "$(printf 'test.h5\ntrain.h5')" ] || fail "unexpected files in $T/fm: $(ls "$T/fm")"

@@ -1,6 +1,6 @@
 /*
  * test_values.c - Slurm time and memory strings, and the string helpers the
- * spec checks rely on (edit distance for hints, shell quoting).
+ * spec checks rely on (edit distance for hints, shell quoting, path joins).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jobs/spec.h"
@@ -82,6 +83,29 @@ static void shell_quote(void **state)
 	dt_buf_free(&b);
 }
 
+static void path_join(void **state)
+{
+	static const struct { const char *dir, *name, *want; } cases[] = {
+		{ "data", "train.h5", "data/train.h5" },
+		{ "data/", "train.h5", "data/train.h5" },
+		{ "data//", "train.h5", "data/train.h5" },
+		{ "/", "train.h5", "/train.h5" },
+		{ "//", "train.h5", "/train.h5" },
+		{ "", "train.h5", "train.h5" },
+		{ "/a/b/", "c", "/a/b/c" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = dt_path_join(cases[i].dir, cases[i].name);
+
+		assert_non_null(got);
+		assert_string_equal(got, cases[i].want);
+		free(got);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -89,6 +113,7 @@ int main(void)
 		cmocka_unit_test(memory_sizes),
 		cmocka_unit_test(edit_distance),
 		cmocka_unit_test(shell_quote),
+		cmocka_unit_test(path_join),
 	};
 
 	return cmocka_run_group_tests_name("values", tests, NULL, NULL);
