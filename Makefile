@@ -2,7 +2,7 @@
 #
 #   make demo    install what is missing, build, run the example job on Slurm
 #   make test    install what is missing, build, run every test (also under
-#                AddressSanitizer + UBSan)
+#                AddressSanitizer + UBSan, in a CPU-only build)
 #   make bench   dtrain against its peers (PyTorch, OpenBLAS, MPI, dd, srun):
 #                one table, also as JSON (bench/README.md)
 #
@@ -25,8 +25,12 @@ build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
+# The sanitizer build is also the CPU-only one, configured as on a machine
+# without the CUDA toolkit, so that `make test` catches a CPU-only break
+# wherever it runs.
 build-asan: deps
-	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDTRAIN_SANITIZE=ON >/dev/null
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDTRAIN_SANITIZE=ON \
+	  -DDTRAIN_CUDA=OFF -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=TRUE >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 
 # Every test, in the normal build and then in the sanitizer build.

@@ -10,9 +10,11 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -335,6 +337,7 @@ static int boot_singleton(struct rt_proc *p, struct dt_err *err)
 int rt_bootstrap(struct rt_proc *p, struct dt_err *err)
 {
 	const char *nodename;
+	long cpus;
 	int rc;
 
 	memset(p, 0, sizeof(*p));
@@ -359,6 +362,9 @@ int rt_bootstrap(struct rt_proc *p, struct dt_err *err)
 	}
 	nodename = getenv("SLURMD_NODENAME");
 	copy_name(p->node, sizeof(p->node), nodename && *nodename ? nodename : p->hostname);
+	p->machine_size = p->local_size;
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	p->machine_cpus = cpus > 0 && cpus <= INT_MAX ? (int)cpus : 0;
 out:
 	if (rc)
 		rt_bootstrap_fini(p);
@@ -386,20 +392,6 @@ const char *rt_boot_via_name(enum rt_boot_via via)
 
 /* --- MPI --- */
 
-/* Open MPI spins while it waits for a message. With more ranks on a node
- * than CPUs they may use (local test clusters, oversubscribed nodes) the
- * spinning ranks starve the working ones: 4 ranks on 2 cores trained 5x
- * slower here. mpirun knows when it oversubscribes; under srun only we do,
- * so ask Open MPI to yield then, unless the user chose. */
-static void yield_if_oversubscribed(const struct rt_proc *p)
-{
-	/* the node's CPUs, not this rank's: ranks may each be bound to one */
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-	if (cpus > 0 && p->local_size > cpus)
-		setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-}
-
 /* A fence of all the job's ranks that collects the data they put, within
  * RT_PMIX_FENCE_TIMEOUT_S. It collects even with nothing to collect:
  * Slurm's PMIx server (mpi/pmix_v4, 22.05) ends a fence that does not on
@@ -423,6 +415,97 @@ static pmix_status_t fence_all(const struct rt_proc *p)
 	PMIX_INFO_DESTRUCT(&info[0]);
 	PMIX_INFO_DESTRUCT(&info[1]);
 	return st;
+}
+
+/* --- the machine: its ranks and CPUs --- */
+
+#define RT_MACHINE_KEY "dtrain.machine"
+
+bool rt_machine_oversubscribed(const struct rt_proc *p, int threads)
+{
+	return p->machine_cpus > 0 && (long)p->machine_size * (threads < 1 ? 1 : threads) > p->machine_cpus;
+}
+
+/* What names this machine: the running kernel's boot id (one set of CPUs,
+ * shared by every container on it), else the host name. */
+static void machine_id(char *buf, size_t size)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	bool ok = false;
+
+	if (f) {
+		ok = fgets(buf, (int)size, f) != NULL;
+		fclose(f);
+	}
+	if (ok)
+		buf[strcspn(buf, "\n")] = '\0';
+	if (!ok || !*buf) {
+		if (gethostname(buf, size) != 0)
+			snprintf(buf, size, "?");
+		buf[size - 1] = '\0';
+	}
+}
+
+/* p->machine_size under PMIx: every rank puts its machine id, one fence,
+ * then every rank reads every other's. Joins the fence even when its put
+ * failed (the others wait in it); on any failure the count stays as it was
+ * (local_size): it only decides how ranks wait, never what they compute. */
+static void count_machine_ranks(struct rt_proc *p)
+{
+	char id[64], other[64];
+	struct dt_err e = { 0 };
+	pmix_value_t val;
+	pmix_proc_t who;
+	pmix_status_t st;
+	int r, n = 1;
+
+	machine_id(id, sizeof(id));
+	PMIX_VALUE_CONSTRUCT(&val);
+	val.type = PMIX_STRING;
+	val.data.string = id; /* PMIx_Put copies it */
+	st = PMIx_Put(PMIX_GLOBAL, RT_MACHINE_KEY, &val);
+	if (st == PMIX_SUCCESS)
+		st = PMIx_Commit();
+	if (fence_all(p) != PMIX_SUCCESS || st != PMIX_SUCCESS)
+		return;
+	for (r = 0; r < p->size; r++) {
+		if (r == p->rank)
+			continue;
+		PMIX_PROC_CONSTRUCT(&who);
+		PMIX_LOAD_PROCID(&who, p->pmix_nspace, (pmix_rank_t)r);
+		if (pmix_get_str(&who, RT_MACHINE_KEY, other, sizeof(other), &e))
+			return;
+		n += !strcmp(other, id);
+	}
+	p->machine_size = n;
+}
+
+/* SLURM_CPUS_PER_TASK (srun --cpus-per-task), else 1: the threads a rank
+ * will run, before the spec that says so is read. */
+static int slurm_cpus_per_task(void)
+{
+	struct dt_err e = { 0 };
+	int n = 1;
+
+	return env_int("SLURM_CPUS_PER_TASK", 1, 1 << 20, &n, &e) ? 1 : n;
+}
+
+/* Open MPI spins while it waits for a message. With more ranks on a machine
+ * than CPUs (local test clusters, oversubscribed nodes) the spinning ranks
+ * starve the working ones: 4 ranks on 2 cores trained 20x slower here.
+ * mpirun knows when it oversubscribes; under srun only we do, so ask Open
+ * MPI to yield then, unless the user chose. */
+static void yield_if_oversubscribed(const struct rt_proc *p)
+{
+	if (rt_machine_oversubscribed(p, slurm_cpus_per_task()))
+		setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+}
+
+bool rt_mpi_yields(void)
+{
+	const char *v = getenv("OMPI_MCA_mpi_yield_when_idle");
+
+	return v && (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes"));
 }
 
 /* A fence of all the job's ranks, no data: PMIx's own channel, not MPI's.
@@ -459,11 +542,13 @@ static void fault_slow_mpi_init(const struct rt_proc *p)
 		dt_sleep_ms(ms);
 }
 
-int rt_mpi_init(const struct rt_proc *p, bool *mpi_up, struct dt_err *err)
+int rt_mpi_init(struct rt_proc *p, bool *mpi_up, struct dt_err *err)
 {
 	int rc, n = 0, r = -1, provided = 0;
 
 	*mpi_up = false;
+	if (p->pmix_up && p->size > 1)
+		count_machine_ranks(p);
 	yield_if_oversubscribed(p);
 	/* FUNNELED: the checkpoint writer thread never calls MPI */
 	rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);

@@ -17,13 +17,20 @@
  * else the host name. Several Slurm nodes can run on one host (our local test
  * cluster does), so the host name alone cannot tell them apart.
  *
+ * The machine: several Slurm nodes on one machine share its CPUs, whatever
+ * each node's CPU count says, so "are there more ranks here than CPUs?" is
+ * asked of the machine (one running kernel: its boot id), not the node.
+ * rt_mpi_init counts the job's ranks on it under PMIx; elsewhere the count is
+ * the node's (local_size).
+ *
  * This is half of the process descriptor that STYLE.md allows as a global;
  * the caller owns it (main keeps it) and passes it on.
  *
  * Life cycle: rt_bootstrap(), then rt_mpi_init() (MPI_Init and the check that
- * MPI agrees), ..., MPI_Finalize(), then rt_bootstrap_fini(). Nothing here
- * waits on another rank before MPI_Init; from there on a rank that fails
- * alone must tell the others (rt_mpi_first_failure) or MPI_Abort.
+ * MPI agrees), ..., MPI_Finalize(), then rt_bootstrap_fini(). rt_bootstrap
+ * never waits on another rank; rt_mpi_init meets every rank in PMIx fences
+ * (which every rank joins, failed or not) and MPI_Init. From there on a rank
+ * that fails alone must tell the others (rt_mpi_first_failure) or MPI_Abort.
  *
  * Sharing: rt_pmix_share() hands small opaque blobs (NCCL's unique ids, 128
  * bytes) from the root of each group of ranks to the group's members, over
@@ -52,6 +59,10 @@ struct rt_proc {
 	int node_id;                /* 0-based index of this node in the job; -1: unknown */
 	char node[64];              /* SLURMD_NODENAME, else hostname */
 	char hostname[64];          /* PMIX_HOSTNAME under PMIx, else gethostname() */
+	int machine_size;           /* the job's processes on this machine (the ranks
+				     * of every Slurm node it runs): counted by
+				     * rt_mpi_init under PMIx, else local_size */
+	int machine_cpus;           /* CPUs online on this machine; 0: unknown */
 	enum rt_boot_via via;
 	bool pmix_up;               /* PMIx_Init done: rt_bootstrap_fini finalizes */
 	char pmix_nspace[256];      /* our PMIx namespace when pmix_up, else "" */
@@ -77,13 +88,20 @@ struct rt_share {
  * string; a malformed variable names the variable). Never waits on a peer. */
 int rt_bootstrap(struct rt_proc *p, struct dt_err *err);
 
-/* MPI_Init, then (bootstrapped by PMIx) a PMIx fence so that no rank sends
- * an MPI message to one still inside MPI_Init, MPI_ERRORS_RETURN on
- * MPI_COMM_WORLD, then checks that MPI's world size and rank are those of p. On a mismatch MPI is left initialised (the
- * caller aborts); returns -EPROTO with both views and a launch hint in err.
- * On MPI_Init or fence failure returns -EIO. *mpi_up says whether MPI_Init
- * succeeded. */
-int rt_mpi_init(const struct rt_proc *p, bool *mpi_up, struct dt_err *err);
+/* Bootstrapped by PMIx with more than one rank: first counts the job's ranks
+ * on this machine (p->machine_size; each rank PMIx_Put's its machine's boot
+ * id, one PMIx fence over the job, then a PMIx_Get per rank; on a PMIx
+ * failure the count stays local_size). Then MPI_Init, asking Open MPI to
+ * yield while it waits when this machine's ranks, SLURM_CPUS_PER_TASK
+ * threads each, outnumber its CPUs (rt_machine_oversubscribed), unless
+ * OMPI_MCA_mpi_yield_when_idle is set already: ranks that spin on a shared
+ * core starve the ones that work. Then (PMIx) a PMIx fence so that no rank
+ * sends an MPI message to one still inside MPI_Init, MPI_ERRORS_RETURN on
+ * MPI_COMM_WORLD, then checks that MPI's world size and rank are those of
+ * p. On a mismatch MPI is left initialised (the caller aborts); returns
+ * -EPROTO with both views and a launch hint in err. On MPI_Init or fence
+ * failure returns -EIO. *mpi_up says whether MPI_Init succeeded. */
+int rt_mpi_init(struct rt_proc *p, bool *mpi_up, struct dt_err *err);
 
 /* Agreement on a local outcome, so that a failure on some ranks (a spec
  * file one node cannot read) ends every rank instead of leaving the others
@@ -121,6 +139,15 @@ int rt_pmix_share(const struct rt_proc *p, struct rt_share *shares, int n, struc
 void rt_bootstrap_fini(struct rt_proc *p);
 
 /* --- queries --- */
+
+/* Whether this machine's ranks of the job, `threads` threads each, want more
+ * CPUs than the machine has (false when its CPU count is unknown). */
+bool rt_machine_oversubscribed(const struct rt_proc *p, int threads);
+
+/* Whether Open MPI waits for messages yielding its core rather than
+ * spinning: OMPI_MCA_mpi_yield_when_idle is "1", "true" or "yes" (by the
+ * user, the site or rt_mpi_init). */
+bool rt_mpi_yields(void);
 
 /* "pmix", "slurm", "mpi" or "singleton". */
 const char *rt_boot_via_name(enum rt_boot_via via);

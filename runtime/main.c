@@ -256,10 +256,11 @@ int main(int argc, char **argv)
 	}
 	/* best effort to show the job line first: launchers merge the streams */
 	MPI_Barrier(MPI_COMM_WORLD);
-	printf("dtrain-run: rank %d/%d local %d/%d node %s host %s nodeid %d data %d/%d pipe %d/%d via %s\n",
+	printf("dtrain-run: rank %d/%d local %d/%d node %s host %s nodeid %d data %d/%d pipe %d/%d via %s machine %d ranks %d cpus mpi_wait %s\n",
 	       proc.rank, proc.size, proc.local_rank, proc.local_size, proc.node, proc.hostname,
 	       proc.node_id, grid.coord[RT_DIM_DATA], grid.size[RT_DIM_DATA],
-	       grid.coord[RT_DIM_PIPE], grid.size[RT_DIM_PIPE], rt_boot_via_name(proc.via));
+	       grid.coord[RT_DIM_PIPE], grid.size[RT_DIM_PIPE], rt_boot_via_name(proc.via),
+	       proc.machine_size, proc.machine_cpus, rt_mpi_yields() ? "yield" : "spin");
 	fflush(stdout);
 	rc = MPI_Barrier(MPI_COMM_WORLD);
 	if (rc != MPI_SUCCESS) {
@@ -267,6 +268,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	topts.machine_ranks = proc.machine_size;
+	topts.machine_cpus = proc.machine_cpus;
 	rc = rt_train(&spec, &grid, &topts, &err);
 	if (err.count)
 		print_err(&err, rc == -ERANGE ? "" : prefix);

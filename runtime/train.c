@@ -1210,17 +1210,22 @@ static int cpus_allowed(void)
  * replica, or dp.split), and the same number of threads on every rank (a
  * worker that failed to start turns it off everywhere). "auto" also wants
  * a CPU for each thread (mpirun binds 1 or 2 ranks to a core each unless
- * told --bind-to none; Slurm gives cpus_per_task): threads that wait for
+ * told --bind-to none; Slurm gives cpus_per_task), and as many CPUs on the
+ * machine as its ranks' threads: threads that wait for
  * each other at every layer lose badly when they take turns on one core.
  * Collective. */
-static int choose_threads(struct trainer *t)
+static int choose_threads(struct trainer *t, const struct rt_train_opts *opts)
 {
 	const char *want = t->s->parallel.threads ? t->s->parallel.threads : "auto";
 	int cpus = cpus_allowed(), ok;
+	/* ranks whose masks allow every CPU may still share them with the
+	 * machine's other ranks (several Slurm nodes on one machine) */
+	bool shared = opts->machine_cpus > 0 &&
+		      (long)opts->machine_ranks * t->pool.threads > opts->machine_cpus;
 
 	ok = strcmp(want, "blas") != 0 && t->stages == 1 && (t->replicas == 1 || t->dp.split) &&
 	     t->pool.threads > 1 && t->pool.started == t->pool.threads - 1 &&
-	     (strcmp(want, "auto") != 0 || cpus == 0 || cpus >= t->pool.threads);
+	     (strcmp(want, "auto") != 0 || ((cpus == 0 || cpus >= t->pool.threads) && !shared));
 	if (t->g->world > 1)
 		MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
 	t->tsplit = ok;
@@ -1299,7 +1304,7 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	if (!rc && t.dp.split)
 		rc = agree(&t, rt_acts_place(&t.split_acts, &t.st, t.dp.node_rows, t.dp.acts_mem));
 	if (!rc)
-		rc = choose_threads(&t);
+		rc = choose_threads(&t, opts);
 	if (rc)
 		goto out;
 	open_metrics(&t);

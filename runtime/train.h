@@ -31,6 +31,8 @@
 struct rt_train_opts {
 	const char *save_params; /* directory for the final parameters, or NULL */
 	bool quiet;              /* no progress lines (metrics are still written) */
+	int machine_ranks;       /* the job's ranks on this machine (rt_proc.machine_size) */
+	int machine_cpus;        /* the machine's CPUs (rt_proc.machine_cpus); 0: unknown */
 };
 
 /* Train as the spec says, on this rank's place in the grid (communicators

@@ -5,6 +5,8 @@
 # `sinfo` reaches; when none is reachable it starts the local cluster
 # (site/cluster.sh) and uses the example site policy (site/site.json) that
 # fits it. The spec's data paths are relative to the repository root.
+# It stops at the first step that fails, with that step's own message (above
+# it) and a hint; the exit code is the step's.
 # Usage: site/demo.sh [BUILD_DIR] [SPEC]
 set -euo pipefail
 
@@ -16,22 +18,35 @@ bin=$build/bin
 site_args=()
 cd "$top"
 
+# step_failed RC WHAT HINT: the demo's last line when a step failed.
+step_failed() {
+	echo "demo: failed: $2 (exit $1); hint: $3" >&2
+	exit "$1"
+}
+
 data=build/data/fashion-mnist
 if [ ! -s "$data/train.h5" ] || [ ! -s "$data/test.h5" ]; then
 	echo "demo: converting Fashion-MNIST into $data"
-	"$bin/dtrain-data" fashion-mnist "$data"
+	"$bin/dtrain-data" fashion-mnist "$data" ||
+		step_failed $? "converting Fashion-MNIST (dtrain-data fashion-mnist $data)" \
+			"the message above names the file; site/install-deps.sh installs dataset-fashion-mnist"
 fi
 
 if sinfo -h >/dev/null 2>&1; then
 	echo "demo: submitting to the Slurm cluster that sinfo reaches"
 else
 	echo "demo: no Slurm cluster reachable; starting the local one in $build/cluster"
-	eval "$(bash "$top/site/cluster.sh" up --dir "$build/cluster")"
+	conf=$(bash "$top/site/cluster.sh" up --dir "$build/cluster") ||
+		step_failed $? "starting the local Slurm cluster (site/cluster.sh up --dir $build/cluster)" \
+			"its message above says why; 'bash site/cluster.sh --help' lists its exit codes"
+	eval "$conf"
 	echo "demo: (stop it with: make cluster-down)"
 	site_args=(--site "$top/site/site.json")
 fi
 
-id=$("$bin/dtrain-submit" "$spec" "${site_args[@]}")
+id=$("$bin/dtrain-submit" "$spec" "${site_args[@]}") ||
+	step_failed $? "submitting $spec (dtrain-submit)" \
+		"the message above names the spec key or the Slurm error; 'dtrain-submit validate $spec' checks a spec alone"
 echo "demo: submitted job $id ($spec)"
 
 echo "----- output of job $id (dtrain-submit logs -f $id) -----"
@@ -47,4 +62,6 @@ echo "demo: job $id ended: ${state:-unknown}"
 "$bin/dtrain-submit" status "$id" || true
 acc=$(sed -n 's/^dtrain-run: epoch [0-9]*\/[0-9]* test loss [0-9.]* accuracy \([0-9.]*\)$/\1/p' "$build/demo.out" | tail -n 1)
 echo "demo: test accuracy: ${acc:-none}"
-[ "$state" = COMPLETED ]
+[ "$state" = COMPLETED ] ||
+	step_failed 1 "job $id ended ${state:-unknown}, not COMPLETED" \
+		"its output is above and in $build/demo.out; 'dtrain-submit status $id' shows where its run directory is"

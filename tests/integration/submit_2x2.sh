@@ -3,6 +3,9 @@
 # dtrain-submit, run with srun --mpi=pmix; every rank reports its place in the
 # data x pipeline grid from both nodes, the job trains (a short run on a
 # synthetic set), writes its metrics, and status shows its progress.
+# Then the same job without a site file (so without the site's
+# OMPI_MCA_mpi_yield_when_idle): the ranks count themselves on the machine
+# (the two nodes are one), and Open MPI yields when they outnumber its CPUs.
 . "$(dirname "$0")/lib.sh"
 : "${SLURM_CONF:?needs the local cluster}"
 site=$(write_site)
@@ -79,3 +82,22 @@ must_contain "$T/out" "64/64"
 expect_rc 0 $SUBMIT logs fashion-mnist-2x2
 must_contain "$T/out" "dtrain-run: rank 3/4"
 pass "status shows the progress; logs of a finished job"
+
+# --- no site file: the ranks see they share one machine ---
+cpus=$(getconf _NPROCESSORS_ONLN)
+mode=spin
+((4 > cpus)) && mode=yield
+expect_rc 0 env -u OMPI_MCA_mpi_yield_when_idle $SUBMIT "$DTRAIN_SOURCE_DIR/jobs/fashion-mnist-2x2.json" \
+	--set data.train="$T/syn.h5" --set data.test="$T/syn.h5" --set train.epochs=1 --set run_dir="$T/nosite"
+id=$(cat "$T/out")
+wait_state "$id" 180 COMPLETED FAILED CANCELLED TIMEOUT ENDED
+out=$T/nosite/slurm-$id.out
+must_not_contain "$out" "mpi_yield_when_idle" # the batch script sets nothing
+state=$(job_state "$id")
+[ "$state" = COMPLETED ] || [ "$state" = ENDED ] || { cat "$out"; fail "job without a site file ended $state"; }
+for r in 0 1 2 3; do
+	line=$(grep -E "^dtrain-run: rank $r/4 " "$out" || true)
+	echo "$line" | grep -qE " machine 4 ranks $cpus cpus mpi_wait $mode\$" ||
+		{ cat "$out"; fail "rank $r: expected 'machine 4 ranks $cpus cpus mpi_wait $mode': $line"; }
+done
+pass "without a site file: 4 ranks on one machine of $cpus CPUs, Open MPI told to $mode"

@@ -66,7 +66,7 @@ wrapped() {
 	shift
 	while (($#)); do
 		case $w:$1 in
-		timeout:-s | timeout:-k | timeout:--signal | timeout:--kill-after) shift ;;
+		timeout:-s | timeout:-k | timeout:--signal | timeout:--kill-after | env:-u | env:--unset) shift ;;
 		*:-*) ;;
 		timeout:[0-9]*) w=timeout-done ;;
 		env:*=*) ;;
