@@ -115,7 +115,7 @@ static const struct spec_field fields[] = {
 	{ "train.lr_schedule.min_lr", SPEC_NUM, F(train.lr_schedule.min_lr), "0", 0, 100, 0, 0, NULL, 0,
 	  "learning rate at the end of the decay" },
 	{ "train.grad_clip", SPEC_NUM, F(train.grad_clip), "0", 0, 1e12, 0, 0, NULL, 0,
-	  "clip the global gradient norm to this; 0: off" },
+	  "clip the global gradient norm to this; 0: off; the progress lines' and metrics' grad_norm is the norm before clipping" },
 	{ "train.log_every", SPEC_INT, F(train.log_every), "10", 1, 1e9, 0, 0, NULL, 0,
 	  "steps between progress lines" },
 
