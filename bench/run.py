@@ -16,6 +16,8 @@
 #      blocking MPI_Allreduce of the whole gradient (bench/allreduce.c).
 #   5. pipeline: idle fraction of gpipe and 1f1b against (p-1)/m.
 #   6. checkpoints (bench/checkpoint.sh) and 7. start-up (bench/startup.sh).
+#   8. the 2x2 example on the local cluster without a site file against the
+#      same job with site/site.json (bench/nosite.sh).
 #
 # Thread counts: a run of P processes gives each nproc/P threads (OpenBLAS for
 # dtrain, intra-op for PyTorch), so neither oversubscribes the cores. The peer
@@ -238,7 +240,7 @@ def main():
     ap = argparse.ArgumentParser(description="dtrain's benchmarks against their peers (make bench)")
     ap.add_argument("build", help="the build directory (make build)")
     ap.add_argument("--quick", action="store_true", help="fewer steps and rounds (a smoke run)")
-    ap.add_argument("--only", default="throughput,compute,grad,pipeline,checkpoint,startup",
+    ap.add_argument("--only", default="throughput,compute,grad,pipeline,checkpoint,startup,nosite",
                     help="comma list of sections to run (default: all)")
     a = ap.parse_args()
     only = set(a.only.split(","))
@@ -600,6 +602,22 @@ def main():
                     "peer: srun of an MPI program: MPI_Init, one allreduce, MPI_Finalize")
 
     section("start-up", startup_rows)
+
+    # --- 8. no site file ---
+    def nosite_rows():
+        if "nosite" in only:
+            progress("the 2x2 example without a site file (bench/nosite.sh)")
+            out_json = os.path.join(b.build, "bench", "nosite.json")
+            sh(["bash", os.path.join(SRC, "bench", "nosite.sh"), b.build, out_json], what="bench/nosite.sh")
+            with open(out_json) as f:
+                n = json.load(f)
+            res["nosite"] = n
+            row("no site", "2x2 example, no site file (samples/s)", n["nosite_samples_s"], n["site_samples_s"],
+                "samples/s", n["ratio"], 0.8, "peer: the same job with site/site.json; medians of %d rounds; "
+                "mpi_wait %s without, %s with (%d cores)" % (n["runs"], n["nosite_mpi_wait"], n["site_mpi_wait"],
+                                                             n["cpus"]))
+
+    section("no site", nosite_rows)
 
     # --- the table ---
     print()

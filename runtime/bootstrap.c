@@ -332,12 +332,72 @@ static int boot_singleton(struct rt_proc *p, struct dt_err *err)
 	return local_hostname(p->hostname, sizeof(p->hostname), err);
 }
 
+/* --- the machine's CPUs --- */
+
+/* The first line of a file (the caller frees), or NULL. */
+static char *read_line(const char *path)
+{
+	char *s = NULL;
+	size_t len;
+
+	return dt_read_file(path, &s, &len) == 0 ? s : NULL;
+}
+
+/* A cgroup quota: "QUOTA PERIOD" (v2 cpu.max) or QUOTA and PERIOD in two
+ * files (v1), in CPUs rounded up; 0 when there is none ("max", -1). */
+static long quota_cpus(const char *quota, const char *period)
+{
+	long long q, per;
+
+	if (!quota || sscanf(quota, "%lld", &q) != 1 || q <= 0)
+		return 0;
+	if (period ? sscanf(period, "%lld", &per) != 1 : sscanf(quota, "%*s %lld", &per) != 1)
+		return 0;
+	return per > 0 ? (long)((q + per - 1) / per) : 0;
+}
+
+/* The CPUs this machine gives its processes: the online CPUs, fewer where
+ * the cgroup that this process sees as the root (a container's, in its own
+ * cgroup namespace) limits them by a cpuset or a quota, cgroup v2 or v1.
+ * Not the affinity mask: Slurm may bind each rank to its own CPUs, and the
+ * question is what all the machine's ranks share. 0: unknown. */
+static int machine_cpu_count(void)
+{
+	static const char *const sets[] = { "/sys/fs/cgroup/cpuset.cpus.effective",
+					    "/sys/fs/cgroup/cpuset/cpuset.effective_cpus" };
+	long n = sysconf(_SC_NPROCESSORS_ONLN), c;
+	char *a, *b;
+	size_t i;
+
+	if (n <= 0)
+		return 0;
+	for (i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
+		a = read_line(sets[i]);
+		c = a ? dt_cpulist_count(a) : 0;
+		free(a);
+		if (c > 0 && c < n)
+			n = c;
+	}
+	a = read_line("/sys/fs/cgroup/cpu.max");
+	c = quota_cpus(a, NULL);
+	free(a);
+	if (c > 0 && c < n)
+		n = c;
+	a = read_line("/sys/fs/cgroup/cpu/cpu.cfs_quota_us");
+	b = read_line("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+	c = b ? quota_cpus(a, b) : 0;
+	free(a);
+	free(b);
+	if (c > 0 && c < n)
+		n = c;
+	return n > INT_MAX ? INT_MAX : (int)n;
+}
+
 /* --- dispatcher --- */
 
 int rt_bootstrap(struct rt_proc *p, struct dt_err *err)
 {
 	const char *nodename;
-	long cpus;
 	int rc;
 
 	memset(p, 0, sizeof(*p));
@@ -363,8 +423,7 @@ int rt_bootstrap(struct rt_proc *p, struct dt_err *err)
 	nodename = getenv("SLURMD_NODENAME");
 	copy_name(p->node, sizeof(p->node), nodename && *nodename ? nodename : p->hostname);
 	p->machine_size = p->local_size;
-	cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	p->machine_cpus = cpus > 0 && cpus <= INT_MAX ? (int)cpus : 0;
+	p->machine_cpus = machine_cpu_count();
 out:
 	if (rc)
 		rt_bootstrap_fini(p);
@@ -503,9 +562,18 @@ static void yield_if_oversubscribed(const struct rt_proc *p)
 
 bool rt_mpi_yields(void)
 {
+	static const char *const yes[] = { "true", "yes", "enabled", "t", "y" };
 	const char *v = getenv("OMPI_MCA_mpi_yield_when_idle");
+	size_t i;
 
-	return v && (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes"));
+	if (!v)
+		return false;
+	if (*v >= '0' && *v <= '9') /* Open MPI's booleans: a number, true when not 0 */
+		return strtol(v, NULL, 10) != 0;
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (!strcasecmp(v, yes[i]))
+			return true;
+	return false;
 }
 
 /* A fence of all the job's ranks, no data: PMIx's own channel, not MPI's.

@@ -62,7 +62,8 @@ struct rt_proc {
 	int machine_size;           /* the job's processes on this machine (the ranks
 				     * of every Slurm node it runs): counted by
 				     * rt_mpi_init under PMIx, else local_size */
-	int machine_cpus;           /* CPUs online on this machine; 0: unknown */
+	int machine_cpus;           /* CPUs of this machine: online, fewer where a
+				     * container's cgroup limits them; 0: unknown */
 	enum rt_boot_via via;
 	bool pmix_up;               /* PMIx_Init done: rt_bootstrap_fini finalizes */
 	char pmix_nspace[256];      /* our PMIx namespace when pmix_up, else "" */
@@ -145,8 +146,9 @@ void rt_bootstrap_fini(struct rt_proc *p);
 bool rt_machine_oversubscribed(const struct rt_proc *p, int threads);
 
 /* Whether Open MPI waits for messages yielding its core rather than
- * spinning: OMPI_MCA_mpi_yield_when_idle is "1", "true" or "yes" (by the
- * user, the site or rt_mpi_init). */
+ * spinning: OMPI_MCA_mpi_yield_when_idle is true as Open MPI reads a boolean
+ * (a number other than 0, "true", "yes", "enabled", "t", "y"), set by the
+ * user, the site or rt_mpi_init. */
 bool rt_mpi_yields(void);
 
 /* "pmix", "slurm", "mpi" or "singleton". */

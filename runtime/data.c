@@ -1445,10 +1445,13 @@ static void idx_free(struct idx *f)
 /* dir/name.gz, else dir/name (zlib reads plain files as they are). */
 static int idx_find(const char *dir, const char *name, char **out, struct dt_err *err)
 {
-	char gz[64];
+	char *gz;
 
-	snprintf(gz, sizeof(gz), "%s.gz", name);
+	*out = NULL;
+	if (asprintf(&gz, "%s.gz", name) < 0)
+		return oom(err, dir);
 	*out = dt_path_join(dir, gz);
+	free(gz);
 	if (!*out)
 		return oom(err, dir);
 	if (access(*out, F_OK) == 0)

@@ -107,6 +107,10 @@ char *dt_abspath(const char *path);
  * frees; NULL when out of memory. */
 char *dt_path_join(const char *dir, const char *name);
 
+/* The number of CPUs in a Linux CPU list ("0-3,8,10-11\n": 7), as in
+ * cpuset.cpus.effective; -EINVAL when malformed or empty. */
+int dt_cpulist_count(const char *list);
+
 /* Directory holding the running executable (for finding sibling programs).
  * Caller frees; NULL on failure. */
 char *dt_exe_dir(void);

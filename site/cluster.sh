@@ -113,6 +113,8 @@ nodes_in() {
 healthy() {
   local d
   for d in $(daemons); do pid_of "$d" >/dev/null || return 1; done
+  [[ -x $DIR/task-prolog ]] || return 1
+  for d in "${NODES[@]}"; do [[ -d $SHM/$d ]] || return 1; done
   munge_ok && ctld_ok && nodes_in 'idle|mixed|allocated|completing|planned'
 }
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# make demo: convert Fashion-MNIST (dtrain-data), submit the example job
-# jobs/fashion-mnist-2x2.json with dtrain-submit, wait for it, and print its
-# test accuracy and where its outputs are. It runs on the Slurm cluster that
-# `sinfo` reaches; when none is reachable it starts the local cluster
-# (site/cluster.sh) and uses the example site policy (site/site.json) that
-# fits it. The spec's data paths are relative to the repository root.
+# make demo: find a Slurm cluster, convert Fashion-MNIST (dtrain-data),
+# submit the example job jobs/fashion-mnist-2x2.json with dtrain-submit, wait
+# for it, and print its test accuracy and where its outputs are. It runs on
+# the Slurm cluster that `sinfo` reaches; when none is reachable it starts the
+# local cluster (site/cluster.sh) and uses the example site policy
+# (site/site.json) that fits it. The spec's data paths are relative to the repository root.
 # It stops at the first step that fails, with that step's own message (above
 # it) and a hint; the exit code is the step's.
 # Usage: site/demo.sh [BUILD_DIR] [SPEC]
@@ -24,14 +24,6 @@ step_failed() {
 	exit "$1"
 }
 
-data=build/data/fashion-mnist
-if [ ! -s "$data/train.h5" ] || [ ! -s "$data/test.h5" ]; then
-	echo "demo: converting Fashion-MNIST into $data"
-	"$bin/dtrain-data" fashion-mnist "$data" ||
-		step_failed $? "converting Fashion-MNIST (dtrain-data fashion-mnist $data)" \
-			"the message above names the file; site/install-deps.sh installs dataset-fashion-mnist"
-fi
-
 if sinfo -h >/dev/null 2>&1; then
 	echo "demo: submitting to the Slurm cluster that sinfo reaches"
 else
@@ -44,13 +36,23 @@ else
 	site_args=(--site "$top/site/site.json")
 fi
 
+data=build/data/fashion-mnist
+if [ ! -s "$data/train.h5" ] || [ ! -s "$data/test.h5" ]; then
+	echo "demo: converting Fashion-MNIST into $data"
+	"$bin/dtrain-data" fashion-mnist "$data" ||
+		step_failed $? "converting Fashion-MNIST (dtrain-data fashion-mnist $data)" \
+			"the message above names the file; site/install-deps.sh installs dataset-fashion-mnist"
+fi
+
 id=$("$bin/dtrain-submit" "$spec" "${site_args[@]}") ||
 	step_failed $? "submitting $spec (dtrain-submit)" \
 		"the message above names the spec key or the Slurm error; 'dtrain-submit validate $spec' checks a spec alone"
 echo "demo: submitted job $id ($spec)"
 
 echo "----- output of job $id (dtrain-submit logs -f $id) -----"
-"$bin/dtrain-submit" logs -f "$id" | tee "$build/demo.out"
+"$bin/dtrain-submit" logs -f "$id" | tee "$build/demo.out" ||
+	step_failed $? "following job $id's output (dtrain-submit logs -f $id)" \
+		"the job may still run: 'dtrain-submit status $id' shows it and its run directory"
 echo "-----------------------------"
 # logs -f returns once the job stops running; wait out its clean-up
 for _ in $(seq 60); do

@@ -5,10 +5,11 @@
 # else listens there.
 . "$(dirname "$0")/lib.sh"
 
-# a listener on a free port, which the cluster's slurmctld would need
+# a listener on a free port, which the cluster's slurmctld would need (it
+# ends by itself after 60 s, should the test fail before it kills it)
 python3 -c 'import socket, time
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
-print(s.getsockname()[1], flush=True); time.sleep(120)' >"$T/port" 2>/dev/null &
+print(s.getsockname()[1], flush=True); time.sleep(60)' >"$T/port" 2>/dev/null &
 holder=$!
 for _ in $(seq 50); do [ -s "$T/port" ] && break; sleep 0.1; done
 port=$(cat "$T/port")
@@ -23,6 +24,7 @@ must_contain "$T/out" "demo: no Slurm cluster reachable; starting the local one"
 must_contain "$T/err" "cluster.sh: port $port is already in use"
 must_contain "$T/err" "demo: failed: starting the local Slurm cluster (site/cluster.sh up --dir $T/build/cluster) (exit 3); hint:"
 must_not_contain "$T/out" "submitted job"
+must_not_contain "$T/out" "converting Fashion-MNIST" # the cluster comes first
 must_not_contain "$T/err" "sbatch"
 kill $holder
 pass "the cluster's own message, the failed step and a hint; exit 3 and nothing submitted"

@@ -1,6 +1,6 @@
 /*
  * test_values.c - Slurm time and memory strings, and the string helpers the
- * spec checks rely on (edit distance for hints, shell quoting, path joins).
+ * spec checks rely on (edit distance for hints, shell quoting, path joins, CPU lists).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -106,6 +106,22 @@ static void path_join(void **state)
 	}
 }
 
+static void cpu_lists(void **state)
+{
+	static const struct { const char *in; int want; } cases[] = {
+		{ "0", 1 }, { "0-1\n", 2 }, { "0-3,8,10-11", 7 }, { "5-5", 1 },
+		{ "", -EINVAL }, { "\n", -EINVAL }, { "a", -EINVAL }, { "3-1", -EINVAL },
+		{ "0-", -EINVAL }, { "0,,1", -EINVAL }, { "1 2", -EINVAL },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (dt_cpulist_count(cases[i].in) != cases[i].want)
+			fail_msg("dt_cpulist_count(\"%s\") = %d, want %d", cases[i].in,
+				 dt_cpulist_count(cases[i].in), cases[i].want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -114,6 +130,7 @@ int main(void)
 		cmocka_unit_test(edit_distance),
 		cmocka_unit_test(shell_quote),
 		cmocka_unit_test(path_join),
+		cmocka_unit_test(cpu_lists),
 	};
 
 	return cmocka_run_group_tests_name("values", tests, NULL, NULL);

@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # deps.sh - site/deps.list against what the project's shell scripts call:
-#  1. every command that a script calls by name (the first word of a simple
-#     command, and the command after timeout, exec, env, xargs, nohup,
-#     setsid, command -v) is a bash builtin or keyword, a function of one of
-#     the scripts, or listed in site/deps.list;
+#  1. every command that a shell script calls by name is a bash builtin or
+#     keyword, a function of one of the scripts, or listed in
+#     site/deps.list: the first word of every simple command, and the
+#     command that a wrapper runs, both the programs (timeout, exec, env,
+#     xargs, nohup, setsid, command -v) and the scripts' own functions that
+#     run their arguments (expect_rc, launch, solo);
 #  2. every command listed comes from the package named on its line (or
-#     from one that package depends on), found on the system's PATH, when
-#     that package is installed; a package of the "base" set must be.
+#     from one that package depends on, or that package ships a program of
+#     that name: Debian's alternatives may point awk at gawk), found on the
+#     system's PATH, when that package is installed; a package of the
+#     "base" set must be.
+# What it cannot see: a command named by a variable, or inside a string
+# (sh -c '...', trap), and the programs that Python (bench/run.py) and the
+# Makefile call; those are listed by hand.
 # Scripts are parsed, not grepped: shfmt --to-json gives the syntax tree and
 # jq picks its calls. A command built from a variable ("$bin/dtrain-run")
 # is not checked.
@@ -16,7 +23,7 @@ set -euo pipefail
 src=${DTRAIN_SOURCE_DIR:?DTRAIN_SOURCE_DIR must point at the source tree}
 list=$src/site/deps.list
 # where Debian's packages put programs; not a user's own python3 or CUDA
-sys_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+sys_path=/usr/sbin:/usr/bin:/sbin:/bin
 failed=0
 bad() { echo "FAIL: $*" >&2; failed=1; }
 
@@ -60,35 +67,51 @@ while read -r w; do known[$w]=builtin; done < <(compgen -b; compgen -k)
 while IFS=$'\t' read -r kind name; do [[ $kind == func ]] && known[$name]=function; done <"$calls"
 
 # The command a wrapper runs: the first word after its options (and after
-# timeout's duration, env's assignments).
+# timeout's duration, env's assignments, and the leading arguments of the
+# scripts' own wrappers: expect_rc WANT CMD..., launch NAME CMD..., solo CMD...).
 wrapped() {
-	local w=$1
+	local w=$1 skip=0
 	shift
+	case $w in expect_rc | launch) skip=1 ;; esac
 	while (($#)); do
 		case $w:$1 in
 		timeout:-s | timeout:-k | timeout:--signal | timeout:--kill-after | env:-u | env:--unset) shift ;;
+		expect_rc:* | launch:* | solo:*) ;;
 		*:-*) ;;
-		timeout:[0-9]*) w=timeout-done ;;
+		timeout:*) w=timeout-done ;; # the duration, literal or not
 		env:*=*) ;;
 		*) echo "$1"; return ;;
 		esac
+		if ((skip > 0)); then
+			skip=$((skip - 1))
+		elif [[ $w == expect_rc || $w == launch || $w == solo ]]; then
+			echo "$1"
+			return
+		fi
 		shift
 	done
+}
+
+# check FILE CMD: CMD is a builtin, a function or listed.
+check() {
+	local file=$1 cmd=$2
+	[[ -z $cmd || $cmd == \? || $cmd == *=* ]] && return 0
+	[[ $cmd == */* ]] && cmd=${cmd##*/} # /usr/bin/python3: python3
+	checked=$((checked + 1))
+	[[ -n ${known[$cmd]:-} || -n ${pkg_of[$cmd]:-} ]] && return 0
+	bad "$file: calls '$cmd', which $list does not list; hint: add it to the line of the package that ships it (dpkg -S \$(command -v $cmd))"
+	known[$cmd]=reported
 }
 
 checked=0
 while IFS=$'\t' read -r kind file cmd args; do
 	[[ $kind == call ]] || continue
 	read -ra a <<<"$args"
+	check "$file" "$cmd"
 	case $cmd in
-	timeout | exec | env | xargs | nohup | setsid | command) cmd=$(wrapped "$cmd" "${a[@]}") ;;
+	timeout | exec | env | xargs | nohup | setsid | command | expect_rc | launch | solo)
+		check "$file" "$(wrapped "$cmd" "${a[@]}")" ;;
 	esac
-	[[ -z $cmd || $cmd == \? || $cmd == *=* ]] && continue
-	[[ $cmd == */* ]] && cmd=${cmd##*/} # /usr/bin/python3: python3
-	checked=$((checked + 1))
-	[[ -n ${known[$cmd]:-} || -n ${pkg_of[$cmd]:-} ]] && continue
-	bad "$file: calls '$cmd', which $list does not list; hint: add it to the line of the package that ships it (dpkg -S \$(command -v $cmd))"
-	known[$cmd]=reported
 done <"$calls"
 ((checked > 500)) || bad "only $checked calls found in ${#scripts[@]} scripts; is the parser working?"
 
@@ -141,6 +164,9 @@ for c in "${!path_of[@]}"; do
 		who=${who:-$o}
 		if [[ ", $o, " == *", $pkg, "* ]] || grep -qxF -- "${o%%,*}" <<<"${deps[$pkg]}"; then ok=1; break; fi
 	done < <(chain "${path_of[$c]}")
+	# Debian's alternatives: /usr/bin/awk may lead to gawk where mawk is
+	# installed too; the listed package must still ship a program of the name
+	((ok)) || ! dpkg-query -L "$pkg" 2>/dev/null | grep -qE "/s?bin/$c\$" || ok=1
 	((ok)) || bad "$list: '$c' (${path_of[$c]}) is not shipped by '$pkg' but by '${who:-no package}'"
 done
 
