@@ -28,9 +28,10 @@
  *
  * Life cycle: rt_bootstrap(), then rt_mpi_init() (MPI_Init and the check that
  * MPI agrees), ..., MPI_Finalize(), then rt_bootstrap_fini(). rt_bootstrap
- * never waits on another rank; rt_mpi_init meets every rank in PMIx fences
- * (which every rank joins, failed or not) and MPI_Init. From there on a rank
- * that fails alone must tell the others (rt_mpi_first_failure) or MPI_Abort.
+ * never waits on another rank; rt_mpi_init meets every rank in a PMIx fence
+ * before MPI_Init (joined even by a rank whose PMIx_Put failed), in MPI_Init
+ * and in a PMIx fence after it. From there on a rank that fails alone must
+ * tell the others (rt_mpi_first_failure) or MPI_Abort.
  *
  * Sharing: rt_pmix_share() hands small opaque blobs (NCCL's unique ids, 128
  * bytes) from the root of each group of ranks to the group's members, over
