@@ -46,7 +46,7 @@
  * function, because the HDF5 library is not thread-safe.
  *
  * Errors: functions return 0 or a negative errno-style code and add a line
- * naming the path to err (runtime/util.h).
+ * naming the path to err (base/util.h).
  *
  * Sections: meta, names and hashes, writing a shard, the root file, commit,
  * listing and manifests, verifying, reading tensors, export and inspect.
@@ -59,7 +59,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "runtime/util.h"
+#include "base/util.h"
 
 #define CKPT_FORMAT "dtrain-checkpoint"
 #define CKPT_VERSION 1

@@ -4,7 +4,7 @@
  * checkpoint/README.md).
  *
  * Commands: list, verify, inspect, export. Each parses its command line,
- * calls checkpoint/ckpt.h and maps errors to exit codes (runtime/util.h):
+ * calls checkpoint/ckpt.h and maps errors to exit codes (base/util.h):
  * 0 success, 1 failure (damaged or missing checkpoint, I/O error), 2 usage
  * error.
  *
@@ -23,7 +23,7 @@
 
 #include "checkpoint/ckpt.h"
 #include "jobs/spec.h"
-#include "runtime/util.h"
+#include "base/util.h"
 
 #ifndef DTRAIN_VERSION
 #define DTRAIN_VERSION "unknown"

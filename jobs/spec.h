@@ -26,7 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "runtime/util.h"
+#include "base/util.h"
 
 struct site;
 

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "runtime/util.h"
+#include "base/util.h"
 
 /* --- running programs (proc.c) --- */
 

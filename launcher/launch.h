@@ -27,7 +27,7 @@
 #include <time.h>
 
 #include "jobs/spec.h"
-#include "runtime/util.h"
+#include "base/util.h"
 #include "site/site.h"
 
 /* --- command line --- */

@@ -45,7 +45,7 @@
 
 #include <mpi.h>
 
-#include "runtime/util.h"
+#include "base/util.h"
 
 enum rt_boot_via {
 	RT_BOOT_PMIX,

@@ -60,7 +60,7 @@
 #include "runtime/model.h"
 #include "runtime/dp.h"
 #include "runtime/optim.h"
-#include "runtime/util.h"
+#include "base/util.h"
 
 /* Where the trainer stands at a step boundary. */
 struct rt_ckpt_pos {

@@ -55,7 +55,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "runtime/util.h"
+#include "base/util.h"
 
 #define RT_DATA_FORMAT "dtrain-dataset"
 #define RT_DATA_VERSION 1

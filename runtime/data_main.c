@@ -3,7 +3,7 @@
  * dtrain-run trains on (format in runtime/data.h, guide in runtime/DATA.md).
  *
  * Commands: fashion-mnist, synthetic, info, bench. Each parses its command
- * line, calls runtime/data.h and maps errors to exit codes (runtime/util.h):
+ * line, calls runtime/data.h and maps errors to exit codes (base/util.h):
  * 0 success, 1 failure (input missing, unreadable or invalid; I/O error),
  * 2 usage error.
  *
@@ -20,7 +20,7 @@
 
 #include "runtime/data.h"
 #include "runtime/rng.h"
-#include "runtime/util.h"
+#include "base/util.h"
 
 #ifndef DTRAIN_VERSION
 #define DTRAIN_VERSION "unknown"

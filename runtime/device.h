@@ -12,7 +12,7 @@
 
 #include "jobs/spec.h"
 #include "runtime/bootstrap.h"
-#include "runtime/util.h"
+#include "base/util.h"
 
 /* --- life cycle --- */
 

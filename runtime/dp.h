@@ -98,7 +98,7 @@
 #include "runtime/grid.h"
 #include "runtime/model.h"
 #include "runtime/optim.h"
-#include "runtime/util.h"
+#include "base/util.h"
 
 struct rt_pool; /* runtime/pool.h */
 

@@ -7,7 +7,7 @@
  * (device.h: the CPU, or the GPU of train.device "cuda"), reports where each
  * rank landed, and trains (train.h).
  * This file only parses the command line, calls the runtime and maps errors
- * to exit codes (runtime/util.h).
+ * to exit codes (base/util.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,7 +23,7 @@
 #include "runtime/device.h"
 #include "runtime/grid.h"
 #include "runtime/train.h"
-#include "runtime/util.h"
+#include "base/util.h"
 
 #ifndef DTRAIN_VERSION
 #define DTRAIN_VERSION "unknown"

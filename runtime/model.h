@@ -39,7 +39,7 @@
 
 #include "jobs/spec.h"
 #include "runtime/kernels.h"
-#include "runtime/util.h"
+#include "base/util.h"
 
 /* --- model queries (pure; the spec is borrowed for the call) --- */
 

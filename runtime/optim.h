@@ -35,7 +35,7 @@
 #include <stdint.h>
 
 #include "jobs/spec.h"
-#include "runtime/util.h"
+#include "base/util.h"
 
 enum rt_optim_type {
 	RT_OPTIM_SGD,   /* "sgd": SGD with momentum (0 = plain SGD) */

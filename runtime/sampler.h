@@ -42,7 +42,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "runtime/util.h"
+#include "base/util.h"
 
 struct rt_sampler {
 	int64_t n;            /* rows of the data set, >= 1 */

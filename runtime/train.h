@@ -26,7 +26,7 @@
 
 #include "jobs/spec.h"
 #include "runtime/grid.h"
-#include "runtime/util.h"
+#include "base/util.h"
 
 struct rt_train_opts {
 	const char *save_params; /* directory for the final parameters, or NULL */

@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "jobs/spec.h"
-#include "runtime/util.h"
+#include "base/util.h"
 
 #define SITE_DEFAULT_PATH "/etc/dtrain/site.json"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "runtime/util.h"
+#include "base/util.h"
 
 /* A fresh directory under $TMPDIR (or /tmp), removed by tu_cleanup(). */
 static char tu_dir[256];

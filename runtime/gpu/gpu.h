@@ -30,7 +30,7 @@
 
 #include "runtime/bootstrap.h"
 #include "runtime/grid.h"
-#include "runtime/util.h"
+#include "base/util.h"
 
 struct ncclComm; /* nccl.h's ncclComm_t is a struct ncclComm * */
 

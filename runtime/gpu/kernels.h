@@ -49,7 +49,7 @@ extern "C" {
 
 #include "runtime/kernels.h"
 #include "runtime/optim.h"
-#include "runtime/util.h"
+#include "base/util.h"
 
 /* --- errors --- */
 

@@ -62,7 +62,7 @@ extern "C" {
 #include "jobs/spec.h"
 #include "runtime/model.h"
 #include "runtime/optim.h"
-#include "runtime/util.h"
+#include "base/util.h"
 
 /* --- stages --- */
 

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 
 #include "launcher/launch.h"
-#include "runtime/util.h"
+#include "base/util.h"
 #include "tests/testutil.h"
 
 /* --- fixtures --- */

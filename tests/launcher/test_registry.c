@@ -21,7 +21,7 @@
 
 #include "launcher/launch.h"
 #include "tests/testutil.h"
-#include "runtime/util.h"
+#include "base/util.h"
 
 /* --- fixtures --- */
 

@@ -29,7 +29,7 @@
 
 #include "runtime/bootstrap.h"
 #include "runtime/grid.h"
-#include "runtime/util.h"
+#include "base/util.h"
 
 #define BLOB 128
 

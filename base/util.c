@@ -3,7 +3,7 @@
  *
  * Sections: errors, buffers, strings, files.
  */
-#include "runtime/util.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
