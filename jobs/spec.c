@@ -18,7 +18,6 @@
 
 #include <json-c/json.h>
 
-#include "site/site.h"
 
 #define PATH_MAX_LEN 256
 
@@ -788,7 +787,7 @@ int spec_check_fragment(json_object *obj, const char *label, const char *prefix,
 struct layers {
 	const char *file;            /* the user's spec file */
 	json_object *user;           /* its tree, with the --set values in it */
-	const struct site *site;
+	const struct spec_policy *policy; /* NULL: none */
 	char **set_keys;             /* paths given with --set */
 	size_t n_sets;
 	char site_label[4096 + 16];
@@ -808,7 +807,7 @@ static struct where origin(struct layers *l, const char *path)
 	}
 	if (tree_get(l->user, path))
 		return w;
-	if (l->site && l->site->defaults && tree_get(l->site->defaults, path))
+	if (l->policy && l->policy->defaults && tree_get(l->policy->defaults, path))
 		return (struct where){ l->site_label, "defaults." };
 	return w;
 }
@@ -880,6 +879,18 @@ static int apply_sets(struct layers *l, const char *const *sets, size_t n, struc
 	return rc;
 }
 
+const char *spec_path_covered(const struct spec_strs *paths, const char *path)
+{
+	size_t i, n;
+
+	for (i = 0; paths && i < paths->n; i++) {
+		n = strlen(paths->v[i]);
+		if (!strncmp(path, paths->v[i], n) && (path[n] == '\0' || path[n] == '.'))
+			return paths->v[i];
+	}
+	return NULL;
+}
+
 /* Every node of the user's layer that a site lock covers is an error. */
 static int check_locks(struct layers *l, json_object *obj, const char *path, struct dt_err *err)
 {
@@ -890,12 +901,12 @@ static int check_locks(struct layers *l, json_object *obj, const char *path, str
 		const char *lock;
 
 		snprintf(full, sizeof(full), "%s%s%s", path, *path ? "." : "", key);
-		lock = site_locked(l->site, full);
+		lock = spec_path_covered(l->policy->locked, full);
 		if (lock) {
 			struct where w = origin(l, full);
 
 			rc = dt_err_add(err, WHERE_FMT ": locked by the site (%s: locked: \"%s\"); remove it from the spec",
-					WHERE_ARGS(&w, full), l->site->path, lock);
+					WHERE_ARGS(&w, full), l->policy->label, lock);
 			continue;
 		}
 		if (json_object_is_type(val, json_type_object) && check_locks(l, val, full, err))
@@ -1041,16 +1052,16 @@ int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *e
 	memset(&l, 0, sizeof(l));
 	memset(out, 0, sizeof(*out));
 	l.file = in->path;
-	l.site = in->site;
-	if (in->site && in->site->path)
-		snprintf(l.site_label, sizeof(l.site_label), "%s", in->site->path);
+	l.policy = in->policy;
+	if (in->policy && in->policy->label)
+		snprintf(l.site_label, sizeof(l.site_label), "%s", in->policy->label);
 	rc = spec_json_load(in->path, &l.user, err);
 	if (rc)
 		goto out;
 	/* Report every problem at once: bad --set values and locked keys do
 	 * not stop the checks of the rest. */
 	bad = apply_sets(&l, in->sets, in->n_sets, err);
-	if (bad == -ENOMEM || (in->site && check_locks(&l, l.user, "", err)))
+	if (bad == -ENOMEM || (in->policy && check_locks(&l, l.user, "", err)))
 		bad = bad ? bad : -EINVAL;
 	if (bad == -ENOMEM) {
 		rc = bad;
@@ -1061,7 +1072,7 @@ int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *e
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (in->site && in->site->defaults && (rc = tree_merge(merged, in->site->defaults)))
+	if (in->policy && in->policy->defaults && (rc = tree_merge(merged, in->policy->defaults)))
 		goto out;
 	if ((rc = tree_merge(merged, l.user)))
 		goto out;
@@ -1072,7 +1083,8 @@ int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *e
 	rc = resolve_paths(out, in->path, err);
 	if (check_rules(out, in->path, err))
 		rc = -EINVAL;
-	if (in->site && site_check_limits(in->site, out, origin_label, &l, err))
+	if (in->policy && in->policy->check &&
+	    in->policy->check(in->policy->ctx, out, origin_label, &l, err))
 		rc = -EINVAL;
 	if (bad)
 		rc = -EINVAL;

@@ -8,10 +8,11 @@
  * spec and the reference in jobs/README.md. A key missing from the table is an
  * error ("did you mean ...").
  *
- * Resolution, in order: the site's `defaults` (site/site.h), under the user's
- * spec file, under the `--set` overrides; then the table defaults fill the
- * rest; then types, bounds and cross-field rules are checked; then the site's
- * limits. A struct spec that spec_resolve() filled is always valid.
+ * Resolution, in order: a policy's `defaults` (the site's: site/site.h
+ * makes a struct spec_policy of a site file), under the user's spec file,
+ * under the `--set` overrides; then the table defaults fill the rest; then
+ * types, bounds and cross-field rules are checked; then the policy's limits.
+ * A struct spec that spec_resolve() filled is always valid.
  *
  * Invariants of a resolved spec:
  *   resources.nodes * resources.tasks_per_node == parallel.data * parallel.pipeline
@@ -27,8 +28,6 @@
 #include <stddef.h>
 
 #include "base/util.h"
-
-struct site;
 
 /* --- value containers (owned by the struct spec they are in) --- */
 struct spec_strs { char **v; size_t n; };
@@ -154,13 +153,36 @@ const struct spec_field *spec_field_find(const char *path);
 
 /* --- life cycle --- */
 
+struct json_object;
+
+/* A policy over users' specs, as the cluster's admins set it (site/site.h:
+ * site_policy()). Every pointer is borrowed for the call that takes it. */
+struct spec_policy {
+	const char *label;                /* its file, named in messages; NULL: none */
+	struct json_object *defaults;     /* a job-spec fragment under the user's
+					   * spec, or NULL */
+	const struct spec_strs *locked;   /* paths users may not set (a path covers
+					   * those below it), or NULL */
+	/* The resolved spec against the policy's limits, or NULL for none;
+	 * origin(octx, path) names where a value came from (the user's file,
+	 * "--set", the policy's file). 0, or -EINVAL with every problem in err. */
+	int (*check)(const void *ctx, const struct spec *spec,
+		     const char *(*origin)(void *octx, const char *path), void *octx,
+		     struct dt_err *err);
+	const void *ctx;                  /* check's first argument */
+};
+
 /* Where a spec comes from. Every pointer is borrowed for the call. */
 struct spec_input {
 	const char *path;         /* the user's job spec file; required */
-	const struct site *site;  /* site policy, or NULL for none */
+	const struct spec_policy *policy; /* the site's policy, or NULL for none */
 	const char *const *sets;  /* "a.b=value" overrides, applied last */
 	size_t n_sets;
 };
+
+/* The entry of `paths` equal to `path` or above it ("resources" covers
+ * "resources.partition", not "resourcesX"), or NULL; paths may be NULL. */
+const char *spec_path_covered(const struct spec_strs *paths, const char *path);
 
 /* Resolve a job spec (see the top of this file). On success *out is a valid
  * spec that the caller frees with spec_free(). On failure returns -EINVAL
@@ -171,7 +193,6 @@ int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *e
 /* Check a partial spec (a site's `defaults`) against the table: known keys,
  * types, bounds; cross-field rules are not checked. Messages read
  * "<label>: <prefix><path>: ...". 0 or -EINVAL. */
-struct json_object;
 int spec_check_fragment(struct json_object *obj, const char *label,
 			const char *prefix, struct dt_err *err);
 

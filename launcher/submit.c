@@ -170,6 +170,7 @@ static int input_error(int rc, const char *what, const char *path, struct dt_err
 int launch_plan(const struct launch_args *a, struct launch_plan *p, struct dt_err *err)
 {
 	const char *site_path;
+	struct spec_policy policy;
 	struct spec_input in;
 	char *exe_dir = NULL;
 	struct stat st;
@@ -182,7 +183,8 @@ int launch_plan(const struct launch_args *a, struct launch_plan *p, struct dt_er
 		rc = input_error(rc, "site file", site_path, err);
 		goto out;
 	}
-	in = (struct spec_input){ .path = a->spec_path, .site = &p->site,
+	site_policy(&p->site, &policy);
+	in = (struct spec_input){ .path = a->spec_path, .policy = &policy,
 				  .sets = a->sets, .n_sets = a->n_sets };
 	rc = spec_resolve(&in, &p->spec, err);
 	if (rc) {

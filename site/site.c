@@ -246,18 +246,20 @@ void site_free(struct site *s)
 
 const char *site_locked(const struct site *s, const char *path)
 {
-	size_t i;
+	return s ? spec_path_covered(&s->locked, path) : NULL;
+}
 
-	if (!s)
-		return NULL;
-	for (i = 0; i < s->locked.n; i++) {
-		const char *l = s->locked.v[i];
-		size_t n = strlen(l);
+static int check_limits(const void *ctx, const struct spec *spec,
+			const char *(*origin)(void *octx, const char *path), void *octx,
+			struct dt_err *err)
+{
+	return site_check_limits(ctx, spec, origin, octx, err);
+}
 
-		if (!strncmp(path, l, n) && (path[n] == '\0' || path[n] == '.'))
-			return l;
-	}
-	return NULL;
+void site_policy(const struct site *s, struct spec_policy *out)
+{
+	*out = (struct spec_policy){ .label = s->path, .defaults = s->defaults,
+				     .locked = &s->locked, .check = check_limits, .ctx = s };
 }
 
 int site_check_limits(const struct site *s, const struct spec *spec,

@@ -53,7 +53,12 @@ const char *site_find(const char *explicit_path);
 int site_load(const char *path, struct site *out, struct dt_err *err);
 void site_free(struct site *s);
 
-/* --- policy checks, used by spec_resolve() --- */
+/* --- the policy, for spec_resolve() --- */
+
+/* The site as the policy spec_resolve() applies (jobs/spec.h): its file as
+ * the label, its defaults, its locked paths and its limits. *out borrows
+ * from s, which must outlive it. */
+void site_policy(const struct site *s, struct spec_policy *out);
 
 /* The locked path equal to `path` or above it ("resources" covers
  * "resources.partition"), or NULL. s may be NULL (no policy). */

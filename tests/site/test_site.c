@@ -59,8 +59,10 @@ static int teardown(void **state)
 static int resolve(struct fixture *fx, const char *text, const char *const *sets, size_t n,
 		   struct spec *s, struct dt_err *e)
 {
-	struct spec_input in = { tu_write("job.json", text), &fx->site, sets, n };
+	struct spec_policy policy;
+	struct spec_input in = { tu_write("job.json", text), &policy, sets, n };
 
+	site_policy(&fx->site, &policy);
 	dt_err_clear(e);
 	return spec_resolve(&in, s, e);
 }
