@@ -574,7 +574,8 @@ static void *writer_main(void *arg)
 
 /* Phase 2, collective: every rank's outcome to rank 0, which fills
  * c->files (or c->failed, the first rank that could not write its part).
- * Ends the save in flight on every rank. 0 or -EIO (MPI). */
+ * Ends the save in flight on every rank. 0, -EIO (MPI), or -ENOMEM on rank
+ * 0 alone (the others wait in the gather: the caller aborts the job). */
 static int gather(struct rt_ckpt *c, struct dt_err *err)
 {
 	int64_t mine[5], *all = NULL;
@@ -591,8 +592,9 @@ static int gather(struct rt_ckpt *c, struct dt_err *err)
 	mine[4] = (int64_t)(c->w.write_s * 1e6);
 	if (c->g->rank == 0) {
 		all = malloc((size_t)world * sizeof(mine));
-		if (!all)
-			MPI_Abort(MPI_COMM_WORLD, DT_EXIT_FAIL);
+		if (!all) /* the others wait in the gather: the caller aborts */
+			return dt_err_add(err, "rank 0: out of memory for the checkpoint results of %d ranks",
+					  world), -ENOMEM;
 	}
 	mrc = MPI_Gather(mine, 5, MPI_INT64_T, all, 5, MPI_INT64_T, 0, MPI_COMM_WORLD);
 	if (mrc != MPI_SUCCESS) {

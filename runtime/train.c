@@ -103,6 +103,9 @@ struct trainer {
 	int n_buckets;
 	int *layer_bucket; /* bucket of each layer of the stage */
 	int final_backward; /* the running backward is the step's last one */
+	int bucket_rc;      /* a bucket's allreduce failed to start during
+			     * backward (message in err); the backward's caller
+			     * returns it */
 	/* the step in progress */
 	double loss_sum;   /* last stage: summed loss of this replica's rows */
 	int64_t correct;
@@ -336,11 +339,11 @@ static void layer_done(void *ctx, int layer)
 	struct bucket *b;
 	int i, flag;
 
-	if (t->replicas == 1 || t->dp.shared || !t->final_backward)
+	if (t->replicas == 1 || t->dp.shared || !t->final_backward || t->bucket_rc)
 		return;
 	b = &t->buckets[t->layer_bucket[layer]];
-	if (--b->pending == 0 && start_bucket(t, b))
-		MPI_Abort(MPI_COMM_WORLD, DT_EXIT_FAIL); /* no way to return from here */
+	if (--b->pending == 0 && (t->bucket_rc = start_bucket(t, b)))
+		return;
 	/* Open MPI progresses non-blocking collectives only inside MPI calls. */
 	for (i = 0; i < t->n_buckets; i++)
 		if (t->buckets[i].started && t->buckets[i].req != MPI_REQUEST_NULL)
@@ -470,6 +473,8 @@ static int backward_mb(struct trainer *t, struct slot *sl, const struct mb *m)
 			       layer_done, t);
 	if (rc)
 		return dt_err_add(t->err, "rank %d: backward pass failed", t->g->rank), rc;
+	if (t->bucket_rc)
+		return t->bucket_rc;
 	t->tm.compute += now_s() - t1;
 	if (t->stage > 0)
 		MPI_CHECK(t, MPI_Isend(sl->dx, (int)(m->rows * t->in), MPI_FLOAT, t->prev, m->tag, pc,
