@@ -1264,15 +1264,22 @@ static void report_rank(struct trainer *t)
 static int agree(struct trainer *t, int rc)
 {
 	struct dt_err e2 = { 0 };
-	int bad = -1;
+	int bad = -1, code = rc, mrc;
 
 	if (rt_mpi_first_failure(rc != 0, &bad, &e2))
 		return dt_err_add(t->err, "%s", e2.msg), -EIO;
 	if (bad < 0)
 		return 0;
+	/* the failing rank's code, so that running out of memory is not
+	 * reported as a spec that does not fit (exit 3) */
+	mrc = MPI_Bcast(&code, 1, MPI_INT, bad, MPI_COMM_WORLD);
+	if (mrc != MPI_SUCCESS)
+		return mpi_fail(t, "MPI_Bcast of a set-up failure", mrc);
 	if (t->g->rank != bad)
 		dt_err_clear(t->err); /* the failing rank reports */
-	return -EINVAL;
+	else if (code == -ENOMEM && !t->err->count)
+		dt_err_add(t->err, "rank %d: out of memory while setting up training", t->g->rank);
+	return code == -ENOMEM ? -ENOMEM : -EINVAL;
 }
 
 int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts *opts,

@@ -41,7 +41,9 @@ struct rt_train_opts {
  * Collective over the world: every rank must call it.
  * Returns 0; on every rank alike: -ERANGE when the loss or gradient became
  * NaN/Inf (the message names the step); -EINVAL for data or a checkpoint
- * that does not fit the spec; -EAGAIN when a stop signal arrived and the
+ * that does not fit the spec; -ENOMEM when a rank ran out of memory in
+ * set-up (that rank's message names it; the caller ends the job with exit
+ * code 1, not as a spec error); -EAGAIN when a stop signal arrived and the
  * state was saved ("requeue me"); -ECANCELED when the final or stop save
  * failed (reported already). Other negative codes for I/O or MPI failures
  * on this rank only (the caller aborts the job). */
