@@ -23,6 +23,7 @@
 
 #include "checkpoint/ckpt.h"
 #include "jobs/spec.h"
+#include "base/cli.h"
 #include "base/util.h"
 
 #ifndef DTRAIN_VERSION
@@ -123,14 +124,7 @@ static const char usage_export[] =
 
 static void print_err(const struct dt_err *err)
 {
-	const char *s = err->msg;
-
-	while (*s) {
-		size_t n = strcspn(s, "\n");
-
-		fprintf(stderr, "dtrain-ckpt: %.*s\n", (int)n, s);
-		s += n + (s[n] == '\n');
-	}
+	dt_err_print("dtrain-ckpt", "", err);
 }
 
 /* The report, or strerror(-rc) when the library left none. */
@@ -144,11 +138,7 @@ static int fail(struct dt_err *err, int rc, const char *what)
 
 static int usage_error(const char *usage, const char *fmt, const char *arg)
 {
-	fputs("dtrain-ckpt: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	fwrite(usage, 1, strcspn(usage, "\n") + 1, stderr);
-	return DT_EXIT_USAGE;
+	return dt_usage_error("dtrain-ckpt", usage, fmt, arg);
 }
 
 /* "812 B", "41.2 KiB", "380.5 MiB", "12.0 GiB" */
@@ -624,36 +614,13 @@ out:
 
 int main(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int (*run)(int argc, char **argv);
-	} cmds[] = {
+	static const struct dt_cmd cmds[] = {
 		{ "list", cmd_list },
 		{ "verify", cmd_verify },
 		{ "inspect", cmd_inspect },
 		{ "export", cmd_export },
 	};
-	size_t i;
-	int code = -1;
 
-	if (argc < 2)
-		return usage_error(usage_main, "%s", "missing COMMAND");
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		fputs(usage_main, stdout);
-		return DT_EXIT_OK;
-	}
-	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
-		printf("dtrain-ckpt %s\n", DTRAIN_VERSION);
-		return DT_EXIT_OK;
-	}
-	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(argv[1], cmds[i].name))
-			code = cmds[i].run(argc - 1, argv + 1);
-	if (code < 0)
-		return usage_error(usage_main, "unknown command \"%s\"", argv[1]);
-	if (fflush(stdout) != 0 && code == DT_EXIT_OK) {
-		fprintf(stderr, "dtrain-ckpt: cannot write to stdout: %s\n", strerror(errno));
-		code = DT_EXIT_FAIL;
-	}
-	return code;
+	return dt_cli_run("dtrain-ckpt", DTRAIN_VERSION, usage_main, cmds,
+			  sizeof(cmds) / sizeof(cmds[0]), argc, argv);
 }

@@ -5,6 +5,8 @@
  */
 #include "launcher/launch.h"
 
+#include "base/cli.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,14 +17,7 @@
 
 static void print_err(const struct dt_err *err)
 {
-	const char *p = err->msg;
-
-	while (*p) {
-		size_t n = strcspn(p, "\n");
-
-		fprintf(stderr, "dtrain-submit: %.*s\n", (int)n, p);
-		p += n + (p[n] == '\n');
-	}
+	dt_err_print("dtrain-submit", "", err);
 }
 
 int main(int argc, char **argv)

@@ -20,6 +20,7 @@
 
 #include "runtime/data.h"
 #include "runtime/rng.h"
+#include "base/cli.h"
 #include "base/util.h"
 
 #ifndef DTRAIN_VERSION
@@ -113,24 +114,12 @@ static const char usage_bench[] =
 
 static void print_err(const struct dt_err *err)
 {
-	const char *s = err->msg, *nl;
-
-	while (*s) {
-		nl = strchr(s, '\n');
-		if (!nl)
-			nl = s + strlen(s);
-		fprintf(stderr, "dtrain-data: %.*s\n", (int)(nl - s), s);
-		s = *nl ? nl + 1 : nl;
-	}
+	dt_err_print("dtrain-data", "", err);
 }
 
 static int usage_error(const char *usage, const char *fmt, const char *arg)
 {
-	fputs("dtrain-data: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	fwrite(usage, 1, strcspn(usage, "\n") + 1, stderr);
-	return DT_EXIT_USAGE;
+	return dt_usage_error("dtrain-data", usage, fmt, arg);
 }
 
 static double now_s(void)
@@ -405,29 +394,13 @@ out:
 
 int main(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int (*run)(int argc, char **argv);
-	} cmds[] = {
+	static const struct dt_cmd cmds[] = {
 		{ "fashion-mnist", cmd_fashion },
 		{ "synthetic", cmd_synthetic },
 		{ "info", cmd_info },
 		{ "bench", cmd_bench },
 	};
-	size_t i;
 
-	if (argc < 2)
-		return usage_error(usage_main, "%s", "missing COMMAND");
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		fputs(usage_main, stdout);
-		return DT_EXIT_OK;
-	}
-	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
-		printf("dtrain-data %s\n", DTRAIN_VERSION);
-		return DT_EXIT_OK;
-	}
-	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(argv[1], cmds[i].name))
-			return cmds[i].run(argc - 1, argv + 1);
-	return usage_error(usage_main, "unknown command \"%s\"", argv[1]);
+	return dt_cli_run("dtrain-data", DTRAIN_VERSION, usage_main, cmds,
+			  sizeof(cmds) / sizeof(cmds[0]), argc, argv);
 }

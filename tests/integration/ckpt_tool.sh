@@ -224,6 +224,9 @@ done
 expect_rc 2 "$CKPT"
 expect_rc 2 "$CKPT" frobnicate
 must_contain "$T/err" 'unknown command "frobnicate"'
+must_not_contain "$T/err" "did you mean"
+expect_rc 2 "$CKPT" lsit
+must_contain "$T/err" 'dtrain-ckpt: unknown command "lsit"; did you mean "list"?'
 expect_rc 2 "$CKPT" verify "$LAST" "$LAST"
 expect_rc 2 "$CKPT" export "$LAST"
 pass "usage: --help exits 0 for every command, errors exit 2"

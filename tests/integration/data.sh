@@ -16,6 +16,8 @@ done
 expect_rc 2 $DATA
 expect_rc 2 $DATA frobnicate
 must_contain "$T/err" 'unknown command "frobnicate"'
+expect_rc 2 $DATA infos
+must_contain "$T/err" 'dtrain-data: unknown command "infos"; did you mean "info"?'
 expect_rc 2 $DATA synthetic
 must_contain "$T/err" "missing argument"
 expect_rc 2 $DATA synthetic "$T/x.h5" --samples abc

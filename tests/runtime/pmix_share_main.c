@@ -44,40 +44,6 @@ static int report_init(const struct rt_proc *p)
 	return 0;
 }
 
-/* --- sanitizer builds: Open MPI's and PMIx's exit-time allocations, as in
- * runtime/main.c (which explains them) --- */
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DTRAIN_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(DTRAIN_ASAN)
-const char *__asan_default_options(void);
-const char *__lsan_default_options(void);
-const char *__lsan_default_suppressions(void);
-
-const char *__asan_default_options(void)
-{
-	return "fast_unwind_on_malloc=0";
-}
-
-const char *__lsan_default_options(void)
-{
-	return "print_suppressions=0";
-}
-
-const char *__lsan_default_suppressions(void)
-{
-	return "leak:libmpi.so\n"
-	       "leak:libopen-rte.so\n"
-	       "leak:libopen-pal.so\n"
-	       "leak:libpmix.so\n"
-	       "leak:libhwloc.so\n"
-	       "leak:libevent\n";
-}
-#endif
-
 /* --- the test --- */
 
 enum { G_WORLD, G_DATA, G_PIPE, NGROUPS };
