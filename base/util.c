@@ -309,6 +309,28 @@ int dt_pwrite_all(int fd, const void *data, size_t len, uint64_t offset)
 	return write_loop(fd, data, len, (long long)offset);
 }
 
+int dt_pread_all(int fd, void *buf, size_t len, uint64_t offset)
+{
+	char *p = buf;
+	ssize_t n;
+
+	if (offset > (uint64_t)INT64_MAX - len)
+		return -EFBIG;
+	while (len > 0) {
+		n = pread(fd, p, len, (off_t)offset);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+		offset += (uint64_t)n;
+	}
+	return 0;
+}
+
 int dt_fsync_fd(int fd)
 {
 	while (sys_fsync(fd) < 0) {

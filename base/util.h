@@ -86,6 +86,9 @@ int dt_write_all(int fd, const void *data, size_t len);
 int dt_pwrite_all(int fd, const void *data, size_t len, uint64_t offset);
 /* fsync(), retrying on EINTR. 0 or -errno. */
 int dt_fsync_fd(int fd);
+/* pread() of exactly len bytes at offset, retrying on EINTR and short
+ * reads. 0, -EIO when the file ends first, or -errno. */
+int dt_pread_all(int fd, void *buf, size_t len, uint64_t offset);
 /* Starts writing back the dirty pages of [offset, offset + len) of fd
  * without waiting for them (Linux sync_file_range), so that a later fsync
  * has less left to wait for. A hint, not a sync: 0 where the file system

@@ -487,19 +487,18 @@ static int crc_file_range(int fd, uint64_t offset, uint64_t len, uint32_t *crc)
 {
 	unsigned char buf[READ_CHUNK];
 
+	int rc;
+
 	while (len > 0) {
 		size_t want = len > sizeof(buf) ? sizeof(buf) : (size_t)len;
-		ssize_t got = pread(fd, buf, want, (off_t)offset);
 
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			return -errno;
-		if (got == 0)
-			return -EIO; /* shorter than fstat said: changed under us */
-		*crc = ckpt_crc32(*crc, buf, (size_t)got);
-		offset += (uint64_t)got;
-		len -= (uint64_t)got;
+		/* -EIO: shorter than fstat said, changed under us */
+		rc = dt_pread_all(fd, buf, want, offset);
+		if (rc)
+			return rc;
+		*crc = ckpt_crc32(*crc, buf, want);
+		offset += want;
+		len -= want;
 	}
 	return 0;
 }

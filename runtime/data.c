@@ -718,27 +718,6 @@ static int check_labels(const struct rt_data *d, const int64_t *rows, int64_t fi
 	return 0;
 }
 
-/* pread of exactly len bytes at off; -EIO when the file ends first. */
-static int pread_full(int fd, void *buf, size_t len, int64_t off)
-{
-	char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return 0;
-}
-
 /* Rows [row, row + k) of /features straight from the file, all in one
  * chunk (see direct_setup()). */
 static int direct_x(struct rt_data *d, int64_t row, int64_t k, float *dst, struct dt_err *err)
@@ -764,8 +743,8 @@ static int direct_x(struct rt_data *d, int64_t row, int64_t k, float *dst, struc
 		return -EIO; /* direct_setup() enables chunks only when this exists */
 #endif
 	}
-	rc = pread_full(d->fd, dst, (size_t)(k * bytes),
-			d->x_addr[c] + (row % d->x_chunk_rows) * bytes);
+	rc = dt_pread_all(d->fd, dst, (size_t)(k * bytes),
+			  (uint64_t)(d->x_addr[c] + (row % d->x_chunk_rows) * bytes));
 	if (rc)
 		dt_err_add(err, "%s: /features: reading row %lld failed: %s", d->path, (long long)row,
 			   rc == -EIO ? "the file ends early (truncated?)" : strerror(-rc));
@@ -774,8 +753,8 @@ static int direct_x(struct rt_data *d, int64_t row, int64_t k, float *dst, struc
 
 static int direct_y(struct rt_data *d, int64_t row, int64_t k, int32_t *dst, struct dt_err *err)
 {
-	int rc = pread_full(d->fd, dst, (size_t)k * sizeof(*dst),
-			    d->y_addr + row * (int64_t)sizeof(*dst));
+	int rc = dt_pread_all(d->fd, dst, (size_t)k * sizeof(*dst),
+			      (uint64_t)(d->y_addr + row * (int64_t)sizeof(*dst)));
 
 	if (rc)
 		dt_err_add(err, "%s: /labels: reading row %lld failed: %s", d->path, (long long)row,
