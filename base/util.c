@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <dirent.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -164,6 +165,34 @@ int dt_edit_distance(const char *a, const char *b)
 		}
 	}
 	return row[lb];
+}
+
+const char *dt_closest_word(const char *list, char sep, const char *s, int max_d, char *buf,
+			    size_t size)
+{
+	const char *p = list, *best = NULL;
+	size_t n;
+	int d;
+
+	while (*p) {
+		n = strcspn(p, (char[]){ sep, '\0' });
+		if (n < size) {
+			memcpy(buf, p, n);
+			buf[n] = '\0';
+			d = strcasecmp(buf, s) ? dt_edit_distance(buf, s) : -1;
+			if (d < max_d) {
+				max_d = d;
+				best = p;
+			}
+		}
+		p += n + (p[n] == sep);
+	}
+	if (!best)
+		return NULL;
+	n = strcspn(best, (char[]){ sep, '\0' });
+	memcpy(buf, best, n);
+	buf[n] = '\0';
+	return buf;
 }
 
 int dt_shell_quote(struct dt_buf *b, const char *s)

@@ -15,6 +15,8 @@
  */
 #include "checkpoint/internal.h"
 
+#include "base/json.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -167,20 +169,6 @@ struct at {
 	struct dt_err *err;
 };
 
-static const char *kind(json_object *v)
-{
-	switch (json_object_get_type(v)) {
-	case json_type_null: return "null";
-	case json_type_boolean: return "a boolean";
-	case json_type_double: return "a number";
-	case json_type_int: return "an integer";
-	case json_type_object: return "an object";
-	case json_type_array: return "an array";
-	case json_type_string: return "a string";
-	}
-	return "a value";
-}
-
 /* "rng" + "seed" -> "rng.seed"; "" + "step" -> "step". */
 static void join(char *out, const char *parent, const char *key)
 {
@@ -198,7 +186,7 @@ static int member(const struct at *at, json_object *obj, const char *parent, con
 		return dt_err_add(at->err, "%s: %s: missing (must be %s)", at->path, name, what);
 	if (!json_object_is_type(*v, type))
 		return dt_err_add(at->err, "%s: %s: must be %s (got %s)", at->path, name, what,
-				  kind(*v));
+				  dt_json_kind(*v));
 	return 0;
 }
 
@@ -211,7 +199,7 @@ static int int_value(const struct at *at, json_object *v, const char *name, int6
 
 	if (!v || !json_object_is_type(v, json_type_int))
 		return dt_err_add(at->err, "%s: %s: must be an integer (got %s)", at->path, name,
-				  v ? kind(v) : "null");
+				  v ? dt_json_kind(v) : "null");
 	x = json_object_get_int64(v);
 	if (x < min || x > max || (x == INT64_MAX && json_object_get_uint64(v) != INT64_MAX))
 		return dt_err_add(at->err, "%s: %s: must be %" PRId64 "..%" PRId64 " (got %s)",
@@ -278,7 +266,7 @@ static int get_double(const struct at *at, json_object *obj, const char *parent,
 		return dt_err_add(at->err, "%s: %s: missing (must be a number)", at->path, name);
 	if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
 		return dt_err_add(at->err, "%s: %s: must be a number (got %s)", at->path, name,
-				  kind(v));
+				  dt_json_kind(v));
 	x = json_object_get_double(v);
 	if (!isfinite(x) || x < 0)
 		return dt_err_add(at->err, "%s: %s: must be a finite number >= 0", at->path, name);
@@ -307,7 +295,7 @@ static int str_value(const struct at *at, json_object *v, const char *name, char
 
 	if (!v || !json_object_is_type(v, json_type_string))
 		return dt_err_add(at->err, "%s: %s: must be a string (got %s)", at->path, name,
-				  v ? kind(v) : "null");
+				  v ? dt_json_kind(v) : "null");
 	s = json_object_get_string(v);
 	n = (size_t)json_object_get_string_len(v);
 	if (n >= cap)
@@ -532,7 +520,7 @@ static int parse_files(const struct at *at, json_object *root, struct ckpt_manif
 		f = json_object_array_get_idx(arr, i);
 		if (!f || !json_object_is_type(f, json_type_object))
 			return dt_err_add(at->err, "%s: %s: must be an object (got %s)", at->path,
-					  where, f ? kind(f) : "null");
+					  where, f ? dt_json_kind(f) : "null");
 		if (get_str(at, f, where, "name", cf->name, sizeof(cf->name)) ||
 		    get_int(at, f, where, "stage", -1, pipeline - 1, &x))
 			return -EINVAL;

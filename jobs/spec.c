@@ -8,6 +8,8 @@
  */
 #include "jobs/spec.h"
 
+#include "base/json.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -167,20 +169,6 @@ static int tree_merge(json_object *dst, json_object *src)
 	return 0;
 }
 
-static const char *json_kind(json_object *v)
-{
-	switch (json_object_get_type(v)) {
-	case json_type_null: return "null";
-	case json_type_boolean: return "a boolean";
-	case json_type_double: return "a number";
-	case json_type_int: return "an integer";
-	case json_type_object: return "an object";
-	case json_type_array: return "an array";
-	case json_type_string: return "a string";
-	}
-	return "a value";
-}
-
 /* A short rendering of a value for "(got ...)"; valid until the next call. */
 static const char *json_short(json_object *v)
 {
@@ -245,35 +233,6 @@ static int check_chars(const struct where *w, const char *path, unsigned flags,
 				  WHERE_ARGS(w, path), *p, charset_doc(flags));
 	}
 	return 0;
-}
-
-/* Suggest the choice closest to s, or NULL. */
-static const char *closest_choice(const char *choices, const char *s, char *buf, size_t size)
-{
-	const char *p = choices, *best = NULL;
-	int best_d = 3;
-
-	while (*p) {
-		const char *bar = strchr(p, '|');
-		size_t n = bar ? (size_t)(bar - p) : strlen(p);
-		char cand[64];
-		int d;
-
-		if (n < sizeof(cand)) {
-			memcpy(cand, p, n);
-			cand[n] = '\0';
-			d = dt_edit_distance(cand, s);
-			if (d < best_d || !strcasecmp(cand, s)) {
-				best_d = !strcasecmp(cand, s) ? -1 : d;
-				snprintf(buf, size, "%s", cand);
-				best = buf;
-			}
-		}
-		p += n;
-		if (*p == '|')
-			p++;
-	}
-	return best;
 }
 
 static bool choice_ok(const char *choices, const char *s)
@@ -380,14 +339,14 @@ static int set_string(const struct where *w, const struct spec_field *f, json_ob
 
 	if (!json_object_is_type(v, json_type_string))
 		return dt_err_add(err, WHERE_FMT ": expected a string (got %s %s)",
-				  WHERE_ARGS(w, f->path), json_kind(v), json_short(v));
+				  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
 	s = json_object_get_string(v);
 	n = strlen(s);
 	if (n != (size_t)json_object_get_string_len(v))
 		return dt_err_add(err, WHERE_FMT ": contains a NUL character", WHERE_ARGS(w, f->path));
 	if (f->type == SPEC_ENUM) {
 		if (!choice_ok(f->choices, s)) {
-			const char *c = closest_choice(f->choices, s, hint, sizeof(hint));
+			const char *c = dt_closest_word(f->choices, '|', s, 3, hint, sizeof(hint));
 
 			if (c)
 				return dt_err_add(err, WHERE_FMT ": unknown value \"%s\"; did you mean \"%s\"? (one of %s)",
@@ -415,7 +374,7 @@ static int set_list(const struct where *w, const struct spec_field *f, json_obje
 
 	if (!json_object_is_type(v, json_type_array))
 		return dt_err_add(err, WHERE_FMT ": expected an array (got %s %s)",
-				  WHERE_ARGS(w, f->path), json_kind(v), json_short(v));
+				  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
 	n = json_object_array_length(v);
 	if ((f->min_items && n < (size_t)f->min_items) || (f->max_items && n > (size_t)f->max_items)) {
 		if (f->min_items == f->max_items)
@@ -516,7 +475,7 @@ static int set_map(const struct where *w, const struct spec_field *f, json_objec
 
 	if (!json_object_is_type(v, json_type_object))
 		return dt_err_add(err, WHERE_FMT ": expected an object of strings (got %s %s)",
-				  WHERE_ARGS(w, f->path), json_kind(v), json_short(v));
+				  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
 	n = (size_t)json_object_object_length(v);
 	if (f->max_items && n > (size_t)f->max_items)
 		return dt_err_add(err, WHERE_FMT ": at most %d entries (got %zu)",
@@ -534,7 +493,7 @@ static int set_map(const struct where *w, const struct spec_field *f, json_objec
 		}
 		if (!json_object_is_type(val, json_type_string)) {
 			rc = dt_err_add(err, WHERE_FMT ": expected a string (got %s %s)",
-					WHERE_ARGS(w, kpath), json_kind(val), json_short(val));
+					WHERE_ARGS(w, kpath), dt_json_kind(val), json_short(val));
 			continue;
 		}
 		if ((size_t)json_object_get_string_len(val) > (size_t)f->max) {
@@ -586,21 +545,21 @@ static int set_value(const struct where *w, const struct spec_field *f, json_obj
 	case SPEC_INT:
 		if (get_integer(v, &x))
 			return dt_err_add(err, WHERE_FMT ": expected an integer (got %s %s)",
-					  WHERE_ARGS(w, f->path), json_kind(v), json_short(v));
+					  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
 		rc = check_number(w, f->path, f, (double)x, true, err);
 		*(long *)dst = x;
 		break;
 	case SPEC_NUM:
 		if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
 			return dt_err_add(err, WHERE_FMT ": expected a number (got %s %s)",
-					  WHERE_ARGS(w, f->path), json_kind(v), json_short(v));
+					  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
 		*(double *)dst = json_object_get_double(v);
 		rc = check_number(w, f->path, f, *(double *)dst, false, err);
 		break;
 	case SPEC_BOOL:
 		if (!json_object_is_type(v, json_type_boolean))
 			return dt_err_add(err, WHERE_FMT ": expected true or false (got %s %s)",
-					  WHERE_ARGS(w, f->path), json_kind(v), json_short(v));
+					  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
 		*(bool *)dst = json_object_get_boolean(v);
 		rc = 0;
 		break;
@@ -754,7 +713,7 @@ static int walk_tree(struct layers *l, const struct where *fixed, json_object *o
 		} else if (is_section(full)) {
 			if (!json_object_is_type(val, json_type_object))
 				rc = dt_err_add(err, WHERE_FMT ": expected an object (got %s %s)",
-						WHERE_ARGS(&w, full), json_kind(val), json_short(val));
+						WHERE_ARGS(&w, full), dt_json_kind(val), json_short(val));
 			else if (walk_tree(l, fixed, val, full, s, err))
 				rc = -EINVAL;
 		} else {
@@ -778,7 +737,7 @@ int spec_check_fragment(json_object *obj, const char *label, const char *prefix,
 
 	if (!json_object_is_type(obj, json_type_object))
 		return dt_err_add(err, "%s: %s: expected an object (got %s)", label, prefix,
-				  json_kind(obj));
+				  dt_json_kind(obj));
 	return walk_tree(NULL, &w, obj, "", NULL, err);
 }
 

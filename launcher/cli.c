@@ -187,32 +187,6 @@ static bool takes(const struct cmd_def *c, const char *opt, size_t len)
 	return false;
 }
 
-/* The option of c closest to opt, for "did you mean". */
-static const char *closest(const struct cmd_def *c, const char *opt, char *buf, size_t size)
-{
-	const char *p = c->options;
-	int best = 4;
-
-	buf[0] = '\0';
-	while (*p) {
-		size_t n = strcspn(p, " ");
-		char cand[32];
-		int d;
-
-		if (n < sizeof(cand)) {
-			memcpy(cand, p, n);
-			cand[n] = '\0';
-			d = dt_edit_distance(opt, cand);
-			if (d < best && n < size) {
-				best = d;
-				memcpy(buf, cand, n + 1);
-			}
-		}
-		p += n + (p[n] == ' ');
-	}
-	return buf[0] ? buf : NULL;
-}
-
 /* --- parser --- */
 
 static int usage_error(struct dt_err *err, const struct cmd_def *c, const char *fmt, ...)
@@ -260,7 +234,7 @@ static int parse_option(int argc, char *const argv[], int *i, const struct cmd_d
 	if (!strcmp(name, "-f") && c->cmd == LAUNCH_LOGS)
 		strcpy(name, "--follow");
 	if (name[1] != '-' || !takes(c, name, strlen(name))) {
-		if (closest(c, name, hint, sizeof(hint)))
+		if (dt_closest_word(c->options, ' ', name, 4, hint, sizeof(hint)))
 			return usage_error(err, c, "unknown option '%s' (did you mean '%s'?)", name, hint);
 		return usage_error(err, c, "unknown option '%s'", name);
 	}

@@ -71,6 +71,20 @@ static void edit_distance(void **state)
 	assert_int_equal(dt_edit_distance("kitten", "sitting"), 3);
 }
 
+static void closest_word(void **state)
+{
+	char buf[16];
+
+	(void)state;
+	assert_string_equal(dt_closest_word("relu|gelu|tanh", '|', "rleu", 3, buf, sizeof(buf)), "relu");
+	assert_string_equal(dt_closest_word("relu|gelu|tanh", '|', "GELU", 3, buf, sizeof(buf)), "gelu");
+	assert_null(dt_closest_word("relu|gelu|tanh", '|', "sigmoid", 3, buf, sizeof(buf)));
+	assert_string_equal(dt_closest_word("--site --set", ' ', "--sit", 4, buf, sizeof(buf)), "--site");
+	assert_null(dt_closest_word("", ' ', "x", 4, buf, sizeof(buf)));
+	/* a word longer than buf is skipped, not cut */
+	assert_null(dt_closest_word("averyveryverylongword", ' ', "averyveryverylongwort", 4, buf, sizeof(buf)));
+}
+
 static void shell_quote(void **state)
 {
 	struct dt_buf b = {0};
@@ -128,6 +142,7 @@ int main(void)
 		cmocka_unit_test(slurm_times),
 		cmocka_unit_test(memory_sizes),
 		cmocka_unit_test(edit_distance),
+		cmocka_unit_test(closest_word),
 		cmocka_unit_test(shell_quote),
 		cmocka_unit_test(path_join),
 		cmocka_unit_test(cpu_lists),
