@@ -1,12 +1,11 @@
 /*
  * train.c - the training loop (see train.h for the data flow of one step).
  *
- * Sections: set-up (model stage, optimizer, data, buffers, gradient
- * buckets), the pipeline operations (forward and backward of one
- * micro-batch), the schedules, gradient synchronisation, evaluation,
- * progress and metrics, the loop.
+ * Sections: set-up (model stage, optimizer, data, buffers), evaluation,
+ * progress and metrics, the loop. A step's parts are in pipeline.c,
+ * grad_buckets.c and split_step.c (trainer.h says which does what).
  */
-#include "runtime/train.h"
+#include "runtime/trainer.h"
 
 #include <errno.h>
 #include <math.h>
@@ -32,96 +31,13 @@
 #include "runtime/pool.h"
 #include "runtime/sampler.h"
 
-/* PyTorch DDP's default bucket size (Li et al., VLDB 2020). */
-#define BUCKET_BYTES (25u << 20)
 /* Message tags: training micro-batches use their index, evaluation chunks
  * this offset plus theirs. */
 #define TAG_EVAL 1000000
 
-/* --- state --- */
+/* --- errors --- */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Where a rank's time goes, summed over the steps of one log window: the
- * `time` object of the metrics' step events (mean over ranks, per step).
- * bench/README.md derives the exposed communication and the pipeline's idle
- * fraction from them. */
-struct times {
-	double compute; /* forward, loss and backward passes */
-	double pipe;    /* waiting for pipeline messages: receives, sends' completion */
-	double grad;    /* gradient sync not hidden behind the backward pass */
-	double data;    /* reading the rows of micro-batches */
-	double optim;   /* gradient norm, clipping and the optimizer update */
-};
-
-/* One micro-batch in flight on this stage. */
-struct slot {
-	struct rt_acts acts;
-	float *x;        /* [rows][in]: stage input, read or received */
-	int32_t *y;      /* [rows]: labels (last stage) */
-	float *dy;       /* [rows][out]: gradient of the stage output */
-	float *dx;       /* [rows][in]: gradient of the stage input, sent back */
-	MPI_Request send_fwd; /* output to the next stage (buffer: acts) */
-	MPI_Request send_bwd; /* dx to the previous stage */
-};
-
-/* Whole layers whose gradients are allreduced together. */
-struct bucket {
-	size_t off, len;  /* range of stage->grads, in floats */
-	int pending;      /* layers not yet done in the final backward */
-	MPI_Request req;
-	int started;
-};
-
-struct trainer {
-	const struct spec *s;
-	struct rt_grid *g;
-	int stage, stages, replica, replicas, micro;
-	int prev, next;    /* pipe_comm ranks of the neighbours, or -1 */
-	int in, out;       /* widths of the stage input and output */
-	int classes;
-	int64_t max_rows;  /* most rows of one micro-batch */
-	struct rt_stage st;
-	struct rt_optim opt;
-	struct rt_dp dp;   /* how replicas sum gradients; shared parameters on a node */
-	struct rt_acts split_acts; /* dp.split: the node's micro-batch, in dp's window */
-	unsigned long long split_slow_ms; /* DTRAIN_FAULT_SPLIT on this rank, or 0 */
-	bool tsplit;       /* the rank's threads each compute a block of every layer */
-	struct rt_pool pool; /* threads of the optimizer and of dp's sums */
-	struct rt_data train, test;
-	int has_test;
-	struct rt_sampler sampler;
-	struct slot *slots;
-	int n_slots;
-	struct bucket *buckets;
-	int n_buckets;
-	int *layer_bucket; /* bucket of each layer of the stage */
-	int final_backward; /* the running backward is the step's last one */
-	int bucket_rc;      /* a bucket's allreduce failed to start during
-			     * backward (message in err); the backward's caller
-			     * returns it */
-	/* the step in progress */
-	double loss_sum;   /* last stage: summed loss of this replica's rows */
-	int64_t correct;
-	double *part_loss; /* [pool's gang]: each thread's rows' loss and */
-	int64_t *part_correct; /* correct count, the head cut by rows (split_schedule) */
-	float grad_scale;  /* 1 / rows of the global batch */
-	FILE *metrics;     /* rank 0 only */
-	int first[CKPT_MAX_LAYERS + 1]; /* the stage split: stage k owns layers first[k].. */
-	struct rt_ckpt ck; /* saves and resume */
-	int64_t start_step; /* where this process started (> 0 after a resume) */
-	double t_proc;     /* when rt_train started (monotonic seconds) */
-	struct times tm;   /* this rank, the current log window */
-	struct dt_err *err;
-};
-
-static int mpi_fail(struct trainer *t, const char *call, int rc)
+int rt__mpi_fail(struct trainer *t, const char *call, int rc)
 {
 	char msg[MPI_MAX_ERROR_STRING];
 	int len = 0;
@@ -129,13 +45,6 @@ static int mpi_fail(struct trainer *t, const char *call, int rc)
 	MPI_Error_string(rc, msg, &len);
 	return dt_err_add(t->err, "rank %d: %s failed: %s", t->g->rank, call, msg), -EIO;
 }
-
-#define MPI_CHECK(t, call)                                  \
-	do {                                                \
-		int mpi_rc_ = (call);                       \
-		if (mpi_rc_ != MPI_SUCCESS)                 \
-			return mpi_fail((t), #call, mpi_rc_); \
-	} while (0)
 
 /* --- set-up --- */
 
@@ -255,38 +164,6 @@ static int alloc_slots(struct trainer *t)
 	return 0;
 }
 
-/* Buckets of whole layers, last layer first, each about BUCKET_BYTES; built
- * the same way on every replica of a stage, so they are reduced in the same
- * order everywhere (a mismatch would hang the job). */
-static int build_buckets(struct trainer *t)
-{
-	int n = t->st.n_layers, l, b = -1;
-	size_t bytes = 0;
-
-	t->buckets = calloc((size_t)n, sizeof(*t->buckets));
-	t->layer_bucket = calloc((size_t)n, sizeof(int));
-	if (!t->buckets || !t->layer_bucket)
-		return -ENOMEM;
-	for (l = n - 1; l >= 0; l--) {
-		const struct rt_layer *ly = &t->st.layers[l];
-
-		if (b < 0 || bytes >= BUCKET_BYTES) {
-			b++;
-			bytes = 0;
-			t->buckets[b].off = ly->offset + ly->n_params;
-			t->buckets[b].req = MPI_REQUEST_NULL;
-		}
-		/* layers are laid out in order, so going down extends the
-		 * bucket's range at its start */
-		t->buckets[b].off = ly->offset;
-		t->buckets[b].len += ly->n_params;
-		bytes += ly->n_params * sizeof(float);
-		t->layer_bucket[l] = b;
-	}
-	t->n_buckets = b + 1;
-	return 0;
-}
-
 /* together: every rank reached the end alike (rt_dp_free is collective;
  * a rank failing alone must not wait there for the others). */
 static void free_trainer(struct trainer *t, bool together)
@@ -322,409 +199,6 @@ static void free_trainer(struct trainer *t, bool together)
 		fclose(t->metrics);
 }
 
-/* --- gradient synchronisation --- */
-
-static int start_bucket(struct trainer *t, struct bucket *b)
-{
-	b->started = 1;
-	MPI_CHECK(t, MPI_Iallreduce(MPI_IN_PLACE, t->st.grads + b->off, (int)b->len, MPI_FLOAT,
-				    MPI_SUM, t->g->data_comm, &b->req));
-	return 0;
-}
-
-/* Called by rt_stage_backward after each layer's gradients are complete. */
-static void layer_done(void *ctx, int layer)
-{
-	struct trainer *t = ctx;
-	struct bucket *b;
-	int i, flag;
-
-	if (t->replicas == 1 || t->dp.shared || !t->final_backward || t->bucket_rc)
-		return;
-	b = &t->buckets[t->layer_bucket[layer]];
-	if (--b->pending == 0 && (t->bucket_rc = start_bucket(t, b)))
-		return;
-	/* Open MPI progresses non-blocking collectives only inside MPI calls. */
-	for (i = 0; i < t->n_buckets; i++)
-		if (t->buckets[i].started && t->buckets[i].req != MPI_REQUEST_NULL)
-			MPI_Test(&t->buckets[i].req, &flag, MPI_STATUS_IGNORE);
-}
-
-static void arm_buckets(struct trainer *t)
-{
-	int l, i;
-
-	for (i = 0; i < t->n_buckets; i++) {
-		t->buckets[i].pending = 0;
-		t->buckets[i].started = 0;
-		t->buckets[i].req = MPI_REQUEST_NULL;
-	}
-	for (l = 0; l < t->st.n_layers; l++)
-		t->buckets[t->layer_bucket[l]].pending++;
-}
-
-/* Start what the backward pass did not (a replica whose last micro-batches
- * were empty), in bucket order, then wait for all. */
-static int finish_buckets(struct trainer *t)
-{
-	double t0;
-	int i;
-
-	rt_ckpt_wait_snapshot(&t->ck); /* an async save's copy, before the state may change */
-	if (t->replicas == 1)
-		return 0;
-	if (t->dp.shared) {
-		/* the barrier's wait, and unless the update sums the slots
-		 * itself (dp.fuse), the sum of this replica's part and the
-		 * allreduce between nodes: all of it follows the backward pass.
-		 * Split: no barrier there (runtime/dp.h) but while a save is in
-		 * flight: its writer's copy reads every replica's blocks */
-		t0 = now_s();
-		if (t->dp.split && rt_ckpt_async_inflight(&t->ck) && rt_dp_sync(&t->dp))
-			return -EIO;
-		if (rt_dp_reduce(&t->dp, t->err))
-			return -EIO;
-		t->tm.grad += now_s() - t0;
-		return 0;
-	}
-	t0 = now_s();
-	for (i = 0; i < t->n_buckets; i++)
-		if (!t->buckets[i].started && start_bucket(t, &t->buckets[i]))
-			return -EIO;
-	for (i = 0; i < t->n_buckets; i++)
-		MPI_CHECK(t, MPI_Wait(&t->buckets[i].req, MPI_STATUS_IGNORE));
-	t->tm.grad += now_s() - t0;
-	return 0;
-}
-
-/* --- pipeline operations --- */
-
-struct mb {
-	const int64_t *idx; /* rows of the data set */
-	int64_t rows;
-	int tag;
-	struct rt_data *data;
-};
-
-static int forward_mb(struct trainer *t, struct slot *sl, const struct mb *m, double *loss,
-		      int64_t *correct, int want_grad)
-{
-	MPI_Comm pc = t->g->pipe_comm;
-	int last = t->stage == t->stages - 1;
-	const float *y = NULL;
-	int rc;
-
-	double t0, t1;
-
-	if (m->rows == 0)
-		return 0;
-	t0 = now_s();
-	MPI_CHECK(t, MPI_Wait(&sl->send_fwd, MPI_STATUS_IGNORE));
-	t1 = now_s();
-	t->tm.pipe += t1 - t0;
-	if (t->stage == 0 || last) {
-		rc = rt_data_read(m->data, m->idx, (int)m->rows, t->stage == 0 ? sl->x : NULL,
-				  last ? sl->y : NULL, t->err);
-		if (rc)
-			return rc;
-		t0 = now_s();
-		t->tm.data += t0 - t1;
-		t1 = t0;
-	}
-	if (t->stage > 0) {
-		MPI_CHECK(t, MPI_Recv(sl->x, (int)(m->rows * t->in), MPI_FLOAT, t->prev, m->tag, pc,
-				      MPI_STATUS_IGNORE));
-		t0 = now_s();
-		t->tm.pipe += t0 - t1;
-		t1 = t0;
-	}
-	rc = rt_stage_forward(&t->st, &sl->acts, sl->x, (int)m->rows, &y);
-	if (rc)
-		return dt_err_add(t->err, "rank %d: forward pass failed", t->g->rank), rc;
-	if (!last) {
-		t->tm.compute += now_s() - t1;
-		MPI_CHECK(t, MPI_Isend(y, (int)(m->rows * t->out), MPI_FLOAT, t->next, m->tag, pc,
-				       &sl->send_fwd));
-		return 0;
-	}
-	*loss += rt_softmax_xent(y, sl->y, (int)m->rows, t->classes, t->grad_scale,
-				 want_grad ? sl->dy : NULL, correct);
-	t->tm.compute += now_s() - t1;
-	return 0;
-}
-
-static int backward_mb(struct trainer *t, struct slot *sl, const struct mb *m)
-{
-	MPI_Comm pc = t->g->pipe_comm;
-	int rc;
-
-	double t0, t1;
-
-	if (m->rows == 0)
-		return 0;
-	t0 = now_s();
-	MPI_CHECK(t, MPI_Wait(&sl->send_bwd, MPI_STATUS_IGNORE));
-	if (t->stage < t->stages - 1)
-		MPI_CHECK(t, MPI_Recv(sl->dy, (int)(m->rows * t->out), MPI_FLOAT, t->next, m->tag, pc,
-				      MPI_STATUS_IGNORE));
-	t1 = now_s();
-	t->tm.pipe += t1 - t0;
-	rc = rt_stage_backward(&t->st, &sl->acts, sl->dy, t->stage > 0 ? sl->dx : NULL,
-			       layer_done, t);
-	if (rc)
-		return dt_err_add(t->err, "rank %d: backward pass failed", t->g->rank), rc;
-	if (t->bucket_rc)
-		return t->bucket_rc;
-	t->tm.compute += now_s() - t1;
-	if (t->stage > 0)
-		MPI_CHECK(t, MPI_Isend(sl->dx, (int)(m->rows * t->in), MPI_FLOAT, t->prev, m->tag, pc,
-				       &sl->send_bwd));
-	return 0;
-}
-
-static int wait_sends(struct trainer *t)
-{
-	double t0 = now_s();
-	int i;
-
-	for (i = 0; i < t->n_slots; i++) {
-		MPI_CHECK(t, MPI_Wait(&t->slots[i].send_fwd, MPI_STATUS_IGNORE));
-		MPI_CHECK(t, MPI_Wait(&t->slots[i].send_bwd, MPI_STATUS_IGNORE));
-	}
-	t->tm.pipe += now_s() - t0;
-	return 0;
-}
-
-/* --- the schedules --- */
-
-/* Run this stage's part of one step over micro-batches mbs[0..micro-1].
- * Backward passes go in forward order in both schedules, so gradients
- * accumulate in the same order and gpipe and 1f1b give identical bits.
- *   gpipe: F0 F1 ... F(m-1), then B0 ... B(m-1)
- *   1f1b:  w = min(stages - stage - 1, m) warm-up forwards, then one forward
- *          and one backward alternately, then the remaining backwards. */
-static int run_schedule(struct trainer *t, const struct mb *mbs)
-{
-	int m = t->micro, last_nonempty = -1, f = 0, b = 0, i, rc;
-	int warm = !strcmp(t->s->parallel.schedule, "1f1b") ? t->stages - t->stage - 1 : m;
-
-	if (warm > m)
-		warm = m;
-	for (i = 0; i < m; i++)
-		if (mbs[i].rows > 0)
-			last_nonempty = i;
-	t->loss_sum = 0;
-	t->correct = 0;
-
-#define FWD()                                                                            \
-	do {                                                                             \
-		rc = forward_mb(t, &t->slots[f % t->n_slots], &mbs[f], &t->loss_sum,     \
-				&t->correct, 1);                                         \
-		if (rc)                                                                  \
-			return rc;                                                       \
-		f++;                                                                     \
-	} while (0)
-#define BWD()                                                                            \
-	do {                                                                             \
-		t->final_backward = b == last_nonempty;                                  \
-		rc = backward_mb(t, &t->slots[b % t->n_slots], &mbs[b]);                 \
-		if (rc)                                                                  \
-			return rc;                                                       \
-		b++;                                                                     \
-	} while (0)
-
-	for (i = 0; i < warm; i++)
-		FWD();
-	while (f < m) {
-		FWD();
-		BWD();
-	}
-	while (b < m)
-		BWD();
-#undef FWD
-#undef BWD
-	t->final_backward = 0;
-	return 0;
-}
-
-/* --- a step with every layer cut into blocks (runtime/model.h, rt_part) ---
- *
- * Between the node's replicas (dp.split, runtime/dp.h) and/or between the
- * threads of this rank (t->tsplit): block k of L, k = replica on the node
- * x threads + thread. The rank's threads run as a gang of the pool and
- * meet at its spinning barrier; thread 0 alone calls MPI (the node's
- * barrier, between two of the gang's). */
-
-/* Tests make one replica late after every hand-over of the split way,
- * DTRAIN_FAULT_SPLIT="slow@MS:RANK" (rank RANK's first thread sleeps MS
- * after each, while the rank's other threads and the other ranks go on), so
- * that a barrier missing where the data flow needs one changes the bits
- * (tests/integration/equivalence.sh). Unset, one getenv per process. */
-static unsigned long long fault_split_slow(int rank)
-{
-	const char *f = getenv("DTRAIN_FAULT_SPLIT");
-	unsigned long long ms;
-	int r;
-
-	return f && sscanf(f, "slow@%llu:%d", &ms, &r) == 2 && r == rank ? ms : 0;
-}
-
-struct gang {
-	struct trainer *t;
-	struct rt_acts *acts; /* the micro-batch's activations, the node's rows */
-	float *dy;            /* [rows][classes]: the loss's gradient */
-	int32_t *labels;      /* this replica's rows' labels */
-	int64_t off, rows, own; /* this replica's rows: [off, off + own) of rows */
-	int threads;          /* T: the gang's threads (1: no gang) */
-	int mpi_rc;           /* thread 0's node barrier, read by all after the gang's */
-	atomic_int rc;        /* the first failure of any thread */
-};
-
-struct gang_thread {
-	struct gang *g;
-	int k;                /* thread index in the gang */
-};
-
-/* rt_part's sync: every block of the node done. Thread 0's wait counts as
- * gradient sync: with the layers cut, these waits are the exchange. */
-static int gang_sync(void *ctx)
-{
-	struct gang_thread *me = ctx;
-	struct gang *g = me->g;
-	struct trainer *t = g->t;
-	double t0 = me->k == 0 ? now_s() : 0.0;
-
-	if (g->threads > 1)
-		rt_pool_sync(&t->pool);
-	if (t->dp.split) {
-		if (me->k == 0)
-			g->mpi_rc = rt_dp_sync(&t->dp);
-		if (g->threads > 1)
-			rt_pool_sync(&t->pool);
-	}
-	if (me->k == 0) {
-		t->tm.grad += now_s() - t0;
-		if (t->split_slow_ms) /* late past the barrier: the others run ahead */
-			dt_sleep_ms(t->split_slow_ms);
-	}
-	return g->mpi_rc;
-}
-
-/* The node's barrier alone, outside a gang (thread 0). */
-static int node_sync(struct trainer *t)
-{
-	double t0 = now_s();
-	int rc = rt_dp_sync(&t->dp);
-
-	t->tm.grad += now_s() - t0;
-	if (t->split_slow_ms)
-		dt_sleep_ms(t->split_slow_ms);
-	return rc;
-}
-
-/* Thread k's part of one micro-batch: forward, the loss of this replica's
- * rows, backward. The loss: with the head cut by rows (rt_part_head_rows),
- * each thread's of its share of the rows, right after its rows' logits;
- * else thread 0's of them all, after a sync. A failure reaches every
- * thread alike (a shape that does not fit, or the node barrier's result
- * that gang_sync hands to all), so none is left waiting at a barrier the
- * others skip. */
-static void gang_item(void *ctx, long k)
-{
-	struct gang *g = ctx;
-	struct trainer *t = g->t;
-	struct gang_thread me = { g, (int)k };
-	int procs = t->dp.split ? t->dp.locals : 1, proc = t->dp.split ? t->dp.local : 0;
-	/* this thread's share of its replica's rows [off, off + own) */
-	int r0 = (int)(g->off + g->own * k / g->threads);
-	int r1 = (int)(g->off + g->own * (k + 1) / g->threads);
-	struct rt_part p = { proc * g->threads + (int)k, procs * g->threads, r0, r1, gang_sync, &me };
-	bool by_rows = rt_part_head_rows(&t->st, p.L);
-	struct rt_acts a = *g->acts; /* this thread's view (forward sets its rows) */
-	const float *logits;
-	int rc;
-
-	if (!by_rows) {
-		r0 = (int)g->off;
-		r1 = (int)(g->off + g->own);
-	}
-	rc = rt_stage_forward_part(&t->st, &a, (int)g->rows, &p, &logits);
-	if (!rc && (by_rows || k == 0))
-		t->part_loss[k] += rt_softmax_xent(logits + (size_t)r0 * (size_t)t->classes,
-						   g->labels + (r0 - g->off), r1 - r0, t->classes,
-						   t->grad_scale, g->dy + (size_t)r0 * (size_t)t->classes,
-						   &t->part_correct[k]);
-	if (!rc && !by_rows)
-		rc = gang_sync(&me);
-	if (!rc)
-		rc = rt_stage_backward_part(&t->st, &a, g->dy, NULL, &p);
-	if (rc)
-		atomic_store(&g->rc, rc);
-}
-
-/* The step's micro-batches, each over the whole node's rows (one replica
- * a node: its own): this replica reads its own rows into the input and
- * computes their loss; every block runs in the same order everywhere. */
-static int split_schedule(struct trainer *t, const struct mb *mbs, int64_t batch_rows)
-{
-	struct gang g = { .t = t, .threads = t->tsplit ? rt_pool_gang_size(&t->pool) : 1 };
-	double t0;
-	int i, rc;
-
-	g.acts = t->dp.split ? &t->split_acts : &t->slots[0].acts;
-	g.dy = t->dp.split ? t->dp.dy : t->slots[0].dy;
-	g.labels = t->slots[0].y;
-	t->loss_sum = 0;
-	t->correct = 0;
-	for (i = 0; i < g.threads; i++) {
-		t->part_loss[i] = 0;
-		t->part_correct[i] = 0;
-	}
-	for (i = 0; i < t->micro; i++) {
-		const struct mb *m = &mbs[i];
-
-		g.off = 0;
-		g.rows = g.own = m->rows;
-		if (t->dp.split)
-			rt_dp_rows(&t->dp, batch_rows, t->replicas, t->micro, i, &g.off, &g.rows);
-		if (g.rows == 0)
-			continue; /* on every replica of the node alike */
-		/* the previous micro-batch's backward may still read the input
-		 * on another replica (this rank's threads are done) */
-		if (i > 0 && t->dp.split && (rc = node_sync(t)))
-			return rc;
-		t0 = now_s();
-		if (m->rows > 0) {
-			rc = rt_data_read(m->data, m->idx, (int)m->rows, g.acts->x + g.off * t->in,
-					  g.labels, t->err);
-			if (rc)
-				return rc;
-		}
-		t->tm.data += now_s() - t0;
-		if (t->dp.split && (rc = node_sync(t)))
-			return rc;
-		atomic_store(&g.rc, 0);
-		g.mpi_rc = 0;
-		t0 = now_s() - t->tm.grad; /* the syncs' waits are not compute */
-		if (g.threads > 1)
-			rt_pool_gang(&t->pool, gang_item, &g);
-		else
-			gang_item(&g, 0);
-		t->tm.compute += now_s() - t->tm.grad - t0;
-		rc = atomic_load(&g.rc);
-		if (rc == -EINVAL)
-			return dt_err_add(t->err, "rank %d: forward or backward pass failed", t->g->rank), rc;
-		if (rc)
-			return rc;
-	}
-	/* in thread order: the same sum on every run */
-	for (i = 0; i < g.threads; i++) {
-		t->loss_sum += t->part_loss[i];
-		t->correct += t->part_correct[i];
-	}
-	return 0;
-}
-
 /* --- evaluation --- */
 
 /* Loss and accuracy over a data set; every rank gets the totals. */
@@ -750,12 +224,12 @@ static int evaluate(struct trainer *t, struct rt_data *d, double *loss, double *
 		struct mb m = { idx + done, count - done < t->max_rows ? count - done : t->max_rows,
 				TAG_EVAL + (int)(c % 1000000), d };
 
-		rc = forward_mb(t, &t->slots[c % t->n_slots], &m, &tot[0], &correct, 0);
+		rc = rt__forward_mb(t, &t->slots[c % t->n_slots], &m, &tot[0], &correct, 0);
 		if (rc)
 			goto out;
 		done += m.rows;
 	}
-	rc = wait_sends(t);
+	rc = rt__wait_sends(t);
 	if (rc)
 		goto out;
 	tot[1] = (double)correct;
@@ -1089,15 +563,15 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 			mbs[i] = (struct mb){ idx + rep_off + o, c, i, &t->train };
 		}
 		t->grad_scale = 1.0f / (float)batch_rows;
-		arm_buckets(t);
+		rt__arm_buckets(t);
 		/* the backward passes add to the gradient, which the last
 		 * update left zero (rt_optim_step_spans, rt_optim_step_sum and
 		 * rt_dp_reduce zero what they read): no pass zeroes it */
-		rc = t->dp.split || t->tsplit ? split_schedule(t, mbs, batch_rows) : run_schedule(t, mbs);
+		rc = t->dp.split || t->tsplit ? rt__split_schedule(t, mbs, batch_rows) : rt__run_schedule(t, mbs);
 		if (!rc)
-			rc = finish_buckets(t);
+			rc = rt__finish_buckets(t);
 		if (!rc)
-			rc = wait_sends(t);
+			rc = rt__wait_sends(t);
 		if (rc)
 			break;
 
@@ -1274,7 +748,7 @@ static int agree(struct trainer *t, int rc)
 	 * reported as a spec that does not fit (exit 3) */
 	mrc = MPI_Bcast(&code, 1, MPI_INT, bad, MPI_COMM_WORLD);
 	if (mrc != MPI_SUCCESS)
-		return mpi_fail(t, "MPI_Bcast of a set-up failure", mrc);
+		return rt__mpi_fail(t, "MPI_Bcast of a set-up failure", mrc);
 	if (t->g->rank != bad)
 		dt_err_clear(t->err); /* the failing rank reports */
 	else if (code == -ENOMEM && !t->err->count)
@@ -1300,7 +774,7 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	t.micro = (int)s->parallel.micro_batches;
 	t.prev = t.stage > 0 ? t.stage - 1 : -1;
 	t.next = t.stage < t.stages - 1 ? t.stage + 1 : -1;
-	t.split_slow_ms = fault_split_slow(g->rank);
+	t.split_slow_ms = rt__fault_split_slow(g->rank);
 	rt_blas_threads((int)s->resources.cpus_per_task);
 
 	rc = open_data(&t);
@@ -1309,7 +783,7 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	if (!rc)
 		rc = alloc_slots(&t);
 	if (!rc)
-		rc = build_buckets(&t);
+		rc = rt__build_buckets(&t);
 	rc = agree(&t, rc);
 	if (!rc)
 		rc = agree(&t, rt_dp_init(&t.dp, s, g, &t.st, &t.opt, (int)t.max_rows, err));

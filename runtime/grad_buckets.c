@@ -1,0 +1,121 @@
+/*
+ * grad_buckets.c - parallel.grad_sync "allreduce" between the replicas of a
+ * stage: the stage's gradients in buckets of whole layers, each allreduced
+ * (MPI_Iallreduce) as soon as the step's last backward has finished its
+ * layers, so that communication overlaps the rest of the backward pass
+ * (PyTorch DDP's way: Li et al., VLDB 2020).
+ */
+#include "runtime/trainer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* PyTorch DDP's default bucket size (Li et al., VLDB 2020). */
+#define BUCKET_BYTES (25u << 20)
+
+/* Buckets of whole layers, last layer first, each about BUCKET_BYTES; built
+ * the same way on every replica of a stage, so they are reduced in the same
+ * order everywhere (a mismatch would hang the job). */
+int rt__build_buckets(struct trainer *t)
+{
+	int n = t->st.n_layers, l, b = -1;
+	size_t bytes = 0;
+
+	t->buckets = calloc((size_t)n, sizeof(*t->buckets));
+	t->layer_bucket = calloc((size_t)n, sizeof(int));
+	if (!t->buckets || !t->layer_bucket)
+		return -ENOMEM;
+	for (l = n - 1; l >= 0; l--) {
+		const struct rt_layer *ly = &t->st.layers[l];
+
+		if (b < 0 || bytes >= BUCKET_BYTES) {
+			b++;
+			bytes = 0;
+			t->buckets[b].off = ly->offset + ly->n_params;
+			t->buckets[b].req = MPI_REQUEST_NULL;
+		}
+		/* layers are laid out in order, so going down extends the
+		 * bucket's range at its start */
+		t->buckets[b].off = ly->offset;
+		t->buckets[b].len += ly->n_params;
+		bytes += ly->n_params * sizeof(float);
+		t->layer_bucket[l] = b;
+	}
+	t->n_buckets = b + 1;
+	return 0;
+}
+
+/* --- gradient synchronisation --- */
+
+static int start_bucket(struct trainer *t, struct bucket *b)
+{
+	b->started = 1;
+	MPI_CHECK(t, MPI_Iallreduce(MPI_IN_PLACE, t->st.grads + b->off, (int)b->len, MPI_FLOAT,
+				    MPI_SUM, t->g->data_comm, &b->req));
+	return 0;
+}
+
+/* Called by rt_stage_backward after each layer's gradients are complete. */
+void rt__layer_done(void *ctx, int layer)
+{
+	struct trainer *t = ctx;
+	struct bucket *b;
+	int i, flag;
+
+	if (t->replicas == 1 || t->dp.shared || !t->final_backward || t->bucket_rc)
+		return;
+	b = &t->buckets[t->layer_bucket[layer]];
+	if (--b->pending == 0 && (t->bucket_rc = start_bucket(t, b)))
+		return;
+	/* Open MPI progresses non-blocking collectives only inside MPI calls. */
+	for (i = 0; i < t->n_buckets; i++)
+		if (t->buckets[i].started && t->buckets[i].req != MPI_REQUEST_NULL)
+			MPI_Test(&t->buckets[i].req, &flag, MPI_STATUS_IGNORE);
+}
+
+void rt__arm_buckets(struct trainer *t)
+{
+	int l, i;
+
+	for (i = 0; i < t->n_buckets; i++) {
+		t->buckets[i].pending = 0;
+		t->buckets[i].started = 0;
+		t->buckets[i].req = MPI_REQUEST_NULL;
+	}
+	for (l = 0; l < t->st.n_layers; l++)
+		t->buckets[t->layer_bucket[l]].pending++;
+}
+
+/* Start what the backward pass did not (a replica whose last micro-batches
+ * were empty), in bucket order, then wait for all. */
+int rt__finish_buckets(struct trainer *t)
+{
+	double t0;
+	int i;
+
+	rt_ckpt_wait_snapshot(&t->ck); /* an async save's copy, before the state may change */
+	if (t->replicas == 1)
+		return 0;
+	if (t->dp.shared) {
+		/* the barrier's wait, and unless the update sums the slots
+		 * itself (dp.fuse), the sum of this replica's part and the
+		 * allreduce between nodes: all of it follows the backward pass.
+		 * Split: no barrier there (runtime/dp.h) but while a save is in
+		 * flight: its writer's copy reads every replica's blocks */
+		t0 = now_s();
+		if (t->dp.split && rt_ckpt_async_inflight(&t->ck) && rt_dp_sync(&t->dp))
+			return -EIO;
+		if (rt_dp_reduce(&t->dp, t->err))
+			return -EIO;
+		t->tm.grad += now_s() - t0;
+		return 0;
+	}
+	t0 = now_s();
+	for (i = 0; i < t->n_buckets; i++)
+		if (!t->buckets[i].started && start_bucket(t, &t->buckets[i]))
+			return -EIO;
+	for (i = 0; i < t->n_buckets; i++)
+		MPI_CHECK(t, MPI_Wait(&t->buckets[i].req, MPI_STATUS_IGNORE));
+	t->tm.grad += now_s() - t0;
+	return 0;
+}

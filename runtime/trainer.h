@@ -1,0 +1,170 @@
+/*
+ * trainer.h - the state of rt_train (train.h) shared by the files that
+ * implement it, private to them (the rt__ prefix):
+ *   train.c        set-up, evaluation, metrics, the loop, rt_train
+ *   pipeline.c     one micro-batch's forward and backward on this stage, and
+ *                  the schedules (gpipe, 1f1b) over a step's micro-batches
+ *   grad_buckets.c gradients allreduced in buckets during the last backward
+ *                  (parallel.grad_sync "allreduce" between replicas)
+ *   split_step.c   a step with every layer cut into blocks between the
+ *                  node's replicas and/or the rank's threads
+ * Every function here is collective over the communicators its work uses;
+ * each returns 0 or a negative errno with the message in t->err, unless it
+ * says otherwise.
+ */
+#ifndef DTRAIN_RUNTIME_TRAINER_H
+#define DTRAIN_RUNTIME_TRAINER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "runtime/checkpointing.h"
+#include "runtime/data.h"
+#include "runtime/dp.h"
+#include "runtime/model.h"
+#include "runtime/optim.h"
+#include "runtime/pool.h"
+#include "runtime/sampler.h"
+#include "runtime/train.h"
+
+/* --- state --- */
+
+static inline double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Where a rank's time goes, summed over the steps of one log window: the
+ * `time` object of the metrics' step events (mean over ranks, per step).
+ * bench/README.md derives the exposed communication and the pipeline's idle
+ * fraction from them. */
+struct times {
+	double compute; /* forward, loss and backward passes */
+	double pipe;    /* waiting for pipeline messages: receives, sends' completion */
+	double grad;    /* gradient sync not hidden behind the backward pass */
+	double data;    /* reading the rows of micro-batches */
+	double optim;   /* gradient norm, clipping and the optimizer update */
+};
+
+/* One micro-batch in flight on this stage. */
+struct slot {
+	struct rt_acts acts;
+	float *x;        /* [rows][in]: stage input, read or received */
+	int32_t *y;      /* [rows]: labels (last stage) */
+	float *dy;       /* [rows][out]: gradient of the stage output */
+	float *dx;       /* [rows][in]: gradient of the stage input, sent back */
+	MPI_Request send_fwd; /* output to the next stage (buffer: acts) */
+	MPI_Request send_bwd; /* dx to the previous stage */
+};
+
+/* Whole layers whose gradients are allreduced together. */
+struct bucket {
+	size_t off, len;  /* range of stage->grads, in floats */
+	int pending;      /* layers not yet done in the final backward */
+	MPI_Request req;
+	int started;
+};
+
+struct trainer {
+	const struct spec *s;
+	struct rt_grid *g;
+	int stage, stages, replica, replicas, micro;
+	int prev, next;    /* pipe_comm ranks of the neighbours, or -1 */
+	int in, out;       /* widths of the stage input and output */
+	int classes;
+	int64_t max_rows;  /* most rows of one micro-batch */
+	struct rt_stage st;
+	struct rt_optim opt;
+	struct rt_dp dp;   /* how replicas sum gradients; shared parameters on a node */
+	struct rt_acts split_acts; /* dp.split: the node's micro-batch, in dp's window */
+	unsigned long long split_slow_ms; /* DTRAIN_FAULT_SPLIT on this rank, or 0 */
+	bool tsplit;       /* the rank's threads each compute a block of every layer */
+	struct rt_pool pool; /* threads of the optimizer and of dp's sums */
+	struct rt_data train, test;
+	int has_test;
+	struct rt_sampler sampler;
+	struct slot *slots;
+	int n_slots;
+	struct bucket *buckets;
+	int n_buckets;
+	int *layer_bucket; /* bucket of each layer of the stage */
+	int final_backward; /* the running backward is the step's last one */
+	int bucket_rc;      /* a bucket's allreduce failed to start during
+			     * backward (message in err); the backward's caller
+			     * returns it */
+	/* the step in progress */
+	double loss_sum;   /* last stage: summed loss of this replica's rows */
+	int64_t correct;
+	double *part_loss; /* [pool's gang]: each thread's rows' loss and */
+	int64_t *part_correct; /* correct count, the head cut by rows (split_schedule) */
+	float grad_scale;  /* 1 / rows of the global batch */
+	FILE *metrics;     /* rank 0 only */
+	int first[CKPT_MAX_LAYERS + 1]; /* the stage split: stage k owns layers first[k].. */
+	struct rt_ckpt ck; /* saves and resume */
+	int64_t start_step; /* where this process started (> 0 after a resume) */
+	double t_proc;     /* when rt_train started (monotonic seconds) */
+	struct times tm;   /* this rank, the current log window */
+	struct dt_err *err;
+};
+
+/* "rank R: CALL failed: <MPI's message>" in t->err; returns -EIO. */
+int rt__mpi_fail(struct trainer *t, const char *call, int rc);
+
+#define MPI_CHECK(t, call)                                  \
+	do {                                                \
+		int mpi_rc_ = (call);                       \
+		if (mpi_rc_ != MPI_SUCCESS)                 \
+			return rt__mpi_fail((t), #call, mpi_rc_); \
+	} while (0)
+
+/* One micro-batch of a step: which rows, from which data set. */
+struct mb {
+	const int64_t *idx; /* rows of the data set */
+	int64_t rows;
+	int tag;
+	struct rt_data *data;
+};
+
+/* --- set-up (grad_buckets.c, split_step.c) --- */
+
+/* The stage's layers in buckets of about 25 MB, last layer first, alike on
+ * every replica of the stage (-ENOMEM). */
+int rt__build_buckets(struct trainer *t);
+/* DTRAIN_FAULT_SPLIT's delay for this rank in ms, or 0 (split_step.c). */
+unsigned long long rt__fault_split_slow(int rank);
+
+/* --- a step (pipeline.c, grad_buckets.c, split_step.c) --- */
+
+/* Forward of micro-batch m in slot sl: receive or read the input, run the
+ * stage, send the output on, or (last stage) add the loss and correct
+ * count; keeps the activations for backward when want_grad. */
+int rt__forward_mb(struct trainer *t, struct slot *sl, const struct mb *m, double *loss,
+		   int64_t *correct, int want_grad);
+/* Backward of micro-batch m in slot sl: receive the output's gradient,
+ * accumulate the stage's gradients, send the input's gradient back. */
+int rt__backward_mb(struct trainer *t, struct slot *sl, const struct mb *m);
+/* Waits for this stage's sends still in flight. */
+int rt__wait_sends(struct trainer *t);
+/* This stage's part of one step over mbs[0..micro-1], in the schedule of
+ * parallel.schedule. */
+int rt__run_schedule(struct trainer *t, const struct mb *mbs);
+/* One step of batch_rows rows with every layer cut into blocks (dp.split,
+ * t->tsplit). */
+int rt__split_schedule(struct trainer *t, const struct mb *mbs, int64_t batch_rows);
+
+/* Arms the buckets for the step's last backward (t->final_backward). */
+void rt__arm_buckets(struct trainer *t);
+/* rt_stage_backward's callback: starts a bucket's allreduce once its last
+ * layer is done (a failure is left in t->bucket_rc). */
+void rt__layer_done(void *ctx, int layer);
+/* Starts the buckets not started yet and waits for all of them. */
+int rt__finish_buckets(struct trainer *t);
+
+#endif
