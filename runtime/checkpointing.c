@@ -3,14 +3,15 @@
  * the protocol).
  *
  * Sections: helpers, life cycle, resume (choosing, verifying, loading),
- * saving (meta, begin, the writer thread, commit), signals.
+ * saving (meta, begin, the writer thread, commit).
  */
 #include "runtime/checkpointing.h"
+
+#include "runtime/preempt.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -783,7 +784,7 @@ int rt_ckpt_poll(struct rt_ckpt *c, int *stop_sig, struct dt_err *err)
 	/* rank 0: a commit finished on its thread */
 	if (c->committing && atomic_load(&c->commit_done))
 		end_commit(c); /* a failed periodic save was reported: go on */
-	v[0] = rt_ckpt_signal_pending();
+	v[0] = rt_preempt_pending();
 	v[1] = c->inflight && !atomic_load(&c->thread_done);
 	mrc = MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	if (mrc != MPI_SUCCESS)
@@ -887,51 +888,4 @@ int rt_ckpt_finish(struct rt_ckpt *c, struct dt_err *err)
 	if (c->committing)
 		rc = end_commit(c);
 	return rc;
-}
-
-/* --- signals --- */
-
-static volatile sig_atomic_t stop_signal;
-
-/* Only the first signal counts. Repeats are normal, not impatience: under
- * srun a task gets SIGTERM from slurmstepd and again through srun. */
-static void on_signal(int sig)
-{
-	if (!stop_signal)
-		stop_signal = sig;
-}
-
-static int signal_number(const char *name)
-{
-	static const struct { const char *name; int sig; } sigs[] = {
-		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "TERM", SIGTERM }, { "INT", SIGINT },
-		{ "HUP", SIGHUP },   { "URG", SIGURG },   { "XCPU", SIGXCPU },
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		if (!strcmp(name, sigs[i].name))
-			return sigs[i].sig;
-	return -1;
-}
-
-int rt_ckpt_signals(const char *name)
-{
-	struct sigaction sa;
-	int sig = name ? signal_number(name) : SIGTERM;
-
-	if (sig < 0)
-		return -EINVAL;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	if (sigaction(SIGTERM, &sa, NULL) < 0 || sigaction(sig, &sa, NULL) < 0)
-		return -errno;
-	return 0;
-}
-
-int rt_ckpt_signal_pending(void)
-{
-	return stop_signal;
 }

@@ -28,7 +28,7 @@
  * checkpoint stays); a failed final or preemption save is an error.
  *
  * Preemption: SIGTERM and spec preemption.signal only set a flag
- * (rt_ckpt_signals). rt_ckpt_poll() reduces it over all ranks at every step
+ * (runtime/preempt.h). rt_ckpt_poll() reduces it over all ranks at every step
  * boundary; when set, the trainer saves synchronously and returns -EAGAIN
  * (dtrain-run exits 75: "requeue me"). Later signals change nothing: under
  * srun a task gets SIGTERM twice (from slurmstepd and through srun).
@@ -43,7 +43,7 @@
  * from whichever shards hold them and broadcasts them to its replicas.
  *
  * Everything here is collective over MPI_COMM_WORLD unless said otherwise.
- * Sections: life cycle, resume, saving, signals.
+ * Sections: life cycle, resume, saving.
  */
 #ifndef DTRAIN_RUNTIME_CHECKPOINTING_H
 #define DTRAIN_RUNTIME_CHECKPOINTING_H
@@ -182,13 +182,5 @@ bool rt_ckpt_async_inflight(const struct rt_ckpt *c);
 /* Waits for and commits a save in flight (at exit). 0, -ECANCELED (the
  * save failed, reported) or -EIO. */
 int rt_ckpt_finish(struct rt_ckpt *c, struct dt_err *err);
-
-/* --- signals (process-wide) --- */
-
-/* Installs the flag-setting handler for SIGTERM and the named signal
- * ("USR1", ... as spec preemption.signal). 0, or -EINVAL for a bad name. */
-int rt_ckpt_signals(const char *name);
-/* The first stop signal received, 0 if none. */
-int rt_ckpt_signal_pending(void);
 
 #endif

@@ -22,6 +22,7 @@
 #include "runtime/checkpointing.h"
 #include "runtime/device.h"
 #include "runtime/grid.h"
+#include "runtime/preempt.h"
 #include "runtime/train.h"
 #include "base/cli.h"
 #include "base/util.h"
@@ -135,8 +136,8 @@ int main(int argc, char **argv)
 		return DT_EXIT_USAGE;
 	}
 
-	/* SIGTERM only sets the stop flag from here on (checkpointing.h) */
-	rt_ckpt_signals(NULL);
+	/* SIGTERM only sets the stop flag from here on (preempt.h) */
+	rt_preempt_signals(NULL);
 	if (rt_bootstrap(&proc, &err)) {
 		print_err(&err, "bootstrap: ");
 		goto out;
@@ -151,7 +152,7 @@ int main(int argc, char **argv)
 	 * file missing on one node ends the job instead of hanging the rest.
 	 * The first failing rank reports (rank 0 when all fail alike). */
 	rc = spec_load(argv[optind], &spec, &err);
-	if (!rc && rt_ckpt_signals(spec.preemption.signal)) {
+	if (!rc && rt_preempt_signals(spec.preemption.signal)) {
 		dt_err_add(&err, "%s: preemption.signal: unknown signal \"%s\"", argv[optind],
 			   spec.preemption.signal);
 		rc = -EINVAL;
