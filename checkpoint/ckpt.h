@@ -121,6 +121,9 @@ uint32_t ckpt_crc32(uint32_t crc, const void *data, size_t n);
 void ckpt_step_name(int64_t step, char *out, size_t size);
 /* "shard-3.h5" for stage 3. */
 void ckpt_shard_name(int stage, char *out, size_t size);
+/* The names of a checkpoint's manifest and root file in its directory. */
+#define CKPT_MANIFEST "MANIFEST.json"
+#define CKPT_ROOT "model.h5"
 /* Parameters of layer l: widths[l+1] * widths[l] + widths[l+1]. */
 size_t ckpt_layer_params(const struct ckpt_meta *meta, int l);
 

@@ -14,8 +14,6 @@
 
 #include "checkpoint/ckpt.h"
 
-#define CKPT_MANIFEST "MANIFEST.json"
-#define CKPT_ROOT "model.h5"
 #define CKPT_LATEST "latest"
 
 /* HDF5 path of a tensor of layer l: which = "weight" | "bias"; state NULL

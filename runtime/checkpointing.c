@@ -219,7 +219,7 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 		 struct dt_err *err)
 {
 	struct dt_err e = { 0 };
-	int rc = 0, bad = -1, stage = g->coord[RT_DIM_PIPE], replicas = g->size[RT_DIM_DATA];
+	int rc = 0, bad = -1, stage = g->coord[RT_DIM_PIPE];
 
 	memset(c, 0, sizeof(*c));
 	c->s = s;
@@ -232,7 +232,7 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 	c->train_rows = train_rows;
 	c->quiet = quiet;
 	c->last_step = -1;
-	c->writer = g->coord[RT_DIM_DATA] == stage % replicas;
+	c->writer = rt_grid_stage_writer(g, stage) == g->rank;
 	atomic_init(&c->thread_done, 0);
 	atomic_init(&c->commit_done, 0);
 	atomic_init(&c->copy_pending, 0);
@@ -306,13 +306,13 @@ void rt_ckpt_free(struct rt_ckpt *c)
 
 /* --- resume --- */
 
-/* Is path/MANIFEST.json there: path is meant as one checkpoint. */
+/* Is path/CKPT_MANIFEST there: path is meant as one checkpoint. */
 static bool is_checkpoint(const char *path)
 {
 	char m[4200];
 	struct stat sb;
 
-	snprintf(m, sizeof(m), "%s/MANIFEST.json", path);
+	snprintf(m, sizeof(m), "%s/%s", path, CKPT_MANIFEST);
 	return stat(m, &sb) == 0;
 }
 
@@ -566,7 +566,7 @@ static void *writer_main(void *arg)
 	if (!c->local_rc && c->writer)
 		c->local_rc = ckpt_shard_write(&c->w, &c->local_err);
 	if (!c->local_rc && c->g->rank == 0) {
-		snprintf(root, sizeof(root), "%s/model.h5", c->tmp);
+		snprintf(root, sizeof(root), "%s/%s", c->tmp, CKPT_ROOT);
 		c->local_rc = ckpt_file_seal(root, &c->root_size, &c->root_crc, &c->local_err);
 	}
 	atomic_store(&c->thread_done, 1);
@@ -580,7 +580,7 @@ static void *writer_main(void *arg)
 static int gather(struct rt_ckpt *c, struct dt_err *err)
 {
 	int64_t mine[5], *all = NULL;
-	int world = c->g->world, replicas = c->g->size[RT_DIM_DATA], k, r, mrc;
+	int world = c->g->world, k, r, mrc;
 
 	join_thread(c);
 	c->inflight = false;
@@ -614,13 +614,13 @@ static int gather(struct rt_ckpt *c, struct dt_err *err)
 		if ((double)all[5 * r + 4] / 1e6 > c->max_write_s)
 			c->max_write_s = (double)all[5 * r + 4] / 1e6;
 	}
-	snprintf(c->files[0].name, sizeof(c->files[0].name), "model.h5");
+	snprintf(c->files[0].name, sizeof(c->files[0].name), "%s", CKPT_ROOT);
 	c->files[0].stage = -1;
 	c->files[0].size = c->root_size;
 	c->files[0].crc = c->root_crc;
 	c->bytes = c->root_size;
 	for (k = 0; k < c->meta->pipeline; k++) {
-		int w = k * replicas + k % replicas; /* world rank of its writer */
+		int w = rt_grid_stage_writer(c->g, k);
 
 		ckpt_shard_name(k, c->files[k + 1].name, sizeof(c->files[k + 1].name));
 		c->files[k + 1].stage = k;

@@ -98,24 +98,9 @@ int rt_grid_rank_of(const struct rt_grid *g, int replica, int stage)
 	return rt_grid_rank_at(g, c);
 }
 
-/* The rank `step` stages away from ours in the same replica and tensor shard. */
-static int stage_neighbour(const struct rt_grid *g, int step)
+int rt_grid_stage_writer(const struct rt_grid *g, int stage)
 {
-	int c[RT_NDIMS];
-
-	memcpy(c, g->coord, sizeof(c));
-	c[RT_DIM_PIPE] += step;
-	return rt_grid_rank_at(g, c);
-}
-
-int rt_grid_prev_stage(const struct rt_grid *g)
-{
-	return stage_neighbour(g, -1);
-}
-
-int rt_grid_next_stage(const struct rt_grid *g)
-{
-	return stage_neighbour(g, +1);
+	return rt_grid_rank_of(g, stage % g->size[RT_DIM_DATA], stage);
 }
 
 /* --- communicators --- */

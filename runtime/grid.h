@@ -89,9 +89,9 @@ int rt_grid_stage(const struct rt_grid *g, int rank);   /* pipeline stage */
 /* Rank of (replica, stage) with tensor shard 0. */
 int rt_grid_rank_of(const struct rt_grid *g, int replica, int stage);
 
-/* Our neighbours in the pipeline (same replica): the rank of stage - 1 and of
- * stage + 1, or -1 at the first / last stage. */
-int rt_grid_prev_stage(const struct rt_grid *g);
-int rt_grid_next_stage(const struct rt_grid *g);
+/* The rank that writes stage's checkpoint shard: replica stage % data of
+ * that stage, so that the shards' writes spread over the replicas (and so
+ * over nodes); -1 when stage is out of range. */
+int rt_grid_stage_writer(const struct rt_grid *g, int stage);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * test_grid.c - the process grid's pure arithmetic (runtime/grid.h): every
- * rank of several shapes, rank <-> coordinates round trips, pipeline
- * neighbours, the documented rank order and its node locality, and the
- * errors of a world that does not match the spec. No MPI_Init: the
+ * rank of several shapes, rank <-> coordinates round trips, the stages'
+ * checkpoint shard writers, the documented rank order and its node
+ * locality, and the errors of a world that does not match the spec. No MPI_Init: the
  * communicators are exercised by dtrain-run under mpirun and srun.
  *
  * Sections: helpers, layout, queries, errors, main.
@@ -121,34 +121,24 @@ static void test_round_trip(void **state)
 	}
 }
 
-/* prev/next stage: same replica, stage -+ 1, -1 at the ends */
-static void test_neighbours(void **state)
+/* each stage's shard writer is a rank of that stage, replica stage % data */
+static void test_stage_writers(void **state)
 {
 	struct rt_grid g;
 	size_t i;
-	int r;
+	int st, w;
 
 	(void)state;
 	for (i = 0; i < NSHAPES; i++) {
 		int data = shapes[i].data, pipe = shapes[i].pipeline;
 
-		for (r = 0; r < data * pipe; r++) {
-			int st = r / data, prev, next;
-
-			init_ok(&g, data, pipe, r);
-			prev = rt_grid_prev_stage(&g);
-			next = rt_grid_next_stage(&g);
-			assert_int_equal(prev, st == 0 ? -1 : r - data);
-			assert_int_equal(next, st == pipe - 1 ? -1 : r + data);
-			if (prev >= 0) {
-				assert_int_equal(rt_grid_replica(&g, prev), g.coord[RT_DIM_DATA]);
-				assert_int_equal(rt_grid_stage(&g, prev), st - 1);
-			}
-			if (next >= 0) {
-				assert_int_equal(rt_grid_replica(&g, next), g.coord[RT_DIM_DATA]);
-				assert_int_equal(rt_grid_stage(&g, next), st + 1);
-			}
+		init_ok(&g, data, pipe, 0);
+		for (st = 0; st < pipe; st++) {
+			w = rt_grid_stage_writer(&g, st);
+			assert_int_equal(rt_grid_stage(&g, w), st);
+			assert_int_equal(rt_grid_replica(&g, w), st % data);
 		}
+		assert_int_equal(rt_grid_stage_writer(&g, pipe), -1);
 	}
 }
 
@@ -263,7 +253,7 @@ int main(void)
 		cmocka_unit_test(test_every_rank_every_shape),
 		cmocka_unit_test(test_documented_2x2),
 		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_neighbours),
+		cmocka_unit_test(test_stage_writers),
 		cmocka_unit_test(test_data_groups_stay_in_node),
 		cmocka_unit_test(test_out_of_range),
 		cmocka_unit_test(test_world_mismatch),
