@@ -2,8 +2,10 @@
  * train.c - the training loop (see train.h for the data flow of one step).
  *
  * Sections: set-up (model stage, optimizer, data, buffers), evaluation,
- * progress and metrics, the loop. A step's parts are in pipeline.c,
- * grad_buckets.c and split_step.c (trainer.h says which does what).
+ * the loop (train_loop reads as the training story: next batch, forward
+ * and backward, optimizer step, log, evaluate, checkpoint). A step's parts
+ * are in pipeline.c, grad_buckets.c and split_step.c, what the run tells in
+ * metrics.c (trainer.h says which does what).
  */
 #include "runtime/trainer.h"
 
@@ -252,42 +254,8 @@ out:
 	return rc;
 }
 
-/* --- progress and metrics --- */
 
-static void fmt_duration(double s, char *buf, size_t size)
-{
-	long t = s < 0 ? 0 : (long)(s + 0.5);
 
-	snprintf(buf, size, "%02ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-}
-
-static void open_metrics(struct trainer *t)
-{
-	char path[4200];
-
-	if (t->g->rank != 0 || !t->s->run_dir)
-		return;
-	/* dtrain-submit made it; a spec run by hand may name a new one */
-	dt_mkdirs(t->s->run_dir, 0755);
-	snprintf(path, sizeof(path), "%s/metrics.jsonl", t->s->run_dir);
-	t->metrics = fopen(path, "a"); /* a requeued job appends */
-	if (!t->metrics)
-		fprintf(stderr, "dtrain-run: warning: cannot write %s: %s\n", path, strerror(errno));
-}
-
-static void metric(struct trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void metric(struct trainer *t, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!t->metrics)
-		return;
-	va_start(ap, fmt);
-	vfprintf(t->metrics, fmt, ap);
-	va_end(ap);
-	fputc('\n', t->metrics);
-	fflush(t->metrics);
-}
 
 /* --- saving the final parameters (a test and debugging aid) --- */
 
@@ -430,24 +398,6 @@ static int64_t total_steps(const struct trainer *t)
 	return total;
 }
 
-/* Seconds since the batch job started (DTRAIN_JOB_START, set by the batch
- * script), or -1 when unknown. */
-static double since_job_start(void)
-{
-	const char *v = getenv("DTRAIN_JOB_START");
-	struct timespec ts;
-	char *end;
-	double start;
-
-	if (!v || !*v)
-		return -1;
-	start = strtod(v, &end);
-	if (*end || start <= 0)
-		return -1;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec - start;
-}
-
 /* At a step boundary: a stop signal means save now and leave (-EAGAIN);
  * otherwise a periodic save when one is due. */
 static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int64_t per_epoch,
@@ -467,7 +417,7 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 			       strsignal(sig), (long long)step);
 			fflush(stdout);
 		}
-		metric(t, "{\"event\":\"stop\",\"step\":%lld,\"signal\":\"%s\"}", (long long)step,
+		rt__metric(t, "{\"event\":\"stop\",\"step\":%lld,\"signal\":\"%s\"}", (long long)step,
 		       sigabbrev_np(sig));
 		rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
 		if (rc == -ECANCELED && t->g->rank == 0)
@@ -480,196 +430,127 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 	return 0;
 }
 
-/* The log window's times per step, the mean over all ranks:
- * tm = { step, compute, pipe wait, grad wait, data, optim } in seconds.
- * Collective over the world (every rank logs at the same steps). */
-static int window_times(struct trainer *t, double window_s, int64_t steps, double tm[6])
-{
-	double per = steps > 0 ? 1.0 / (double)steps : 0.0;
-	int i;
 
-	tm[0] = window_s;
-	tm[1] = t->tm.compute;
-	tm[2] = t->tm.pipe;
-	tm[3] = t->tm.grad;
-	tm[4] = t->tm.data;
-	tm[5] = t->tm.optim;
-	if (t->g->world > 1)
-		MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, tm, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-	for (i = 0; i < 6; i++)
-		tm[i] *= per / (double)t->g->world;
+/* The rows of step `step`: this replica's share of the global batch, cut
+ * into micro-batches; *batch_rows is the global batch's. */
+static int next_batch(struct trainer *t, int64_t step, int64_t per_epoch, struct mb *mbs,
+		      int64_t *batch_rows)
+{
+	int64_t rep_off, rep_rows, o, c;
+	const int64_t *idx;
+	int rc, i;
+
+	rc = rt_sampler_epoch(&t->sampler, step / per_epoch); /* no-op within an epoch */
+	if (rc)
+		return rc;
+	rt_sampler_batch(&t->sampler, step % per_epoch, &idx, batch_rows);
+	rt_sampler_slice(*batch_rows, t->replicas, t->replica, &rep_off, &rep_rows);
+	for (i = 0; i < t->micro; i++) {
+		rt_sampler_slice(rep_rows, t->micro, i, &o, &c);
+		mbs[i] = (struct mb){ idx + rep_off + o, c, i, &t->train };
+	}
 	return 0;
 }
 
+/* Forward and backward of every micro-batch in the schedule, and the
+ * gradients summed over the replicas as the way of parallel.grad_sync
+ * does it (buckets during backward, or the split step's own sums). The
+ * backward passes add to the gradient, which the last update left zero
+ * (rt_optim_step_spans, rt_optim_step_sum and rt_dp_reduce zero what they
+ * read): no pass zeroes it. */
+static int forward_backward(struct trainer *t, const struct mb *mbs, int64_t batch_rows)
+{
+	int rc;
+
+	t->grad_scale = 1.0f / (float)batch_rows;
+	rt__arm_buckets(t);
+	rc = t->dp.split || t->tsplit ? rt__split_schedule(t, mbs, batch_rows) : rt__run_schedule(t, mbs);
+	if (!rc)
+		rc = rt__finish_buckets(t);
+	if (!rc)
+		rc = rt__wait_sends(t);
+	return rc;
+}
+
+/* The step's loss and accuracy reduced, the gradient's norm, clipping and
+ * the update at the step's learning rate. */
+static int optimizer_step(struct trainer *t, int64_t step, int64_t total, int64_t batch_rows,
+			  double *loss, double *lr, double *norm)
+{
+	double stats[2] = { t->loss_sum, (double)t->correct };
+	double t_opt = now_s(), grad_before = t->tm.grad;
+	int rc;
+
+	*lr = rt_lr_at(t->s, step, total);
+	rc = update(t, step, stats, batch_rows, *lr, norm);
+	if (rc)
+		return rc;
+	*loss = stats[0] / (double)batch_rows;
+	/* the split way's sums wait for the other replicas: gradient sync */
+	t->tm.optim += now_s() - t_opt - (t->tm.grad - grad_before);
+	return 0;
+}
+
+/* The test set's loss and accuracy, at an epoch's end. */
+static int evaluate_epoch(struct trainer *t, int64_t step, int64_t epoch, bool quiet)
+{
+	double loss = 0, acc = 0;
+	int rc = evaluate(t, &t->test, &loss, &acc);
+
+	if (!rc)
+		rt__log_eval(t, step, epoch, loss, acc, quiet);
+	return rc;
+}
+
+/* The end of training is a checkpoint too. */
+static int final_save(struct trainer *t, int64_t step, int64_t per_epoch, int64_t total)
+{
+	struct rt_ckpt_pos pos = { step, per_epoch, total };
+	int rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
+
+	if (rc == -ECANCELED && t->g->rank == 0)
+		dt_err_add(t->err, "training finished, but its final checkpoint (step %lld) could "
+			   "not be saved (see above)", (long long)step);
+	return rc;
+}
+
+/* The training story, one step after another. */
 static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 {
-	const struct spec *s = t->s;
-	int64_t per_epoch = rt_sampler_steps(&t->sampler);
-	int64_t total = total_steps(t), step = t->start_step, epoch = 0;
-	int64_t window_rows = 0, window_steps = 0;
-	double t0 = now_s(), tw = t0, t_opt;
+	int64_t per_epoch = rt_sampler_steps(&t->sampler), total = total_steps(t);
+	int64_t step = t->start_step, epoch, batch_rows;
+	struct rt_progress pg = { .quiet = opts->quiet };
+	double loss, lr, norm;
 	struct mb *mbs;
-	int rc = 0, i;
+	int rc = 0;
 
 	mbs = calloc((size_t)t->micro, sizeof(*mbs));
 	if (!mbs)
-		return -ENOMEM;
-	if (t->g->rank == 0 && !opts->quiet) {
-		printf("dtrain-run: training %s: %zu parameters, %lld steps (%lld per epoch), "
-		       "schedule %s, %d micro-batches%s\n", s->name, (size_t)rt_model_params(s),
-		       (long long)total, (long long)per_epoch, s->parallel.schedule, t->micro,
-		       step ? ", resumed" : "");
-		if (t->tsplit)
-			printf("dtrain-run: threads: each of the %d threads of a rank computes a block of "
-			       "every layer\n", rt_pool_gang_size(&t->pool));
-		if (t->dp.split)
-			printf("dtrain-run: gradients: the %d replicas on each node share parameters in "
-			       "memory and split every layer over the node's batch, each its 1/%d%s\n",
-			       t->dp.locals, t->dp.locals,
-			       t->dp.cross != MPI_COMM_NULL ? ", blocks allreduced between nodes" : "");
-		else if (t->dp.shared)
-			printf("dtrain-run: gradients: the %d replicas of a stage on each node share "
-			       "parameters in memory, each updates 1/%d%s\n", t->dp.locals, t->dp.locals,
-			       t->dp.cross != MPI_COMM_NULL ? ", parts allreduced between nodes" : "");
-		else if (t->replicas > 1)
-			printf("dtrain-run: gradients: allreduce between the %d replicas\n", t->replicas);
-		if (step >= total)
-			printf("dtrain-run: the checkpoint is at the end of training: nothing left to do\n");
-		fflush(stdout);
-	}
-	metric(t, "{\"event\":\"start\",\"total_steps\":%lld,\"steps_per_epoch\":%lld,\"epochs\":%ld,"
-		  "\"step\":%lld,\"grad_sync\":\"%s\",\"replicas_per_node\":%d,\"threads\":\"%s\"}",
-	       (long long)total,
-	       (long long)per_epoch, s->train.epochs, (long long)step,
-	       t->dp.split ? "split" : t->dp.shared ? "shared" : t->replicas > 1 ? "allreduce" : "none",
-	       t->dp.shared ? t->dp.locals : 1, t->tsplit ? "split" : "blas");
-
+		return dt_err_add(t->err, "rank %d: out of memory for %d micro-batches", t->g->rank,
+				  t->micro), -ENOMEM;
+	rt__log_start(t, &pg, step, total, per_epoch);
 	while (step < total) {
-		int64_t k = step % per_epoch, batch_rows, rep_off, rep_rows;
-		const int64_t *idx;
-		double lr, loss, norm, stats[2], grad_before;
-
 		epoch = step / per_epoch;
-		rc = rt_sampler_epoch(&t->sampler, epoch); /* no-op within an epoch */
-		if (rc)
-			break;
-		/* the global batch of this step, then this replica's share */
-		rt_sampler_batch(&t->sampler, k, &idx, &batch_rows);
-		rt_sampler_slice(batch_rows, t->replicas, t->replica, &rep_off, &rep_rows);
-		for (i = 0; i < t->micro; i++) {
-			int64_t o, c;
-
-			rt_sampler_slice(rep_rows, t->micro, i, &o, &c);
-			mbs[i] = (struct mb){ idx + rep_off + o, c, i, &t->train };
-		}
-		t->grad_scale = 1.0f / (float)batch_rows;
-		rt__arm_buckets(t);
-		/* the backward passes add to the gradient, which the last
-		 * update left zero (rt_optim_step_spans, rt_optim_step_sum and
-		 * rt_dp_reduce zero what they read): no pass zeroes it */
-		rc = t->dp.split || t->tsplit ? rt__split_schedule(t, mbs, batch_rows) : rt__run_schedule(t, mbs);
+		rc = next_batch(t, step, per_epoch, mbs, &batch_rows);
 		if (!rc)
-			rc = rt__finish_buckets(t);
+			rc = forward_backward(t, mbs, batch_rows);
 		if (!rc)
-			rc = rt__wait_sends(t);
+			rc = optimizer_step(t, step, total, batch_rows, &loss, &lr, &norm);
 		if (rc)
 			break;
-
-		stats[0] = t->loss_sum;
-		stats[1] = (double)t->correct;
-		t_opt = now_s();
-		grad_before = t->tm.grad;
-		lr = rt_lr_at(s, step, total);
-		rc = update(t, step, stats, batch_rows, lr, &norm);
-		if (rc)
-			break;
-		loss = stats[0] / (double)batch_rows;
-		/* the split way's sums wait for the other replicas: gradient sync */
-		t->tm.optim += now_s() - t_opt - (t->tm.grad - grad_before);
 		step++;
-		window_rows += batch_rows;
-		window_steps++;
-		if (step == t->start_step + 1) {
-			double since = since_job_start();
-			struct timespec wall;
-
-			if (t->start_step > 0 && since >= 0 && t->g->rank == 0 && !opts->quiet) {
-				printf("dtrain-run: first step after the resume done %.2f s after the job "
-				       "started\n", since);
-				fflush(stdout);
-			}
-			clock_gettime(CLOCK_REALTIME, &wall);
-			metric(t, "{\"event\":\"first_step\",\"step\":%lld,\"resumed\":%s,"
-				  "\"since_job_start_s\":%.3f,\"since_process_start_s\":%.3f,"
-				  "\"unix_time\":%.6f}", (long long)step, t->start_step > 0 ? "true" : "false",
-			       since, now_s() - t->t_proc, (double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec);
-		}
-
-		if (step % s->train.log_every == 0 || step == total) {
-			double now = now_s(), rate = (double)window_rows / (now - tw);
-			double eta = (now - t0) / (double)step * (double)(total - step);
-			double tm[6];
-			char eta_s[32];
-
-			rc = window_times(t, now - tw, window_steps, tm);
-			if (rc)
-				break;
-
-			fmt_duration(eta, eta_s, sizeof(eta_s));
-			if (t->g->rank == 0 && !opts->quiet) {
-				printf("dtrain-run: step %lld/%lld epoch %lld/%ld loss %.4f lr %.3g "
-				       "grad_norm %.3g samples/s %.0f eta %s\n",
-				       (long long)step, (long long)total, (long long)epoch + 1,
-				       s->train.epochs, loss, lr, norm, rate, eta_s);
-				fflush(stdout);
-			}
-			metric(t, "{\"event\":\"step\",\"step\":%lld,\"total_steps\":%lld,\"epoch\":%lld,"
-				  "\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"samples_per_s\":%.1f,"
-				  "\"eta_s\":%.0f,\"steps\":%lld,\"time\":{\"step_s\":%.6g,\"compute_s\":%.6g,"
-				  "\"pipe_wait_s\":%.6g,\"grad_wait_s\":%.6g,\"data_s\":%.6g,\"optim_s\":%.6g}}",
-			       (long long)step, (long long)total, (long long)epoch + 1, loss, lr, norm,
-			       rate, eta, (long long)window_steps, tm[0], tm[1], tm[2], tm[3], tm[4], tm[5]);
-			tw = now_s(); /* the window's reduction is not part of the next */
-			window_rows = 0;
-			window_steps = 0;
-			memset(&t->tm, 0, sizeof(t->tm));
-		}
-		if (t->has_test && (step % per_epoch == 0 || step == total)) {
-			double tl = 0, ta = 0;
-
-			rc = evaluate(t, &t->test, &tl, &ta);
-			if (rc)
-				break;
-			if (t->g->rank == 0 && !opts->quiet) {
-				printf("dtrain-run: epoch %lld/%ld test loss %.4f accuracy %.4f\n",
-				       (long long)epoch + 1, s->train.epochs, tl, ta);
-				fflush(stdout);
-			}
-			metric(t, "{\"event\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"test_loss\":%.9g,"
-				  "\"test_accuracy\":%.6f}", (long long)step, (long long)epoch + 1, tl, ta);
-		}
-		rc = checkpoint_point(t, step, total, per_epoch, opts);
+		rc = rt__log_step(t, &pg, step, total, epoch, batch_rows, loss, lr, norm);
+		if (!rc && t->has_test && (step % per_epoch == 0 || step == total))
+			rc = evaluate_epoch(t, step, epoch, opts->quiet);
+		if (!rc)
+			rc = checkpoint_point(t, step, total, per_epoch, opts);
 		if (rc)
 			break;
 	}
-	if (!rc) {
-		/* the final save: the end of training is a checkpoint too */
-		struct rt_ckpt_pos pos = { step, per_epoch, total };
-
-		rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
-		if (rc == -ECANCELED && t->g->rank == 0)
-			dt_err_add(t->err, "training finished, but its final checkpoint (step %lld) could "
-				   "not be saved (see above)", (long long)step);
-	}
-	if (!rc) {
-		double secs = now_s() - t0;
-
-		metric(t, "{\"event\":\"end\",\"step\":%lld,\"seconds\":%.3f}", (long long)step, secs);
-		if (t->g->rank == 0 && !opts->quiet) {
-			printf("dtrain-run: done: %lld steps in %.1f s\n", (long long)step, secs);
-			fflush(stdout);
-		}
-	}
+	if (!rc)
+		rc = final_save(t, step, per_epoch, total);
+	if (!rc)
+		rt__log_end(t, &pg, step);
 	free(mbs);
 	return rc;
 }
@@ -793,7 +674,7 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 		rc = choose_threads(&t, opts);
 	if (rc)
 		goto out;
-	open_metrics(&t);
+	rt__open_metrics(&t);
 	rc = rt_ckpt_init(&t.ck, s, g, &t.st, &t.opt, &t.dp, t.first, t.train.n, t.metrics, opts->quiet,
 			  err);
 	if (!rc) {

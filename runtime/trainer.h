@@ -8,6 +8,7 @@
  *                  (parallel.grad_sync "allreduce" between replicas)
  *   split_step.c   a step with every layer cut into blocks between the
  *                  node's replicas and/or the rank's threads
+ *   metrics.c      progress lines and metrics.jsonl events
  * Every function here is collective over the communicators its work uses;
  * each returns 0 or a negative errno with the message in t->err, unless it
  * says otherwise.
@@ -132,6 +133,14 @@ struct mb {
 	struct rt_data *data;
 };
 
+/* The timing of a run's progress lines and step events (metrics.c). */
+struct rt_progress {
+	double t0, tw;          /* the loop's start, the log window's (monotonic s) */
+	int64_t window_rows;    /* samples of the log window so far */
+	int64_t window_steps;
+	bool quiet;             /* no progress lines (--quiet) */
+};
+
 /* --- set-up (grad_buckets.c, split_step.c) --- */
 
 /* The stage's layers in buckets of about 25 MB, last layer first, alike on
@@ -166,5 +175,27 @@ void rt__arm_buckets(struct trainer *t);
 void rt__layer_done(void *ctx, int layer);
 /* Starts the buckets not started yet and waits for all of them. */
 int rt__finish_buckets(struct trainer *t);
+
+/* --- what the run tells (metrics.c) --- */
+
+/* Opens <run_dir>/metrics.jsonl on rank 0 for appending (a warning when it
+ * cannot: training goes on without it). */
+void rt__open_metrics(struct trainer *t);
+/* One JSON line of metrics (rank 0; nothing elsewhere), flushed. */
+void rt__metric(struct trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The run's first lines and the start event; starts pg's clocks. */
+void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int64_t total,
+		   int64_t per_epoch);
+/* After step `step` (1-based) of epoch `epoch` (0-based): the first step's
+ * event, and every train.log_every steps and at the last one a progress
+ * line and a step event with the log window's times (collective: every
+ * rank calls it after every step). */
+int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_t total,
+		 int64_t epoch, int64_t batch_rows, double loss, double lr, double norm);
+/* The test set's loss and accuracy after epoch `epoch` (0-based). */
+void rt__log_eval(struct trainer *t, int64_t step, int64_t epoch, double loss, double acc,
+		  bool quiet);
+/* The end event and the "done" line. */
+void rt__log_end(struct trainer *t, const struct rt_progress *pg, int64_t step);
 
 #endif
