@@ -304,13 +304,20 @@ static int sys_fsync(int fd)
 	return fsync(fd);
 }
 
-/* write or pwrite (off >= 0) all of len, retrying EINTR and short writes */
-static int write_loop(int fd, const void *data, size_t len, long long off)
+static ssize_t sys_read(int fd, const void *p, size_t len, long long off)
+{
+	return pread(fd, (void *)p, len, (off_t)off);
+}
+
+/* op (a write, a pwrite when off >= 0, or a pread) over all of len,
+ * retrying EINTR and short transfers; -EIO when op transfers nothing. */
+static int io_loop(ssize_t (*op)(int, const void *, size_t, long long), int fd, const void *data,
+		   size_t len, long long off)
 {
 	const char *p = data;
 
 	while (len > 0) {
-		ssize_t n = sys_write(fd, p, len > WRITE_CHUNK ? WRITE_CHUNK : len, off);
+		ssize_t n = op(fd, p, len > WRITE_CHUNK ? WRITE_CHUNK : len, off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -328,36 +335,21 @@ static int write_loop(int fd, const void *data, size_t len, long long off)
 
 int dt_write_all(int fd, const void *data, size_t len)
 {
-	return write_loop(fd, data, len, -1);
+	return io_loop(sys_write, fd, data, len, -1);
 }
 
 int dt_pwrite_all(int fd, const void *data, size_t len, uint64_t offset)
 {
 	if (offset > (uint64_t)INT64_MAX - len)
 		return -EFBIG;
-	return write_loop(fd, data, len, (long long)offset);
+	return io_loop(sys_write, fd, data, len, (long long)offset);
 }
 
 int dt_pread_all(int fd, void *buf, size_t len, uint64_t offset)
 {
-	char *p = buf;
-	ssize_t n;
-
 	if (offset > (uint64_t)INT64_MAX - len)
 		return -EFBIG;
-	while (len > 0) {
-		n = pread(fd, p, len, (off_t)offset);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-		offset += (uint64_t)n;
-	}
-	return 0;
+	return io_loop(sys_read, fd, buf, len, (long long)offset);
 }
 
 int dt_fsync_fd(int fd)
