@@ -5,6 +5,8 @@
  */
 #include "base/util.h"
 
+#include "base/fault.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -252,11 +254,10 @@ int dt_read_file(const char *path, char **out, size_t *len)
  * Every write and fsync of a file we own goes through sys_write() and
  * sys_fsync(), so that tests can make them fail as a full disk would, or
  * make them slow enough to kill a process in the middle (sqlite's
- * aSyscall[] idea). DTRAIN_FAULT_WRITE, read at each call:
+ * aSyscall[] idea), through DTRAIN_FAULT_WRITE (base/fault.h):
  *   "enospc@BYTES"  once this process has written BYTES, writes fail with
  *                   ENOSPC (fsync too);
  *   "slow@MS"       each write call (at most WRITE_CHUNK bytes) sleeps MS first.
- * Unset (always, outside tests) costs one getenv per call.
  */
 #define WRITE_CHUNK (8u << 20)
 
@@ -264,17 +265,11 @@ static _Atomic unsigned long long fault_written;
 
 static int fault_check(size_t len)
 {
-	const char *f = getenv("DTRAIN_FAULT_WRITE");
-	unsigned long long v;
+	unsigned long long full;
 
-	if (!f || !*f)
-		return 0;
-	if (sscanf(f, "enospc@%llu", &v) == 1) {
-		if (fault_written + len > v)
-			return -ENOSPC;
-	} else if (sscanf(f, "slow@%llu", &v) == 1) {
-		dt_sleep_ms(v);
-	}
+	if (dt_fault(DT_FAULT_WRITE, "enospc", -1, &full) && fault_written + len > full)
+		return -ENOSPC;
+	dt_fault_slow(DT_FAULT_WRITE, -1);
 	return 0;
 }
 

@@ -8,6 +8,8 @@
  */
 #include "runtime/bootstrap.h"
 
+#include "base/fault.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -596,20 +598,6 @@ static int fence_after_mpi_init(const struct rt_proc *p, struct dt_err *err)
 	return 0;
 }
 
-/* Tests make one rank late out of MPI_Init, DTRAIN_FAULT_MPI_INIT=
- * "slow@MS:RANK" (rank RANK sleeps MS after MPI_Init returns), to check that
- * no rank leaves rt_mpi_init before it (tests/integration/pmix_share.sh).
- * Unset, it costs one getenv per process. */
-static void fault_slow_mpi_init(const struct rt_proc *p)
-{
-	const char *f = getenv("DTRAIN_FAULT_MPI_INIT");
-	unsigned long long ms;
-	int rank;
-
-	if (f && sscanf(f, "slow@%llu:%d", &ms, &rank) == 2 && rank == p->rank)
-		dt_sleep_ms(ms);
-}
-
 int rt_mpi_init(struct rt_proc *p, bool *mpi_up, struct dt_err *err)
 {
 	int rc, n = 0, r = -1, provided = 0;
@@ -625,7 +613,8 @@ int rt_mpi_init(struct rt_proc *p, bool *mpi_up, struct dt_err *err)
 		return -EIO;
 	}
 	*mpi_up = true;
-	fault_slow_mpi_init(p);
+	/* tests make one rank late out of MPI_Init (base/fault.h) */
+	dt_fault_slow(DT_FAULT_MPI_INIT, p->rank);
 	if (p->pmix_up && p->size > 1 && fence_after_mpi_init(p, err))
 		return -EIO;
 	/* errors come back as codes; the caller decides to abort */

@@ -7,6 +7,7 @@
  */
 #include "runtime/checkpointing.h"
 
+#include "base/fault.h"
 #include "runtime/preempt.h"
 
 #include <errno.h>
@@ -529,18 +530,6 @@ out:
 
 /* --- saving --- */
 
-/* Tests make the snapshot copy late, DTRAIN_FAULT_SNAPSHOT="slow@MS" (it
- * sleeps MS first), to check that the trainer waits for it
- * (tests/integration/resume.sh). Unset, it costs one getenv per save. */
-static void fault_slow_copy(void)
-{
-	const char *f = getenv("DTRAIN_FAULT_SNAPSHOT");
-	unsigned long long ms;
-
-	if (f && sscanf(f, "slow@%llu", &ms) == 1)
-		dt_sleep_ms(ms);
-}
-
 /* The writer's snapshot copy is made: the trainer may change the state. */
 static void copy_done(struct rt_ckpt *c)
 {
@@ -559,7 +548,7 @@ static void *writer_main(void *arg)
 	char root[4300];
 
 	if (c->w.copy_parts > 0) {
-		fault_slow_copy();
+		dt_fault_slow(DT_FAULT_SNAPSHOT, -1); /* base/fault.h: tests/integration/resume.sh */
 		ckpt_shard_copy(&c->w);
 	}
 	copy_done(c);

@@ -20,20 +20,6 @@
  * meet at its spinning barrier; thread 0 alone calls MPI (the node's
  * barrier, between two of the gang's). */
 
-/* Tests make one replica late after every hand-over of the split way,
- * DTRAIN_FAULT_SPLIT="slow@MS:RANK" (rank RANK's first thread sleeps MS
- * after each, while the rank's other threads and the other ranks go on), so
- * that a barrier missing where the data flow needs one changes the bits
- * (tests/integration/equivalence.sh). Unset, one getenv per process. */
-unsigned long long rt__fault_split_slow(int rank)
-{
-	const char *f = getenv("DTRAIN_FAULT_SPLIT");
-	unsigned long long ms;
-	int r;
-
-	return f && sscanf(f, "slow@%llu:%d", &ms, &r) == 2 && r == rank ? ms : 0;
-}
-
 struct gang {
 	struct trainer *t;
 	struct rt_acts *acts; /* the micro-batch's activations, the node's rows */

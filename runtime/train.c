@@ -9,6 +9,8 @@
  */
 #include "runtime/trainer.h"
 
+#include "base/fault.h"
+
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
@@ -655,7 +657,11 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	t.micro = (int)s->parallel.micro_batches;
 	t.prev = t.stage > 0 ? t.stage - 1 : -1;
 	t.next = t.stage < t.stages - 1 ? t.stage + 1 : -1;
-	t.split_slow_ms = rt__fault_split_slow(g->rank);
+	/* tests make one replica late after every hand-over of the split step:
+	 * its first thread sleeps, its other threads and the other ranks go on
+	 * (base/fault.h; tests/integration/equivalence.sh) */
+	if (!dt_fault(DT_FAULT_SPLIT, "slow", g->rank, &t.split_slow_ms))
+		t.split_slow_ms = 0;
 	rt_blas_threads((int)s->resources.cpus_per_task);
 
 	rc = open_data(&t);

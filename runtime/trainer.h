@@ -146,8 +146,6 @@ struct rt_progress {
 /* The stage's layers in buckets of about 25 MB, last layer first, alike on
  * every replica of the stage (-ENOMEM). */
 int rt__build_buckets(struct trainer *t);
-/* DTRAIN_FAULT_SPLIT's delay for this rank in ms, or 0 (split_step.c). */
-unsigned long long rt__fault_split_slow(int rank);
 
 /* --- a step (pipeline.c, grad_buckets.c, split_step.c) --- */
 

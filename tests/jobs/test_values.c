@@ -1,6 +1,6 @@
 /*
  * test_values.c - Slurm time and memory strings, and the string helpers the
- * spec checks rely on (edit distance for hints, shell quoting, path joins, CPU lists).
+ * spec checks rely on (edit distance for hints, shell quoting, path joins, CPU lists, the fault table).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fault.h"
 #include "jobs/spec.h"
 
 static void slurm_times(void **state)
@@ -136,6 +137,33 @@ static void cpu_lists(void **state)
 				 dt_cpulist_count(cases[i].in), cases[i].want);
 }
 
+static void faults(void **state)
+{
+	unsigned long long n = 99;
+
+	(void)state;
+	unsetenv("DTRAIN_FAULT_SPLIT");
+	assert_false(dt_fault(DT_FAULT_SPLIT, "slow", 0, &n));
+	setenv("DTRAIN_FAULT_SPLIT", "slow@5", 1);
+	assert_true(dt_fault(DT_FAULT_SPLIT, "slow", 3, &n));
+	assert_int_equal(n, 5);
+	assert_false(dt_fault(DT_FAULT_SPLIT, "enospc", 3, &n));
+	setenv("DTRAIN_FAULT_SPLIT", "slow@7:2", 1);
+	assert_true(dt_fault(DT_FAULT_SPLIT, "slow", 2, &n));
+	assert_int_equal(n, 7);
+	assert_false(dt_fault(DT_FAULT_SPLIT, "slow", 1, &n));
+	assert_false(dt_fault(DT_FAULT_SPLIT, "slow", -1, &n));
+	assert_false(dt_fault(DT_FAULT_MPI_INIT, "slow", 2, &n)); /* another point */
+	setenv("DTRAIN_FAULT_SPLIT", "enospc@0", 1);
+	assert_true(dt_fault(DT_FAULT_SPLIT, "enospc", -1, &n));
+	assert_int_equal(n, 0);
+	setenv("DTRAIN_FAULT_SPLIT", "slowly@5", 1);
+	assert_false(dt_fault(DT_FAULT_SPLIT, "slow", 0, &n));
+	setenv("DTRAIN_FAULT_SPLIT", "slow@", 1);
+	assert_false(dt_fault(DT_FAULT_SPLIT, "slow", 0, &n));
+	unsetenv("DTRAIN_FAULT_SPLIT");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -146,6 +174,7 @@ int main(void)
 		cmocka_unit_test(shell_quote),
 		cmocka_unit_test(path_join),
 		cmocka_unit_test(cpu_lists),
+		cmocka_unit_test(faults),
 	};
 
 	return cmocka_run_group_tests_name("values", tests, NULL, NULL);

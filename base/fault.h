@@ -1,0 +1,38 @@
+/*
+ * fault.h - the faults that tests inject through the environment, in one
+ * table: every hook of the code base is a point here, its variable named
+ * DTRAIN_FAULT_<POINT>, its value "KIND@N" or "KIND@N:RANK" (only rank RANK
+ * of the job, as the caller names it, gets the fault).
+ *
+ *   point     kinds              where (what a test checks with it)
+ *   WRITE     enospc@BYTES,      base/util.c: every write and fsync of our
+ *             slow@MS            files (a full disk; a save slow enough to
+ *                                kill in the middle)
+ *   SNAPSHOT  slow@MS            runtime/checkpointing.c: the checkpoint's
+ *                                snapshot copy (the trainer waits for it)
+ *   SPLIT     slow@MS:RANK       runtime/split_step.c: after every hand-over
+ *                                of the split step (a missing barrier
+ *                                changes the bits)
+ *   MPI_INIT  slow@MS:RANK       runtime/bootstrap.c: after MPI_Init (no rank
+ *                                leaves rt_mpi_init before the late one)
+ *
+ * The variable is read at each call (a test sets it per process; unset, a
+ * call costs one getenv). Nothing here is for production use.
+ */
+#ifndef DTRAIN_BASE_FAULT_H
+#define DTRAIN_BASE_FAULT_H
+
+#include <stdbool.h>
+
+enum dt_fault_point { DT_FAULT_WRITE, DT_FAULT_SNAPSHOT, DT_FAULT_SPLIT, DT_FAULT_MPI_INIT };
+
+/* Whether the point's variable asks for a fault of this kind ("slow",
+ * "enospc") on this rank (rank -1: the caller has none, and a fault naming
+ * a rank does not apply); then its N is in *n. */
+bool dt_fault(enum dt_fault_point p, const char *kind, int rank, unsigned long long *n);
+
+/* Sleeps the point's "slow" milliseconds when they apply to rank (as
+ * dt_fault). */
+void dt_fault_slow(enum dt_fault_point p, int rank);
+
+#endif
