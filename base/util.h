@@ -86,7 +86,7 @@ int dt_fsync_parent(const char *path);
 /* write() all of data, retrying on EINTR and short writes. 0 or -errno.
  * This, dt_pwrite_all and dt_fsync_fd are the only places dtrain writes
  * or syncs its files: tests inject failures there (DTRAIN_FAULT_WRITE,
- * util.c). */
+ * base/fault.h). */
 int dt_write_all(int fd, const void *data, size_t len);
 /* pwrite() all of data at offset, same retries. 0 or -errno. */
 int dt_pwrite_all(int fd, const void *data, size_t len, uint64_t offset);
