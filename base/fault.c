@@ -3,7 +3,7 @@
  */
 #include "base/fault.h"
 
-#include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,16 +16,31 @@ static const char *const var[] = {
 	[DT_FAULT_MPI_INIT] = "DTRAIN_FAULT_MPI_INIT",
 };
 
+/* A decimal number at s, all digits up to *end; false when there is none. */
+static bool number(const char *s, char **end, unsigned long long *v)
+{
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	*v = strtoull(s, end, 10);
+	return errno == 0;
+}
+
 bool dt_fault(enum dt_fault_point p, const char *kind, int rank, unsigned long long *n)
 {
 	const char *f = getenv(var[p]);
 	size_t len = strlen(kind);
-	int r, got;
+	unsigned long long v, r;
+	char *end;
 
-	if (!f || strncmp(f, kind, len) || f[len] != '@')
+	if (!f || strncmp(f, kind, len) || f[len] != '@' || !number(f + len + 1, &end, &v))
 		return false;
-	got = sscanf(f + len + 1, "%llu:%d", n, &r);
-	return got == 1 || (got == 2 && r == rank);
+	if (*end == ':' && (!number(end + 1, &end, &r) || *end || rank < 0 || r != (unsigned long long)rank))
+		return false;
+	if (*end && *end != ':')
+		return false;
+	*n = v;
+	return true;
 }
 
 void dt_fault_slow(enum dt_fault_point p, int rank)

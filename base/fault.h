@@ -1,8 +1,9 @@
 /*
  * fault.h - the faults that tests inject through the environment, in one
  * table: every hook of the code base is a point here, its variable named
- * DTRAIN_FAULT_<POINT>, its value "KIND@N" or "KIND@N:RANK" (only rank RANK
- * of the job, as the caller names it, gets the fault).
+ * DTRAIN_FAULT_<POINT>, its value "KIND@N" (every rank) or "KIND@N:RANK"
+ * (only rank RANK of the job, as the caller names it), N and RANK decimal;
+ * any other value asks for nothing.
  *
  *   point     kinds              where (what a test checks with it)
  *   WRITE     enospc@BYTES,      base/util.c: every write and fsync of our
@@ -10,9 +11,9 @@
  *                                kill in the middle)
  *   SNAPSHOT  slow@MS            runtime/checkpointing.c: the checkpoint's
  *                                snapshot copy (the trainer waits for it)
- *   SPLIT     slow@MS:RANK       runtime/split_step.c: after every hand-over
- *                                of the split step (a missing barrier
- *                                changes the bits)
+ *   SPLIT     slow@MS:RANK       runtime/split_step.c (read by rt_train):
+ *                                after every hand-over of the split step (a
+ *                                missing barrier changes the bits)
  *   MPI_INIT  slow@MS:RANK       runtime/bootstrap.c: after MPI_Init (no rank
  *                                leaves rt_mpi_init before the late one)
  *

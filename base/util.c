@@ -176,6 +176,8 @@ const char *dt_closest_word(const char *list, char sep, const char *s, int max_d
 	size_t n;
 	int d;
 
+	if (!sep)
+		return NULL;
 	while (*p) {
 		n = strcspn(p, (char[]){ sep, '\0' });
 		if (n < size) {
@@ -335,14 +337,14 @@ int dt_write_all(int fd, const void *data, size_t len)
 
 int dt_pwrite_all(int fd, const void *data, size_t len, uint64_t offset)
 {
-	if (offset > (uint64_t)INT64_MAX - len)
+	if (len > (uint64_t)INT64_MAX || offset > (uint64_t)INT64_MAX - len)
 		return -EFBIG;
 	return io_loop(sys_write, fd, data, len, (long long)offset);
 }
 
 int dt_pread_all(int fd, void *buf, size_t len, uint64_t offset)
 {
-	if (offset > (uint64_t)INT64_MAX - len)
+	if (len > (uint64_t)INT64_MAX || offset > (uint64_t)INT64_MAX - len)
 		return -EFBIG;
 	return io_loop(sys_read, fd, buf, len, (long long)offset);
 }

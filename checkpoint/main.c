@@ -228,7 +228,7 @@ static bool is_checkpoint(const char *path)
 {
 	char p[PATH_MAX];
 
-	return join(p, sizeof(p), path, "MANIFEST.json") && exists(p);
+	return join(p, sizeof(p), path, CKPT_MANIFEST) && exists(p);
 }
 
 /* Does dir hold step-<digits> directories, committed or not? */

@@ -865,7 +865,7 @@ static int check_locks(struct layers *l, json_object *obj, const char *path, str
 			struct where w = origin(l, full);
 
 			rc = dt_err_add(err, WHERE_FMT ": locked by the site (%s: locked: \"%s\"); remove it from the spec",
-					WHERE_ARGS(&w, full), l->policy->label, lock);
+					WHERE_ARGS(&w, full), l->policy->label ? l->policy->label : "site", lock);
 			continue;
 		}
 		if (json_object_is_type(val, json_type_object) && check_locks(l, val, full, err))

@@ -77,6 +77,7 @@ void rt__arm_buckets(struct trainer *t)
 {
 	int l, i;
 
+	t->bucket_rc = 0;
 	for (i = 0; i < t->n_buckets; i++) {
 		t->buckets[i].pending = 0;
 		t->buckets[i].started = 0;

@@ -1,7 +1,7 @@
 /*
  * trainer.h - the state of rt_train (train.h) shared by the files that
  * implement it, private to them (the rt__ prefix):
- *   train.c        set-up, evaluation, metrics, the loop, rt_train
+ *   train.c        set-up, evaluation, the loop, rt_train
  *   pipeline.c     one micro-batch's forward and backward on this stage, and
  *                  the schedules (gpipe, 1f1b) over a step's micro-batches
  *   grad_buckets.c gradients allreduced in buckets during the last backward
@@ -23,9 +23,11 @@
 
 #include <mpi.h>
 
+#include "base/util.h"
 #include "runtime/checkpointing.h"
 #include "runtime/data.h"
 #include "runtime/dp.h"
+#include "runtime/kernels.h"
 #include "runtime/model.h"
 #include "runtime/optim.h"
 #include "runtime/pool.h"

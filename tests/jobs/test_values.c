@@ -161,6 +161,16 @@ static void faults(void **state)
 	assert_false(dt_fault(DT_FAULT_SPLIT, "slow", 0, &n));
 	setenv("DTRAIN_FAULT_SPLIT", "slow@", 1);
 	assert_false(dt_fault(DT_FAULT_SPLIT, "slow", 0, &n));
+	n = 99;
+	setenv("DTRAIN_FAULT_SPLIT", "slow@-1", 1);
+	assert_false(dt_fault(DT_FAULT_SPLIT, "slow", 0, &n));
+	setenv("DTRAIN_FAULT_SPLIT", "slow@5:x", 1);
+	assert_false(dt_fault(DT_FAULT_SPLIT, "slow", 0, &n));
+	setenv("DTRAIN_FAULT_SPLIT", "slow@5:", 1);
+	assert_false(dt_fault(DT_FAULT_SPLIT, "slow", 0, &n));
+	setenv("DTRAIN_FAULT_SPLIT", "slow@5ms", 1);
+	assert_false(dt_fault(DT_FAULT_SPLIT, "slow", 0, &n));
+	assert_int_equal(n, 99); /* untouched when no fault applies */
 	unsetenv("DTRAIN_FAULT_SPLIT");
 }
 
