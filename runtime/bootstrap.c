@@ -336,7 +336,7 @@ static int boot_singleton(struct rt_proc *p, struct dt_err *err)
 
 /* --- the machine's CPUs --- */
 
-/* The first line of a file (the caller frees), or NULL. */
+/* A small file's text (the caller frees), or NULL. */
 static char *read_line(const char *path)
 {
 	char *s = NULL;
@@ -367,7 +367,7 @@ static int machine_cpu_count(void)
 {
 	static const char *const sets[] = { "/sys/fs/cgroup/cpuset.cpus.effective",
 					    "/sys/fs/cgroup/cpuset/cpuset.effective_cpus" };
-	long n = sysconf(_SC_NPROCESSORS_ONLN), c;
+	long n = sysconf(_SC_NPROCESSORS_ONLN), c[4] = { 0 };
 	char *a, *b;
 	size_t i;
 
@@ -375,23 +375,20 @@ static int machine_cpu_count(void)
 		return 0;
 	for (i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
 		a = read_line(sets[i]);
-		c = a ? dt_cpulist_count(a) : 0;
+		c[i] = a ? dt_cpulist_count(a) : 0;
 		free(a);
-		if (c > 0 && c < n)
-			n = c;
 	}
 	a = read_line("/sys/fs/cgroup/cpu.max");
-	c = quota_cpus(a, NULL);
+	c[2] = quota_cpus(a, NULL);
 	free(a);
-	if (c > 0 && c < n)
-		n = c;
 	a = read_line("/sys/fs/cgroup/cpu/cpu.cfs_quota_us");
 	b = read_line("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
-	c = b ? quota_cpus(a, b) : 0;
+	c[3] = b ? quota_cpus(a, b) : 0;
 	free(a);
 	free(b);
-	if (c > 0 && c < n)
-		n = c;
+	for (i = 0; i < 4; i++) /* 0 or less: that limit is not set */
+		if (c[i] > 0 && c[i] < n)
+			n = c[i];
 	return n > INT_MAX ? INT_MAX : (int)n;
 }
 
@@ -491,20 +488,13 @@ bool rt_machine_oversubscribed(const struct rt_proc *p, int threads)
  * shared by every container on it), else the host name. */
 static void machine_id(char *buf, size_t size)
 {
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-	bool ok = false;
+	char *boot = read_line("/proc/sys/kernel/random/boot_id");
 
-	if (f) {
-		ok = fgets(buf, (int)size, f) != NULL;
-		fclose(f);
-	}
-	if (ok)
-		buf[strcspn(buf, "\n")] = '\0';
-	if (!ok || !*buf) {
-		if (gethostname(buf, size) != 0)
-			snprintf(buf, size, "?");
-		buf[size - 1] = '\0';
-	}
+	snprintf(buf, size, "%.*s", boot ? (int)strcspn(boot, "\n") : 0, boot ? boot : "");
+	free(boot);
+	if (!*buf && gethostname(buf, size) != 0)
+		snprintf(buf, size, "?");
+	buf[size - 1] = '\0';
 }
 
 /* p->machine_size under PMIx: every rank puts its machine id, one fence,

@@ -215,8 +215,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	topts.machine_ranks = proc.machine_size;
-	topts.machine_cpus = proc.machine_cpus;
+	topts.proc = &proc;
 	rc = rt_train(&spec, &grid, &topts, &err);
 	if (err.count)
 		print_err(&err, rc == -ERANGE ? "" : prefix);

@@ -582,8 +582,7 @@ static int choose_threads(struct trainer *t, const struct rt_train_opts *opts)
 	int cpus = cpus_allowed(), ok;
 	/* ranks whose masks allow every CPU may still share them with the
 	 * machine's other ranks (several Slurm nodes on one machine) */
-	bool shared = opts->machine_cpus > 0 &&
-		      (long)opts->machine_ranks * t->pool.threads > opts->machine_cpus;
+	bool shared = rt_machine_oversubscribed(opts->proc, t->pool.threads);
 
 	ok = strcmp(want, "blas") != 0 && t->stages == 1 && (t->replicas == 1 || t->dp.split) &&
 	     t->pool.threads > 1 && t->pool.started == t->pool.threads - 1 &&

@@ -28,11 +28,13 @@
 #include "runtime/grid.h"
 #include "base/util.h"
 
+struct rt_proc;
+
 struct rt_train_opts {
 	const char *save_params; /* directory for the final parameters, or NULL */
 	bool quiet;              /* no progress lines (metrics are still written) */
-	int machine_ranks;       /* the job's ranks on this machine (rt_proc.machine_size) */
-	int machine_cpus;        /* the machine's CPUs (rt_proc.machine_cpus); 0: unknown */
+	const struct rt_proc *proc; /* this process (bootstrap.h): how many ranks share
+				     * its machine's CPUs */
 };
 
 /* Train as the spec says, on this rank's place in the grid (communicators
