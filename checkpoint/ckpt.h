@@ -64,6 +64,7 @@
 #define CKPT_FORMAT "dtrain-checkpoint"
 #define CKPT_VERSION 1
 #define CKPT_MAX_LAYERS 1025 /* model.hidden has at most 1024 entries */
+#define CKPT_MAX_BLOCKS CKPT_MAX_LAYERS
 #define CKPT_MAX_FILES (CKPT_MAX_LAYERS + 1) /* a shard per stage, and the root */
 #define CKPT_MAX_STATES 2
 

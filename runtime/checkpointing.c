@@ -23,6 +23,7 @@
 
 /* The rank that reported, the one that did not: see rt_mpi_first_failure. */
 #include "runtime/bootstrap.h"
+#include "runtime/mlp.h"
 
 /* --- helpers --- */
 
@@ -178,9 +179,9 @@ static int fill_meta(const struct rt_ckpt *c, const struct rt_ckpt_pos *pos, str
 	m->n_states = c->opt ? optim_states(c->opt, names, bufs) : 0;
 	for (k = 0; k < m->n_states; k++)
 		snprintf(m->states[k], sizeof(m->states[k]), "%s", names[k]);
-	m->n_layers = rt_model_layers(s);
+	m->n_layers = rt_mlp_layers(s);
 	for (l = 0; l <= m->n_layers && l <= CKPT_MAX_LAYERS; l++)
-		m->widths[l] = rt_model_width(s, l);
+		m->widths[l] = rt_mlp_width(s, l);
 	snprintf(m->activation, sizeof(m->activation), "%s", s->model.activation);
 	memcpy(m->spec_hash, c->spec_hash, sizeof(m->spec_hash));
 	m->data = c->g->size[RT_DIM_DATA];
@@ -403,8 +404,8 @@ static int load_state(struct rt_ckpt *c, const char *path, struct dt_err *err)
 	r.file = -1;
 	if (c->g->coord[RT_DIM_DATA] == 0) {
 		rc = ckpt_reader_open(&r, path, &e);
-		for (i = 0; !rc && i < c->st->n_layers; i++) {
-			const struct rt_layer *ly = &c->st->layers[i];
+		for (i = 0; !rc && i < c->st->n_blocks; i++) {
+			struct rt_layer lyv = rt_mlp_layer(c->st, i), *ly = &lyv;
 			float *states[CKPT_MAX_STATES];
 
 			for (k = 0; k < n_states; k++)
@@ -749,8 +750,8 @@ static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
 		n = optim_states(c->opt, names, bufs);
 		memset(&v, 0, sizeof(v));
 		v.stage = c->st->stage;
-		v.first_layer = c->st->first_layer;
-		v.n_layers = c->st->n_layers;
+		v.first_layer = c->st->first_block;
+		v.n_layers = c->st->n_blocks;
 		v.n = c->st->n_params;
 		v.params = c->st->params;
 		for (k = 0; k < n; k++)

@@ -107,7 +107,7 @@ static int split_init(struct rt_dp *dp, const struct rt_grid *g, const struct rt
 	int coord = g->coord[RT_DIM_DATA], rc = 0;
 
 	dp->coords = malloc((size_t)dp->locals * sizeof(*dp->coords));
-	dp->spans = malloc(2 * (size_t)st->n_layers * sizeof(*dp->spans));
+	dp->spans = malloc((size_t)st->n_tensors * sizeof(*dp->spans));
 	if (!dp->coords || !dp->spans) {
 		dt_err_add(err, "stage %d: out of memory", st->stage);
 		return -ENOMEM;
@@ -147,9 +147,14 @@ int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
 	dp->err = err;
 	if (g->size[RT_DIM_DATA] == 1 || strcmp(way, "allreduce") == 0)
 		return 0; /* every rank decides alike from the spec and the grid */
-	/* "auto": split the layers where a stage is the whole model (the
-	 * pipeline's messages carry each replica's own rows), else slots */
-	split = !strcmp(way, "split") || (!strcmp(way, "auto") && st->n_stages == 1);
+	/* "auto": split the blocks where a stage is the whole model (the
+	 * pipeline's messages carry each replica's own rows) and the model
+	 * can, else slots */
+	if (!strcmp(way, "split") && !rt_stage_can_part(st))
+		return dt_err_add(err, "parallel.grad_sync: \"split\" is not available for model.type \"%s\"; use \"allreduce\" or \"shared\"",
+				  st->ops->type);
+	split = !strcmp(way, "split") || (!strcmp(way, "auto") && st->n_stages == 1 &&
+					   rt_stage_can_part(st));
 	rc = node_layout(dp, g, &uniform, err);
 	if (rc)
 		goto out;

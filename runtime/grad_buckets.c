@@ -1,8 +1,8 @@
 /*
  * grad_buckets.c - parallel.grad_sync "allreduce" between the replicas of a
- * stage: the stage's gradients in buckets of whole layers, each allreduced
+ * stage: the stage's gradients in buckets of whole blocks, each allreduced
  * (MPI_Iallreduce) as soon as the step's last backward has finished its
- * layers, so that communication overlaps the rest of the backward pass
+ * blocks, so that communication overlaps the rest of the backward pass
  * (PyTorch DDP's way: Li et al., VLDB 2020).
  */
 #include "runtime/trainer.h"
@@ -13,33 +13,33 @@
 /* PyTorch DDP's default bucket size (Li et al., VLDB 2020). */
 #define BUCKET_BYTES (25u << 20)
 
-/* Buckets of whole layers, last layer first, each about BUCKET_BYTES; built
+/* Buckets of whole blocks, last block first, each about BUCKET_BYTES; built
  * the same way on every replica of a stage, so they are reduced in the same
  * order everywhere (a mismatch would hang the job). */
 int rt__build_buckets(struct trainer *t)
 {
-	int n = t->st.n_layers, l, b = -1;
+	int n = t->st.n_blocks, l, b = -1;
 	size_t bytes = 0;
 
 	t->buckets = calloc((size_t)n, sizeof(*t->buckets));
-	t->layer_bucket = calloc((size_t)n, sizeof(int));
-	if (!t->buckets || !t->layer_bucket)
-		return -ENOMEM;
+	t->block_bucket = calloc((size_t)n, sizeof(int));
+	if (!t->buckets || !t->block_bucket)
+		return dt_err_add(t->err, "rank %d: out of memory for %d gradient buckets", t->g->rank, n),
+		       -ENOMEM;
 	for (l = n - 1; l >= 0; l--) {
-		const struct rt_layer *ly = &t->st.layers[l];
+		const struct rt_block *blk = &t->st.blocks[l];
 
 		if (b < 0 || bytes >= BUCKET_BYTES) {
 			b++;
 			bytes = 0;
-			t->buckets[b].off = ly->offset + ly->n_params;
 			t->buckets[b].req = MPI_REQUEST_NULL;
 		}
-		/* layers are laid out in order, so going down extends the
+		/* blocks are laid out in order, so going down extends the
 		 * bucket's range at its start */
-		t->buckets[b].off = ly->offset;
-		t->buckets[b].len += ly->n_params;
-		bytes += ly->n_params * sizeof(float);
-		t->layer_bucket[l] = b;
+		t->buckets[b].off = blk->offset;
+		t->buckets[b].len += blk->n_params;
+		bytes += blk->n_params * sizeof(float);
+		t->block_bucket[l] = b;
 	}
 	t->n_buckets = b + 1;
 	return 0;
@@ -55,8 +55,8 @@ static int start_bucket(struct trainer *t, struct bucket *b)
 	return 0;
 }
 
-/* Called by rt_stage_backward after each layer's gradients are complete. */
-void rt__layer_done(void *ctx, int layer)
+/* Called by rt_stage_backward after each block's gradients are complete. */
+void rt__block_done(void *ctx, int block)
 {
 	struct trainer *t = ctx;
 	struct bucket *b;
@@ -64,7 +64,7 @@ void rt__layer_done(void *ctx, int layer)
 
 	if (t->replicas == 1 || t->dp.shared || !t->final_backward || t->bucket_rc)
 		return;
-	b = &t->buckets[t->layer_bucket[layer]];
+	b = &t->buckets[t->block_bucket[block]];
 	if (--b->pending == 0 && (t->bucket_rc = start_bucket(t, b)))
 		return;
 	/* Open MPI progresses non-blocking collectives only inside MPI calls. */
@@ -83,8 +83,8 @@ void rt__arm_buckets(struct trainer *t)
 		t->buckets[i].started = 0;
 		t->buckets[i].req = MPI_REQUEST_NULL;
 	}
-	for (l = 0; l < t->st.n_layers; l++)
-		t->buckets[t->layer_bucket[l]].pending++;
+	for (l = 0; l < t->st.n_blocks; l++)
+		t->buckets[t->block_bucket[l]].pending++;
 }
 
 /* Start what the backward pass did not (a replica whose last micro-batches

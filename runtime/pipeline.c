@@ -75,7 +75,7 @@ int rt__backward_mb(struct trainer *t, struct slot *sl, const struct mb *m)
 	t1 = now_s();
 	t->tm.pipe += t1 - t0;
 	rc = rt_stage_backward(&t->st, &sl->acts, sl->dy, t->stage > 0 ? sl->dx : NULL,
-			       rt__layer_done, t);
+			       rt__block_done, t);
 	if (rc)
 		return dt_err_add(t->err, "rank %d: backward pass failed", t->g->rank), rc;
 	if (t->bucket_rc)

@@ -1,5 +1,5 @@
 /*
- * split_step.c - a step with every layer cut into blocks (runtime/model.h,
+ * split_step.c - a step with every block cut into parts (runtime/model.h,
  * rt_part): between the node's replicas (parallel.grad_sync "split",
  * runtime/dp.h) and/or between the threads of this rank
  * (parallel.threads "split").
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* --- a step with every layer cut into blocks (runtime/model.h, rt_part) ---
+/* --- a step with every block cut into parts (runtime/model.h, rt_part) ---
  *
  * Between the node's replicas (dp.split, runtime/dp.h) and/or between the
  * threads of this rank (t->tsplit): block k of L, k = replica on the node
@@ -37,7 +37,7 @@ struct gang_thread {
 };
 
 /* rt_part's sync: every block of the node done. Thread 0's wait counts as
- * gradient sync: with the layers cut, these waits are the exchange. */
+ * gradient sync: with the blocks cut, these waits are the exchange. */
 static int gang_sync(void *ctx)
 {
 	struct gang_thread *me = ctx;

@@ -184,7 +184,7 @@ static void free_trainer(struct trainer *t, bool together)
 	}
 	free(t->slots);
 	free(t->buckets);
-	free(t->layer_bucket);
+	free(t->block_bucket);
 	free(t->part_loss);
 	free(t->part_correct);
 	rt_ckpt_free(&t->ck);
@@ -270,12 +270,12 @@ static int save_params(struct trainer *t, const char *dir)
 	rc = dt_mkdirs(dir, 0755);
 	if (rc)
 		return dt_err_add(t->err, "%s: cannot create: %s", dir, strerror(-rc)), rc;
-	for (l = 0; l < t->st.n_layers && !rc; l++) {
-		const struct rt_layer *ly = &t->st.layers[l];
+	for (l = 0; l < t->st.n_blocks && !rc; l++) {
+		const struct rt_block *b = &t->st.blocks[l];
 		char path[4200];
 
-		snprintf(path, sizeof(path), "%s/layer-%d.f32", dir, ly->index);
-		rc = dt_write_file_atomic(path, t->st.params + ly->offset, ly->n_params * sizeof(float), 0644);
+		snprintf(path, sizeof(path), "%s/%s-%d.f32", dir, t->st.ops->block_noun, b->index);
+		rc = dt_write_file_atomic(path, b->params, b->n_params * sizeof(float), 0644);
 		if (rc)
 			dt_err_add(t->err, "%s: cannot write: %s", path, strerror(-rc));
 	}
@@ -565,10 +565,10 @@ static int cpus_allowed(void)
 	return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
 }
 
-/* parallel.threads: whether this rank's threads each compute a block of
- * every layer (OpenBLAS then runs on 1 thread, the pool's threads poll
- * between loops) or run OpenBLAS's products. Blocks need the whole model
- * on the rank and no gradient buckets to start during backward (one
+/* parallel.threads: whether this rank's threads each compute a part of
+ * every block (OpenBLAS then runs on 1 thread, the pool's threads poll
+ * between loops) or run OpenBLAS's products. Parts need a model that
+ * offers them (rt_stage_can_part), the whole model on the rank and no gradient buckets to start during backward (one
  * replica, or dp.split), and the same number of threads on every rank (a
  * worker that failed to start turns it off everywhere). "auto" also wants
  * a CPU for each thread (mpirun binds 1 or 2 ranks to a core each unless
@@ -584,7 +584,8 @@ static int choose_threads(struct trainer *t, const struct rt_train_opts *opts)
 	 * machine's other ranks (several Slurm nodes on one machine) */
 	bool shared = rt_machine_oversubscribed(opts->proc, t->pool.threads);
 
-	ok = strcmp(want, "blas") != 0 && t->stages == 1 && (t->replicas == 1 || t->dp.split) &&
+	ok = strcmp(want, "blas") != 0 && rt_stage_can_part(&t->st) && t->stages == 1 &&
+	     (t->replicas == 1 || t->dp.split) &&
 	     t->pool.threads > 1 && t->pool.started == t->pool.threads - 1 &&
 	     (strcmp(want, "auto") != 0 || ((cpus == 0 || cpus >= t->pool.threads) && !shared));
 	if (t->g->world > 1)
@@ -608,9 +609,9 @@ static void report_rank(struct trainer *t)
 	size_t total = rt_model_params(t->s);
 
 	getrusage(RUSAGE_SELF, &ru);
-	printf("dtrain-run: rank %d stage %d/%d layers %d-%d params %zu (%.1f%% of %zu) peak_rss_mib %.1f\n",
-	       t->g->rank, t->stage, t->stages, t->st.first_layer,
-	       t->st.first_layer + t->st.n_layers - 1, t->st.n_params,
+	printf("dtrain-run: rank %d stage %d/%d %ss %d-%d params %zu (%.1f%% of %zu) peak_rss_mib %.1f\n",
+	       t->g->rank, t->stage, t->stages, t->st.ops->block_noun, t->st.first_block,
+	       t->st.first_block + t->st.n_blocks - 1, t->st.n_params,
 	       100.0 * (double)t->st.n_params / (double)total, total, (double)ru.ru_maxrss / 1024.0);
 	fflush(stdout);
 }

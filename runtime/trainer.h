@@ -6,7 +6,7 @@
  *                  the schedules (gpipe, 1f1b) over a step's micro-batches
  *   grad_buckets.c gradients allreduced in buckets during the last backward
  *                  (parallel.grad_sync "allreduce" between replicas)
- *   split_step.c   a step with every layer cut into blocks between the
+ *   split_step.c   a step with every block cut into parts between the
  *                  node's replicas and/or the rank's threads
  *   metrics.c      progress lines and metrics.jsonl events
  * Every function here is collective over the communicators its work uses;
@@ -67,10 +67,10 @@ struct slot {
 	MPI_Request send_bwd; /* dx to the previous stage */
 };
 
-/* Whole layers whose gradients are allreduced together. */
+/* Whole blocks whose gradients are allreduced together. */
 struct bucket {
 	size_t off, len;  /* range of stage->grads, in floats */
-	int pending;      /* layers not yet done in the final backward */
+	int pending;      /* blocks not yet done in the final backward */
 	MPI_Request req;
 	int started;
 };
@@ -80,7 +80,7 @@ struct trainer {
 	struct rt_grid *g;
 	int stage, stages, replica, replicas, micro;
 	int prev, next;    /* pipe_comm ranks of the neighbours, or -1 */
-	int in, out;       /* widths of the stage input and output */
+	int in, out;       /* floats per sample of the stage input and output */
 	int classes;
 	int64_t max_rows;  /* most rows of one micro-batch */
 	struct rt_stage st;
@@ -88,7 +88,7 @@ struct trainer {
 	struct rt_dp dp;   /* how replicas sum gradients; shared parameters on a node */
 	struct rt_acts split_acts; /* dp.split: the node's micro-batch, in dp's window */
 	unsigned long long split_slow_ms; /* DTRAIN_FAULT_SPLIT on this rank, or 0 */
-	bool tsplit;       /* the rank's threads each compute a block of every layer */
+	bool tsplit;       /* the rank's threads each compute a part of every block */
 	struct rt_pool pool; /* threads of the optimizer and of dp's sums */
 	struct rt_data train, test;
 	int has_test;
@@ -97,7 +97,7 @@ struct trainer {
 	int n_slots;
 	struct bucket *buckets;
 	int n_buckets;
-	int *layer_bucket; /* bucket of each layer of the stage */
+	int *block_bucket; /* bucket of each block of the stage */
 	int final_backward; /* the running backward is the step's last one */
 	int bucket_rc;      /* a bucket's allreduce failed to start during
 			     * backward (message in err); the backward's caller
@@ -109,7 +109,7 @@ struct trainer {
 	int64_t *part_correct; /* correct count, the head cut by rows (split_schedule) */
 	float grad_scale;  /* 1 / rows of the global batch */
 	FILE *metrics;     /* rank 0 only */
-	int first[CKPT_MAX_LAYERS + 1]; /* the stage split: stage k owns layers first[k].. */
+	int first[CKPT_MAX_BLOCKS + 1]; /* the stage split: stage k owns blocks first[k].. */
 	struct rt_ckpt ck; /* saves and resume */
 	int64_t start_step; /* where this process started (> 0 after a resume) */
 	double t_proc;     /* when rt_train started (monotonic seconds) */
@@ -145,7 +145,7 @@ struct rt_progress {
 
 /* --- set-up (grad_buckets.c, split_step.c) --- */
 
-/* The stage's layers in buckets of about 25 MB, last layer first, alike on
+/* The stage's blocks in buckets of about 25 MB, last block first, alike on
  * every replica of the stage (-ENOMEM). */
 int rt__build_buckets(struct trainer *t);
 
@@ -164,15 +164,15 @@ int rt__wait_sends(struct trainer *t);
 /* This stage's part of one step over mbs[0..micro-1], in the schedule of
  * parallel.schedule. */
 int rt__run_schedule(struct trainer *t, const struct mb *mbs);
-/* One step of batch_rows rows with every layer cut into blocks (dp.split,
+/* One step of batch_rows rows with every block cut into parts (dp.split,
  * t->tsplit). */
 int rt__split_schedule(struct trainer *t, const struct mb *mbs, int64_t batch_rows);
 
 /* Arms the buckets for the step's last backward (t->final_backward). */
 void rt__arm_buckets(struct trainer *t);
 /* rt_stage_backward's callback: starts a bucket's allreduce once its last
- * layer is done (a failure is left in t->bucket_rc). */
-void rt__layer_done(void *ctx, int layer);
+ * block is done (a failure is left in t->bucket_rc). */
+void rt__block_done(void *ctx, int block);
 /* Starts the buckets not started yet and waits for all of them. */
 int rt__finish_buckets(struct trainer *t);
 

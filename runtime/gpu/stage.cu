@@ -76,18 +76,18 @@ extern "C" int rt_gpu_stage_init(struct rt_gpu_stage *g, const struct rt_stage *
 	int rc, i;
 
 	memset(g, 0, sizeof(*g));
-	if (!cpu->params || cpu->n_layers < 1 || !cpu->layers)
-		return dt_err_add(err, "gpu: stage init: the CPU stage is empty (rt_stage_init first)");
+	if (!cpu->params || cpu->n_blocks < 1 || !cpu->blocks || cpu->ops != &rt_mlp_model)
+		return dt_err_add(err, "gpu: stage init: the CPU stage is empty or not an MLP (rt_stage_init first)");
 	if (cpu->n_params > SIZE_MAX / sizeof(float))
 		return dt_err_add(err, "gpu: stage %d: %zu parameters do not fit in memory addresses",
 				  cpu->stage, cpu->n_params);
 	bytes = cpu->n_params * sizeof(float);
 	g->stage = cpu->stage;
 	g->n_stages = cpu->n_stages;
-	g->first_layer = cpu->first_layer;
-	g->n_layers = cpu->n_layers;
-	g->n_model_layers = cpu->n_model_layers;
-	g->act = cpu->act;
+	g->first_layer = cpu->first_block;
+	g->n_layers = cpu->n_blocks;
+	g->n_model_layers = cpu->n_model_blocks;
+	g->act = rt_mlp_act(cpu);
 	g->in = cpu->in;
 	g->out = cpu->out;
 	g->max_width = cpu->max_width;
@@ -112,7 +112,7 @@ extern "C" int rt_gpu_stage_init(struct rt_gpu_stage *g, const struct rt_stage *
 			       "zeroing the gradients", err)))
 		goto out;
 	for (i = 0; i < g->n_layers; i++) {
-		const struct rt_layer *c = &cpu->layers[i];
+		const struct rt_layer cl = rt_mlp_layer(cpu, i), *c = &cl;
 		struct rt_gpu_layer *ly = &g->layers[i];
 		size_t nw = (size_t)c->out * (size_t)c->in;
 

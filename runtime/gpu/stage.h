@@ -60,7 +60,7 @@ extern "C" {
 #endif
 
 #include "jobs/spec.h"
-#include "runtime/model.h"
+#include "runtime/mlp.h"
 #include "runtime/optim.h"
 #include "base/util.h"
 

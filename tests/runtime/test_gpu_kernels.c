@@ -48,7 +48,7 @@
 #include "runtime/gpu/kernels.h"
 #include "runtime/gpu/stage.h"
 #include "runtime/kernels.h"
-#include "runtime/model.h"
+#include "runtime/mlp.h"
 #include "runtime/optim.h"
 #include "runtime/rng.h"
 
@@ -632,9 +632,9 @@ static void check_stage(const char *act, bool tf32, double tol)
 
 	/* layer_done: every layer of each stage, last first, once per backward */
 	for (k = 0; k < STAGES; k++) {
-		assert_int_equal(log.n[k], 2 * c[k].n_layers);
+		assert_int_equal(log.n[k], 2 * c[k].n_blocks);
 		for (i = 0; i < log.n[k]; i++)
-			assert_int_equal(log.calls[k][i], c[k].n_layers - 1 - i % c[k].n_layers);
+			assert_int_equal(log.calls[k][i], c[k].n_blocks - 1 - i % c[k].n_blocks);
 	}
 
 	/* gradients, layer by layer, and the comm stream's snapshot of them */
@@ -646,8 +646,8 @@ static void check_stage(const char *act, bool tf32, double tol)
 		from_dev(got, g[k].grads, c[k].n_params * sizeof(float));
 		from_dev(snap, log.snap[k], c[k].n_params * sizeof(float));
 		check_bitwise("grads seen after the layer's event", snap, got, c[k].n_params);
-		for (l = 0; l < c[k].n_layers; l++) {
-			const struct rt_layer *ly = &c[k].layers[l];
+		for (l = 0; l < c[k].n_blocks; l++) {
+			const struct rt_layer ly_v = rt_mlp_layer(&c[k], l), *ly = &ly_v;
 			size_t nw = (size_t)ly->out * ly->in;
 
 			check_array("dW", got + ly->offset, ly->dw, nw, tol);

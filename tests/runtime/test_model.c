@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "runtime/model.h"
+#include "runtime/mlp.h"
 #include "runtime/rng.h"
 
 /* --- helpers --- */
@@ -125,11 +125,12 @@ static const float *chain_forward(struct chain *c, const float *x, int rows)
 	return y;
 }
 
-/* backward from dlogits through every stage; dx (or NULL) of the model input */
-static void chain_backward(struct chain *c, const float *dlogits, float *dx, int rows)
+/* backward from dlogits (which the passes may overwrite) through every
+ * stage; dx (or NULL) of the model input */
+static void chain_backward(struct chain *c, float *dlogits, float *dx, int rows)
 {
 	float *buf[2] = { NULL, NULL };
-	const float *dy = dlogits;
+	float *dy = dlogits;
 	int k;
 
 	for (k = c->n - 1; k >= 0; k--) {
@@ -148,15 +149,16 @@ static void chain_backward(struct chain *c, const float *dlogits, float *dx, int
 }
 
 /* the layer of global index l, wherever it lives in the chain */
-static const struct rt_layer *chain_layer(const struct chain *c, int l)
+static struct rt_layer chain_layer(const struct chain *c, int l)
 {
+	struct rt_layer none = { 0 };
 	int k;
 
 	for (k = 0; k < c->n; k++)
 		if (l >= c->first[k] && l < c->first[k + 1])
-			return &c->st[k].layers[l - c->first[k]];
+			return rt_mlp_layer(&c->st[k], l - c->first[k]);
 	fail_msg("layer %d not in the chain", l);
-	return NULL;
+	return none;
 }
 
 /* --- counts and split --- */
@@ -170,19 +172,19 @@ static void test_counts(void **state)
 
 	(void)state;
 	mlp_set(&m, 784, h512, 2, 10, "relu", 1);
-	assert_int_equal(rt_model_layers(&m.s), 3);
-	assert_int_equal(rt_model_width(&m.s, 0), 784);
-	assert_int_equal(rt_model_width(&m.s, 2), 512);
-	assert_int_equal(rt_model_width(&m.s, 3), 10);
-	assert_int_equal(rt_model_width(&m.s, 4), -1);
-	assert_int_equal(rt_layer_params(&m.s, 0), 784 * 512 + 512);
-	assert_int_equal(rt_layer_params(&m.s, 1), 512 * 512 + 512);
-	assert_int_equal(rt_layer_params(&m.s, 2), 512 * 10 + 10);
-	assert_int_equal(rt_layer_params(&m.s, 3), 0);
+	assert_int_equal(rt_mlp_layers(&m.s), 3);
+	assert_int_equal(rt_mlp_width(&m.s, 0), 784);
+	assert_int_equal(rt_mlp_width(&m.s, 2), 512);
+	assert_int_equal(rt_mlp_width(&m.s, 3), 10);
+	assert_int_equal(rt_mlp_width(&m.s, 4), -1);
+	assert_int_equal(rt_block_params(&m.s, 0), 784 * 512 + 512);
+	assert_int_equal(rt_block_params(&m.s, 1), 512 * 512 + 512);
+	assert_int_equal(rt_block_params(&m.s, 2), 512 * 10 + 10);
+	assert_int_equal(rt_block_params(&m.s, 3), 0);
 	assert_int_equal(rt_model_params(&m.s), 669706);
 	/* a linear model: one layer */
 	mlp_set(&m, 784, NULL, 0, 10, "relu", 1);
-	assert_int_equal(rt_model_layers(&m.s), 1);
+	assert_int_equal(rt_mlp_layers(&m.s), 1);
 	assert_int_equal(rt_model_params(&m.s), 7850);
 }
 
@@ -294,7 +296,7 @@ static void test_split_optimal(void **state)
 		mlp_set(&m, 1 + (long)rt_rng_below(&r, 300), hidden, (size_t)n_hidden,
 			1 + (long)rt_rng_below(&r, 20), "relu", 1);
 		for (i = 0; i < n; i++)
-			cost[i] = rt_layer_params(&m.s, i);
+			cost[i] = rt_block_params(&m.s, i);
 		for (k = 1; k <= n; k++) {
 			struct brute b = { cost, n, k, UINT64_MAX, UINT64_MAX };
 			uint64_t mx = 0, sq = 0;
@@ -327,7 +329,7 @@ static void report_split(const char *name, const struct spec *s, int stages, int
 	split_ok(s, stages, first);
 	*worst = 0;
 	printf("# %s: %zu parameters, %d layers over %d stages:", name, rt_model_params(s),
-	       rt_model_layers(s), stages);
+	       rt_mlp_layers(s), stages);
 	for (k = 0; k < stages; k++) {
 		double dev = (double)rt_split_params(s, first, k) / quarter - 1.0;
 
@@ -367,7 +369,7 @@ static void test_split_100m(void **state)
 		for (i = 0; i < 4; i++)
 			if (rt_split_params(&m.s, first, i) > mx)
 				mx = rt_split_params(&m.s, first, i);
-		assert_int_equal(mx, 2 * rt_layer_params(&m.s, 1));
+		assert_int_equal(mx, 2 * rt_block_params(&m.s, 1));
 	}
 	{
 		/* every stage count is a valid split, quickly */
@@ -429,7 +431,8 @@ static void test_init_independent_of_split(void **state)
 	chain_init(&three, &m.s, 3, 1);
 	assert_int_equal(one.st[0].n_params, rt_model_params(&m.s));
 	for (l = 0; l < 5; l++) {
-		const struct rt_layer *a = chain_layer(&one, l), *b = chain_layer(&three, l);
+		const struct rt_layer a_v = chain_layer(&one, l), b_v = chain_layer(&three, l);
+		const struct rt_layer *a = &a_v, *b = &b_v;
 
 		assert_int_equal(a->index, l);
 		assert_int_equal(b->index, l);
@@ -443,8 +446,8 @@ static void test_init_independent_of_split(void **state)
 		int i;
 
 		assert_int_equal(st->n_params, rt_split_params(&m.s, three.first, l));
-		for (i = 0; i < st->n_layers; i++) {
-			const struct rt_layer *ly = &st->layers[i];
+		for (i = 0; i < st->n_blocks; i++) {
+			const struct rt_layer ly_v = rt_mlp_layer(st, i), *ly = &ly_v;
 
 			assert_int_equal(ly->offset, off);
 			assert_ptr_equal(ly->w, st->params + off);
@@ -473,12 +476,13 @@ static void test_init_distribution(void **state)
 	for (a = 0; a < 3; a++) {
 		double gain = a == 2 ? 5.0 / 3.0 : sqrt(2.0), bound = gain * sqrt(3.0 / 300);
 		double sum = 0, sum2 = 0;
-		const struct rt_layer *ly;
+		struct rt_layer ly_v;
+		const struct rt_layer *ly = &ly_v;
 		size_t i, nw;
 
 		mlp_set(&m, 300, h, 1, 10, acts[a], 77);
 		stage_ok(&st, &m.s, 0, 1, first);
-		ly = &st.layers[0];
+		ly_v = rt_mlp_layer(&st, 0);
 		nw = (size_t)ly->out * ly->in;
 		for (i = 0; i < nw; i++) {
 			assert_true(fabsf(ly->w[i]) <= bound);
@@ -490,7 +494,7 @@ static void test_init_distribution(void **state)
 		assert_close(sum / nw, 0.0, 0.01 * bound);
 		assert_close(sum2 / nw, gain * gain / 300, 0.02 * gain * gain / 300);
 		/* layers differ from each other, and another init_seed changes them */
-		assert_memory_not_equal(st.layers[0].w, st.layers[1].w, 10 * sizeof(float));
+		assert_memory_not_equal(rt_mlp_layer(&st, 0).w, rt_mlp_layer(&st, 1).w, 10 * sizeof(float));
 		mlp_set(&m, 300, h, 1, 10, acts[a], 78);
 		stage_ok(&other, &m.s, 0, 1, first);
 		assert_memory_not_equal(st.params, other.params, 64 * sizeof(float));
@@ -529,7 +533,8 @@ static void test_split_equals_whole(void **state)
 		chain_backward(&many, dlogits, dxk, ROWS);
 		assert_memory_equal(dx1, dxk, sizeof(dx1));
 		for (l = 0; l < 5; l++) {
-			const struct rt_layer *a = chain_layer(&one, l), *b = chain_layer(&many, l);
+			const struct rt_layer a_v = chain_layer(&one, l), b_v = chain_layer(&many, l);
+			const struct rt_layer *a = &a_v, *b = &b_v;
 
 			assert_memory_equal(a->dw, b->dw, a->n_params * sizeof(float));
 		}
@@ -573,7 +578,7 @@ static void test_part_blocks(void **state)
 		memset(seen, 0, st.n_params);
 		for (k = 0; k < L; k++) {
 			n = rt_stage_part_spans(&st, k, L, spans);
-			assert_true(n <= 2 * st.n_layers);
+			assert_true(n <= 2 * st.n_blocks);
 			for (i = 0; i < n; i++)
 				for (j = spans[i].first; j < spans[i].first + spans[i].count; j++) {
 					assert_true(j < st.n_params);
@@ -782,7 +787,7 @@ struct done_log {
 static void on_layer_done(void *ctx, int i)
 {
 	struct done_log *log = ctx;
-	const struct rt_layer *ly = &log->st->layers[i];
+	const struct rt_layer ly_v = rt_mlp_layer(log->st, i), *ly = &ly_v;
 	size_t k;
 	int j, nonzero = 0;
 
@@ -791,8 +796,8 @@ static void on_layer_done(void *ctx, int i)
 		nonzero += ly->dw[k] != 0.0f;
 	assert_true(nonzero > 0);
 	for (j = 0; j < i; j++)
-		for (k = 0; k < log->st->layers[j].n_params; k++)
-			assert_true(log->st->layers[j].dw[k] == 0.0f);
+		for (k = 0; k < rt_mlp_layer(log->st, j).n_params; k++)
+			assert_true(rt_mlp_layer(log->st, j).dw[k] == 0.0f);
 }
 
 static void test_layer_done_order(void **state)
@@ -891,9 +896,9 @@ static void grad_check(const char *act)
 
 		fill_normal(x, ROWS * IN, seed);
 		assert_int_equal(rt_stage_forward(&st, &acts, x, ROWS, &y), 0);
-		for (l = 0; l < st.n_layers - 1; l++)
-			for (k = 0; k < (size_t)ROWS * st.layers[l].out; k++)
-				near = fminf(near, fabsf(acts.z[l][k]));
+		for (l = 0; l < st.n_blocks - 1; l++)
+			for (k = 0; k < (size_t)ROWS * rt_mlp_layer(&st, l).out; k++)
+				near = fminf(near, fabsf(rt_mlp_z(&st, &acts, l)[k]));
 		if (near > 0.1f)
 			break;
 	}
@@ -910,8 +915,8 @@ static void grad_check(const char *act)
 	grads = malloc(st.n_params * sizeof(*grads));
 	assert_non_null(grads);
 	memcpy(grads, st.grads, st.n_params * sizeof(*grads));
-	for (i = 0; i < st.n_layers; i++) {
-		const struct rt_layer *ly = &st.layers[i];
+	for (i = 0; i < st.n_blocks; i++) {
+		const struct rt_layer ly_v = rt_mlp_layer(&st, i), *ly = &ly_v;
 		size_t nw = (size_t)ly->out * ly->in;
 
 		rel = fd_check(&st, &acts, x, labels, ROWS, ly->w, grads + ly->offset, nw, &max_abs);
