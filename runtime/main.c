@@ -216,14 +216,12 @@ int main(int argc, char **argv)
 	}
 
 	topts.proc = &proc;
-	rc = rt_train(&spec, &grid, &topts, &err);
+	rc = rt_train(&spec, &grid, &topts, &together, &err);
 	if (err.count)
 		print_err(&err, rc == -ERANGE ? "" : prefix);
-	/* -ERANGE and -EINVAL are reached by every rank alike (train.h); the
-	 * rest by this rank alone, and then the job is aborted. */
+	/* a failure on this rank alone aborts the job (together false) */
 	status = rc == 0 ? DT_EXIT_OK : rc == -ERANGE ? DT_EXIT_DIVERGED :
 		 rc == -EINVAL ? DT_EXIT_SPEC : rc == -EAGAIN ? DT_EXIT_REQUEUE : DT_EXIT_FAIL;
-	together = rc == -ECANCELED; /* a failed final save: every rank knows */
 out:
 	rt_grid_free(&grid);
 	if (mpi_up) {

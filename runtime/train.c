@@ -127,8 +127,10 @@ static int build_stage(struct trainer *t)
 	t->opt.pool = &t->pool;
 	t->part_loss = calloc((size_t)rt_pool_gang_size(&t->pool), sizeof(*t->part_loss));
 	t->part_correct = calloc((size_t)rt_pool_gang_size(&t->pool), sizeof(*t->part_correct));
-	if (!rc && (!t->part_loss || !t->part_correct))
+	if (!rc && (!t->part_loss || !t->part_correct)) {
+		dt_err_add(t->err, "rank %d: out of memory for the threads' loss sums", t->g->rank);
 		rc = -ENOMEM;
+	}
 	return rc;
 }
 
@@ -149,7 +151,8 @@ static int alloc_slots(struct trainer *t)
 		t->n_slots = t->micro;
 	t->slots = calloc((size_t)t->n_slots, sizeof(*t->slots));
 	if (!t->slots)
-		return -ENOMEM;
+		return dt_err_add(t->err, "rank %d: out of memory for %d micro-batch slots", t->g->rank,
+				  t->n_slots), -ENOMEM;
 	for (i = 0; i < t->n_slots; i++) {
 		struct slot *sl = &t->slots[i];
 		size_t rows = (size_t)t->max_rows;
@@ -218,7 +221,8 @@ static int evaluate(struct trainer *t, struct rt_data *d, double *loss, double *
 	rt_sampler_slice(d->n, t->replicas, t->replica, &off, &count);
 	idx = malloc((size_t)(count ? count : 1) * sizeof(int64_t));
 	if (!idx)
-		return -ENOMEM;
+		return dt_err_add(t->err, "rank %d: out of memory for the evaluation's %lld row indices",
+				  t->g->rank, (long long)count), -ENOMEM;
 	for (i = 0; i < count; i++)
 		idx[i] = off + i;
 	n_chunks = (count + t->max_rows - 1) / t->max_rows;
@@ -616,6 +620,17 @@ static void report_rank(struct trainer *t)
 	fflush(stdout);
 }
 
+/* The split way's activations of the node's rows, in dp's window. */
+static int acts_place(struct trainer *t)
+{
+	int rc = rt_acts_place(&t->split_acts, &t->st, t->dp.node_rows, t->dp.acts_mem);
+
+	if (rc == -ENOMEM)
+		dt_err_add(t->err, "rank %d: out of memory for the activations of the node's %d rows",
+			   t->g->rank, t->dp.node_rows);
+	return rc;
+}
+
 /* Set-up can fail on one rank only (a file missing on one node): all ranks
  * agree before the loop, so that none waits for a peer that gave up. */
 static int agree(struct trainer *t, int rc)
@@ -640,9 +655,10 @@ static int agree(struct trainer *t, int rc)
 }
 
 int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts *opts,
-	     struct dt_err *err)
+	     bool *together, struct dt_err *err)
 {
 	struct trainer t;
+	bool agreed = false; /* rc came out of agree(): every rank has it */
 	int rc;
 
 	memset(&t, 0, sizeof(t));
@@ -675,7 +691,8 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	if (!rc)
 		rc = agree(&t, rt_dp_init(&t.dp, s, g, &t.st, &t.opt, (int)t.max_rows, err));
 	if (!rc && t.dp.split)
-		rc = agree(&t, rt_acts_place(&t.split_acts, &t.st, t.dp.node_rows, t.dp.acts_mem));
+		rc = agree(&t, acts_place(&t));
+	agreed = rc != 0 && rc != -EIO; /* -EIO: agree()'s own MPI failed */
 	if (!rc)
 		rc = choose_threads(&t, opts);
 	if (rc)
@@ -695,6 +712,8 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	if (!rc && opts->save_params)
 		rc = save_params(&t, opts->save_params);
 out:
-	free_trainer(&t, rc == 0 || rc == -ERANGE || rc == -EINVAL || rc == -EAGAIN || rc == -ECANCELED);
+	*together = rc == 0 || agreed || rc == -ERANGE || rc == -EINVAL || rc == -EAGAIN ||
+		    rc == -ECANCELED;
+	free_trainer(&t, *together);
 	return rc;
 }

@@ -44,12 +44,15 @@ struct rt_train_opts {
  * Returns 0; on every rank alike: -ERANGE when the loss or gradient became
  * NaN/Inf (the message names the step); -EINVAL for data or a checkpoint
  * that does not fit the spec; -ENOMEM when a rank ran out of memory in
- * set-up (that rank's message names it; the caller ends the job with exit
- * code 1, not as a spec error); -EAGAIN when a stop signal arrived and the
- * state was saved ("requeue me"); -ECANCELED when the final or stop save
- * failed (reported already). Other negative codes for I/O or MPI failures
- * on this rank only (the caller aborts the job). */
+ * set-up (that rank's message names what it was allocating; the caller
+ * ends the job with exit code 1, not as a spec error); -EAGAIN when a stop
+ * signal arrived and the state was saved ("requeue me"); -ECANCELED when
+ * the final or stop save failed (reported already). Other negative codes
+ * for I/O or MPI failures, or memory, on this rank only.
+ * *together: every rank returns this same code (the caller ends them all
+ * normally), or false: this rank failed alone and the caller must abort
+ * the job, or its peers wait for it forever. */
 int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts *opts,
-	     struct dt_err *err);
+	     bool *together, struct dt_err *err);
 
 #endif

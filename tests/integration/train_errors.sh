@@ -2,7 +2,9 @@
 # dtrain-run's failures are clear and agreed by every rank (no hang): a loss
 # that diverges names its step (exit 4); data that does not fit the spec, a
 # missing data file, or a world that does not match the layout exit 3 with
-# one message naming the file or the sizes.
+# one message naming the file or the sizes; a rank out of memory in set-up
+# exits 1 with one message naming what it was allocating, every rank
+# ending normally (no MPI_Abort).
 . "$(dirname "$0")/lib.sh"
 RUN=$DTRAIN_BIN/dtrain-run
 
@@ -34,6 +36,16 @@ spec --set data.train="$T/junk.h5"
 expect_rc 3 solo timeout 60 "$RUN" "$T/s.json"
 must_contain "$T/err" "$T/junk.h5"
 pass "bad data: exit 3 naming the file"
+
+# stage 1 holds a 30000 x 30000 layer: 6.7 GiB with its gradient, beyond
+# the 3 GB of address space every rank gets here; stage 0 needs little
+spec --set 'model.hidden=[30000,30000]' --set resources.tasks_per_node=2 --set parallel.pipeline=2
+expect_rc 1 timeout 120 bash -c "ulimit -v 3000000 && exec $MPI 2 $RUN $T/s.json"
+must_contain "$T/err" "rank 1: stage 1: cannot allocate"
+must_contain "$T/err" "parameters and their gradients"
+[ "$(grep -c 'cannot allocate' "$T/err")" -eq 1 ] || { cat "$T/err"; fail "expected one report from one rank"; }
+! grep -q "MPI_ABORT" "$T/out" "$T/err" || { cat "$T/err"; fail "out of memory in set-up aborted the job"; }
+pass "out of memory in set-up: exit 1 naming the allocation, no abort"
 
 spec --set resources.tasks_per_node=4 --set parallel.data=2 --set parallel.pipeline=2
 expect_rc 3 timeout 60 $MPI 3 "$RUN" "$T/s.json"
