@@ -1048,6 +1048,8 @@ int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *e
 	if (bad)
 		rc = -EINVAL;
 out:
+	if (rc == -ENOMEM)
+		dt_err_add(err, "%s: out of memory while resolving the spec", in->path);
 	if (rc)
 		spec_free(out);
 	for (i = 0; i < l.n_sets; i++)

@@ -213,7 +213,7 @@ static int add_set(struct launch_args *out, const char *kv, const struct cmd_def
 		return usage_error(err, c, "--set: expected KEY=VALUE (got '%s')", kv);
 	v = realloc(out->sets, (out->n_sets + 1) * sizeof(*v));
 	if (!v) {
-		dt_err_add(err, "out of memory");
+		dt_err_add(err, "--set: out of memory for %zu values", out->n_sets + 1);
 		return -ENOMEM;
 	}
 	out->sets = v;

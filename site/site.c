@@ -227,6 +227,8 @@ int site_load(const char *path, struct site *out, struct dt_err *err)
 	}
 	rc = resolve_runs_root(out, err);
 out:
+	if (rc == -ENOMEM)
+		dt_err_add(err, "%s: out of memory while reading the site policy", path ? path : "site");
 	json_object_put(root);
 	if (rc)
 		site_free(out);
