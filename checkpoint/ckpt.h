@@ -3,20 +3,21 @@
  * the checks that make a checkpoint safe to resume from.
  *
  * A checkpoint is one directory, <dir>/step-<8 digits>, holding
- *   shard-<k>.h5   pipeline stage k's layers: parameters and optimizer
- *                  state, one dataset per logical tensor with its global
- *                  shape (whole layers per stage, so local = global):
- *                    /layers/<l>/weight                  [out][in] float32
- *                    /layers/<l>/bias                    [out]
- *                    /optimizer/<state>/layers/<l>/weight   same shapes, for
- *                    /optimizer/<state>/layers/<l>/bias     each state name
- *                  (sgd: "momentum_buffer"; adamw: "exp_avg", "exp_avg_sq",
- *                  PyTorch's names), written by one data-parallel replica;
+ *   shard-<k>.h5   pipeline stage k's blocks: parameters and optimizer
+ *                  state, one float32 dataset per tensor, under the model's
+ *                  name for it, with its global shape (whole blocks per
+ *                  stage, so local = global):
+ *                    /model/<name>                 e.g. /model/0.weight
+ *                    /optimizer/<state>/<name>     same shape, for each
+ *                  state name (sgd: "momentum_buffer"; adamw: "exp_avg",
+ *                  "exp_avg_sq", PyTorch's names), written by one
+ *                  data-parallel replica;
  *   model.h5       the root: the same paths as virtual datasets mapping onto
  *                  the shards (relative file names), so `h5ls -r model.h5`
  *                  or h5py sees the whole model as one file;
- *   MANIFEST.json  written last: format, step, layout, meta, and every
- *                  other file with its size and CRC-32 (zlib's polynomial).
+ *   MANIFEST.json  written last: format, step, layout, meta, the model's
+ *                  tensors (name, shape, block), and every other file with
+ *                  its size and CRC-32 (zlib's polynomial).
  * Every HDF5 file carries the meta (below) as attributes of its root group,
  * with "format" = CKPT_FORMAT and "format_version" = CKPT_VERSION.
  * <dir>/latest is a symlink to the newest committed checkpoint's name (for
@@ -29,6 +30,18 @@
  *      directory to step-<8 digits>, fsyncs <dir>, repoints latest (symlink
  *      to a temporary name, then rename) and deletes the oldest committed
  *      checkpoints beyond `keep`.
+ * The module knows no model: a model is a type, a config (JSON) and a table
+ * of tensors in blocks, which the caller gives when writing and the
+ * manifest gives back when reading.
+ *
+ * Format version 1 (before models had an interface: MLPs only) is still
+ * read: its manifest's model.widths and model.activation read as model
+ * type "mlp" with config {"inputs":I,"hidden":[...],"outputs":O,
+ * "activation":"A"}, its layer l as block l with the tensors "<2l>.weight"
+ * and "<2l>.bias" (runtime/mlp.h's names), stored at /layers/<l>/weight and
+ * /layers/<l>/bias. New checkpoints are always written in the current
+ * version; `dtrain-ckpt export` converts an old one.
+ *
  * A reader that lists step-* directories therefore sees only complete
  * checkpoints; a crash leaves at most a .tmp directory, which the next
  * writer removes (ckpt_clean_tmp).
@@ -62,11 +75,14 @@
 #include "base/util.h"
 
 #define CKPT_FORMAT "dtrain-checkpoint"
-#define CKPT_VERSION 1
-#define CKPT_MAX_LAYERS 1025 /* model.hidden has at most 1024 entries */
-#define CKPT_MAX_BLOCKS CKPT_MAX_LAYERS
-#define CKPT_MAX_FILES (CKPT_MAX_LAYERS + 1) /* a shard per stage, and the root */
+#define CKPT_VERSION 2
+#define CKPT_MAX_BLOCKS 1025 /* the MLP's model.hidden has at most 1024 entries */
+#define CKPT_MAX_FILES (CKPT_MAX_BLOCKS + 1) /* a shard per stage, and the root */
 #define CKPT_MAX_STATES 2
+#define CKPT_MAX_TENSORS 8192
+#define CKPT_NAME_MAX 96    /* bytes of a tensor name, its NUL included */
+#define CKPT_MAX_DIMS 4
+#define CKPT_CONFIG_MAX 16384 /* bytes of a model config, its NUL included */
 
 /* --- meta: what a checkpoint says about the run, beyond the tensors --- */
 
@@ -91,26 +107,50 @@ struct ckpt_meta {
 	int n_states;            /* 0..CKPT_MAX_STATES */
 	char states[CKPT_MAX_STATES][16]; /* "momentum_buffer"; "exp_avg", "exp_avg_sq" */
 	/* model */
-	int n_layers;            /* 1..CKPT_MAX_LAYERS */
-	int64_t widths[CKPT_MAX_LAYERS + 1]; /* [n_layers + 1]: inputs, hidden..., outputs */
-	char activation[16];     /* "relu" | "gelu" | "tanh" */
+	int format_version;      /* of the files it was read from; CKPT_VERSION when written */
+	char model_type[16];     /* model.type: "mlp" */
+	char model_config[CKPT_CONFIG_MAX]; /* JSON object, the model's own words for
+					       what shapes its tensors: compact,
+					       as the runtime writes it */
+	int n_blocks;            /* 1..CKPT_MAX_BLOCKS */
 	/* identity: 16 lower-case hex digits each (ckpt_hash64) */
 	char spec_hash[17];      /* the resolved spec, run_dir and name left out */
-	char model_hash[17];     /* widths and activation: what must match to resume */
+	char model_hash[17];     /* type and config: what must match to resume */
 	/* the layout it was written with */
 	int data, pipeline;      /* parallel.data, parallel.pipeline */
-	int stage_first[CKPT_MAX_LAYERS + 1]; /* [pipeline + 1]: stage k owns layers
+	int stage_first[CKPT_MAX_BLOCKS + 1]; /* [pipeline + 1]: stage k owns blocks
 						 stage_first[k] .. stage_first[k+1]-1 */
 	/* provenance (informational) */
 	char created[32];        /* UTC, "2026-11-21T10:00:00Z" */
 	char job_id[32];         /* SLURM_JOB_ID, "" when none */
 };
 
-/* Fills meta->model_hash from widths and activation, and checks the meta
- * for internal consistency (n_layers in range, widths >= 1, stage_first
- * increasing from 0 to n_layers, states matching the optimizer, names
- * that are plain words). 0 or -EINVAL naming the first bad field. */
+/* Fills meta->model_hash from model_type and model_config, and checks the
+ * meta for internal consistency (n_blocks in range, stage_first increasing
+ * from 0 to n_blocks, states matching the optimizer, names that are plain
+ * words, a config that is a JSON object). 0 or -EINVAL naming the first
+ * bad field. */
 int ckpt_meta_finish(struct ckpt_meta *meta, struct dt_err *err);
+
+/* One tensor of the model, as the caller lays it out and the manifest
+ * lists it. */
+struct ckpt_tensor {
+	char name[CKPT_NAME_MAX]; /* letters, digits, '_' and '.': "0.weight" */
+	int ndim;                 /* 1..CKPT_MAX_DIMS */
+	int64_t shape[CKPT_MAX_DIMS]; /* row-major; each 1..1e9 */
+	int block;                /* the block that declares it; stage_first says
+				   * which shard holds it */
+	size_t offset;            /* writing: its first float in the stage's
+				   * buffers (ckpt_stage_view); reading: unused */
+};
+
+/* Floats of a tensor: the product of its shape. */
+size_t ckpt_tensor_floats(const struct ckpt_tensor *t);
+/* Checks a model's table against meta: names plain and unique, shapes in
+ * range, blocks 0..n_blocks-1 in order, every block with a tensor.
+ * 0 or -EINVAL naming the tensor. */
+int ckpt_tensors_check(const struct ckpt_meta *meta, const struct ckpt_tensor *t, int n,
+		       struct dt_err *err);
 
 /* --- names and hashes --- */
 
@@ -125,17 +165,18 @@ void ckpt_shard_name(int stage, char *out, size_t size);
 /* The names of a checkpoint's manifest and root file in its directory. */
 #define CKPT_MANIFEST "MANIFEST.json"
 #define CKPT_ROOT "model.h5"
-/* Parameters of layer l: widths[l+1] * widths[l] + widths[l+1]. */
-size_t ckpt_layer_params(const struct ckpt_meta *meta, int l);
 
 /* --- writing a shard: fast part, then slow part --- */
 
-/* One stage's state as the runtime lays it out (runtime/model.h): for each
- * layer first_layer .. first_layer + n_layers - 1 in order, W [out][in]
- * then b [out], contiguous; the optimizer states have the same layout. */
+/* One stage's state as the runtime lays it out (runtime/model.h): the
+ * tensors of blocks first_block .. first_block + n_blocks - 1, each at its
+ * offset; the optimizer states have the same layout. */
 struct ckpt_stage_view {
 	int stage;
-	int first_layer, n_layers;
+	int first_block, n_blocks;
+	const struct ckpt_tensor *tensors;   /* [n_tensors]: the stage's, in order,
+					      * contiguous from offset 0 */
+	int n_tensors;
 	size_t n;                            /* floats in params and each state */
 	const float *params;                 /* [n] */
 	const float *states[CKPT_MAX_STATES]; /* [n] each, meta->n_states of them */
@@ -208,9 +249,11 @@ void ckpt_shard_free(struct ckpt_shard_writer *w);
 /* --- the root file --- */
 
 /* Writes tmpdir/model.h5: the meta attributes and one virtual dataset per
- * tensor of the whole model (meta's layout says which shard holds which
- * layer). Main thread (HDF5). Not fsynced: ckpt_file_seal() does that. */
-int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta, struct dt_err *err);
+ * tensor of the whole model, tensors [n] (meta's layout says which shard
+ * holds which block). Main thread (HDF5). Not fsynced: ckpt_file_seal()
+ * does that. */
+int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta,
+		    const struct ckpt_tensor *tensors, int n, struct dt_err *err);
 
 /* The last root file written, kept to write the next save's from: HDF5
  * takes tens of milliseconds to create the virtual datasets (about 100 for
@@ -222,13 +265,15 @@ struct ckpt_root_cache {
 	unsigned char *image;    /* the file's bytes, or NULL */
 	size_t len;
 	struct ckpt_meta meta;   /* what it was written for */
+	char tensors_hash[17];   /* and for which tensors */
 };
 
 /* ckpt_root_write, from the cache when it holds the root file of the same
- * layers, stages and states (else, or when that fails, written afresh and
+ * tensors, stages and states (else, or when that fails, written afresh and
  * kept in the cache). The same results as ckpt_root_write. */
 int ckpt_root_write_cached(struct ckpt_root_cache *cache, const char *tmpdir,
-			   const struct ckpt_meta *meta, struct dt_err *err);
+			   const struct ckpt_meta *meta, const struct ckpt_tensor *tensors,
+			   int n, struct dt_err *err);
 /* Frees the kept bytes; safe on a zeroed cache. */
 void ckpt_root_cache_free(struct ckpt_root_cache *cache);
 
@@ -255,22 +300,27 @@ void ckpt_final_path(const char *dir, int64_t step, char *out, size_t size);
 int ckpt_clean_tmp(const char *dir, struct dt_err *err);
 
 /* The commit (steps 2 above): tmp must hold exactly the files listed.
- * Writes tmp/MANIFEST.json from meta and files, fsyncs it and tmp, renames
+ * Writes tmp/MANIFEST.json from meta, the model's tensors [n_tensors] and
+ * files, fsyncs it and tmp, renames
  * tmp to the final name (an existing final directory of the same step, from
  * an earlier attempt, is replaced), fsyncs dir, repoints dir/latest, then
  * deletes committed checkpoints beyond the newest `keep` (keep >= 1; the
  * new one is never deleted). On failure before the rename the tmp directory
  * is removed and the previous checkpoints are untouched. 0 or -errno. */
 int ckpt_commit(const char *dir, const char *tmp, const struct ckpt_meta *meta,
-		const struct ckpt_file *files, int n_files, int keep, struct dt_err *err);
+		const struct ckpt_tensor *tensors, int n_tensors, const struct ckpt_file *files,
+		int n_files, int keep, struct dt_err *err);
 
 /* --- listing and manifests --- */
 
 /* A committed checkpoint's manifest, parsed and checked (format, version,
- * every field's type and range, meta consistency, file names plain and
- * unique, one shard per stage plus the root). */
+ * every field's type and range, meta consistency, the tensors
+ * (ckpt_tensors_check), file names plain and unique, one shard per stage
+ * plus the root). */
 struct ckpt_manifest {
 	struct ckpt_meta meta;
+	int n_tensors;
+	struct ckpt_tensor tensors[CKPT_MAX_TENSORS];
 	int n_files;
 	struct ckpt_file files[CKPT_MAX_FILES];
 };
@@ -303,7 +353,7 @@ int ckpt_find_latest(const char *dir, char *out, size_t size, int64_t *step,
 
 /* --- reading tensors (after verifying) --- */
 
-/* An open checkpoint for reading layers; zero-initialise, ckpt_reader_close(). */
+/* An open checkpoint for reading tensors; zero-initialise, ckpt_reader_close(). */
 struct ckpt_reader {
 	char path[4096];
 	struct ckpt_manifest *m; /* owned */
@@ -315,25 +365,27 @@ struct ckpt_reader {
 int ckpt_reader_open(struct ckpt_reader *r, const char *ckpt, struct dt_err *err);
 void ckpt_reader_close(struct ckpt_reader *r);
 
-/* Reads global layer l into params [W [out][in] then b [out]] and, for
- * each of the manifest's n_states states (in order), states[s] (same
- * layout); states may be NULL to skip them. out and in are what the CALLER
- * expects for layer l; every dataset's type class (float), rank and
- * dimensions are checked against them before anything is read.
- * 0, or -EINVAL / -EIO naming the file and the dataset. */
-int ckpt_read_layer(struct ckpt_reader *r, int l, int64_t in, int64_t out, float *params,
-		    float *const *states, struct dt_err *err);
+/* Reads the tensor the caller calls want->name, of want's shape, into
+ * params [its floats] and, for each of the manifest's n_states states (in
+ * order), into states[s]; states may be NULL to skip them. The manifest
+ * must list it with that shape, and each dataset's type class (float),
+ * rank and dimensions are checked against it before anything is read.
+ * 0, or -EINVAL / -EIO naming the file and the tensor. */
+int ckpt_read_tensor(struct ckpt_reader *r, const struct ckpt_tensor *want, float *params,
+		     float *const *states, struct dt_err *err);
 
 /* --- export and inspect --- */
 
 /* Writes the whole model of a checkpoint (parameters and optimizer state,
- * the same paths and attributes as model.h5, real datasets, no links) to
- * one self-contained HDF5 file, atomically (out.tmp, fsync, rename).
- * Verifies the checkpoint first. */
+ * the paths and attributes of the current format's model.h5, real
+ * datasets, no links) to one self-contained HDF5 file, atomically
+ * (out.tmp, fsync, rename); a format-1 checkpoint comes out in the current
+ * format. Verifies the checkpoint first. */
 int ckpt_export(const char *ckpt, const char *out, struct dt_err *err);
 
-/* Human-readable summary to f: step, epoch, lr, optimizer, layout and the
- * split, hashes, then each tensor with its shape and the shard holding it. */
+/* Human-readable summary to f: step, epoch, lr, optimizer, model, layout
+ * and the split, hashes, then each tensor with its shape and the shard
+ * holding it. */
 int ckpt_inspect(const char *ckpt, FILE *f, struct dt_err *err);
 
 #endif

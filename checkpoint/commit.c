@@ -210,23 +210,9 @@ static int repoint_latest(const char *dir, const char *name, struct dt_err *err)
 
 static int retain(const char *dir, int64_t step, int keep, struct dt_err *err);
 
-/* The meta must be finished (ckpt_meta_finish), or the manifest would not
- * read back: checked on a copy. */
-static int check_meta(const struct ckpt_meta *meta, const char *tmp, struct dt_err *err)
-{
-	struct ckpt_meta copy = *meta;
-	int rc = ckpt_meta_finish(&copy, err);
-
-	if (!rc && strcmp(copy.model_hash, meta->model_hash))
-		rc = dt_err_add(err, "checkpoint meta: model_hash does not match widths and activation (got \"%.16s\")",
-				meta->model_hash);
-	if (rc)
-		dt_err_add(err, "%s: refusing to commit a checkpoint with an inconsistent meta", tmp);
-	return rc;
-}
-
 int ckpt_commit(const char *dir, const char *tmp, const struct ckpt_meta *meta,
-		const struct ckpt_file *files, int n_files, int keep, struct dt_err *err)
+		const struct ckpt_tensor *tensors, int n_tensors, const struct ckpt_file *files,
+		int n_files, int keep, struct dt_err *err)
 {
 	char final[4096], aside[4096], manifest[4096], name[32], tmp_name[48];
 	const char *base = strrchr(tmp, '/');
@@ -256,14 +242,14 @@ int ckpt_commit(const char *dir, const char *tmp, const struct ckpt_meta *meta,
 		rc = dt_err_add(err, "%s: cannot commit: keep must be at least 1 (got %d)", tmp, keep);
 		goto out;
 	}
-	rc = check_meta(meta, tmp, err);
+	rc = ckpt__check_meta(meta, tensors, n_tensors, tmp, "commit", err);
 	if (!rc)
 		rc = check_files(tmp, files, n_files, err);
 	if (rc)
 		goto out;
 
 	/* 1. the manifest, written last, and the directory made durable */
-	rc = ckpt__manifest_emit(meta, files, n_files, &text);
+	rc = ckpt__manifest_emit(meta, tensors, n_tensors, files, n_files, &text);
 	if (rc) {
 		dt_err_add(err, "%s: cannot write: %s", manifest,
 			   rc == -ENOMEM ? "out of memory" : "the meta cannot be written as JSON");

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <zlib.h>
@@ -133,30 +134,35 @@ void ckpt_shard_name(int stage, char *out, size_t size)
 	snprintf(out, size, "shard-%d.h5", stage);
 }
 
-size_t ckpt_layer_params(const struct ckpt_meta *meta, int l)
+size_t ckpt_tensor_floats(const struct ckpt_tensor *t)
 {
-	if (l < 0 || l >= meta->n_layers)
-		return 0;
-	return (size_t)meta->widths[l + 1] * (size_t)meta->widths[l] + (size_t)meta->widths[l + 1];
+	size_t n = 1;
+	int i;
+
+	for (i = 0; i < t->ndim; i++)
+		n *= (size_t)t->shape[i];
+	return n;
 }
 
-void ckpt__tensor_path(int l, const char *state, const char *which, char *out, size_t size)
+void ckpt__tensor_path(const struct ckpt_meta *meta, const struct ckpt_tensor *t,
+		       const char *state, char *out, size_t size)
 {
-	if (state)
-		snprintf(out, size, "optimizer/%s/layers/%d/%s", state, l, which);
+	const char *which = strrchr(t->name, '.');
+
+	if (meta->format_version == 1) /* the MLP's layer l, block l (ckpt.h) */
+		snprintf(out, size, "%s%s%slayers/%d/%s", state ? "optimizer/" : "", state ? state : "",
+			 state ? "/" : "", t->block, which ? which + 1 : t->name);
 	else
-		snprintf(out, size, "layers/%d/%s", l, which);
+		snprintf(out, size, "%s%s%s%s", state ? "optimizer/" : "model/", state ? state : "",
+			 state ? "/" : "", t->name);
 }
 
-int ckpt__tensor_rank(const char *which)
+void ckpt__tensor_dims(const struct ckpt_tensor *t, hsize_t dims[CKPT_MAX_DIMS])
 {
-	return strcmp(which, "weight") ? 1 : 2;
-}
+	int i;
 
-void ckpt__tensor_dims(const struct ckpt_meta *meta, int l, const char *which, hsize_t dims[2])
-{
-	dims[0] = (hsize_t)meta->widths[l + 1];
-	dims[1] = strcmp(which, "weight") ? 0 : (hsize_t)meta->widths[l];
+	for (i = 0; i < t->ndim; i++)
+		dims[i] = (hsize_t)t->shape[i];
 }
 
 /* --- HDF5 settings --- */
@@ -205,7 +211,7 @@ void ckpt__h5_quiet(void)
 
 /* --- meta --- */
 
-/* A plain word: what we accept as an optimizer, state or activation name. */
+/* A plain word: what we accept as an optimizer, state or model type name. */
 static bool plain_word(const char *s, size_t cap)
 {
 	size_t i, n = strnlen(s, cap);
@@ -218,27 +224,39 @@ static bool plain_word(const char *s, size_t cap)
 	return true;
 }
 
+/* A tensor name: letters, digits, '_' and '.', not starting or ending with
+ * '.', no ".." (a single HDF5 link name, never a path) */
+static bool tensor_name(const char *s, size_t cap)
+{
+	size_t i, n = strnlen(s, cap);
+
+	if (n == 0 || n == cap || s[0] == '.' || s[n - 1] == '.' || strstr(s, ".."))
+		return false;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '.'))
+			return false;
+	return true;
+}
+
 int ckpt_meta_finish(struct ckpt_meta *meta, struct dt_err *err)
 {
 	char buf[64];
 	struct dt_buf b = { 0 };
-	int l, k, rc = 0;
+	size_t clen;
+	int k;
 
-	if (meta->n_layers < 1 || meta->n_layers > CKPT_MAX_LAYERS)
-		return dt_err_add(err, "checkpoint meta: n_layers must be 1..%d (got %d)",
-				  CKPT_MAX_LAYERS, meta->n_layers);
-	for (l = 0; l <= meta->n_layers; l++)
-		if (meta->widths[l] < 1 || meta->widths[l] > 100000000)
-			return dt_err_add(err, "checkpoint meta: widths[%d] must be 1..1e8 (got %lld)", l,
-					  (long long)meta->widths[l]);
-	if (meta->pipeline < 1 || meta->pipeline > meta->n_layers)
+	if (meta->n_blocks < 1 || meta->n_blocks > CKPT_MAX_BLOCKS)
+		return dt_err_add(err, "checkpoint meta: n_blocks must be 1..%d (got %d)",
+				  CKPT_MAX_BLOCKS, meta->n_blocks);
+	if (meta->pipeline < 1 || meta->pipeline > meta->n_blocks)
 		return dt_err_add(err, "checkpoint meta: pipeline must be 1..%d (got %d)",
-				  meta->n_layers, meta->pipeline);
+				  meta->n_blocks, meta->pipeline);
 	if (meta->data < 1 || meta->data > 65536)
 		return dt_err_add(err, "checkpoint meta: data must be 1..65536 (got %d)", meta->data);
-	if (meta->stage_first[0] != 0 || meta->stage_first[meta->pipeline] != meta->n_layers)
+	if (meta->stage_first[0] != 0 || meta->stage_first[meta->pipeline] != meta->n_blocks)
 		return dt_err_add(err, "checkpoint meta: stage_first must run from 0 to %d",
-				  meta->n_layers);
+				  meta->n_blocks);
 	for (k = 0; k < meta->pipeline; k++)
 		if (meta->stage_first[k + 1] <= meta->stage_first[k])
 			return dt_err_add(err, "checkpoint meta: stage_first must increase (stage %d)", k);
@@ -250,24 +268,80 @@ int ckpt_meta_finish(struct ckpt_meta *meta, struct dt_err *err)
 	for (k = 0; k < meta->n_states; k++)
 		if (!plain_word(meta->states[k], sizeof(meta->states[k])))
 			return dt_err_add(err, "checkpoint meta: states[%d] must be a plain name", k);
-	if (!plain_word(meta->activation, sizeof(meta->activation)))
-		return dt_err_add(err, "checkpoint meta: activation must be a plain name");
+	if (!plain_word(meta->model_type, sizeof(meta->model_type)))
+		return dt_err_add(err, "checkpoint meta: model type must be a plain name");
+	clen = strnlen(meta->model_config, sizeof(meta->model_config));
+	if (clen < 2 || clen == sizeof(meta->model_config) || meta->model_config[0] != '{' ||
+	    meta->model_config[clen - 1] != '}')
+		return dt_err_add(err, "checkpoint meta: model config must be a JSON object of at most %d bytes",
+				  CKPT_CONFIG_MAX - 1);
 	if (meta->step < 0 || meta->epoch < 0 || meta->epoch_step < 0 || meta->steps_per_epoch < 1 ||
 	    meta->total_steps < 0 || meta->global_batch < 1 || meta->train_rows < 1 ||
 	    meta->optimizer_step < 0)
 		return dt_err_add(err, "checkpoint meta: step, epoch and counts must not be negative");
 
 	/* model hash: exactly what the tensors' shapes and meaning depend on */
-	for (l = 0; l <= meta->n_layers && !rc; l++)
-		rc = dt_buf_printf(&b, "%lld,", (long long)meta->widths[l]);
-	if (!rc)
-		rc = dt_buf_printf(&b, "%s", meta->activation);
-	if (rc) {
+	if (dt_buf_printf(&b, "%s\n%s", meta->model_type, meta->model_config)) {
 		dt_buf_free(&b);
-		return -ENOMEM;
+		return dt_err_add(err, "checkpoint meta: out of memory for the model hash"), -ENOMEM;
 	}
 	ckpt_hash64(b.p, b.len, buf);
 	memcpy(meta->model_hash, buf, 17);
 	dt_buf_free(&b);
 	return 0;
+}
+
+int ckpt_tensors_check(const struct ckpt_meta *meta, const struct ckpt_tensor *t, int n,
+		       struct dt_err *err)
+{
+	int i, j, block = 0;
+
+	if (n < 1 || n > CKPT_MAX_TENSORS)
+		return dt_err_add(err, "checkpoint tensors: must be 1..%d (got %d)", CKPT_MAX_TENSORS, n);
+	for (i = 0; i < n; i++) {
+		if (!tensor_name(t[i].name, sizeof(t[i].name)))
+			return dt_err_add(err, "checkpoint tensors[%d]: name must be letters, digits, '_' and '.' (at most %d bytes)",
+					  i, CKPT_NAME_MAX - 1);
+		if (t[i].ndim < 1 || t[i].ndim > CKPT_MAX_DIMS)
+			return dt_err_add(err, "checkpoint tensor \"%s\": must have 1..%d dimensions (got %d)",
+					  t[i].name, CKPT_MAX_DIMS, t[i].ndim);
+		for (j = 0; j < t[i].ndim; j++)
+			if (t[i].shape[j] < 1 || t[i].shape[j] > 1000000000)
+				return dt_err_add(err, "checkpoint tensor \"%s\": shape[%d] must be 1..1e9 (got %lld)",
+						  t[i].name, j, (long long)t[i].shape[j]);
+		if (t[i].block < block || t[i].block > block + 1 || t[i].block >= meta->n_blocks ||
+		    (i == 0 && t[i].block != 0))
+			return dt_err_add(err, "checkpoint tensor \"%s\": block %d out of order (blocks 0..%d, each with a tensor, in order)",
+					  t[i].name, t[i].block, meta->n_blocks - 1);
+		block = t[i].block;
+		for (j = 0; j < i; j++)
+			if (!strcmp(t[j].name, t[i].name))
+				return dt_err_add(err, "checkpoint tensor \"%s\": listed twice", t[i].name);
+	}
+	if (block != meta->n_blocks - 1)
+		return dt_err_add(err, "checkpoint tensors: block %d has none (the model has %d blocks)",
+				  block + 1, meta->n_blocks);
+	return 0;
+}
+
+int ckpt__check_meta(const struct ckpt_meta *meta, const struct ckpt_tensor *tensors, int n,
+		     const char *path, const char *doing, struct dt_err *err)
+{
+	struct ckpt_meta *copy = malloc(sizeof(*copy));
+	int rc;
+
+	if (!copy)
+		return dt_err_add(err, "%s: out of memory", path), -ENOMEM;
+	*copy = *meta;
+	rc = ckpt_meta_finish(copy, err);
+	if (!rc && strcmp(copy->model_hash, meta->model_hash))
+		rc = dt_err_add(err, "checkpoint meta: model_hash does not match model type and config (got \"%.16s\")",
+				meta->model_hash);
+	if (!rc && tensors)
+		rc = ckpt_tensors_check(meta, tensors, n, err);
+	if (rc == -EINVAL)
+		dt_err_add(err, "%s: refusing to %s a checkpoint with an inconsistent meta or tensor table",
+			   path, doing);
+	free(copy);
+	return rc;
 }

@@ -6,8 +6,9 @@
  * model.h5, but as real contiguous datasets instead of virtual ones, so it
  * can be copied anywhere alone. It is written like every file we own:
  * out.tmp.<pid>, fsync, rename, fsync the directory. The data is read
- * through the checking reader (read.c), a layer at a time, after the whole
- * checkpoint has been verified.
+ * through the checking reader (read.c), a tensor at a time, after the whole
+ * checkpoint has been verified; a format-1 checkpoint comes out in the
+ * current format.
  *
  * Sections: export, inspect.
  */
@@ -23,20 +24,21 @@
 
 /* --- export --- */
 
-/* Writes one tensor of layer l (state NULL for the parameter) from src as a
- * contiguous float32 dataset; tmp names the file in messages. */
-static int put_tensor(hid_t file, hid_t lcpl, hid_t dcpl, const struct ckpt_meta *meta, int l,
-		      const char *state, const char *which, const float *src, const char *tmp,
-		      struct dt_err *err)
+/* Writes tensor t (state NULL for the parameter) from src as a contiguous
+ * float32 dataset at its path in the current format (out_meta); tmp names
+ * the file in messages. */
+static int put_tensor(hid_t file, hid_t lcpl, hid_t dcpl, const struct ckpt_meta *out_meta,
+		      const struct ckpt_tensor *t, const char *state, const float *src,
+		      const char *tmp, struct dt_err *err)
 {
 	hid_t space = H5I_INVALID_HID, set = H5I_INVALID_HID;
-	char name[128], why[CKPT__WHY_MAX];
-	hsize_t dims[2];
+	char name[CKPT_NAME_MAX + 64], why[CKPT__WHY_MAX];
+	hsize_t dims[CKPT_MAX_DIMS];
 	int rc = 0;
 
-	ckpt__tensor_path(l, state, which, name, sizeof(name));
-	ckpt__tensor_dims(meta, l, which, dims);
-	space = H5Screate_simple(ckpt__tensor_rank(which), dims, NULL);
+	ckpt__tensor_path(out_meta, t, state, name, sizeof(name));
+	ckpt__tensor_dims(t, dims);
+	space = H5Screate_simple(t->ndim, dims, NULL);
 	if (space < 0 ||
 	    (set = H5Dcreate2(file, name, H5T_IEEE_F32LE, space, lcpl, dcpl, H5P_DEFAULT)) < 0 ||
 	    H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, src) < 0) {
@@ -48,25 +50,25 @@ static int put_tensor(hid_t file, hid_t lcpl, hid_t dcpl, const struct ckpt_meta
 	return rc;
 }
 
-/* Every layer's parameters and states from r into file. */
-static int copy_layers(struct ckpt_reader *r, hid_t file, const char *tmp, struct dt_err *err)
+/* Every tensor's parameters and states from r into file, in the current
+ * format (out_meta). */
+static int copy_tensors(struct ckpt_reader *r, hid_t file, const struct ckpt_meta *out_meta,
+			const char *tmp, struct dt_err *err)
 {
-	static const char *const which[2] = { "weight", "bias" };
-	const struct ckpt_meta *meta = &r->m->meta;
+	const struct ckpt_manifest *m = r->m;
 	float *bufs[1 + CKPT_MAX_STATES] = { NULL };
 	hid_t lcpl = H5I_INVALID_HID, dcpl = H5I_INVALID_HID;
-	size_t most = 0, n;
-	int64_t in, out;
-	int l, s, w, rc = 0;
+	size_t most = 0;
+	int i, s, rc = 0;
 
-	for (l = 0; l < meta->n_layers; l++)
-		if (ckpt_layer_params(meta, l) > most)
-			most = ckpt_layer_params(meta, l);
-	for (s = 0; s <= meta->n_states; s++) {
+	for (i = 0; i < m->n_tensors; i++)
+		if (ckpt_tensor_floats(&m->tensors[i]) > most)
+			most = ckpt_tensor_floats(&m->tensors[i]);
+	for (s = 0; s <= m->meta.n_states; s++) {
 		bufs[s] = malloc(most * sizeof(float));
 		if (!bufs[s]) {
 			rc = -ENOMEM;
-			dt_err_add(err, "%s: out of memory for a layer of %zu floats", tmp, most);
+			dt_err_add(err, "%s: out of memory for a tensor of %zu floats", tmp, most);
 			goto out;
 		}
 	}
@@ -79,16 +81,11 @@ static int copy_layers(struct ckpt_reader *r, hid_t file, const char *tmp, struc
 		dt_err_add(err, "%s: HDF5 cannot set up dataset creation", tmp);
 		goto out;
 	}
-	for (l = 0; l < meta->n_layers && !rc; l++) {
-		in = meta->widths[l];
-		out = meta->widths[l + 1];
-		n = (size_t)in * (size_t)out;
-		rc = ckpt_read_layer(r, l, in, out, bufs[0], bufs + 1, err);
-		for (s = 0; s <= meta->n_states && !rc; s++)
-			for (w = 0; w < 2 && !rc; w++)
-				rc = put_tensor(file, lcpl, dcpl, meta, l,
-						s ? meta->states[s - 1] : NULL, which[w],
-						bufs[s] + (w ? n : 0), tmp, err);
+	for (i = 0; i < m->n_tensors && !rc; i++) {
+		rc = ckpt_read_tensor(r, &m->tensors[i], bufs[0], bufs + 1, err);
+		for (s = 0; s <= m->meta.n_states && !rc; s++)
+			rc = put_tensor(file, lcpl, dcpl, out_meta, &m->tensors[i],
+					s ? m->meta.states[s - 1] : NULL, bufs[s], tmp, err);
 	}
 out:
 	ckpt__h5_close(&dcpl, H5Pclose);
@@ -101,6 +98,7 @@ out:
 int ckpt_export(const char *ckpt, const char *out, struct dt_err *err)
 {
 	struct ckpt_reader r = { .open_stage = -1, .file = H5I_INVALID_HID };
+	struct ckpt_meta *out_meta = NULL;
 	hid_t fapl = H5I_INVALID_HID, file = H5I_INVALID_HID;
 	char tmp[4200], why[CKPT__WHY_MAX];
 	bool created = false;
@@ -128,9 +126,17 @@ int ckpt_export(const char *ckpt, const char *out, struct dt_err *err)
 		dt_err_add(err, "%s: cannot create: %s", tmp, ckpt__h5_why(why));
 		goto out;
 	}
-	rc = ckpt__write_meta_attrs(file, &r.m->meta, tmp, err);
+	out_meta = malloc(sizeof(*out_meta));
+	if (!out_meta) {
+		dt_err_add(err, "%s: out of memory", out);
+		rc = -ENOMEM;
+		goto out;
+	}
+	*out_meta = r.m->meta;
+	out_meta->format_version = CKPT_VERSION; /* a format-1 checkpoint comes out converted */
+	rc = ckpt__write_meta_attrs(file, out_meta, tmp, err);
 	if (!rc)
-		rc = copy_layers(&r, file, tmp, err);
+		rc = copy_tensors(&r, file, out_meta, tmp, err);
 	if (rc)
 		goto out;
 	/* the close writes the metadata: its failure is a failed export */
@@ -155,6 +161,7 @@ int ckpt_export(const char *ckpt, const char *out, struct dt_err *err)
 	if (rc)
 		dt_err_add(err, "%s: fsync of its directory failed: %s", out, strerror(-rc));
 out:
+	free(out_meta);
 	ckpt__h5_close(&file, H5Fclose);
 	ckpt__h5_close(&fapl, H5Pclose);
 	ckpt_reader_close(&r);
@@ -167,10 +174,10 @@ out:
 
 static void print_meta(FILE *f, const char *ckpt, const struct ckpt_meta *meta)
 {
-	int k, l;
+	int k;
 
 	fprintf(f, "checkpoint    %s\n", ckpt);
-	fprintf(f, "format        %s %d\n", CKPT_FORMAT, CKPT_VERSION);
+	fprintf(f, "format        %s %d\n", CKPT_FORMAT, meta->format_version);
 	fprintf(f, "step          %" PRId64 " of %" PRId64 "\n", meta->step, meta->total_steps);
 	/* epochs counted from 1 as the progress lines and dtrain-ckpt list do:
 	 * that of the last step taken; then where the next step starts */
@@ -184,16 +191,14 @@ static void print_meta(FILE *f, const char *ckpt, const struct ckpt_meta *meta)
 	for (k = 0; k < meta->n_states; k++)
 		fprintf(f, "%s %s", k ? "," : "", meta->states[k]);
 	fprintf(f, "%s\n", meta->n_states ? "" : " none");
-	fprintf(f, "model         ");
-	for (l = 0; l <= meta->n_layers; l++)
-		fprintf(f, "%s%" PRId64, l ? " -> " : "", meta->widths[l]);
-	fprintf(f, ", %s, %d layers\n", meta->activation, meta->n_layers);
+	fprintf(f, "model         %s, %d blocks, %s\n", meta->model_type, meta->n_blocks,
+		meta->model_config);
 	fprintf(f, "layout        data %d x pipeline %d\n", meta->data, meta->pipeline);
 	for (k = 0; k < meta->pipeline; k++) {
 		if (meta->stage_first[k + 1] - meta->stage_first[k] == 1)
-			fprintf(f, "  stage %-5d layer %d\n", k, meta->stage_first[k]);
+			fprintf(f, "  stage %-5d block %d\n", k, meta->stage_first[k]);
 		else
-			fprintf(f, "  stage %-5d layers %d..%d\n", k, meta->stage_first[k],
+			fprintf(f, "  stage %-5d blocks %d..%d\n", k, meta->stage_first[k],
 				meta->stage_first[k + 1] - 1);
 	}
 	fprintf(f, "global batch  %" PRId64 " (train rows %" PRId64 ", shuffle %s, seed %" PRIu64
@@ -206,40 +211,35 @@ static void print_meta(FILE *f, const char *ckpt, const struct ckpt_meta *meta)
 	fprintf(f, "job           %s\n", meta->job_id[0] ? meta->job_id : "-");
 }
 
-static void print_tensors(FILE *f, const struct ckpt_meta *meta)
+static void print_tensors(FILE *f, const struct ckpt_manifest *m)
 {
-	static const char *const which[2] = { "weight", "bias" };
-	char name[128], shape[64], shard[64];
-	hsize_t dims[2];
-	int l, s, w, stage = 0, width = 0, n;
+	const struct ckpt_meta *meta = &m->meta;
+	char name[CKPT_NAME_MAX + 64], shape[128], shard[64];
+	int i, j, s, stage, width = 0, n, at;
 
 	/* first pass: the widest path, so the columns line up */
-	for (l = 0; l < meta->n_layers; l++)
+	for (i = 0; i < m->n_tensors; i++)
 		for (s = -1; s < meta->n_states; s++) {
-			ckpt__tensor_path(l, s < 0 ? NULL : meta->states[s], "weight", name,
+			ckpt__tensor_path(meta, &m->tensors[i], s < 0 ? NULL : meta->states[s], name,
 					  sizeof(name));
 			n = (int)strlen(name);
 			width = n > width ? n : width;
 		}
 	fprintf(f, "\ntensors (float32)\n");
 	for (s = -1; s < meta->n_states; s++)
-		for (l = 0, stage = 0; l < meta->n_layers; l++) {
-			while (l >= meta->stage_first[stage + 1])
+		for (i = 0, stage = 0; i < m->n_tensors; i++) {
+			const struct ckpt_tensor *t = &m->tensors[i];
+
+			while (t->block >= meta->stage_first[stage + 1])
 				stage++;
 			ckpt_shard_name(stage, shard, sizeof(shard));
-			for (w = 0; w < 2; w++) {
-				ckpt__tensor_path(l, s < 0 ? NULL : meta->states[s], which[w], name,
-						  sizeof(name));
-				ckpt__tensor_dims(meta, l, which[w], dims);
-				if (w == 0)
-					snprintf(shape, sizeof(shape), "[%llu, %llu]",
-						 (unsigned long long)dims[0],
-						 (unsigned long long)dims[1]);
-				else
-					snprintf(shape, sizeof(shape), "[%llu]",
-						 (unsigned long long)dims[0]);
-				fprintf(f, "  %-*s  %-20s  %s\n", width, name, shape, shard);
-			}
+			ckpt__tensor_path(meta, t, s < 0 ? NULL : meta->states[s], name, sizeof(name));
+			at = snprintf(shape, sizeof(shape), "[");
+			for (j = 0; j < t->ndim; j++)
+				at += snprintf(shape + at, sizeof(shape) - (size_t)at, "%s%lld",
+					       j ? ", " : "", (long long)t->shape[j]);
+			snprintf(shape + at, sizeof(shape) - (size_t)at, "]");
+			fprintf(f, "  %-*s  %-20s  %s\n", width, name, shape, shard);
 		}
 }
 
@@ -255,7 +255,7 @@ int ckpt_inspect(const char *ckpt, FILE *f, struct dt_err *err)
 	if (rc)
 		goto out;
 	print_meta(f, ckpt, &m->meta);
-	print_tensors(f, &m->meta);
+	print_tensors(f, m);
 	fprintf(f, "\nfiles\n");
 	for (i = 0; i < m->n_files; i++) {
 		fprintf(f, "  %-14s %14" PRIu64 " bytes  crc32 %08" PRIx32 "\n", m->files[i].name,

@@ -16,14 +16,20 @@
 
 #define CKPT_LATEST "latest"
 
-/* HDF5 path of a tensor of layer l: which = "weight" | "bias"; state NULL
- * for the parameter itself ("layers/3/weight"), else the state's name
- * ("optimizer/exp_avg/layers/3/weight"). */
-void ckpt__tensor_path(int l, const char *state, const char *which, char *out, size_t size);
+/* HDF5 path of tensor t in a shard or root file of meta's format version:
+ * state NULL for the parameter itself ("model/0.weight"), else the
+ * state's ("optimizer/exp_avg/0.weight"); format 1: "layers/<block>/weight". */
+void ckpt__tensor_path(const struct ckpt_meta *meta, const struct ckpt_tensor *t,
+		       const char *state, char *out, size_t size);
+/* Its shape as HDF5 dims (t->ndim of them). */
+void ckpt__tensor_dims(const struct ckpt_tensor *t, hsize_t dims[CKPT_MAX_DIMS]);
 
-/* Shape of a tensor of layer l: W is [out][in] (rank 2), b is [out] (rank 1). */
-int ckpt__tensor_rank(const char *which);
-void ckpt__tensor_dims(const struct ckpt_meta *meta, int l, const char *which, hsize_t dims[2]);
+/* The meta is finished (ckpt_meta_finish, checked on a copy: the layout's
+ * numbers index arrays) and, when tensors is not NULL, the table [n] fits
+ * it (ckpt_tensors_check); else -EINVAL naming the field, then "path:
+ * refusing to <doing> a checkpoint ...". */
+int ckpt__check_meta(const struct ckpt_meta *meta, const struct ckpt_tensor *tensors, int n,
+		     const char *path, const char *doing, struct dt_err *err);
 
 /* File access list for every file we open or create: file locking off
  * (checkpoints live on file systems without locks, FIELD-NOTES), 1.10
@@ -34,8 +40,10 @@ hid_t ckpt__fapl(void);
 int ckpt__write_meta_attrs(hid_t loc, const struct ckpt_meta *meta, const char *path,
 			   struct dt_err *err);
 
-/* MANIFEST.json text for meta and files (schema: checkpoint/README.md). */
-int ckpt__manifest_emit(const struct ckpt_meta *meta, const struct ckpt_file *files, int n_files,
+/* MANIFEST.json text for meta, tensors and files (schema:
+ * checkpoint/README.md). */
+int ckpt__manifest_emit(const struct ckpt_meta *meta, const struct ckpt_tensor *tensors,
+			int n_tensors, const struct ckpt_file *files, int n_files,
 			struct dt_buf *out);
 /* Parses and checks MANIFEST.json text; path names it in messages. */
 int ckpt__manifest_parse(const char *text, const char *path, struct ckpt_manifest *m,

@@ -94,7 +94,7 @@ static const char usage_inspect[] =
 	"usage: dtrain-ckpt inspect CKPT\n"
 	"\n"
 	"Prints what a checkpoint holds, from its manifest and files: step,\n"
-	"epoch, learning rate, optimizer, the layout and how the layers were\n"
+	"epoch, learning rate, optimizer, the model, the layout and how the blocks were\n"
 	"split over the stages, the spec and model hashes, and every tensor with\n"
 	"its shape and the shard that holds it. CKPT may be a run directory or\n"
 	"checkpoint dir (its newest checkpoint).\n"
@@ -601,7 +601,7 @@ static int cmd_export(int argc, char **argv)
 		goto out;
 	}
 	human_size((uint64_t)st.st_size, size, sizeof(size));
-	printf("wrote %s (%s, %d tensors)\n", out, size, 2 * m->meta.n_layers * (1 + m->meta.n_states));
+	printf("wrote %s (%s, %d tensors)\n", out, size, m->n_tensors * (1 + m->meta.n_states));
 	status = DT_EXIT_OK;
 out:
 	if (status)

@@ -70,21 +70,27 @@ static json_object *new_double(double v)
 	return json_object_new_double_s(v, s);
 }
 
-int ckpt__manifest_emit(const struct ckpt_meta *meta, const struct ckpt_file *files, int n_files,
+int ckpt__manifest_emit(const struct ckpt_meta *meta, const struct ckpt_tensor *tensors,
+			int n_tensors, const struct ckpt_file *files, int n_files,
 			struct dt_buf *out)
 {
 	struct builder b = { 0 };
-	json_object *root = NULL, *o, *a, *f;
+	json_object *root = NULL, *o, *a, *f, *config;
 	const char *text;
 	char crc[16];
-	int i;
+	int i, j;
 
 	/* NaN or infinity would make invalid JSON; the caller checked the meta */
 	if (!isfinite(meta->lr) || n_files < 0 || n_files > CKPT_MAX_FILES ||
-	    meta->n_layers < 1 || meta->n_layers > CKPT_MAX_LAYERS || meta->pipeline < 1 ||
-	    meta->pipeline > CKPT_MAX_LAYERS || meta->n_states < 0 ||
-	    meta->n_states > CKPT_MAX_STATES)
+	    meta->n_blocks < 1 || meta->n_blocks > CKPT_MAX_BLOCKS || meta->pipeline < 1 ||
+	    meta->pipeline > CKPT_MAX_BLOCKS || meta->n_states < 0 ||
+	    meta->n_states > CKPT_MAX_STATES || n_tensors < 1 || n_tensors > CKPT_MAX_TENSORS)
 		return -EINVAL;
+	config = json_tokener_parse(meta->model_config);
+	if (!config || !json_object_is_type(config, json_type_object)) {
+		json_object_put(config);
+		return -EINVAL;
+	}
 	root = json_object_new_object();
 	if (!root)
 		return -ENOMEM;
@@ -116,11 +122,9 @@ int ckpt__manifest_emit(const struct ckpt_meta *meta, const struct ckpt_file *fi
 	put(&b, root, "optimizer", o);
 
 	o = json_object_new_object();
-	a = json_object_new_array();
-	for (i = 0; i <= meta->n_layers; i++)
-		push(&b, a, new_int(meta->widths[i]));
-	put(&b, o, "widths", a);
-	put(&b, o, "activation", json_object_new_string(meta->activation));
+	put(&b, o, "type", json_object_new_string(meta->model_type));
+	put(&b, o, "config", config);
+	put(&b, o, "blocks", new_int(meta->n_blocks));
 	put(&b, root, "model", o);
 
 	put(&b, root, "spec_hash", json_object_new_string(meta->spec_hash));
@@ -137,6 +141,20 @@ int ckpt__manifest_emit(const struct ckpt_meta *meta, const struct ckpt_file *fi
 
 	put(&b, root, "created", json_object_new_string(meta->created));
 	put(&b, root, "job_id", json_object_new_string(meta->job_id));
+
+	a = json_object_new_array();
+	for (i = 0; i < n_tensors; i++) {
+		json_object *shape = json_object_new_array();
+
+		f = json_object_new_object();
+		put(&b, f, "name", json_object_new_string(tensors[i].name));
+		for (j = 0; j < tensors[i].ndim; j++)
+			push(&b, shape, new_int(tensors[i].shape[j]));
+		put(&b, f, "shape", shape);
+		put(&b, f, "block", new_int(tensors[i].block));
+		push(&b, a, f);
+	}
+	put(&b, root, "tensors", a);
 
 	a = json_object_new_array();
 	for (i = 0; i < n_files; i++) {
@@ -401,7 +419,7 @@ static int parse_text(const struct at *at, const char *text, json_object **out)
 }
 
 /* "format" and "format_version", before anything else is believed. */
-static int parse_format(const struct at *at, json_object *root)
+static int parse_format(const struct at *at, json_object *root, int *format_version)
 {
 	json_object *v;
 	char shown[48];
@@ -431,6 +449,7 @@ static int parse_format(const struct at *at, json_object *root)
 				  "%s: format_version %" PRId64
 				  " is newer than this dtrain reads (%d): use a newer dtrain",
 				  at->path, version, CKPT_VERSION);
+	*format_version = (int)version;
 	return 0;
 }
 
@@ -455,23 +474,140 @@ static int parse_optimizer(const struct at *at, json_object *root, struct ckpt_m
 	return 0;
 }
 
-static int parse_model(const struct at *at, json_object *root, struct ckpt_meta *meta)
+/* Format 1: an MLP of widths and an activation (ckpt.h says how it reads
+ * as a model of blocks), its model_hash recomputed the way it was made. */
+static int parse_model_v1(const struct at *at, json_object *root, const char *stored,
+			  struct ckpt_manifest *m)
 {
+	struct ckpt_meta *meta = &m->meta;
+	int64_t widths[CKPT_MAX_BLOCKS + 1];
+	char name[NAME_MAX_LEN], act[16], hash[17];
+	struct dt_buf h = { 0 }, c = { 0 };
 	json_object *o, *arr;
-	char name[NAME_MAX_LEN];
 	size_t n, i;
+	int rc = 0;
 
 	if (member(at, root, "", "model", json_type_object, "an object", &o) ||
-	    get_array(at, o, "model", "widths", 2, CKPT_MAX_LAYERS + 1, &arr, &n) ||
-	    get_str(at, o, "model", "activation", meta->activation, sizeof(meta->activation)))
+	    get_array(at, o, "model", "widths", 2, CKPT_MAX_BLOCKS + 1, &arr, &n) ||
+	    get_str(at, o, "model", "activation", act, sizeof(act)))
 		return -EINVAL;
-	meta->n_layers = (int)n - 1;
 	for (i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "model.widths[%zu]", i);
-		if (int_value(at, json_object_array_get_idx(arr, i), name, 1, MAX_WIDTH,
-			      &meta->widths[i]))
+		if (int_value(at, json_object_array_get_idx(arr, i), name, 1, MAX_WIDTH, &widths[i]))
 			return -EINVAL;
 	}
+	for (i = 0; act[i]; i++)
+		if (!((act[i] >= 'a' && act[i] <= 'z') || act[i] == '_'))
+			return dt_err_add(at->err, "%s: checkpoint meta: activation must be a plain name",
+					  at->path);
+	for (i = 0; i < n && !rc; i++)
+		rc = dt_buf_printf(&h, "%lld,", (long long)widths[i]);
+	rc = rc || dt_buf_printf(&h, "%s", act);
+	rc = rc || dt_buf_printf(&c, "{\"inputs\":%lld,\"hidden\":[", (long long)widths[0]);
+	for (i = 1; i + 1 < n && !rc; i++)
+		rc = dt_buf_printf(&c, "%s%lld", i > 1 ? "," : "", (long long)widths[i]);
+	rc = rc || dt_buf_printf(&c, "],\"outputs\":%lld,\"activation\":\"%s\"}",
+				 (long long)widths[n - 1], act);
+	if (rc) {
+		dt_err_add(at->err, "%s: out of memory", at->path);
+		rc = -ENOMEM;
+		goto out;
+	}
+	ckpt_hash64(h.p, h.len, hash);
+	if (strcmp(stored, hash) != 0) {
+		rc = dt_err_add(at->err,
+				"%s: model_hash: %s does not match the model's widths and activation (%s): the manifest was edited or damaged",
+				at->path, stored, hash);
+		goto out;
+	}
+	if (c.len >= sizeof(meta->model_config)) {
+		rc = dt_err_add(at->err, "%s: model: too many widths", at->path);
+		goto out;
+	}
+	snprintf(meta->model_type, sizeof(meta->model_type), "mlp");
+	memcpy(meta->model_config, c.p, c.len + 1);
+	meta->n_blocks = (int)n - 1;
+	/* layer l: "<2l>.weight" [out][in], "<2l>.bias" [out] (runtime/mlp.h) */
+	m->n_tensors = 2 * meta->n_blocks;
+	for (i = 0; i + 1 < n; i++) {
+		struct ckpt_tensor *w = &m->tensors[2 * i], *b = w + 1;
+
+		snprintf(w->name, sizeof(w->name), "%zu.weight", 2 * i);
+		w->ndim = 2;
+		w->shape[0] = widths[i + 1];
+		w->shape[1] = widths[i];
+		w->block = (int)i;
+		snprintf(b->name, sizeof(b->name), "%zu.bias", 2 * i);
+		b->ndim = 1;
+		b->shape[0] = widths[i + 1];
+		b->block = (int)i;
+	}
+out:
+	dt_buf_free(&h);
+	dt_buf_free(&c);
+	return rc;
+}
+
+/* The model: its type, its config (kept as compact JSON, the form the
+ * model hash is taken of), its blocks. */
+static int parse_model(const struct at *at, json_object *root, struct ckpt_meta *meta)
+{
+	json_object *o, *config;
+	const char *text;
+	int64_t blocks;
+
+	if (member(at, root, "", "model", json_type_object, "an object", &o) ||
+	    get_str(at, o, "model", "type", meta->model_type, sizeof(meta->model_type)) ||
+	    member(at, o, "model", "config", json_type_object, "an object", &config) ||
+	    get_int(at, o, "model", "blocks", 1, CKPT_MAX_BLOCKS, &blocks))
+		return -EINVAL;
+	text = json_object_to_json_string_ext(config, JSON_C_TO_STRING_PLAIN |
+							      JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (!text)
+		return dt_err_add(at->err, "%s: out of memory", at->path), -ENOMEM;
+	if (strlen(text) >= sizeof(meta->model_config))
+		return dt_err_add(at->err, "%s: model.config: longer than %d bytes", at->path,
+				  CKPT_CONFIG_MAX - 1);
+	snprintf(meta->model_config, sizeof(meta->model_config), "%s", text);
+	meta->n_blocks = (int)blocks;
+	return 0;
+}
+
+/* The tensors: name, shape and block of each (checked as a whole by
+ * ckpt_tensors_check once the meta is). */
+static int parse_tensors(const struct at *at, json_object *root, struct ckpt_manifest *m)
+{
+	char where[48];
+	json_object *arr, *t, *shape;
+	size_t n, i, nd, j;
+	int64_t x;
+
+	if (get_array(at, root, "", "tensors", 1, CKPT_MAX_TENSORS, &arr, &n))
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		struct ckpt_tensor *ct = &m->tensors[i];
+
+		snprintf(where, sizeof(where), "tensors[%zu]", i);
+		t = json_object_array_get_idx(arr, i);
+		if (!t || !json_object_is_type(t, json_type_object))
+			return dt_err_add(at->err, "%s: %s: must be an object (got %s)", at->path,
+					  where, t ? dt_json_kind(t) : "null");
+		if (get_str(at, t, where, "name", ct->name, sizeof(ct->name)) ||
+		    get_array(at, t, where, "shape", 1, CKPT_MAX_DIMS, &shape, &nd) ||
+		    get_int(at, t, where, "block", 0, CKPT_MAX_BLOCKS - 1, &x))
+			return -EINVAL;
+		ct->block = (int)x;
+		ct->ndim = (int)nd;
+		for (j = 0; j < nd; j++) {
+			char name[NAME_MAX_LEN];
+
+			snprintf(name, sizeof(name), "%s.shape[%zu]", where, j);
+			if (int_value(at, json_object_array_get_idx(shape, j), name, 1, 1000000000,
+				      &ct->shape[j]))
+				return -EINVAL;
+		}
+	}
+	m->n_tensors = (int)n;
 	return 0;
 }
 
@@ -484,8 +620,8 @@ static int parse_layout(const struct at *at, json_object *root, struct ckpt_meta
 
 	if (member(at, root, "", "layout", json_type_object, "an object", &o) ||
 	    get_small(at, o, "layout", "data", 1, MAX_DATA, &meta->data) ||
-	    get_small(at, o, "layout", "pipeline", 1, CKPT_MAX_LAYERS, &meta->pipeline) ||
-	    get_array(at, o, "layout", "stage_first", 2, CKPT_MAX_LAYERS + 1, &arr, &n))
+	    get_small(at, o, "layout", "pipeline", 1, CKPT_MAX_BLOCKS, &meta->pipeline) ||
+	    get_array(at, o, "layout", "stage_first", 2, CKPT_MAX_BLOCKS + 1, &arr, &n))
 		return -EINVAL;
 	if (n != (size_t)meta->pipeline + 1)
 		return dt_err_add(at->err,
@@ -493,7 +629,7 @@ static int parse_layout(const struct at *at, json_object *root, struct ckpt_meta
 				  at->path, meta->pipeline + 1, n);
 	for (i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "layout.stage_first[%zu]", i);
-		if (int_value(at, json_object_array_get_idx(arr, i), name, 0, CKPT_MAX_LAYERS, &x))
+		if (int_value(at, json_object_array_get_idx(arr, i), name, 0, CKPT_MAX_BLOCKS, &x))
 			return -EINVAL;
 		meta->stage_first[i] = (int)x;
 	}
@@ -571,7 +707,7 @@ int ckpt__manifest_parse(const char *text, const char *path, struct ckpt_manifes
 	if (rc)
 		goto out;
 	rc = -EINVAL;
-	if (parse_format(&at, root) ||
+	if (parse_format(&at, root, &meta->format_version) ||
 	    get_int(&at, root, "", "step", 0, MAX_COUNT, &meta->step) ||
 	    get_int(&at, root, "", "epoch", 0, MAX_COUNT, &meta->epoch) ||
 	    get_int(&at, root, "", "epoch_step", 0, MAX_COUNT, &meta->epoch_step) ||
@@ -586,26 +722,33 @@ int ckpt__manifest_parse(const char *text, const char *path, struct ckpt_manifes
 	if (get_bool(&at, root, "", "shuffle", &meta->shuffle) ||
 	    get_int(&at, root, "", "global_batch", 1, MAX_COUNT, &meta->global_batch) ||
 	    get_int(&at, root, "", "train_rows", 1, MAX_COUNT, &meta->train_rows) ||
-	    parse_optimizer(&at, root, meta) || parse_model(&at, root, meta) ||
+	    parse_optimizer(&at, root, meta) ||
 	    get_hash(&at, root, "spec_hash", meta->spec_hash) ||
 	    get_hash(&at, root, "model_hash", stored) || parse_layout(&at, root, meta) ||
 	    get_str(&at, root, "", "created", meta->created, sizeof(meta->created)) ||
 	    get_str(&at, root, "", "job_id", meta->job_id, sizeof(meta->job_id)))
 		goto out;
-	if (meta->pipeline > meta->n_layers) {
-		dt_err_add(err, "%s: layout.pipeline: must be 1..%d, the number of layers (got %d)",
-			   path, meta->n_layers, meta->pipeline);
+	rc = meta->format_version == 1 ? parse_model_v1(&at, root, stored, m) :
+		 parse_model(&at, root, meta) || parse_tensors(&at, root, m) ? -EINVAL : 0;
+	if (rc)
+		goto out;
+	rc = -EINVAL;
+	if (meta->pipeline > meta->n_blocks) {
+		dt_err_add(err, "%s: layout.pipeline: must be 1..%d, the number of blocks (got %d)",
+			   path, meta->n_blocks, meta->pipeline);
 		goto out;
 	}
 	rc = ckpt_meta_finish(meta, &why);
+	if (!rc)
+		rc = ckpt_tensors_check(meta, m->tensors, m->n_tensors, &why);
 	if (rc) {
 		if (rc == -EINVAL)
 			dt_err_add(err, "%s: %s", path, why.msg);
 		goto out;
 	}
-	if (strcmp(stored, meta->model_hash) != 0) {
+	if (meta->format_version > 1 && strcmp(stored, meta->model_hash) != 0) {
 		rc = dt_err_add(err,
-				"%s: model_hash: %s does not match the model's widths and activation (%s): the manifest was edited or damaged",
+				"%s: model_hash: %s does not match the model's type and config (%s): the manifest was edited or damaged",
 				path, stored, meta->model_hash);
 		goto out;
 	}

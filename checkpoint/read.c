@@ -1,7 +1,7 @@
 /*
  * read.c - the read side of checkpoints: reading a manifest, listing the
  * committed checkpoints, verifying files against their manifest, finding
- * the newest usable checkpoint, and reading layers back.
+ * the newest usable checkpoint, and reading tensors back.
  *
  * Nothing a checkpoint says is used before it is checked: the manifest goes
  * through ckpt__manifest_parse (manifest.c), each file's size and CRC-32 are
@@ -537,46 +537,43 @@ out:
 	return rc;
 }
 
-int ckpt_read_layer(struct ckpt_reader *r, int l, int64_t in, int64_t out, float *params,
-		    float *const *states, struct dt_err *err)
+int ckpt_read_tensor(struct ckpt_reader *r, const struct ckpt_tensor *want, float *params,
+		     float *const *states, struct dt_err *err)
 {
-	static const char *const which[2] = { "weight", "bias" };
 	const struct ckpt_meta *meta;
-	char path[4200], dname[128];
-	hsize_t dims[2];
-	float *dst;
-	int stage, s, w, rc;
+	const struct ckpt_tensor *t = NULL;
+	char path[4200], dname[CKPT_NAME_MAX + 64];
+	hsize_t dims[CKPT_MAX_DIMS];
+	int stage, s, i, rc;
 
 	if (!r->m)
 		return dt_err_add(err, "%s: checkpoint reader is not open", r->path);
 	meta = &r->m->meta;
-	if (l < 0 || l >= meta->n_layers)
-		return dt_err_add(err, "%s: layer %d does not exist (the checkpoint has %d layers)",
-				  r->path, l, meta->n_layers);
-	if (meta->widths[l] != in || meta->widths[l + 1] != out)
-		return dt_err_add(err,
-				  "%s: layer %d is %lldx%lld in the checkpoint, the model expects %lldx%lld: a checkpoint of another model",
-				  r->path, l, (long long)meta->widths[l], (long long)meta->widths[l + 1],
-				  (long long)in, (long long)out);
+	for (i = 0; i < r->m->n_tensors && !t; i++)
+		if (!strcmp(r->m->tensors[i].name, want->name))
+			t = &r->m->tensors[i];
+	if (!t)
+		return dt_err_add(err, "%s: has no tensor \"%.*s\": a checkpoint of another model",
+				  r->path, CKPT_NAME_MAX, want->name);
+	for (i = 0; i < t->ndim && t->ndim == want->ndim; i++)
+		if (t->shape[i] != want->shape[i])
+			break;
+	if (t->ndim != want->ndim || i < t->ndim)
+		return dt_err_add(err, "%s: tensor \"%s\" has another shape in the checkpoint than in the model: a checkpoint of another model",
+				  r->path, t->name);
 	for (stage = 0; stage < meta->pipeline; stage++)
-		if (l < meta->stage_first[stage + 1])
+		if (t->block < meta->stage_first[stage + 1])
 			break;
 	rc = open_shard(r, stage, path, sizeof(path), err);
 	if (rc)
 		return rc;
+	ckpt__tensor_dims(t, dims);
 	for (s = -1; s < (states ? meta->n_states : 0); s++) {
-		float *base = s < 0 ? params : states[s];
-
-		for (w = 0; w < 2; w++) {
-			ckpt__tensor_path(l, s < 0 ? NULL : meta->states[s], which[w], dname,
-					  sizeof(dname));
-			ckpt__tensor_dims(meta, l, which[w], dims);
-			dst = base + (w == 0 ? 0 : (size_t)out * (size_t)in);
-			rc = read_tensor((hid_t)r->file, path, dname, ckpt__tensor_rank(which[w]),
-					 dims, dst, err);
-			if (rc)
-				return rc;
-		}
+		ckpt__tensor_path(meta, t, s < 0 ? NULL : meta->states[s], dname, sizeof(dname));
+		rc = read_tensor((hid_t)r->file, path, dname, t->ndim, dims, s < 0 ? params : states[s],
+				 err);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }

@@ -49,9 +49,6 @@
 #define WRITEBACK_CHUNK (16u << 20)
 #define FILE_PAGE 4096u
 
-/* The tensors of a layer, in the order they are laid out (runtime/model.h). */
-static const char *const which_names[2] = { "weight", "bias" };
-
 /* --- HDF5 helpers --- */
 
 /* An attribute of loc: rank 0 (scalar) or rank 1 of n elements, file type
@@ -179,7 +176,7 @@ int ckpt__write_meta_attrs(hid_t loc, const struct ckpt_meta *meta, const char *
 			   struct dt_err *err)
 {
 	struct dt_buf states = { 0 };
-	int32_t stage_first[CKPT_MAX_LAYERS + 1];
+	int32_t stage_first[CKPT_MAX_BLOCKS + 1];
 	char why[CKPT__WHY_MAX] = "";
 	const char *failed = NULL;
 	int k, rc = 0;
@@ -215,14 +212,14 @@ int ckpt__write_meta_attrs(hid_t loc, const struct ckpt_meta *meta, const char *
 	PUT("lr", attr_put(loc, "lr", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, 0, &meta->lr, why));
 	PUT("shuffle", attr_i32(loc, "shuffle", meta->shuffle ? 1 : 0, why));
 	PUT("optimizer", attr_put_str(loc, "optimizer", meta->optimizer, why));
-	PUT("activation", attr_put_str(loc, "activation", meta->activation, why));
+	PUT("model_type", attr_put_str(loc, "model_type", meta->model_type, why));
+	PUT("model_config", attr_put_str(loc, "model_config", meta->model_config, why));
+	PUT("blocks", attr_i32(loc, "blocks", meta->n_blocks, why));
 	PUT("spec_hash", attr_put_str(loc, "spec_hash", meta->spec_hash, why));
 	PUT("model_hash", attr_put_str(loc, "model_hash", meta->model_hash, why));
 	PUT("created", attr_put_str(loc, "created", meta->created, why));
 	PUT("job_id", attr_put_str(loc, "job_id", meta->job_id, why));
 	PUT("optimizer_states", attr_put_str(loc, "optimizer_states", dt_buf_str(&states), why));
-	PUT("widths", attr_put(loc, "widths", H5T_STD_I64LE, H5T_NATIVE_INT64, 1,
-			       (hsize_t)meta->n_layers + 1, meta->widths, why));
 	PUT("layout_data", attr_i32(loc, "layout_data", meta->data, why));
 	PUT("layout_pipeline", attr_i32(loc, "layout_pipeline", meta->pipeline, why));
 	PUT("stage_first", attr_put(loc, "stage_first", H5T_STD_I32LE, H5T_NATIVE_INT32, 1,
@@ -239,44 +236,38 @@ out:
 
 /* --- a shard's fast part --- */
 
-/* The meta must be finished (ckpt_meta_finish): checked on a copy, since
- * the layout's numbers index arrays here and in the root file. */
-static int check_meta(const struct ckpt_meta *meta, const char *path, struct dt_err *err)
-{
-	struct ckpt_meta copy = *meta;
-	int rc = ckpt_meta_finish(&copy, err);
-
-	if (!rc && strcmp(copy.model_hash, meta->model_hash))
-		rc = dt_err_add(err, "checkpoint meta: model_hash does not match widths and activation (got \"%.16s\")",
-				meta->model_hash);
-	if (rc)
-		dt_err_add(err, "%s: refusing to write a checkpoint with an inconsistent meta", path);
-	return rc;
-}
-
 /* The view must be exactly the stage's part of the model the meta describes:
- * the root file maps each layer onto the shard of the stage owning it. */
+ * the root file maps each block onto the shard of the stage owning it. */
 static int check_view(const struct ckpt_meta *meta, const struct ckpt_stage_view *view,
 		      const char *path, struct dt_err *err)
 {
 	size_t n = 0;
-	int l, s;
+	int i, s;
 
 	if (view->stage < 0 || view->stage >= meta->pipeline)
 		return dt_err_add(err, "%s: stage %d is not one of the meta's %d stages", path,
 				  view->stage, meta->pipeline);
-	if (view->first_layer != meta->stage_first[view->stage] ||
-	    view->n_layers != meta->stage_first[view->stage + 1] - meta->stage_first[view->stage])
+	if (view->first_block != meta->stage_first[view->stage] ||
+	    view->n_blocks != meta->stage_first[view->stage + 1] - meta->stage_first[view->stage])
 		return dt_err_add(err,
-				  "%s: stage %d holds layers %d..%d but the meta gives it %d..%d",
-				  path, view->stage, view->first_layer,
-				  view->first_layer + view->n_layers - 1,
+				  "%s: stage %d holds blocks %d..%d but the meta gives it %d..%d",
+				  path, view->stage, view->first_block,
+				  view->first_block + view->n_blocks - 1,
 				  meta->stage_first[view->stage],
 				  meta->stage_first[view->stage + 1] - 1);
-	for (l = view->first_layer; l < view->first_layer + view->n_layers; l++)
-		n += ckpt_layer_params(meta, l);
+	if (!view->tensors || view->n_tensors < 1)
+		return dt_err_add(err, "%s: stage %d has no tensors", path, view->stage);
+	for (i = 0; i < view->n_tensors; i++) {
+		const struct ckpt_tensor *t = &view->tensors[i];
+
+		if (t->block < view->first_block || t->block >= view->first_block + view->n_blocks ||
+		    t->offset != n)
+			return dt_err_add(err, "%s: stage %d: tensor \"%.*s\" is not laid out in its blocks' order",
+					  path, view->stage, CKPT_NAME_MAX, t->name);
+		n += ckpt_tensor_floats(t);
+	}
 	if (view->n != n)
-		return dt_err_add(err, "%s: stage %d has %zu parameters but its layers need %zu",
+		return dt_err_add(err, "%s: stage %d has %zu parameters but its tensors need %zu",
 				  path, view->stage, view->n, n);
 	if (!view->params)
 		return dt_err_add(err, "%s: stage %d has no parameters", path, view->stage);
@@ -326,18 +317,18 @@ void ckpt_shard_copy(struct ckpt_shard_writer *w)
 
 /* Creates one tensor's dataset and records where its bytes go. */
 static int add_tensor(struct ckpt_shard_writer *w, hid_t file, hid_t gcpl, hid_t dcpl,
-		      const struct ckpt_meta *meta, int l, const char *state, const char *which,
+		      const struct ckpt_meta *meta, const struct ckpt_tensor *t, const char *state,
 		      const float *src, char *why)
 {
-	char name[128];
-	hsize_t dims[2];
+	char name[CKPT_NAME_MAX + 64];
+	hsize_t dims[CKPT_MAX_DIMS];
 	hid_t space = H5I_INVALID_HID, dset = H5I_INVALID_HID;
 	haddr_t addr;
-	int rank = ckpt__tensor_rank(which), rc = 0;
+	int rc = 0;
 
-	ckpt__tensor_path(l, state, which, name, sizeof(name));
-	ckpt__tensor_dims(meta, l, which, dims);
-	space = H5Screate_simple(rank, dims, NULL);
+	ckpt__tensor_path(meta, t, state, name, sizeof(name));
+	ckpt__tensor_dims(t, dims);
+	space = H5Screate_simple(t->ndim, dims, NULL);
 	if (space < 0 || make_parents(file, name, gcpl) ||
 	    (dset = H5Dcreate2(file, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl,
 			       H5P_DEFAULT)) < 0) {
@@ -353,7 +344,7 @@ static int add_tensor(struct ckpt_shard_writer *w, hid_t file, hid_t gcpl, hid_t
 		goto out;
 	}
 	w->regions[w->n_regions].offset = (uint64_t)addr;
-	w->regions[w->n_regions].bytes = (uint64_t)dims[0] * (rank == 2 ? dims[1] : 1) * 4;
+	w->regions[w->n_regions].bytes = (uint64_t)ckpt_tensor_floats(t) * 4;
 	w->regions[w->n_regions].src = src;
 	w->n_regions++;
 out:
@@ -370,8 +361,8 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 	hid_t gcpl = H5I_INVALID_HID, dcpl = H5I_INVALID_HID;
 	char name[32], why[CKPT__WHY_MAX] = "";
 	struct ckpt_region *regions;
-	int32_t layers[2];
-	int fd, l, s, t, n_regions, rc = 0;
+	int32_t blocks[2];
+	int fd, s, t, n_regions, rc = 0;
 
 	ckpt__h5_quiet();
 	w->n_regions = 0;
@@ -384,12 +375,12 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 		rc = dt_err_add(err, "%s: checkpoint directory path too long", tmpdir);
 		goto out;
 	}
-	rc = check_meta(meta, w->path, err);
+	rc = ckpt__check_meta(meta, NULL, 0, w->path, "write", err);
 	if (!rc)
 		rc = check_view(meta, view, w->path, err);
 	if (rc)
 		goto out;
-	n_regions = view->n_layers * 2 * (1 + meta->n_states);
+	n_regions = view->n_tensors * (1 + meta->n_states);
 	regions = realloc(w->regions, (size_t)n_regions * sizeof(*regions));
 	if (!regions || (!view->borrow && snapshot_reserve(w, meta, view))) {
 		if (regions)
@@ -420,10 +411,10 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 	rc = ckpt__write_meta_attrs(root, meta, w->path, err);
 	if (rc)
 		goto out;
-	layers[0] = view->first_layer;
-	layers[1] = view->first_layer + view->n_layers - 1;
+	blocks[0] = view->first_block;
+	blocks[1] = view->first_block + view->n_blocks - 1;
 	if (attr_i32(root, "stage", view->stage, why) ||
-	    attr_put(root, "layers", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 2, layers, why)) {
+	    attr_put(root, "stage_blocks", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 2, blocks, why)) {
 		dt_err_add(err, "%s: cannot write shard attributes: %s", w->path, why);
 		rc = -EIO;
 		goto out;
@@ -435,7 +426,7 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 		rc = -EIO;
 		goto out;
 	}
-	/* params of every layer, then each state's: the snapshot's order */
+	/* params of every tensor, then each state's: the snapshot's order */
 	for (s = -1; s < meta->n_states; s++) {
 		const float *src;
 
@@ -444,16 +435,13 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 		else
 			src = w->snap + (size_t)(s + 1) * view->n;
 
-		for (l = view->first_layer; l < view->first_layer + view->n_layers; l++) {
-			for (t = 0; t < 2; t++) {
-				rc = add_tensor(w, file, gcpl, dcpl, meta, l,
-						s < 0 ? NULL : meta->states[s], which_names[t], src,
-						why);
-				if (rc) {
-					dt_err_add(err, "%s: %s", w->path, why);
-					goto out;
-				}
-				src += w->regions[w->n_regions - 1].bytes / sizeof(float);
+		for (t = 0; t < view->n_tensors; t++) {
+			rc = add_tensor(w, file, gcpl, dcpl, meta, &view->tensors[t],
+					s < 0 ? NULL : meta->states[s], src + view->tensors[t].offset,
+					why);
+			if (rc) {
+				dt_err_add(err, "%s: %s", w->path, why);
+				goto out;
 			}
 		}
 	}
@@ -633,23 +621,23 @@ void ckpt_shard_free(struct ckpt_shard_writer *w)
 
 /* --- the root file --- */
 
-/* One virtual dataset: the whole of the same path in the shard holding l. */
-static int add_virtual(hid_t file, hid_t gcpl, const struct ckpt_meta *meta, int l,
-		       const char *state, const char *which, char *why)
+/* One virtual dataset: the whole of the same path in the shard holding t. */
+static int add_virtual(hid_t file, hid_t gcpl, const struct ckpt_meta *meta,
+		       const struct ckpt_tensor *t, const char *state, char *why)
 {
-	char name[128], src_name[130], shard[32];
-	hsize_t dims[2];
+	char name[CKPT_NAME_MAX + 64], src_name[CKPT_NAME_MAX + 66], shard[32];
+	hsize_t dims[CKPT_MAX_DIMS];
 	hid_t space = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, dset = H5I_INVALID_HID;
 	int k, rc = 0;
 
-	for (k = 0; k + 1 < meta->pipeline && meta->stage_first[k + 1] <= l; k++)
+	for (k = 0; k + 1 < meta->pipeline && meta->stage_first[k + 1] <= t->block; k++)
 		;
 	ckpt_shard_name(k, shard, sizeof(shard));
-	ckpt__tensor_path(l, state, which, name, sizeof(name));
+	ckpt__tensor_path(meta, t, state, name, sizeof(name));
 	snprintf(src_name, sizeof(src_name), "/%s", name);
-	ckpt__tensor_dims(meta, l, which, dims);
+	ckpt__tensor_dims(t, dims);
 	/* one space for both sides: its default selection is all of it */
-	space = H5Screate_simple(ckpt__tensor_rank(which), dims, NULL);
+	space = H5Screate_simple(t->ndim, dims, NULL);
 	dcpl = H5Pcreate(H5P_DATASET_CREATE);
 	if (space < 0 || dcpl < 0 || H5Pset_obj_track_times(dcpl, 0) < 0 ||
 	    H5Pset_virtual(dcpl, space, shard, src_name, space) < 0 ||
@@ -666,17 +654,18 @@ static int add_virtual(hid_t file, hid_t gcpl, const struct ckpt_meta *meta, int
 	return rc;
 }
 
-int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta, struct dt_err *err)
+int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta,
+		    const struct ckpt_tensor *tensors, int n, struct dt_err *err)
 {
 	hid_t file = H5I_INVALID_HID, root = H5I_INVALID_HID;
 	hid_t gcpl = H5I_INVALID_HID, dcpl = H5I_INVALID_HID;
 	char path[4096], why[CKPT__WHY_MAX] = "";
-	int fd, l, s, t, rc = 0;
+	int fd, s, t, rc = 0;
 
 	ckpt__h5_quiet();
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", tmpdir, CKPT_ROOT) >= sizeof(path))
 		return dt_err_add(err, "%s: checkpoint directory path too long", tmpdir);
-	rc = check_meta(meta, path, err);
+	rc = ckpt__check_meta(meta, tensors, n, path, "write", err);
 	if (rc)
 		return rc;
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -702,15 +691,12 @@ int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta, struct dt_
 		goto out;
 	}
 	for (s = -1; s < meta->n_states; s++) {
-		for (l = 0; l < meta->n_layers; l++) {
-			for (t = 0; t < 2; t++) {
-				rc = add_virtual(file, gcpl, meta, l,
-						 s < 0 ? NULL : meta->states[s], which_names[t],
-						 why);
-				if (rc) {
-					dt_err_add(err, "%s: %s", path, why);
-					goto out;
-				}
+		for (t = 0; t < n; t++) {
+			rc = add_virtual(file, gcpl, meta, &tensors[t], s < 0 ? NULL : meta->states[s],
+					 why);
+			if (rc) {
+				dt_err_add(err, "%s: %s", path, why);
+				goto out;
 			}
 		}
 	}
@@ -725,18 +711,34 @@ out:
 	return rc;
 }
 
-/* Does the cached root file have the datasets meta needs: the same layers
- * and shapes, stages and states? (Its attributes are checked as they are
- * written over: the same types and shapes.) */
+/* A hash of the tensor table: names, shapes and blocks. */
+static void tensors_hash(const struct ckpt_tensor *t, int n, char out[17])
+{
+	struct dt_buf b = { 0 };
+	int i, j, rc = 0;
+
+	for (i = 0; i < n && !rc; i++) {
+		rc = dt_buf_printf(&b, "%s:%d:", t[i].name, t[i].block);
+		for (j = 0; j < t[i].ndim && !rc; j++)
+			rc = dt_buf_printf(&b, "%lld,", (long long)t[i].shape[j]);
+	}
+	if (rc) /* no hash: never matches a cache */
+		snprintf(out, 17, "-");
+	else
+		ckpt_hash64(b.p, b.len, out);
+	dt_buf_free(&b);
+}
+
+/* Does the cached root file have the datasets meta needs: the same tensors,
+ * stages and states? (Its attributes are checked as they are written over:
+ * the same types and shapes.) */
 static bool same_datasets(const struct ckpt_meta *a, const struct ckpt_meta *b)
 {
 	int k;
 
-	if (a->n_layers != b->n_layers || a->pipeline != b->pipeline || a->n_states != b->n_states)
+	if (a->n_blocks != b->n_blocks || a->pipeline != b->pipeline || a->n_states != b->n_states ||
+	    strcmp(a->model_hash, b->model_hash))
 		return false;
-	for (k = 0; k <= a->n_layers; k++)
-		if (a->widths[k] != b->widths[k])
-			return false;
 	for (k = 0; k <= a->pipeline; k++)
 		if (a->stage_first[k] != b->stage_first[k])
 			return false;
@@ -780,18 +782,20 @@ static int root_from_cache(const struct ckpt_root_cache *cache, const char *path
 }
 
 int ckpt_root_write_cached(struct ckpt_root_cache *cache, const char *tmpdir,
-			   const struct ckpt_meta *meta, struct dt_err *err)
+			   const struct ckpt_meta *meta, const struct ckpt_tensor *tensors,
+			   int n, struct dt_err *err)
 {
 	struct dt_err e = { 0 };
-	char path[4096], *image = NULL;
+	char path[4096], *image = NULL, th[17];
 	size_t len = 0;
 	int rc;
 
 	ckpt__h5_quiet();
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", tmpdir, CKPT_ROOT) >= sizeof(path))
 		return dt_err_add(err, "%s: checkpoint directory path too long", tmpdir);
-	if (cache->image && same_datasets(&cache->meta, meta)) {
-		rc = check_meta(meta, path, err);
+	tensors_hash(tensors, n, th);
+	if (cache->image && same_datasets(&cache->meta, meta) && !strcmp(cache->tensors_hash, th)) {
+		rc = ckpt__check_meta(meta, tensors, n, path, "write", err);
 		if (rc)
 			return rc;
 		if (root_from_cache(cache, path, meta, &e) == 0)
@@ -799,13 +803,14 @@ int ckpt_root_write_cached(struct ckpt_root_cache *cache, const char *tmpdir,
 		/* written afresh below, which reports a failure that is real */
 	}
 	ckpt_root_cache_free(cache);
-	rc = ckpt_root_write(tmpdir, meta, err);
+	rc = ckpt_root_write(tmpdir, meta, tensors, n, err);
 	/* kept for the next save; a file that cannot be read back is only
 	 * not kept (the save does not depend on it) */
 	if (!rc && dt_read_file(path, &image, &len) == 0) {
 		cache->image = (unsigned char *)image;
 		cache->len = len;
 		cache->meta = *meta;
+		memcpy(cache->tensors_hash, th, sizeof(th));
 	}
 	return rc;
 }

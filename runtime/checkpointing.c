@@ -23,7 +23,6 @@
 
 /* The rank that reported, the one that did not: see rt_mpi_first_failure. */
 #include "runtime/bootstrap.h"
-#include "runtime/mlp.h"
 
 /* --- helpers --- */
 
@@ -116,17 +115,8 @@ static int compatible(const char *path, const struct ckpt_meta *m,
 	int bad = 0;
 
 	if (strcmp(m->model_hash, ours->model_hash)) {
-		struct dt_buf a = { 0 }, b = { 0 };
-		int l;
-
-		for (l = 0; l <= m->n_layers; l++)
-			dt_buf_printf(&a, "%s%lld", l ? "-" : "", (long long)m->widths[l]);
-		for (l = 0; l <= ours->n_layers; l++)
-			dt_buf_printf(&b, "%s%lld", l ? "-" : "", (long long)ours->widths[l]);
 		dt_err_add(err, "%s: a checkpoint of another model (%s %s; this job has %s %s)", path,
-			   dt_buf_str(&a), m->activation, dt_buf_str(&b), ours->activation);
-		dt_buf_free(&a);
-		dt_buf_free(&b);
+			   m->model_type, m->model_config, ours->model_type, ours->model_config);
 		bad = 1;
 	}
 	if (strcmp(m->optimizer, ours->optimizer)) {
@@ -159,8 +149,9 @@ static int fill_meta(const struct rt_ckpt *c, const struct rt_ckpt_pos *pos, str
 	float *bufs[CKPT_MAX_STATES];
 	const char *job = getenv("SLURM_JOB_ID");
 	time_t now = time(NULL);
+	struct dt_buf cfg = { 0 };
 	struct tm tm;
-	int l, k;
+	int k;
 
 	memset(m, 0, sizeof(*m));
 	m->step = pos->step;
@@ -179,10 +170,16 @@ static int fill_meta(const struct rt_ckpt *c, const struct rt_ckpt_pos *pos, str
 	m->n_states = c->opt ? optim_states(c->opt, names, bufs) : 0;
 	for (k = 0; k < m->n_states; k++)
 		snprintf(m->states[k], sizeof(m->states[k]), "%s", names[k]);
-	m->n_layers = rt_mlp_layers(s);
-	for (l = 0; l <= m->n_layers && l <= CKPT_MAX_LAYERS; l++)
-		m->widths[l] = rt_mlp_width(s, l);
-	snprintf(m->activation, sizeof(m->activation), "%s", s->model.activation);
+	m->format_version = CKPT_VERSION;
+	snprintf(m->model_type, sizeof(m->model_type), "%s", c->st->ops->type);
+	if (c->st->ops->config(s, &cfg) || cfg.len >= sizeof(m->model_config)) {
+		dt_buf_free(&cfg);
+		return dt_err_add(err, "checkpoint meta: the model's config does not fit in %d bytes",
+				  CKPT_CONFIG_MAX - 1);
+	}
+	memcpy(m->model_config, cfg.p, cfg.len + 1);
+	dt_buf_free(&cfg);
+	m->n_blocks = c->st->n_model_blocks;
 	memcpy(m->spec_hash, c->spec_hash, sizeof(m->spec_hash));
 	m->data = c->g->size[RT_DIM_DATA];
 	m->pipeline = c->g->size[RT_DIM_PIPE];
@@ -214,6 +211,46 @@ static int hash_spec(const struct spec *s, char out[17])
 }
 
 /* --- life cycle --- */
+
+/* The model's tensors as checkpoints list them (checkpoint/ckpt.h):
+ * this stage's, at their offsets in its buffers, and the whole model's,
+ * which rank 0 writes into the root file and the manifest. */
+static int to_ckpt(const struct rt_tensor *t, int n, struct ckpt_tensor **out)
+{
+	int i, j;
+
+	*out = calloc((size_t)(n ? n : 1), sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		struct ckpt_tensor *c = &(*out)[i];
+
+		snprintf(c->name, sizeof(c->name), "%s", t[i].name);
+		c->ndim = t[i].ndim;
+		for (j = 0; j < t[i].ndim; j++)
+			c->shape[j] = t[i].shape[j];
+		c->block = t[i].block;
+		c->offset = t[i].offset;
+	}
+	return 0;
+}
+
+static int tensor_tables(struct rt_ckpt *c, struct dt_err *err)
+{
+	struct rt_tensor *all = NULL;
+	int n = 0, rc;
+
+	rc = to_ckpt(c->st->tensors, c->st->n_tensors, &c->stage_tensors);
+	c->n_stage_tensors = c->st->n_tensors;
+	if (!rc && c->g->rank == 0) {
+		rc = rt_model_tensors(c->s, 0, c->st->n_model_blocks, &all, &n, err);
+		if (!rc)
+			rc = to_ckpt(all, n, &c->model_tensors);
+		c->n_model_tensors = n;
+		free(all);
+	}
+	return rc;
+}
 
 int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *g,
 		 struct rt_stage *st, struct rt_optim *opt, const struct rt_dp *dp,
@@ -250,10 +287,11 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 	else if (s->run_dir)
 		snprintf(c->dir, sizeof(c->dir), "%s/checkpoints", s->run_dir);
 	if (hash_spec(s, c->spec_hash))
-		return -ENOMEM;
+		return dt_err_add(err, "rank %d: out of memory for the spec's hash", g->rank), -ENOMEM;
 	c->meta = calloc(1, sizeof(*c->meta));
-	if (!c->meta)
-		return -ENOMEM;
+	if (!c->meta || tensor_tables(c, err))
+		return dt_err_add(err, "rank %d: out of memory for the checkpoint's tables", g->rank),
+		       -ENOMEM;
 
 	if (!c->dir[0]) {
 		if (s->checkpoint.every_steps > 0) {
@@ -296,6 +334,8 @@ void rt_ckpt_free(struct rt_ckpt *c)
 {
 	join_thread(c);
 	ckpt_shard_free(&c->w);
+	free(c->stage_tensors);
+	free(c->model_tensors);
 	ckpt_root_cache_free(&c->root_cache);
 	free(c->meta);
 	c->meta = NULL;
@@ -404,14 +444,13 @@ static int load_state(struct rt_ckpt *c, const char *path, struct dt_err *err)
 	r.file = -1;
 	if (c->g->coord[RT_DIM_DATA] == 0) {
 		rc = ckpt_reader_open(&r, path, &e);
-		for (i = 0; !rc && i < c->st->n_blocks; i++) {
-			struct rt_layer lyv = rt_mlp_layer(c->st, i), *ly = &lyv;
+		for (i = 0; !rc && i < c->n_stage_tensors; i++) {
+			const struct ckpt_tensor *t = &c->stage_tensors[i];
 			float *states[CKPT_MAX_STATES];
 
 			for (k = 0; k < n_states; k++)
-				states[k] = bufs[k] + ly->offset;
-			rc = ckpt_read_layer(&r, ly->index, ly->in, ly->out, c->st->params + ly->offset,
-					     states, &e);
+				states[k] = bufs[k] + t->offset;
+			rc = ckpt_read_tensor(&r, t, c->st->params + t->offset, states, &e);
 		}
 		ckpt_reader_close(&r);
 	}
@@ -635,7 +674,8 @@ static void *commit_main(void *arg)
 		dt_remove_tree(c->tmp);
 		c->commit_rc = -ECANCELED;
 	} else {
-		c->commit_rc = ckpt_commit(c->dir, c->tmp, c->meta, c->files, c->meta->pipeline + 1,
+		c->commit_rc = ckpt_commit(c->dir, c->tmp, c->meta, c->model_tensors,
+					   c->n_model_tensors, c->files, c->meta->pipeline + 1,
 					   (int)c->s->checkpoint.keep, &c->commit_err);
 	}
 	c->commit_s = now_s() - t0;
@@ -750,8 +790,10 @@ static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
 		n = optim_states(c->opt, names, bufs);
 		memset(&v, 0, sizeof(v));
 		v.stage = c->st->stage;
-		v.first_layer = c->st->first_block;
-		v.n_layers = c->st->n_blocks;
+		v.first_block = c->st->first_block;
+		v.n_blocks = c->st->n_blocks;
+		v.tensors = c->stage_tensors;
+		v.n_tensors = c->n_stage_tensors;
 		v.n = c->st->n_params;
 		v.params = c->st->params;
 		for (k = 0; k < n; k++)
@@ -764,6 +806,7 @@ static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
 	}
 	if (!c->local_rc && c->g->rank == 0)
 		c->local_rc = ckpt_root_write_cached(&c->root_cache, c->tmp, c->meta,
+						     c->model_tensors, c->n_model_tensors,
 						     &c->local_err);
 }
 

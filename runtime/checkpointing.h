@@ -81,6 +81,13 @@ struct rt_ckpt {
 	int64_t train_rows;
 	bool quiet;              /* no progress lines */
 
+	/* the model's tensors as checkpoints list them: this stage's (offsets
+	 * into its buffers) and, on rank 0, the whole model's (owned) */
+	struct ckpt_tensor *stage_tensors;
+	int n_stage_tensors;
+	struct ckpt_tensor *model_tensors;
+	int n_model_tensors;
+
 	char dir[4096];          /* the checkpoint directory; "" when off */
 	char spec_hash[17];
 	bool writer;             /* this rank writes its stage's shard */

@@ -59,6 +59,22 @@ static int mlp_check(const struct spec *s, struct dt_err *err)
 	return 0;
 }
 
+/* {"inputs":I,"hidden":[...],"outputs":O,"activation":"A"}: what format-1
+ * checkpoints (checkpoint/ckpt.h) read as, byte for byte */
+static int mlp_config(const struct spec *s, struct dt_buf *out)
+{
+	size_t i;
+	int rc;
+
+	rc = dt_buf_printf(out, "{\"inputs\":%ld,\"hidden\":[", s->model.inputs);
+	for (i = 0; i < s->model.hidden.n && !rc; i++)
+		rc = dt_buf_printf(out, "%s%ld", i ? "," : "", s->model.hidden.v[i]);
+	if (!rc)
+		rc = dt_buf_printf(out, "],\"outputs\":%ld,\"activation\":\"%s\"}", s->model.outputs,
+				   s->model.activation);
+	return rc ? -ENOMEM : 0;
+}
+
 static int mlp_tensors(const struct spec *s, int l, struct rt_tensor *t)
 {
 	long in = rt_mlp_width(s, l), out = rt_mlp_width(s, l + 1);
@@ -409,6 +425,7 @@ const struct rt_model_ops rt_mlp_model = {
 	.block_noun = "layer",
 	.blocks_are = "model.hidden + output",
 	.check = mlp_check,
+	.config = mlp_config,
 	.blocks = rt_mlp_layers,
 	.width = rt_mlp_width,
 	.tensors = mlp_tensors,

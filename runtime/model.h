@@ -99,6 +99,11 @@ struct rt_model_ops {
 	const char *blocks_are; /* which spec keys make the blocks: "model.hidden + output" */
 	/* 0, or -EINVAL naming the spec key that this model cannot build */
 	int (*check)(const struct spec *s, struct dt_err *err);
+	/* the model's config as one compact JSON object (no spaces, keys in a
+	 * fixed order): what its tensors' shapes and meaning depend on, and
+	 * nothing else (not the init seed), so that checkpoints of the same
+	 * model match by it (checkpoint/ckpt.h, model_hash). 0 or -ENOMEM */
+	int (*config)(const struct spec *s, struct dt_buf *out);
 	int (*blocks)(const struct spec *s);
 	/* floats per sample into block b; b = blocks: out of the last one */
 	long (*width)(const struct spec *s, int b);

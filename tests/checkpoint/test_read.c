@@ -1,7 +1,7 @@
 /*
  * test_read.c - the read side of checkpoints (checkpoint/ckpt.h): manifests
- * both ways, verifying, finding the latest usable checkpoint, reading layers
- * back exactly, export and inspect; and every kind of damaged or hostile
+ * both ways (format 1 still read), verifying, finding the latest usable
+ * checkpoint, reading tensors back exactly, export and inspect; and every kind of damaged or hostile
  * checkpoint refused with an error naming the file, never read out of
  * bounds (run the sanitizer build too).
  *
@@ -31,12 +31,21 @@
 
 #include "checkpoint/ckpt.h"
 #include "checkpoint/internal.h"
+#include "tests/checkpoint/tmodel.h"
 #include "tests/testutil.h"
 
 /* --- helpers --- */
 
-/* The test model: 6 -> 5 -> 4 -> 3, stage 0 layers 0..1, stage 1 layer 2. */
+/* The test model: an MLP 6 -> 5 -> 4 -> 3 (tmodel.h), stage 0 layers
+ * (blocks) 0..1, stage 1 layer 2. */
 static const int64_t widths[] = { 6, 5, 4, 3 };
+#define N_TENSORS 6
+
+/* The whole model's tensors. */
+static int model_tensors(struct ckpt_tensor t[N_TENSORS])
+{
+	return tm_tensors(widths, 0, 3, t);
+}
 
 /* scratch/<formatted name>; caller frees. */
 static char *path_of(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -85,9 +94,7 @@ static void make_meta(struct ckpt_meta *m, const char *optimizer, int64_t step)
 		snprintf(m->states[0], sizeof(m->states[0]), "exp_avg");
 		snprintf(m->states[1], sizeof(m->states[1]), "exp_avg_sq");
 	}
-	m->n_layers = 3;
-	memcpy(m->widths, widths, sizeof(widths));
-	snprintf(m->activation, sizeof(m->activation), "relu");
+	tm_model(m, widths, 3, "relu");
 	snprintf(m->spec_hash, sizeof(m->spec_hash), "0123456789abcdef");
 	m->data = 2;
 	m->pipeline = 2;
@@ -104,6 +111,7 @@ static void make_meta(struct ckpt_meta *m, const char *optimizer, int64_t step)
 static char *save(const char *dir, const struct ckpt_meta *m, int mark)
 {
 	struct ckpt_file files[CKPT_MAX_FILES];
+	struct ckpt_tensor all[N_TENSORS];
 	struct dt_err err = { 0 };
 	char tmp[4096], path[4200], *final;
 	int k, l, t, n_files = 0;
@@ -114,22 +122,24 @@ static char *save(const char *dir, const struct ckpt_meta *m, int mark)
 	for (k = 0; k < m->pipeline; k++) {
 		struct ckpt_shard_writer w = { 0 };
 		struct ckpt_stage_view v = { 0 };
+		struct ckpt_tensor st[N_TENSORS];
 		float *bufs[1 + CKPT_MAX_STATES] = { NULL };
 		size_t n = 0, at = 0, j;
 
 		v.stage = k;
-		v.first_layer = m->stage_first[k];
-		v.n_layers = m->stage_first[k + 1] - m->stage_first[k];
-		for (l = v.first_layer; l < v.first_layer + v.n_layers; l++)
-			n += ckpt_layer_params(m, l);
+		v.first_block = m->stage_first[k];
+		v.n_blocks = m->stage_first[k + 1] - m->stage_first[k];
+		v.n_tensors = tm_tensors(widths, v.first_block, v.first_block + v.n_blocks, st);
+		v.tensors = st;
+		n = tm_floats(widths, v.first_block, v.first_block + v.n_blocks);
 		v.n = n;
 		for (t = 0; t <= m->n_states; t++)
 			assert_non_null(bufs[t] = malloc(n * sizeof(float)));
-		for (l = v.first_layer; l < v.first_layer + v.n_layers; l++) {
-			for (j = 0; j < ckpt_layer_params(m, l); j++)
+		for (l = v.first_block; l < v.first_block + v.n_blocks; l++) {
+			for (j = 0; j < tm_floats(widths, l, l + 1); j++)
 				for (t = 0; t <= m->n_states; t++)
 					bufs[t][at + j] = value(mark, t, l, j);
-			at += ckpt_layer_params(m, l);
+			at += tm_floats(widths, l, l + 1);
 		}
 		v.params = bufs[0];
 		for (t = 0; t < m->n_states; t++)
@@ -145,17 +155,33 @@ static char *save(const char *dir, const struct ckpt_meta *m, int mark)
 		for (t = 0; t <= m->n_states; t++)
 			free(bufs[t]);
 	}
-	assert_int_equal(ckpt_root_write(tmp, m, &err), 0);
+	assert_int_equal(ckpt_root_write(tmp, m, all, model_tensors(all), &err), 0);
 	snprintf(path, sizeof(path), "%s/%s", tmp, CKPT_ROOT);
 	snprintf(files[n_files].name, sizeof(files[n_files].name), "%s", CKPT_ROOT);
 	files[n_files].stage = -1;
 	assert_int_equal(ckpt_file_seal(path, &files[n_files].size, &files[n_files].crc, &err), 0);
 	n_files++;
-	if (ckpt_commit(dir, tmp, m, files, n_files, 10, &err))
+	if (ckpt_commit(dir, tmp, m, all, N_TENSORS, files, n_files, 10, &err))
 		fail_msg("commit: %s", err.msg);
 	assert_non_null(final = malloc(4096));
 	ckpt_final_path(dir, m->step, final, 4096);
 	return final;
+}
+
+/* Reads layer l's two tensors (weight, then bias after it) through r into
+ * bufs[0] and the states into bufs[1..]. */
+static int read_layer(struct ckpt_reader *r, int l, float **bufs, struct dt_err *err)
+{
+	struct ckpt_tensor t[2];
+	float *bias[1 + CKPT_MAX_STATES];
+	size_t nw = (size_t)(widths[l + 1] * widths[l]);
+	int s, rc;
+
+	tm_tensors(widths, l, l + 1, t);
+	for (s = 0; s <= CKPT_MAX_STATES; s++)
+		bias[s] = bufs[s] ? bufs[s] + nw : NULL;
+	rc = ckpt_read_tensor(r, &t[0], bufs[0], bufs[1] ? bufs + 1 : NULL, err);
+	return rc ? rc : ckpt_read_tensor(r, &t[1], bias[0], bufs[1] ? bias + 1 : NULL, err);
 }
 
 /* Reads every layer of ckpt and checks it holds the values of `mark`. */
@@ -169,12 +195,12 @@ static void check_values(const char *ckpt, const struct ckpt_meta *m, int mark)
 
 	if (ckpt_reader_open(&r, ckpt, &err))
 		fail_msg("%s", err.msg);
-	for (l = 0; l < m->n_layers; l++) {
-		size_t n = ckpt_layer_params(m, l);
+	for (l = 0; l < m->n_blocks; l++) {
+		size_t n = tm_floats(widths, l, l + 1);
 
 		for (t = 0; t <= m->n_states; t++)
 			assert_non_null(bufs[t] = malloc(n * sizeof(float)));
-		if (ckpt_read_layer(&r, l, m->widths[l], m->widths[l + 1], bufs[0], bufs + 1, &err))
+		if (read_layer(&r, l, bufs, &err))
 			fail_msg("%s", err.msg);
 		for (t = 0; t <= m->n_states; t++)
 			for (j = 0; j < n; j++)
@@ -244,7 +270,8 @@ static void reseal(const char *ckpt, const char *name)
 			assert_int_equal(ckpt_file_seal(path, &m->files[i].size, &m->files[i].crc,
 							&err), 0);
 		}
-	assert_int_equal(ckpt__manifest_emit(&m->meta, m->files, m->n_files, &text), 0);
+	assert_int_equal(ckpt__manifest_emit(&m->meta, m->tensors, m->n_tensors, m->files,
+					     m->n_files, &text), 0);
 	snprintf(path, sizeof(path), "%s/%s", ckpt, CKPT_MANIFEST);
 	assert_int_equal(dt_write_file_atomic(path, text.p, text.len, 0644), 0);
 	dt_buf_free(&text);
@@ -261,12 +288,13 @@ static json_object *manifest_tree(void)
 		{ "shard-1.h5", 1, 2000, 0x9abcdef0 },
 		{ "model.h5", -1, 3000, 0x0fedcba9 },
 	};
+	struct ckpt_tensor t[N_TENSORS];
 	struct ckpt_meta m;
 	struct dt_buf text = { 0 };
 	json_object *root;
 
 	make_meta(&m, "sgd", 7);
-	assert_int_equal(ckpt__manifest_emit(&m, files, 3, &text), 0);
+	assert_int_equal(ckpt__manifest_emit(&m, t, model_tensors(t), files, 3, &text), 0);
 	root = json_tokener_parse(text.p);
 	assert_non_null(root);
 	dt_buf_free(&text);
@@ -365,25 +393,35 @@ static void test_manifest_round_trip(void **state)
 		{ "model.h5", -1, 3000, 0x0fedcba9 },
 	};
 	struct ckpt_manifest *p = malloc(sizeof(*p));
+	struct ckpt_tensor t[N_TENSORS];
 	struct ckpt_meta m;
 	struct dt_buf text = { 0 };
 	struct dt_err err = { 0 };
-	int i;
+	int i, j;
 
 	(void)state;
 	assert_non_null(p);
 	make_meta(&m, "adamw", 12);
 	m.lr = 0.1 / 3.0; /* not exact in few digits: %.17g must carry it */
-	assert_int_equal(ckpt__manifest_emit(&m, files, 3, &text), 0);
+	assert_int_equal(ckpt__manifest_emit(&m, t, model_tensors(t), files, 3, &text), 0);
 	assert_non_null(strstr(text.p, "\"format\": \"dtrain-checkpoint\""));
 	if (ckpt__manifest_parse(text.p, "D/MANIFEST.json", p, &err))
 		fail_msg("%s\n%s", err.msg, text.p);
-	assert_memory_equal(&p->meta, &m, offsetof(struct ckpt_meta, widths));
+	assert_memory_equal(&p->meta, &m, offsetof(struct ckpt_meta, format_version));
 	assert_true(p->meta.lr == m.lr);
 	assert_int_equal(p->meta.rng_seed, 0xfedcba9876543210ull);
-	assert_int_equal(p->meta.n_layers, 3);
-	for (i = 0; i <= 3; i++)
-		assert_int_equal(p->meta.widths[i], widths[i]);
+	assert_int_equal(p->meta.format_version, CKPT_VERSION);
+	assert_string_equal(p->meta.model_type, "mlp");
+	assert_string_equal(p->meta.model_config, m.model_config);
+	assert_int_equal(p->meta.n_blocks, 3);
+	assert_int_equal(p->n_tensors, N_TENSORS);
+	for (i = 0; i < N_TENSORS; i++) {
+		assert_string_equal(p->tensors[i].name, t[i].name);
+		assert_int_equal(p->tensors[i].ndim, t[i].ndim);
+		assert_int_equal(p->tensors[i].block, t[i].block);
+		for (j = 0; j < t[i].ndim; j++)
+			assert_int_equal(p->tensors[i].shape[j], t[i].shape[j]);
+	}
 	assert_int_equal(p->meta.pipeline, 2);
 	assert_int_equal(p->meta.stage_first[1], 2);
 	assert_string_equal(p->meta.model_hash, m.model_hash);
@@ -425,18 +463,48 @@ static void test_manifest_refusals(void **state)
 	assert_int_equal(parse_edited("lr", json_object_new_string("0.1"), &err), -EINVAL);
 	assert_true(tu_has(&err, "lr: must be a number"));
 
-	/* widths: huge, zero, too many; the hash follows the widths, so the
-	 * range check must come first */
-	assert_int_equal(parse_edited("model.widths[1]", json_object_new_int64(100000000000ll),
+	/* the model: a plain type, a config object that the hash covers,
+	 * blocks in range */
+	assert_int_equal(parse_edited("model.type", json_object_new_string("ml/p"), &err), -EINVAL);
+	assert_true(tu_has(&err, "D/MANIFEST.json: checkpoint meta: model type must be a plain name"));
+	assert_int_equal(parse_edited("model.config", json_object_new_string("{}"), &err), -EINVAL);
+	assert_true(tu_has(&err, "model.config: must be an object (got a string)"));
+	assert_int_equal(parse_edited("model.config.inputs", json_object_new_int(7), &err), -EINVAL);
+	assert_true(tu_has(&err, "model_hash: "));
+	assert_true(tu_has(&err, "does not match the model's type and config"));
+	assert_int_equal(parse_edited("model.blocks", json_object_new_int(CKPT_MAX_BLOCKS + 1), &err),
+			 -EINVAL);
+	assert_true(tu_has(&err, "model.blocks: must be 1..1025"));
+	assert_int_equal(parse_edited("model.blocks", json_object_new_int(1), &err), -EINVAL);
+	assert_true(tu_has(&err, "layout.pipeline: must be 1..1, the number of blocks (got 2)"));
+
+	/* tensors: names that are never paths, shapes in range, blocks in
+	 * order, each once */
+	assert_int_equal(parse_edited("tensors[1].name", json_object_new_string("../0.bias"), &err),
+			 -EINVAL);
+	assert_true(tu_has(&err, "checkpoint tensors[1]: name must be letters, digits, '_' and '.'"));
+	assert_int_equal(parse_edited("tensors[1].name", json_object_new_string("a/b"), &err),
+			 -EINVAL);
+	assert_true(tu_has(&err, "checkpoint tensors[1]: name must be"));
+	assert_int_equal(parse_edited("tensors[1].name", json_object_new_string("0.weight"), &err),
+			 -EINVAL);
+	assert_true(tu_has(&err, "checkpoint tensor \"0.weight\": listed twice"));
+	assert_int_equal(parse_edited("tensors[0].shape[1]", json_object_new_int64(100000000000ll),
 				      &err), -EINVAL);
-	assert_true(tu_has(&err, "model.widths[1]: must be 1..100000000"));
-	assert_int_equal(parse_edited("model.widths[2]", json_object_new_int(0), &err), -EINVAL);
-	assert_true(tu_has(&err, "model.widths[2]"));
+	assert_true(tu_has(&err, "tensors[0].shape[1]: must be 1..1000000000"));
+	assert_int_equal(parse_edited("tensors[0].shape[0]", json_object_new_int(0), &err), -EINVAL);
+	assert_true(tu_has(&err, "tensors[0].shape[0]"));
 	a = json_object_new_array();
-	for (int i = 0; i < CKPT_MAX_LAYERS + 5; i++)
-		json_object_array_add(a, json_object_new_int(4));
-	assert_int_equal(parse_edited("model.widths", a, &err), -EINVAL);
-	assert_true(tu_has(&err, "model.widths: must have 2..1026 elements"));
+	for (int i = 0; i < CKPT_MAX_DIMS + 1; i++)
+		json_object_array_add(a, json_object_new_int(2));
+	assert_int_equal(parse_edited("tensors[0].shape", a, &err), -EINVAL);
+	assert_true(tu_has(&err, "tensors[0].shape: must have 1..4 elements"));
+	assert_int_equal(parse_edited("tensors[2].block", json_object_new_int(2), &err), -EINVAL);
+	assert_true(tu_has(&err, "checkpoint tensor \"2.weight\": block 2 out of order"));
+	assert_int_equal(parse_edited("tensors[5].block", json_object_new_int(1), &err), -EINVAL);
+	assert_true(tu_has(&err, "checkpoint tensor \"4.bias\": block 1 out of order"));
+	assert_int_equal(parse_edited("tensors", NULL, &err), -EINVAL);
+	assert_true(tu_has(&err, "D/MANIFEST.json: tensors: missing"));
 	a = json_object_new_array();
 	for (int i = 0; i < 5; i++)
 		json_object_array_add(a, json_object_new_string("exp_avg"));
@@ -446,9 +514,6 @@ static void test_manifest_refusals(void **state)
 				      json_object_new_string("a-very-long-optimizer-name"), &err),
 			 -EINVAL);
 	assert_true(tu_has(&err, "optimizer.type: too long"));
-	assert_int_equal(parse_edited("model.activation", json_object_new_string("re/lu"), &err),
-			 -EINVAL);
-	assert_true(tu_has(&err, "D/MANIFEST.json: checkpoint meta: activation"));
 
 	/* layout */
 	assert_int_equal(parse_edited("layout.pipeline", json_object_new_int(3), &err), -EINVAL);
@@ -507,7 +572,7 @@ static void test_manifest_refusals(void **state)
 	assert_int_equal(parse_edited("format", NULL, &err), -EINVAL);
 	assert_true(tu_has(&err, "not a dtrain checkpoint"));
 	assert_int_equal(parse_edited("format_version", json_object_new_int(7), &err), -EINVAL);
-	assert_true(tu_has(&err, "D/MANIFEST.json: format_version 7 is newer than this dtrain reads (1)"));
+	assert_true(tu_has(&err, "D/MANIFEST.json: format_version 7 is newer than this dtrain reads (2)"));
 
 	/* not JSON, not an object, trailing garbage, numbers beyond 64 bits */
 	dt_err_clear(&err);
@@ -573,13 +638,14 @@ static void test_round_trip_adamw(void **state)
 	round_trip("adamw", 2);
 }
 
-/* Layers read in any order, with or without states; the reader keeps one
- * shard open and switches. */
+/* Tensors read by name in any order, with or without states; the reader
+ * keeps one shard open and switches. */
 static void test_reader(void **state)
 {
 	struct ckpt_reader r = { 0 };
 	struct dt_err err = { 0 };
 	struct ckpt_meta meta;
+	struct ckpt_tensor t[N_TENSORS], other;
 	char *dir = path_of("reader"), *ckpt;
 	float p[35], s[35], *states[1] = { s };
 	size_t j;
@@ -587,23 +653,28 @@ static void test_reader(void **state)
 	(void)state;
 	make_meta(&meta, "sgd", 3);
 	ckpt = save(dir, &meta, 3);
+	model_tensors(t);
 	assert_int_equal(ckpt_reader_open(&r, ckpt, &err), 0);
-	assert_int_equal(ckpt_read_layer(&r, 2, 4, 3, p, NULL, &err), 0);
-	for (j = 0; j < 15; j++)
+	assert_int_equal(ckpt_read_tensor(&r, &t[4], p, NULL, &err), 0); /* 4.weight [3][4] */
+	for (j = 0; j < 12; j++)
 		assert_true(p[j] == value(3, 0, 2, j));
 	assert_int_equal(r.open_stage, 1);
-	assert_int_equal(ckpt_read_layer(&r, 0, 6, 5, p, states, &err), 0);
+	assert_int_equal(ckpt_read_tensor(&r, &t[1], p, states, &err), 0); /* 0.bias [5] */
 	assert_int_equal(r.open_stage, 0);
-	for (j = 0; j < 35; j++)
-		assert_true(s[j] == value(3, 1, 0, j));
+	for (j = 0; j < 5; j++) {
+		assert_true(p[j] == value(3, 0, 0, 30 + j));
+		assert_true(s[j] == value(3, 1, 0, 30 + j));
+	}
 
 	/* the caller's model is not the checkpoint's */
-	assert_int_equal(ckpt_read_layer(&r, 1, 5, 7, p, NULL, &err), -EINVAL);
-	assert_true(tu_has(&err, ": layer 1 is 5x4 in the checkpoint, the model expects 5x7: a checkpoint of another model"));
+	other = t[2];
+	other.shape[0] = 7;
+	assert_int_equal(ckpt_read_tensor(&r, &other, p, NULL, &err), -EINVAL);
+	assert_true(tu_has(&err, ": tensor \"2.weight\" has another shape in the checkpoint than in the model: a checkpoint of another model"));
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_read_layer(&r, 3, 4, 3, p, NULL, &err), -EINVAL);
-	assert_true(tu_has(&err, "layer 3 does not exist (the checkpoint has 3 layers)"));
-	assert_int_equal(ckpt_read_layer(&r, -1, 4, 3, p, NULL, &err), -EINVAL);
+	snprintf(other.name, sizeof(other.name), "8.weight");
+	assert_int_equal(ckpt_read_tensor(&r, &other, p, NULL, &err), -EINVAL);
+	assert_true(tu_has(&err, "has no tensor \"8.weight\": a checkpoint of another model"));
 	ckpt_reader_close(&r);
 	ckpt_reader_close(&r); /* twice is harmless */
 	free(ckpt);
@@ -685,12 +756,12 @@ static void test_damage(void **state)
 	assert_int_equal(ckpt_verify(ckpt, true, &err), -EINVAL);
 	assert_true(tu_has(&err, "/MANIFEST.json: global_batch: must be an integer (got an array)"));
 
-	fresh("dmg-width", ckpt);
+	fresh("dmg-shape", ckpt);
 	snprintf(manifest, sizeof(manifest), "%s/%s", ckpt, CKPT_MANIFEST);
-	replace_in(manifest, "6,", "1099511627776,");
+	replace_in(manifest, "\"shape\": [", "\"shape\": [ 1099511627776,");
 	dt_err_clear(&err);
 	assert_int_equal(ckpt_verify(ckpt, true, &err), -EINVAL);
-	assert_true(tu_has(&err, "/MANIFEST.json: model.widths[0]: must be 1..100000000 (got 1099511627776)"));
+	assert_true(tu_has(&err, "/MANIFEST.json: tensors[0].shape[0]: must be 1..1000000000 (got 1099511627776)"));
 
 	fresh("dmg-traversal", ckpt);
 	snprintf(manifest, sizeof(manifest), "%s/%s", ckpt, CKPT_MANIFEST);
@@ -839,12 +910,12 @@ enum craft {
 	CHUNKED,     /* float [5, 6], chunked and compressed */
 	FLOAT16,     /* a 16-bit float type of its own */
 	EXT_LINK,    /* an external link to a right dataset in another file */
-	SOFT_LINK,   /* layers/0 a soft link to a group holding a right weight */
+	SOFT_LINK,   /* model a soft link to a group holding a right weight */
 	WEIGHT_ONLY, /* a right weight, no bias */
 	NOT_HDF5,    /* not an HDF5 file at all */
 };
 
-/* Replaces ckpt/shard-0.h5 by a file whose layers/0/weight is crafted. */
+/* Replaces ckpt/shard-0.h5 by a file whose model/0.weight is crafted. */
 static void craft_shard(const char *ckpt, enum craft kind)
 {
 	hsize_t dims[3] = { 5, 7, 1 };
@@ -886,7 +957,7 @@ static void craft_shard(const char *ckpt, enum craft kind)
 	if (kind == VIRTUAL) {
 		hid_t src = H5Screate_simple(2, dims, NULL);
 
-		assert_true(H5Pset_virtual(dcpl, src, "shard-1.h5", "/layers/2/weight", src) >= 0);
+		assert_true(H5Pset_virtual(dcpl, src, "shard-1.h5", "/model/4.weight", src) >= 0);
 		H5Sclose(src);
 	}
 	if (kind == SCALAR)
@@ -903,25 +974,25 @@ static void craft_shard(const char *ckpt, enum craft kind)
 		assert_true(f2 > 0);
 		assert_true((g = H5Gcreate2(f2, "elsewhere", H5P_DEFAULT, H5P_DEFAULT,
 					    H5P_DEFAULT)) > 0);
-		assert_true((d = H5Dcreate2(g, "weight", type, space, H5P_DEFAULT, H5P_DEFAULT,
-					    H5P_DEFAULT)) > 0);
+		assert_true((d = H5Dcreate2(g, kind == SOFT_LINK ? "0.weight" : "weight", type, space,
+					    H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) > 0);
 		H5Dclose(d);
 		H5Gclose(g);
 		if (kind == EXT_LINK) {
 			H5Fclose(f2);
 			assert_true(H5Lcreate_external("other.h5", "/elsewhere/weight", file,
-						       "layers/0/weight", lcpl, H5P_DEFAULT) >= 0);
+						       "model/0.weight", lcpl, H5P_DEFAULT) >= 0);
 		} else {
-			assert_true(H5Lcreate_soft("/elsewhere", file, "layers/0", lcpl,
+			assert_true(H5Lcreate_soft("/elsewhere", file, "model", lcpl,
 						   H5P_DEFAULT) >= 0);
 		}
 	} else if (kind == GROUP) {
-		hid_t g = H5Gcreate2(file, "layers/0/weight", lcpl, H5P_DEFAULT, H5P_DEFAULT);
+		hid_t g = H5Gcreate2(file, "model/0.weight", lcpl, H5P_DEFAULT, H5P_DEFAULT);
 
 		assert_true(g > 0);
 		H5Gclose(g);
 	} else {
-		set = H5Dcreate2(file, "layers/0/weight", type, space, lcpl, dcpl, H5P_DEFAULT);
+		set = H5Dcreate2(file, "model/0.weight", type, space, lcpl, dcpl, H5P_DEFAULT);
 		assert_true(set > 0);
 		H5Dclose(set);
 	}
@@ -949,13 +1020,13 @@ static void hostile(enum craft kind, const char *expect)
 	if (ckpt_verify(ckpt, true, &err))
 		fail_msg("the crafted shard should pass the checksums: %s", err.msg);
 	assert_int_equal(ckpt_reader_open(&r, ckpt, &err), 0);
-	assert_int_equal(ckpt_read_layer(&r, 0, 6, 5, p, NULL, &err),
+	assert_int_equal(read_layer(&r, 0, (float *[1 + CKPT_MAX_STATES]){ p }, &err),
 			 kind == NOT_HDF5 ? -EIO : -EINVAL);
 	assert_true(tu_has(&err, "/step-00000020/shard-0.h5: "));
 	assert_true(tu_has(&err, expect));
 	/* the other shard is still readable through the same reader */
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_read_layer(&r, 2, 4, 3, p, NULL, &err), 0);
+	assert_int_equal(read_layer(&r, 2, (float *[1 + CKPT_MAX_STATES]){ p }, &err), 0);
 	assert_true(p[0] == value(4, 0, 2, 0));
 	ckpt_reader_close(&r);
 	free(p);
@@ -964,23 +1035,23 @@ static void hostile(enum craft kind, const char *expect)
 static void test_hostile_shapes(void **state)
 {
 	(void)state;
-	hostile(WRONG_SHAPE, "shard-0.h5: layers/0/weight: shape [5, 7], expected [5, 6]");
-	hostile(HUGE_DIMS, "layers/0/weight: shape [1099511627776, 6], expected [5, 6]");
-	hostile(RANK3, "layers/0/weight: shape [5, 6, 1], expected [5, 6]");
-	hostile(SCALAR, "layers/0/weight: not an array");
+	hostile(WRONG_SHAPE, "shard-0.h5: model/0.weight: shape [5, 7], expected [5, 6]");
+	hostile(HUGE_DIMS, "model/0.weight: shape [1099511627776, 6], expected [5, 6]");
+	hostile(RANK3, "model/0.weight: shape [5, 6, 1], expected [5, 6]");
+	hostile(SCALAR, "model/0.weight: not an array");
 }
 
 static void test_hostile_types(void **state)
 {
 	(void)state;
-	hostile(INTEGER, "shard-0.h5: layers/0/weight: not a float32 or float64 dataset");
-	hostile(FLOAT16, "shard-0.h5: layers/0/weight: not a float32 or float64 dataset");
-	hostile(EXTERNAL, "layers/0/weight: data stored in external files");
-	hostile(VIRTUAL, "layers/0/weight: virtual storage, not contiguous");
-	hostile(CHUNKED, "layers/0/weight: chunked storage, not contiguous");
-	hostile(GROUP, "layers/0/weight: cannot open as a dataset");
-	hostile(EXT_LINK, "shard-0.h5: layers/0/weight: \"layers/0/weight\" is an external link");
-	hostile(SOFT_LINK, "shard-0.h5: layers/0/weight: \"layers/0\" is a soft link");
+	hostile(INTEGER, "shard-0.h5: model/0.weight: not a float32 or float64 dataset");
+	hostile(FLOAT16, "shard-0.h5: model/0.weight: not a float32 or float64 dataset");
+	hostile(EXTERNAL, "model/0.weight: data stored in external files");
+	hostile(VIRTUAL, "model/0.weight: virtual storage, not contiguous");
+	hostile(CHUNKED, "model/0.weight: chunked storage, not contiguous");
+	hostile(GROUP, "model/0.weight: cannot open as a dataset");
+	hostile(EXT_LINK, "shard-0.h5: model/0.weight: \"model/0.weight\" is an external link");
+	hostile(SOFT_LINK, "shard-0.h5: model/0.weight: \"model\" is a soft link");
 	hostile(NOT_HDF5, "cannot open as HDF5");
 }
 
@@ -997,16 +1068,127 @@ static void test_hostile_missing_dataset(void **state)
 	craft_shard(ckpt, WEIGHT_ONLY);
 	reseal(ckpt, "shard-0.h5");
 	assert_int_equal(ckpt_reader_open(&r, ckpt, &err), 0);
-	assert_int_equal(ckpt_read_layer(&r, 0, 6, 5, p, NULL, &err), -EINVAL);
-	assert_true(tu_has(&err, "/shard-0.h5: layers/0/bias: missing (layers/0/bias)"));
+	assert_int_equal(read_layer(&r, 0, (float *[1 + CKPT_MAX_STATES]){ p }, &err), -EINVAL);
+	assert_true(tu_has(&err, "/shard-0.h5: model/0.bias: missing (model/0.bias)"));
 	ckpt_reader_close(&r);
+}
+
+/* --- format 1 --- */
+
+/* dset of the HDF5 file at path into buf (floats), or fails the test. */
+static void h5_floats(const char *path, const char *dset, float *buf)
+{
+	hid_t fapl, file, set;
+
+	assert_true((fapl = ckpt__fapl()) > 0);
+	if ((file = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0)
+		fail_msg("%s: cannot open", path);
+	if ((set = H5Dopen2(file, dset, H5P_DEFAULT)) < 0)
+		fail_msg("%s: no dataset %s", path, dset);
+	assert_true(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0);
+	H5Dclose(set);
+	H5Fclose(file);
+	H5Pclose(fapl);
+}
+
+/* A checkpoint of format 1, written before models had an interface by
+ * f6cec4c's dtrain-run (tests/checkpoint/fixtures/format1-step7: an MLP
+ * 32-48-40-24-5, gelu, adamw, over 2 stages): it verifies, reads as model
+ * "mlp" with the config and tensors a model of those widths has now, each
+ * tensor read by name holds what its /layers/<l> dataset holds, and it
+ * exports in the current format. */
+static void test_format1(void **state)
+{
+	static const int64_t w1[] = { 32, 48, 40, 24, 5 };
+	static const char *const states[2] = { "exp_avg", "exp_avg_sq" };
+	const char *src = getenv("DTRAIN_SOURCE_DIR");
+	struct ckpt_manifest *m = malloc(sizeof(*m));
+	struct ckpt_reader r = { 0 };
+	struct ckpt_tensor t[8];
+	struct ckpt_meta want;
+	struct dt_err err = { 0 };
+	char *ckpt = NULL, *out = path_of("format1.h5"), shard[4200], dset[128], hash[17];
+	char mh[CKPT_CONFIG_MAX + 8];
+	float *a[3], *b = malloc(48 * 40 * sizeof(float));
+	int i, s, stage;
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(m);
+	assert_non_null(b);
+	for (s = 0; s < 3; s++)
+		assert_non_null(a[s] = malloc(48 * 40 * sizeof(float)));
+	assert_true(asprintf(&ckpt, "%s/tests/checkpoint/fixtures/format1-step7", src) > 0);
+	if (ckpt_verify(ckpt, true, &err) || ckpt_manifest_read(ckpt, m, &err))
+		fail_msg("%s", err.msg);
+	memset(&want, 0, sizeof(want));
+	tm_model(&want, w1, 4, "gelu");
+	assert_int_equal(m->meta.format_version, 1);
+	assert_string_equal(m->meta.model_type, "mlp");
+	assert_string_equal(m->meta.model_config, want.model_config);
+	snprintf(mh, sizeof(mh), "mlp\n%s", want.model_config);
+	ckpt_hash64(mh, strlen(mh), hash);
+	assert_string_equal(m->meta.model_hash, hash);
+	assert_int_equal(m->meta.n_blocks, 4);
+	assert_int_equal(m->n_tensors, tm_tensors(w1, 0, 4, t));
+	for (i = 0; i < 8; i++) {
+		assert_string_equal(m->tensors[i].name, t[i].name);
+		assert_int_equal(m->tensors[i].block, t[i].block);
+		assert_int_equal(m->tensors[i].shape[0], t[i].shape[0]);
+	}
+
+	assert_int_equal(ckpt_reader_open(&r, ckpt, &err), 0);
+	for (i = 0; i < 8; i++) {
+		size_t n = ckpt_tensor_floats(&t[i]);
+
+		if (ckpt_read_tensor(&r, &t[i], a[0], a + 1, &err))
+			fail_msg("%s", err.msg);
+		stage = t[i].block < m->meta.stage_first[1] ? 0 : 1;
+		snprintf(shard, sizeof(shard), "%s/shard-%d.h5", ckpt, stage);
+		for (s = 0; s < 3; s++) {
+			snprintf(dset, sizeof(dset), "%s%s%slayers/%d/%s", s ? "optimizer/" : "",
+				 s ? states[s - 1] : "", s ? "/" : "", t[i].block, i % 2 ? "bias" : "weight");
+			h5_floats(shard, dset, b);
+			assert_memory_equal(a[s], b, n * sizeof(float));
+		}
+	}
+	ckpt_reader_close(&r);
+
+	/* exported: the current format, the same values under the names */
+	if (ckpt_export(ckpt, out, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(ckpt_reader_open(&r, ckpt, &err), 0);
+	assert_int_equal(ckpt_read_tensor(&r, &t[2], a[0], a + 1, &err), 0);
+	ckpt_reader_close(&r);
+	h5_floats(out, "model/2.weight", b);
+	assert_memory_equal(a[0], b, 48 * 40 * sizeof(float));
+	h5_floats(out, "optimizer/exp_avg_sq/2.weight", b);
+	assert_memory_equal(a[2], b, 48 * 40 * sizeof(float));
+	{
+		hid_t fapl = ckpt__fapl(), file = H5Fopen(out, H5F_ACC_RDONLY, fapl), at;
+		int32_t v = 0;
+
+		assert_true(file > 0);
+		assert_true((at = H5Aopen(file, "format_version", H5P_DEFAULT)) > 0);
+		assert_true(H5Aread(at, H5T_NATIVE_INT32, &v) >= 0);
+		assert_int_equal(v, CKPT_VERSION);
+		H5Aclose(at);
+		H5Fclose(file);
+		H5Pclose(fapl);
+	}
+	for (s = 0; s < 3; s++)
+		free(a[s]);
+	free(b);
+	free(out);
+	free(ckpt);
+	free(m);
 }
 
 /* --- export and inspect --- */
 
 static void check_export(const char *out, const struct ckpt_meta *m, int mark)
 {
-	static const char *const which[2] = { "weight", "bias" };
+	struct ckpt_tensor tt[N_TENSORS];
 	hid_t fapl, file, set, dcpl;
 	float buf[64];
 	char name[128];
@@ -1014,14 +1196,15 @@ static void check_export(const char *out, const struct ckpt_meta *m, int mark)
 	size_t j, n;
 	int l, t, w;
 
+	model_tensors(tt);
 	assert_true((fapl = ckpt__fapl()) > 0);
 	assert_true((file = H5Fopen(out, H5F_ACC_RDONLY, fapl)) > 0);
 	assert_true(H5Aexists(file, "format") > 0);
 	assert_true(H5Aexists(file, "model_hash") > 0);
 	for (t = 0; t <= m->n_states; t++)
-		for (l = 0; l < m->n_layers; l++)
+		for (l = 0; l < m->n_blocks; l++)
 			for (w = 0; w < 2; w++) {
-				ckpt__tensor_path(l, t ? m->states[t - 1] : NULL, which[w], name,
+				ckpt__tensor_path(m, &tt[2 * l + w], t ? m->states[t - 1] : NULL, name,
 						  sizeof(name));
 				assert_true(H5Lget_info(file, name, &li, H5P_DEFAULT) >= 0);
 				assert_int_equal(li.type, H5L_TYPE_HARD);
@@ -1030,13 +1213,12 @@ static void check_export(const char *out, const struct ckpt_meta *m, int mark)
 				assert_int_equal(H5Pget_layout(dcpl), H5D_CONTIGUOUS);
 				assert_int_equal(H5Pget_external_count(dcpl), 0);
 				H5Pclose(dcpl);
-				n = (size_t)m->widths[l + 1] * (w ? 1 : (size_t)m->widths[l]);
+				n = (size_t)widths[l + 1] * (w ? 1 : (size_t)widths[l]);
 				assert_true(n <= 64);
 				assert_true(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL,
 						    H5P_DEFAULT, buf) >= 0);
 				for (j = 0; j < n; j++) {
-					size_t at = w ? (size_t)m->widths[l + 1] *
-								(size_t)m->widths[l] + j
+					size_t at = w ? (size_t)widths[l + 1] * (size_t)widths[l] + j
 						      : j;
 
 					assert_true(buf[j] == value(mark, t, l, at));
@@ -1105,13 +1287,14 @@ static void test_inspect(void **state)
 	assert_non_null(strstr(text, "epoch         4 (of the last step taken); the next step is step 3 of 5 of epoch 4"));
 	assert_non_null(strstr(text, "sgd, step 17, states: momentum_buffer"));
 	assert_non_null(strstr(text, "data 2 x pipeline 2"));
-	assert_non_null(strstr(text, "stage 0     layers 0..1"));
-	assert_non_null(strstr(text, "stage 1     layer 2"));
+	assert_non_null(strstr(text, "stage 0     blocks 0..1"));
+	assert_non_null(strstr(text, "stage 1     block 2"));
+	assert_non_null(strstr(text, "mlp, 3 blocks, {\"inputs\":6,\"hidden\":[5,4],\"outputs\":3,\"activation\":\"relu\"}"));
 	assert_non_null(strstr(text, meta.model_hash));
-	assert_non_null(strstr(text, "layers/0/weight"));
+	assert_non_null(strstr(text, "model/0.weight"));
 	assert_non_null(strstr(text, "[5, 6]"));
-	assert_non_null(strstr(text, "layers/2/bias"));
-	assert_non_null(strstr(text, "optimizer/momentum_buffer/layers/2/weight  [3, 4]"));
+	assert_non_null(strstr(text, "model/4.bias"));
+	assert_non_null(strstr(text, "optimizer/momentum_buffer/4.weight  [3, 4]"));
 	assert_non_null(strstr(text, "shard-1.h5"));
 	assert_non_null(strstr(text, "model.h5"));
 	free(text);
@@ -1148,6 +1331,7 @@ int main(void)
 		cmocka_unit_test(test_hostile_missing_dataset),
 		cmocka_unit_test(test_export),
 		cmocka_unit_test(test_inspect),
+		cmocka_unit_test(test_format1),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, teardown);

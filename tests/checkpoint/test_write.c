@@ -4,9 +4,10 @@
  * and zlib rather than with the module's own readers (which test_read
  * covers), then with ckpt_verify as a reader would.
  *
- * The model: widths 5-4-3-2 (3 layers) in 2 pipeline stages, layers 0-1
- * and 2; sgd (one state) and adamw (two). Every float of a save is
- * distinct and exact, so a value read back names where it came from.
+ * The model: an MLP of widths 5-4-3-2 (tmodel.h: 3 blocks, a weight and a
+ * bias each, "0.weight" .. "4.bias") in 2 pipeline stages, blocks 0-1 and
+ * 2; sgd (one state) and adamw (two). Every float of a save is distinct and
+ * exact, so a value read back names where it came from.
  *
  * Sections: fixtures, reading back, saves, refusals and failures, main.
  */
@@ -28,14 +29,27 @@
 #include <zlib.h>
 
 #include "checkpoint/ckpt.h"
+#include "tests/checkpoint/tmodel.h"
 #include "tests/testutil.h"
 
 #define N_STAGES 2
+#define N_BLOCKS 3
+#define N_TENSORS (2 * N_BLOCKS)
 
 /* --- fixtures --- */
 
 static const int64_t widths[4] = { 5, 4, 3, 2 };
 static const int stage_first[3] = { 0, 2, 3 };
+
+/* The whole model's tensor table, offsets from the model's start, as the
+ * root file and the commit take it. */
+static struct ckpt_tensor model[N_TENSORS];
+
+static const struct ckpt_tensor *model_tensors(void)
+{
+	assert_int_equal(tm_tensors(widths, 0, N_BLOCKS, model), N_TENSORS);
+	return model;
+}
 
 static void make_meta(struct ckpt_meta *m, const char *optimizer, int64_t step)
 {
@@ -64,10 +78,7 @@ static void make_meta(struct ckpt_meta *m, const char *optimizer, int64_t step)
 		snprintf(m->states[0], sizeof(m->states[0]), "exp_avg");
 		snprintf(m->states[1], sizeof(m->states[1]), "exp_avg_sq");
 	}
-	m->n_layers = 3;
-	for (l = 0; l <= 3; l++)
-		m->widths[l] = widths[l];
-	snprintf(m->activation, sizeof(m->activation), "relu");
+	tm_model(m, widths, N_BLOCKS, "relu");
 	snprintf(m->spec_hash, sizeof(m->spec_hash), "0123456789abcdef");
 	m->data = 1;
 	m->pipeline = N_STAGES;
@@ -86,26 +97,36 @@ static float value(int64_t step, int k, int p, size_t i)
 	return (float)(step * 1000 + k * 300 + p * 100) + (float)i / 64.0f;
 }
 
-/* One stage's tensors as the runtime holds them. */
+/* One stage's tensors as the runtime holds them: its table (offsets from
+ * the stage's start) and its buffers. */
 struct stage {
 	size_t n;
 	float *t[1 + CKPT_MAX_STATES]; /* params, then each state */
+	struct ckpt_tensor tensors[N_TENSORS];
+	int n_tensors;
 };
 
-static void stage_fill(struct stage *st, const struct ckpt_meta *m, int k)
+/* Stage k of an MLP of widths w (N_BLOCKS layers, stage_first's split). */
+static void stage_fill_widths(struct stage *st, const struct ckpt_meta *m, const int64_t *w,
+			      int k)
 {
 	size_t i;
-	int l, p;
+	int p;
 
 	memset(st, 0, sizeof(*st));
-	for (l = stage_first[k]; l < stage_first[k + 1]; l++)
-		st->n += ckpt_layer_params(m, l);
+	st->n_tensors = tm_tensors(w, stage_first[k], stage_first[k + 1], st->tensors);
+	st->n = tm_floats(w, stage_first[k], stage_first[k + 1]);
 	for (p = 0; p <= m->n_states; p++) {
 		st->t[p] = malloc(st->n * sizeof(float));
 		assert_non_null(st->t[p]);
 		for (i = 0; i < st->n; i++)
 			st->t[p][i] = value(m->step, k, p, i);
 	}
+}
+
+static void stage_fill(struct stage *st, const struct ckpt_meta *m, int k)
+{
+	stage_fill_widths(st, m, widths, k);
 }
 
 static void stage_free(struct stage *st)
@@ -124,8 +145,10 @@ static struct ckpt_stage_view view_of(const struct stage *st, const struct ckpt_
 	int s;
 
 	v.stage = k;
-	v.first_layer = stage_first[k];
-	v.n_layers = stage_first[k + 1] - stage_first[k];
+	v.first_block = stage_first[k];
+	v.n_blocks = stage_first[k + 1] - stage_first[k];
+	v.tensors = st->tensors;
+	v.n_tensors = st->n_tensors;
 	v.n = st->n;
 	v.params = st->t[0];
 	for (s = 0; s < m->n_states; s++)
@@ -178,7 +201,7 @@ static void write_files(const char *dir, const struct ckpt_meta *m, struct ckpt_
 		stage_free(&st[k]);
 	}
 	ckpt_shard_free(&w);
-	if (ckpt_root_write(tmp, m, &err))
+	if (ckpt_root_write(tmp, m, model_tensors(), N_TENSORS, &err))
 		fail_msg("ckpt_root_write: %s", err.msg);
 	root = path2(tmp, "model.h5");
 	if (ckpt_file_seal(root, &files[N_STAGES].size, &files[N_STAGES].crc, &err))
@@ -199,7 +222,7 @@ static void save(const char *dir, const char *optimizer, int64_t step, int keep)
 	make_meta(&m, optimizer, step);
 	write_files(dir, &m, files);
 	ckpt_tmp_path(dir, step, tmp, sizeof(tmp));
-	if (ckpt_commit(dir, tmp, &m, files, N_STAGES + 1, keep, &err))
+	if (ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1, keep, &err))
 		fail_msg("ckpt_commit: %s", err.msg);
 }
 
@@ -296,7 +319,7 @@ static void attr_ints(hid_t f, const char *name, int64_t *out, hsize_t n)
 
 static void check_meta_attrs(hid_t f, const struct ckpt_meta *m)
 {
-	char s[128];
+	char s[128], *config = malloc(CKPT_CONFIG_MAX);
 	int64_t v[8];
 	double lr = 0;
 	hid_t a;
@@ -332,8 +355,16 @@ static void check_meta_attrs(hid_t f, const struct ckpt_meta *m)
 	assert_string_equal(s, m->optimizer);
 	attr_str(f, "optimizer_states", s, sizeof(s));
 	assert_string_equal(s, m->n_states == 1 ? "momentum_buffer" : "exp_avg,exp_avg_sq");
-	attr_str(f, "activation", s, sizeof(s));
-	assert_string_equal(s, "relu");
+	/* the model as the module knows it: a type and a config, no widths */
+	attr_str(f, "model_type", s, sizeof(s));
+	assert_string_equal(s, "mlp");
+	assert_non_null(config);
+	attr_str(f, "model_config", config, CKPT_CONFIG_MAX);
+	assert_string_equal(config, m->model_config);
+	free(config);
+	assert_int_equal(attr_int(f, "blocks"), m->n_blocks);
+	assert_int_equal(H5Aexists(f, "widths"), 0);
+	assert_int_equal(H5Aexists(f, "activation"), 0);
 	attr_str(f, "model_hash", s, sizeof(s));
 	assert_string_equal(s, m->model_hash);
 	attr_str(f, "spec_hash", s, sizeof(s));
@@ -342,29 +373,27 @@ static void check_meta_attrs(hid_t f, const struct ckpt_meta *m)
 	assert_string_equal(s, "2026-11-21T10:00:00Z");
 	attr_str(f, "job_id", s, sizeof(s));
 	assert_string_equal(s, "4242");
-	attr_ints(f, "widths", v, 4);
-	for (i = 0; i < 4; i++)
-		assert_int_equal(v[i], widths[i]);
 	attr_ints(f, "stage_first", v, N_STAGES + 1);
 	for (i = 0; i <= N_STAGES; i++)
 		assert_int_equal(v[i], stage_first[i]);
 }
 
-/* Reads dataset ds of f, checking float32, the shape, then every value
- * against part p of stage k's tensors at layer l. */
+/* Reads the dataset of layer l's tensor `which` ("weight" or "bias", so
+ * "<2l>.<which>") for part p in f, checking float32, the shape, then every
+ * value against part p of the tensors of the stage holding block l. */
 static void check_tensor(hid_t f, const struct ckpt_meta *m, int l, int p, const char *which)
 {
 	char ds[128];
 	float got[64];
 	hsize_t dims[2] = { 0, 0 };
-	size_t off = 0, n, i;
+	size_t off, n, i;
 	int k = l < stage_first[1] ? 0 : 1, j;
 	hid_t d, sp, t;
 
 	if (p == 0)
-		snprintf(ds, sizeof(ds), "layers/%d/%s", l, which);
+		snprintf(ds, sizeof(ds), "model/%d.%s", 2 * l, which);
 	else
-		snprintf(ds, sizeof(ds), "optimizer/%s/layers/%d/%s", m->states[p - 1], l, which);
+		snprintf(ds, sizeof(ds), "optimizer/%s/%d.%s", m->states[p - 1], 2 * l, which);
 	d = H5Dopen2(f, ds, H5P_DEFAULT);
 	if (d < 0)
 		fail_msg("no dataset %s", ds);
@@ -388,8 +417,7 @@ static void check_tensor(hid_t f, const struct ckpt_meta *m, int l, int p, const
 	assert_true(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, got) >= 0);
 	H5Dclose(d);
 	/* where the tensor starts in the stage's layout: W then b per layer */
-	for (j = stage_first[k]; j < l; j++)
-		off += ckpt_layer_params(m, j);
+	off = tm_floats(widths, stage_first[k], l);
 	if (strcmp(which, "weight"))
 		off += (size_t)(widths[l + 1] * widths[l]);
 	for (i = 0; i < n; i++)
@@ -398,7 +426,7 @@ static void check_tensor(hid_t f, const struct ckpt_meta *m, int l, int p, const
 				 (double)value(m->step, k, p, off + i));
 }
 
-/* Every tensor of the layers in [first, last] of f. */
+/* Every tensor of the blocks in [first, last] of f. */
 static void check_tensors(hid_t f, const struct ckpt_meta *m, int first, int last)
 {
 	int l, p;
@@ -427,13 +455,14 @@ static void check_committed(const char *dir, const struct ckpt_meta *m)
 {
 	char final[4096], tmp[4096], name[32], *path;
 	struct ckpt_manifest *man = calloc(1, sizeof(*man));
+	const struct ckpt_tensor *t = model_tensors();
 	struct dt_err err = { 0 };
 	char cwd[PATH_MAX];
-	int64_t layers[2];
+	int64_t blocks[2];
 	uint64_t size;
 	uint32_t crc;
 	hid_t f;
-	int i, k;
+	int i, j, k;
 
 	assert_non_null(man);
 	ckpt_final_path(dir, m->step, final, sizeof(final));
@@ -455,10 +484,20 @@ static void check_committed(const char *dir, const struct ckpt_meta *m)
 		assert_int_equal(man->files[i].crc, crc);
 		free(path);
 	}
+	/* and the model's tensors, as the save gave them */
+	assert_int_equal(man->n_tensors, N_TENSORS);
+	for (i = 0; i < N_TENSORS; i++) {
+		assert_string_equal(man->tensors[i].name, t[i].name);
+		assert_int_equal(man->tensors[i].block, t[i].block);
+		assert_int_equal(man->tensors[i].ndim, t[i].ndim);
+		for (j = 0; j < t[i].ndim; j++)
+			assert_int_equal(man->tensors[i].shape[j], t[i].shape[j]);
+	}
 	if (ckpt_verify(final, false, &err))
 		fail_msg("ckpt_verify: %s", err.msg);
 
-	/* each shard: the meta, its stage and layers, its tensors */
+	/* each shard: the meta, its stage and blocks, its tensors (by name,
+	 * nothing left at format 1's paths) */
 	for (k = 0; k < N_STAGES; k++) {
 		char shard[32];
 
@@ -467,9 +506,11 @@ static void check_committed(const char *dir, const struct ckpt_meta *m)
 		f = open_h5(path);
 		check_meta_attrs(f, m);
 		assert_int_equal(attr_int(f, "stage"), k);
-		attr_ints(f, "layers", layers, 2);
-		assert_int_equal(layers[0], stage_first[k]);
-		assert_int_equal(layers[1], stage_first[k + 1] - 1);
+		attr_ints(f, "stage_blocks", blocks, 2);
+		assert_int_equal(blocks[0], stage_first[k]);
+		assert_int_equal(blocks[1], stage_first[k + 1] - 1);
+		assert_int_equal(H5Aexists(f, "layers"), 0);
+		assert_int_equal(H5Lexists(f, "layers", H5P_DEFAULT), 0);
 		check_tensors(f, m, stage_first[k], stage_first[k + 1] - 1);
 		H5Fclose(f);
 		free(path);
@@ -482,7 +523,7 @@ static void check_committed(const char *dir, const struct ckpt_meta *m)
 	path = path2(final, "model.h5");
 	f = open_h5(path);
 	check_meta_attrs(f, m);
-	check_tensors(f, m, 0, m->n_layers - 1);
+	check_tensors(f, m, 0, m->n_blocks - 1);
 	H5Fclose(f);
 	free(path);
 	assert_int_equal(chdir(cwd), 0);
@@ -555,7 +596,7 @@ static void test_snapshot_is_copy(void **state)
 	f = open_h5(path);
 	{
 		float got[20];
-		hid_t d = H5Dopen2(f, "optimizer/exp_avg_sq/layers/0/weight", H5P_DEFAULT);
+		hid_t d = H5Dopen2(f, "optimizer/exp_avg_sq/0.weight", H5P_DEFAULT);
 
 		assert_true(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, got) >= 0);
 		for (i = 0; i < 20; i++)
@@ -664,17 +705,19 @@ static void test_deferred_copy(void **state)
 	free(dir);
 }
 
-/* Writes tmpdir/model.h5 with the cache (or without: cache NULL) into a
- * fresh directory under dir; returns the file's bytes (caller frees). */
+/* Writes tmpdir/model.h5 of the tensors t [n] with the cache (or without:
+ * cache NULL) into a fresh directory under dir; returns the file's bytes
+ * (caller frees). */
 static char *root_bytes(const char *dir, const char *name, struct ckpt_root_cache *cache,
-			const struct ckpt_meta *m, size_t *len)
+			const struct ckpt_meta *m, const struct ckpt_tensor *t, int n, size_t *len)
 {
 	struct dt_err err = { 0 };
 	char *tmp = path2(dir, name), *path, *bytes;
 	int rc;
 
 	assert_int_equal(dt_mkdirs(tmp, 0755), 0);
-	rc = cache ? ckpt_root_write_cached(cache, tmp, m, &err) : ckpt_root_write(tmp, m, &err);
+	rc = cache ? ckpt_root_write_cached(cache, tmp, m, t, n, &err)
+		   : ckpt_root_write(tmp, m, t, n, &err);
 	if (rc)
 		fail_msg("root file %s: %s", name, err.msg);
 	path = path2(tmp, "model.h5");
@@ -687,11 +730,12 @@ static char *root_bytes(const char *dir, const char *name, struct ckpt_root_cach
 
 /* A root file written from the cache of an earlier save (its attributes
  * written over) is bitwise the file a fresh write gives, and reads as one;
- * another model or layout, or an attribute of another size, is written
- * afresh. */
+ * another model, tensor table or layout, or an attribute of another size,
+ * is written afresh. */
 static void test_root_cached(void **state)
 {
 	char *dir = ckpt_dir("rootcache"), *a, *b, *path, *tmp;
+	struct ckpt_tensor t[N_TENSORS];
 	struct ckpt_root_cache cache;
 	struct dt_err err = { 0 };
 	struct ckpt_meta m;
@@ -702,16 +746,21 @@ static void test_root_cached(void **state)
 	(void)state;
 	memset(&cache, 0, sizeof(cache));
 	make_meta(&m, "adamw", 10);
-	free(root_bytes(dir, "first", &cache, &m, &la));
+	free(root_bytes(dir, "first", &cache, &m, model_tensors(), N_TENSORS, &la));
 	assert_non_null(cache.image);
 	assert_int_equal(cache.meta.step, 10);
-	for (round = 0; round < 4; round++) {
+	for (round = 0; round < 5; round++) {
 		char name[32];
 
 		/* 0: a later save of the same run; 1: another time, job id of
 		 * the same length, and lr; 2: a longer job id (written afresh);
-		 * 3: sgd, other datasets (afresh) */
-		make_meta(&m, round == 3 ? "sgd" : "adamw", 20 + round);
+		 * 3: sgd, other datasets (afresh); 4: the model, optimizer and
+		 * layout of 3 but a tensor of another name, other datasets that
+		 * the meta does not tell (afresh: the cache knows its tensors) */
+		make_meta(&m, round >= 3 ? "sgd" : "adamw", 20 + round);
+		memcpy(t, model_tensors(), sizeof(t));
+		if (round == 4)
+			snprintf(t[5].name, sizeof(t[5].name), "4.b");
 		if (round > 0) /* round 0 keeps what check_meta_attrs expects */
 			snprintf(m.created, sizeof(m.created), "2027-01-0%dT23:59:5%dZ", round, round);
 		if (round == 1) {
@@ -721,9 +770,9 @@ static void test_root_cached(void **state)
 		if (round == 2)
 			snprintf(m.job_id, sizeof(m.job_id), "123456789");
 		snprintf(name, sizeof(name), "cached-%d", round);
-		a = root_bytes(dir, name, &cache, &m, &la);
+		a = root_bytes(dir, name, &cache, &m, t, N_TENSORS, &la);
 		snprintf(name, sizeof(name), "fresh-%d", round);
-		b = root_bytes(dir, name, NULL, &m, &lb);
+		b = root_bytes(dir, name, NULL, &m, t, N_TENSORS, &lb);
 		assert_int_equal(la, lb);
 		if (memcmp(a, b, la))
 			fail_msg("round %d: the root file from the cache differs from a fresh one", round);
@@ -742,7 +791,9 @@ static void test_root_cached(void **state)
 		free(b);
 	}
 	/* a failure to write is reported as without the cache */
-	assert_int_equal(ckpt_root_write_cached(&cache, "/nonexistent/.step-1.tmp", &m, &err), -ENOENT);
+	assert_int_equal(ckpt_root_write_cached(&cache, "/nonexistent/.step-1.tmp", &m, t, N_TENSORS,
+						&err),
+			 -ENOENT);
 	assert_true(tu_has(&err, "/nonexistent/.step-1.tmp/model.h5: cannot create checkpoint root file"));
 	ckpt_root_cache_free(&cache);
 	ckpt_root_cache_free(&cache);
@@ -903,6 +954,7 @@ static void test_crc32(void **state)
  * computes, the tensors as they were; borrowing allocates no snapshot. */
 static void test_big_shard(void **state)
 {
+	static const int64_t big[N_BLOCKS + 1] = { 1500, 1500, 1500, 2 };
 	char *dir = ckpt_dir("big"), tmp[2][4096], *path[2], *bytes[2];
 	struct ckpt_shard_writer w[2] = { { 0 }, { 0 } };
 	struct dt_err err = { 0 };
@@ -918,10 +970,10 @@ static void test_big_shard(void **state)
 
 	(void)state;
 	make_meta(&m, "sgd", 40);
-	m.widths[0] = m.widths[1] = m.widths[2] = 1500; /* stage 0: 2 x 1500 x 1501 floats */
+	tm_model(&m, big, N_BLOCKS, "relu"); /* stage 0: 2 x 1500 x 1501 floats */
 	if (ckpt_meta_finish(&m, &err))
 		fail_msg("ckpt_meta_finish: %s", err.msg);
-	stage_fill(&st, &m, 0);
+	stage_fill_widths(&st, &m, big, 0);
 	for (b = 0; b < 2; b++) {
 		ckpt_tmp_path(dir, 40 + b, tmp[b], sizeof(tmp[b])); /* the same meta: the same bytes */
 		assert_int_equal(dt_mkdirs(tmp[b], 0755), 0);
@@ -946,14 +998,14 @@ static void test_big_shard(void **state)
 	got = malloc(n * sizeof(float));
 	assert_non_null(got);
 	f = open_h5(path[1]);
-	d = H5Dopen2(f, "optimizer/momentum_buffer/layers/1/weight", H5P_DEFAULT);
+	d = H5Dopen2(f, "optimizer/momentum_buffer/2.weight", H5P_DEFAULT);
 	assert_true(d >= 0);
 	assert_true(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, got) >= 0);
 	H5Dclose(d);
 	H5Fclose(f);
 	for (i = 0; i < n; i++)
 		if (got[i] != st.t[1][1500 * 1501 + i])
-			fail_msg("momentum_buffer layer 1 weight[%zu]: got %g, want %g", i,
+			fail_msg("momentum_buffer 2.weight[%zu]: got %g, want %g", i,
 				 (double)got[i], (double)st.t[1][1500 * 1501 + i]);
 	free(got);
 	for (b = 0; b < 2; b++) {
@@ -1009,7 +1061,9 @@ static void test_commit_failure(void **state)
 	write_files(dir, &m, files);
 	ckpt_tmp_path(dir, 20, tmp, sizeof(tmp));
 	setenv("DTRAIN_FAULT_WRITE", "enospc@0", 1);
-	assert_int_equal(ckpt_commit(dir, tmp, &m, files, N_STAGES + 1, 3, &err), -ENOSPC);
+	assert_int_equal(ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
+				     3, &err),
+			 -ENOSPC);
 	unsetenv("DTRAIN_FAULT_WRITE");
 	assert_true(tu_has(&err, "/.step-00000020.tmp/MANIFEST.json: cannot write: No space left on device"));
 	assert_false(exists(tmp));
@@ -1041,7 +1095,7 @@ static void test_missing_dir(void **state)
 	assert_true(tu_has(&err, "/.step-00000010.tmp/shard-0.h5: cannot create checkpoint shard: No such file or directory"));
 	assert_int_equal(ckpt_shard_write(&w, &err), -EINVAL); /* nothing begun */
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_root_write(gone, &m, &err), -ENOENT);
+	assert_int_equal(ckpt_root_write(gone, &m, model_tensors(), N_TENSORS, &err), -ENOENT);
 	assert_true(tu_has(&err, "/.step-00000010.tmp/model.h5: cannot create checkpoint root file: No such file or directory"));
 	dt_err_clear(&err);
 	p = path2(gone, "model.h5");
@@ -1054,10 +1108,13 @@ static void test_missing_dir(void **state)
 	free(dir);
 }
 
-/* A view that does not match the meta is refused before any file is made. */
+/* A view that does not match the meta, or tensors that do not match the
+ * view, and a meta or tensor table not consistent in itself, are refused
+ * before any file is made. */
 static void test_view_mismatch(void **state)
 {
-	char *dir = ckpt_dir("mismatch"), tmp[4096], *shard;
+	char *dir = ckpt_dir("mismatch"), tmp[4096], *shard, *root;
+	struct ckpt_tensor other[N_TENSORS];
 	struct ckpt_shard_writer w = { 0 };
 	struct dt_err err = { 0 };
 	struct ckpt_stage_view v;
@@ -1069,18 +1126,42 @@ static void test_view_mismatch(void **state)
 	ckpt_tmp_path(dir, 10, tmp, sizeof(tmp));
 	assert_int_equal(dt_mkdirs(tmp, 0755), 0);
 	shard = path2(tmp, "shard-0.h5");
+	root = path2(tmp, "model.h5");
 	stage_fill(&st, &m, 0);
 
 	v = view_of(&st, &m, 0);
 	v.n--;
 	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
-	assert_true(tu_has(&err, "shard-0.h5: stage 0 has 38 parameters but its layers need 39"));
+	assert_true(tu_has(&err, "shard-0.h5: stage 0 has 38 parameters but its tensors need 39"));
 
 	dt_err_clear(&err);
 	v = view_of(&st, &m, 0);
-	v.n_layers = 1;
+	v.n_blocks = 1;
 	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
-	assert_true(tu_has(&err, "shard-0.h5: stage 0 holds layers 0..0 but the meta gives it 0..1"));
+	assert_true(tu_has(&err, "shard-0.h5: stage 0 holds blocks 0..0 but the meta gives it 0..1"));
+
+	/* tensors: none; one of another stage's block; one not where the
+	 * one before it ends (the datasets would take the wrong floats) */
+	dt_err_clear(&err);
+	v = view_of(&st, &m, 0);
+	v.n_tensors = 0;
+	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
+	assert_true(tu_has(&err, "shard-0.h5: stage 0 has no tensors"));
+
+	dt_err_clear(&err);
+	v = view_of(&st, &m, 0);
+	assert_int_equal(tm_tensors(widths, 1, 3, other), 4); /* blocks 1 and 2 */
+	v.tensors = other;
+	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
+	assert_true(tu_has(&err, "shard-0.h5: stage 0: tensor \"4.weight\" is not laid out in its blocks' order"));
+
+	dt_err_clear(&err);
+	v = view_of(&st, &m, 0);
+	memcpy(other, st.tensors, sizeof(other));
+	other[1].offset++;
+	v.tensors = other;
+	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
+	assert_true(tu_has(&err, "shard-0.h5: stage 0: tensor \"0.bias\" is not laid out in its blocks' order"));
 
 	dt_err_clear(&err);
 	v = view_of(&st, &m, 0);
@@ -1098,12 +1179,24 @@ static void test_view_mismatch(void **state)
 	v = view_of(&st, &m, 0);
 	m.model_hash[0] = '\0'; /* ckpt_meta_finish not called */
 	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
-	assert_true(tu_has(&err, "model_hash does not match widths and activation"));
-	assert_int_equal(ckpt_root_write(tmp, &m, &err), -EINVAL);
+	assert_true(tu_has(&err, "model_hash does not match model type and config"));
+	assert_true(tu_has(&err, "shard-0.h5: refusing to write a checkpoint with an inconsistent meta"));
+	dt_err_clear(&err);
+	assert_int_equal(ckpt_root_write(tmp, &m, model_tensors(), N_TENSORS, &err), -EINVAL);
+	assert_true(tu_has(&err, "model.h5: refusing to write a checkpoint with an inconsistent meta"));
+
+	/* a root file of a table that leaves out the meta's last block */
+	dt_err_clear(&err);
+	make_meta(&m, "adamw", 10);
+	assert_int_equal(ckpt_root_write(tmp, &m, model_tensors(), N_TENSORS - 2, &err), -EINVAL);
+	assert_true(tu_has(&err, "checkpoint tensors: block 2 has none (the model has 3 blocks)"));
+	assert_true(tu_has(&err, "model.h5: refusing to write a checkpoint with an inconsistent meta or tensor table"));
 	assert_false(exists(shard));
+	assert_false(exists(root));
 
 	ckpt_shard_free(&w);
 	stage_free(&st);
+	free(root);
 	free(shard);
 	free(dir);
 }
@@ -1127,7 +1220,9 @@ static void test_latest_failure(void **state)
 	make_meta(&m, "sgd", 20);
 	write_files(dir, &m, files);
 	ckpt_tmp_path(dir, 20, tmp, sizeof(tmp));
-	assert_int_not_equal(ckpt_commit(dir, tmp, &m, files, N_STAGES + 1, 1, &err), 0);
+	assert_int_not_equal(ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files,
+					 N_STAGES + 1, 1, &err),
+			     0);
 	assert_true(tu_has(&err, "/latest: cannot point to step-00000020: "));
 	assert_true(tu_has(&err, "(step-00000020 is committed)"));
 	committed(dir, got, sizeof(got));
@@ -1143,17 +1238,20 @@ static void test_commit_refusals(void **state)
 {
 	char *dir = ckpt_dir("refuse"), tmp[4096], *p;
 	struct ckpt_file files[N_STAGES + 1], bad[N_STAGES + 1];
+	const struct ckpt_tensor *t = model_tensors();
 	struct dt_err err = { 0 };
 	struct ckpt_meta m;
 
 	(void)state;
 	make_meta(&m, "sgd", 10);
-#define REFUSED(want)                                                                       \
-	do {                                                                                \
-		dt_err_clear(&err);                                                         \
-		assert_int_not_equal(ckpt_commit(dir, tmp, &m, bad, N_STAGES + 1, 2, &err), 0); \
-		assert_true(tu_has(&err, want));                                            \
-		assert_false(exists(tmp));                                                  \
+#define REFUSED(want)                                                                   \
+	do {                                                                            \
+		dt_err_clear(&err);                                                     \
+		assert_int_not_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS, bad, N_STAGES + 1, \
+						 2, &err),                              \
+				     0);                                                \
+		assert_true(tu_has(&err, want));                                        \
+		assert_false(exists(tmp));                                              \
 	} while (0)
 
 	ckpt_tmp_path(dir, 10, tmp, sizeof(tmp));
@@ -1172,6 +1270,17 @@ static void test_commit_refusals(void **state)
 	bad[2].size++;
 	REFUSED("model.h5: cannot commit:");
 
+	/* a tensor table that leaves out the last block: the manifest would
+	 * not read back */
+	write_files(dir, &m, files);
+	memcpy(bad, files, sizeof(bad));
+	dt_err_clear(&err);
+	assert_int_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS - 2, bad, N_STAGES + 1, 2, &err),
+			 -EINVAL);
+	assert_true(tu_has(&err, "checkpoint tensors: block 2 has none (the model has 3 blocks)"));
+	assert_true(tu_has(&err, "refusing to commit a checkpoint with an inconsistent meta or tensor table"));
+	assert_false(exists(tmp));
+
 	write_files(dir, &m, files);
 	memcpy(bad, files, sizeof(bad));
 	p = path2(tmp, "stray");
@@ -1189,7 +1298,8 @@ static void test_commit_refusals(void **state)
 	/* keep must be >= 1 */
 	write_files(dir, &m, files);
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_commit(dir, tmp, &m, files, N_STAGES + 1, 0, &err), -EINVAL);
+	assert_int_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS, files, N_STAGES + 1, 0, &err),
+			 -EINVAL);
 	assert_true(tu_has(&err, "keep must be at least 1"));
 	assert_false(exists(tmp));
 
@@ -1197,11 +1307,12 @@ static void test_commit_refusals(void **state)
 	write_files(dir, &m, files);
 	m.step = 11;
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_commit(dir, tmp, &m, files, N_STAGES + 1, 2, &err), -EINVAL);
+	assert_int_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS, files, N_STAGES + 1, 2, &err),
+			 -EINVAL);
 	assert_true(tu_has(&err, "not the directory of a save of step 11"));
 	assert_true(exists(tmp));
 	m.step = 10;
-	assert_int_equal(ckpt_commit(dir, tmp, &m, files, N_STAGES + 1, 2, &err), 0);
+	assert_int_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS, files, N_STAGES + 1, 2, &err), 0);
 	check_committed(dir, &m);
 #undef REFUSED
 	free(dir);

@@ -77,9 +77,10 @@ pass "verify: an intact checkpoint, also named by its run directory"
 
 expect_rc 0 "$CKPT" inspect "$LAST"
 grep -qE 'step.*24' "$T/out" || { cat "$T/out"; fail "inspect: no step 24"; }
-grep -E 'layers/0/weight' "$T/out" | grep -qE '16[^0-9]+12' ||
-	{ cat "$T/out"; fail "inspect: layers/0/weight without its shape 16 x 12"; }
-for l in 1 2; do must_contain "$T/out" "layers/$l/bias"; done
+grep -E 'model/0.weight' "$T/out" | grep -qE '16[^0-9]+12' ||
+	{ cat "$T/out"; fail "inspect: model/0.weight without its shape 16 x 12"; }
+for l in 2 4; do must_contain "$T/out" "model/$l.bias"; done
+must_contain "$T/out" "mlp, 3 blocks"
 must_contain "$T/out" "exp_avg"
 pass "inspect: step, tensors and shapes"
 
@@ -172,16 +173,17 @@ must_contain "$T/out" "wrote $T/model.h5 ("
 must_contain "$T/out" "18 tensors)" # 3 layers x (weight, bias) x (params, exp_avg, exp_avg_sq)
 [ -f "$T/model.h5" ] || fail "export wrote no file"
 h5ls -r "$T/model.h5" >"$T/h5ls" || fail "h5ls -r on the export"
-for l in 0 1 2; do
+# layer l's tensors are PyTorch nn.Sequential's names: module 2l
+for l in 0 2 4; do
 	for w in weight bias; do
-		grep -qE "^/layers/$l/$w +Dataset" "$T/h5ls" || { cat "$T/h5ls"; fail "export lacks /layers/$l/$w"; }
-		grep -qE "^/optimizer/exp_avg_sq/layers/$l/$w +Dataset" "$T/h5ls" ||
-			{ cat "$T/h5ls"; fail "export lacks /optimizer/exp_avg_sq/layers/$l/$w"; }
-		h5diff "$T/model.h5" "$LAST/model.h5" "/layers/$l/$w" "/layers/$l/$w" >"$T/diff" 2>&1 ||
-			{ cat "$T/diff"; fail "export: /layers/$l/$w differs from the checkpoint's model.h5"; }
+		grep -qE "^/model/$l\.$w +Dataset" "$T/h5ls" || { cat "$T/h5ls"; fail "export lacks /model/$l.$w"; }
+		grep -qE "^/optimizer/exp_avg_sq/$l\.$w +Dataset" "$T/h5ls" ||
+			{ cat "$T/h5ls"; fail "export lacks /optimizer/exp_avg_sq/$l.$w"; }
+		h5diff "$T/model.h5" "$LAST/model.h5" "/model/$l.$w" "/model/$l.$w" >"$T/diff" 2>&1 ||
+			{ cat "$T/diff"; fail "export: /model/$l.$w differs from the checkpoint's model.h5"; }
 	done
 done
-h5dump -H -d /layers/0/weight "$T/model.h5" >"$T/dump" || fail "h5dump of the export"
+h5dump -H -d /model/0.weight "$T/model.h5" >"$T/dump" || fail "h5dump of the export"
 must_contain "$T/dump" "( 16, 12 )"
 must_contain "$T/dump" "H5T_IEEE_F32LE"
 h5dump -A "$T/model.h5" >"$T/attrs" 2>&1 || true
