@@ -55,8 +55,24 @@ int rt_optim_init(struct rt_optim *o, const struct spec *s, size_t n_params, str
 	return 0;
 }
 
+int rt_optim_no_decay(struct rt_optim *o, const struct rt_span *spans, int n)
+{
+	free(o->no_decay);
+	o->no_decay = NULL;
+	o->n_no_decay = 0;
+	if (n < 1)
+		return 0;
+	o->no_decay = malloc((size_t)n * sizeof(*spans));
+	if (!o->no_decay)
+		return -ENOMEM;
+	memcpy(o->no_decay, spans, (size_t)n * sizeof(*spans));
+	o->n_no_decay = n;
+	return 0;
+}
+
 void rt_optim_free(struct rt_optim *o)
 {
+	free(o->no_decay);
 	free(o->part);
 	if (!o->adopted) {
 		free(o->v);
@@ -215,6 +231,7 @@ RT_SIMD_CLONES static double adamw_take(struct upd u, float *restrict w, float *
 struct pass {
 	struct rt_optim *o;
 	const struct upd *u;
+	const struct upd *u_nd;  /* the same without weight decay */
 	float *params;
 	const float *grads;
 	size_t first, n;
@@ -229,7 +246,7 @@ struct pass {
 /* The update of one chunk from the sum of the slots, SUM_BLOCK at a time,
  * each slot's block zeroed once read; returns the chunk's sum of squares of the summed gradient (blocks added
  * in order: the same for any thread count). */
-static double chunk_of_sum(const struct pass *ps, size_t off, size_t len)
+static double chunk_of_sum(const struct pass *ps, const struct upd *u, size_t off, size_t len)
 {
 	struct rt_optim *o = ps->o;
 	float g[SUM_BLOCK];
@@ -251,40 +268,76 @@ static double chunk_of_sum(const struct pass *ps, size_t off, size_t len)
 			memset(s, 0, m * sizeof(float)); /* in L1 still */
 		}
 		if (o->type == RT_OPTIM_ADAMW)
-			total += adamw_keep(*ps->u, ps->params + at, g, o->m + at, o->v + at, m);
+			total += adamw_keep(*u, ps->params + at, g, o->m + at, o->v + at, m);
 		else
-			total += sgd_keep(*ps->u, ps->params + at, g, o->m + at, m);
+			total += sgd_keep(*u, ps->params + at, g, o->m + at, m);
 	}
 	return total;
 }
 
-/* Chunk c of a pass; its sum of squares goes to o->part[c]. */
+/* The update of [off, off + len) with the constants u; its sum of squares. */
+static double range(const struct pass *ps, const struct upd *u, size_t off, size_t len)
+{
+	struct rt_optim *o = ps->o;
+	float *w = ps->params + off, *m = o->m + off;
+	const float *g;
+
+	if (ps->n_slots == 2 && o->type == RT_OPTIM_SGD)
+		return sgd_take2(*u, w, ps->slots[0] + off, ps->slots[1] + off, m, len);
+	if (ps->n_slots > 0)
+		return chunk_of_sum(ps, u, off, len);
+	g = ps->grads + off;
+	if (ps->take && o->type == RT_OPTIM_ADAMW)
+		return adamw_take(*u, w, (float *)g, m, o->v + off, len);
+	if (ps->take)
+		return sgd_take(*u, w, (float *)g, m, len);
+	if (o->type == RT_OPTIM_ADAMW)
+		return adamw_keep(*u, w, g, m, o->v + off, len);
+	return sgd_keep(*u, w, g, m, len);
+}
+
+/* From off, how many of len elements share one weight decay setting, and
+ * whether it is none (*exempt). */
+static size_t decay_run(const struct rt_optim *o, size_t off, size_t len, bool *exempt)
+{
+	int i;
+
+	for (i = 0; i < o->n_no_decay; i++) {
+		const struct rt_span *sp = &o->no_decay[i];
+
+		if (off < sp->first) { /* decayed up to this span */
+			*exempt = false;
+			return sp->first - off < len ? sp->first - off : len;
+		}
+		if (off < sp->first + sp->count) {
+			*exempt = true;
+			return sp->first + sp->count - off < len ? sp->first + sp->count - off : len;
+		}
+	}
+	*exempt = false;
+	return len;
+}
+
+/* Chunk c of a pass; its sum of squares goes to o->part[c]. Ranges without
+ * weight decay are updated by themselves (no branch in the loops). */
 static void chunk(void *ctx, long c)
 {
 	const struct pass *ps = ctx;
 	struct rt_optim *o = ps->o;
 	size_t off = ps->first + (size_t)c * RT_CHUNK, end = ps->first + ps->n;
-	size_t len = end - off < RT_CHUNK ? end - off : RT_CHUNK;
-	float *w = ps->params + off, *m = o->m + off;
-	const float *g;
+	size_t len = end - off < RT_CHUNK ? end - off : RT_CHUNK, run, at;
+	double total = 0.0;
+	bool exempt;
 
-	if (ps->n_slots == 2 && o->type == RT_OPTIM_SGD) {
-		o->part[c] = sgd_take2(*ps->u, w, ps->slots[0] + off, ps->slots[1] + off, m, len);
+	if (!o->n_no_decay) {
+		o->part[c] = range(ps, ps->u, off, len);
 		return;
 	}
-	if (ps->n_slots > 0) {
-		o->part[c] = chunk_of_sum(ps, off, len);
-		return;
+	for (at = off; at < off + len; at += run) {
+		run = decay_run(o, at, off + len - at, &exempt);
+		total += range(ps, exempt ? ps->u_nd : ps->u, at, run);
 	}
-	g = ps->grads + off;
-	if (ps->take && o->type == RT_OPTIM_ADAMW)
-		o->part[c] = adamw_take(*ps->u, w, (float *)g, m, o->v + off, len);
-	else if (ps->take)
-		o->part[c] = sgd_take(*ps->u, w, (float *)g, m, len);
-	else if (o->type == RT_OPTIM_ADAMW)
-		o->part[c] = adamw_keep(*ps->u, w, g, m, o->v + off, len);
-	else
-		o->part[c] = sgd_keep(*ps->u, w, g, m, len);
+	o->part[c] = total;
 }
 
 /* The update in chunks of RT_CHUNK elements, spread over o->pool; each
@@ -293,10 +346,13 @@ static void chunk(void *ctx, long c)
 static double chunks(struct rt_optim *o, const struct upd *u, float *params, const float *grads,
 		     float *const *slots, int n_slots, size_t first, size_t n, bool take)
 {
-	struct pass ps = { o, u, params, grads, first, n, slots, n_slots, take };
+	struct upd u_nd = *u;
+	struct pass ps = { o, u, &u_nd, params, grads, first, n, slots, n_slots, take };
 	long nc = (long)((n + RT_CHUNK - 1) / RT_CHUNK), c;
 	double total = 0.0;
 
+	u_nd.wd = 0.0f;      /* SGD: no L2 term */
+	u_nd.decay = 1.0f;   /* AdamW: w * 1 */
 	rt_pool_for(o->pool, nc, chunk, &ps);
 	for (c = 0; c < nc; c++)
 		total += o->part[c];

@@ -14,13 +14,12 @@
  *	m = b1 m + (1 - b1) g;   v = b2 v + (1 - b2) g^2
  *	w -= (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps),  eps = 1e-8
  *
- * Weight decay applies to EVERY parameter given to rt_optim_step, biases
- * included, as PyTorch does with one parameter group (model.parameters()).
- * Reasons: one train.optimizer.weight_decay key, a like-for-like comparison
- * with PyTorch, and biases are a tiny share of an MLP's parameters (out of
- * out*in + out). A recipe that exempts biases would pass the bias ranges to
- * a second rt_optim with weight_decay 0; nothing here assumes one instance
- * per stage.
+ * Weight decay applies to every parameter but the ranges a model exempts
+ * (rt_optim_no_decay: its tensors declared without decay, runtime/model.h),
+ * as PyTorch's parameter groups do. The MLP exempts none, as PyTorch does
+ * with one group (model.parameters()): a like-for-like comparison, and
+ * biases are a tiny share of an MLP's parameters (out of out*in + out); a
+ * GPT exempts its biases and LayerNorm weights (nanoGPT's convention).
  *
  * State for checkpoints: step, m and v (plain counters and float arrays,
  * exposed below); restoring them and the parameters continues the exact run.
@@ -58,6 +57,9 @@ struct rt_optim {
 			       * the caller's only; the trainer sets its own); the
 			       * results do not depend on it */
 	double *part;        /* [n / RT_CHUNK + 1], owned: per-chunk sums of squares */
+	struct rt_span *no_decay; /* [n_no_decay], owned: ranges without weight
+				   * decay, sorted, disjoint */
+	int n_no_decay;
 	bool adopted;        /* m and v belong to someone else (rt_optim_adopt) */
 };
 
@@ -78,6 +80,13 @@ void rt_optim_free(struct rt_optim *o);
  * after freeing o's own. The caller copies the values first. NULL, NULL
  * detaches them before the owner frees them. */
 void rt_optim_adopt(struct rt_optim *o, float *m, float *v);
+
+/* Exempts ranges of the parameters from weight decay: spans [n] (copied;
+ * sorted by first, disjoint, within n_params), e.g. a model's tensors
+ * declared without decay. An element in one is updated exactly as by an
+ * optimizer with weight_decay 0; the others as before. 0 or -ENOMEM. */
+struct rt_span; /* runtime/model.h */
+int rt_optim_no_decay(struct rt_optim *o, const struct rt_span *spans, int n);
 
 /* --- update --- */
 
@@ -111,7 +120,6 @@ double rt_optim_step_take(struct rt_optim *o, float *params, float *grads, size_
  * the blocks of the layers a replica owns with parallel.grad_sync
  * "split"). Returns the sum of squares of grads (before scale) over them,
  * span by span. */
-struct rt_span; /* runtime/model.h */
 double rt_optim_step_spans(struct rt_optim *o, float *params, float *grads,
 			   const struct rt_span *spans, int n_spans, double lr, float scale);
 /* rt_optim_step_range (no clipping) from the sum of n_slots gradient

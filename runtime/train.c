@@ -4,7 +4,7 @@
  * Sections: set-up (model stage, optimizer, data, buffers), evaluation,
  * the loop (train_loop reads as the training story: next batch, forward
  * and backward, optimizer step, log, evaluate, checkpoint). A step's parts
- * are in pipeline.c, grad_buckets.c and split_step.c, what the run tells in
+ * are in pipeline.c, grad_sync.c and split_step.c, what the run tells in
  * metrics.c (trainer.h says which does what).
  */
 #include "runtime/trainer.h"
@@ -102,6 +102,34 @@ static int open_data(struct trainer *t)
 			       (uint64_t)s->train.seed, s->data.shuffle, t->err);
 }
 
+/* The stage's tensors declared without weight decay, as ranges of its
+ * parameters for the optimizer (adjacent ones merged). */
+static int exempt_from_decay(struct trainer *t)
+{
+	struct rt_span *sp = calloc((size_t)t->st.n_tensors, sizeof(*sp));
+	int i, n = 0, rc;
+
+	if (!sp)
+		return dt_err_add(t->err, "rank %d: out of memory for %d tensors' spans", t->g->rank,
+				  t->st.n_tensors), -ENOMEM;
+	for (i = 0; i < t->st.n_tensors; i++) {
+		const struct rt_tensor *tt = &t->st.tensors[i];
+
+		if (tt->decay)
+			continue;
+		if (n > 0 && sp[n - 1].first + sp[n - 1].count == tt->offset)
+			sp[n - 1].count += tt->n;
+		else
+			sp[n++] = (struct rt_span){ tt->offset, tt->n };
+	}
+	rc = rt_optim_no_decay(&t->opt, sp, n);
+	free(sp);
+	if (rc)
+		dt_err_add(t->err, "rank %d: out of memory for %d spans without weight decay",
+			   t->g->rank, n);
+	return rc;
+}
+
 static int build_stage(struct trainer *t)
 {
 	const struct spec *s = t->s;
@@ -123,6 +151,8 @@ static int build_stage(struct trainer *t)
 	t->in = t->st.in;
 	t->out = t->st.out;
 	rc = rt_optim_init(&t->opt, s, t->st.n_params, t->err);
+	if (!rc)
+		rc = exempt_from_decay(t);
 	rt_pool_init(&t->pool, (int)s->resources.cpus_per_task);
 	t->opt.pool = &t->pool;
 	t->part_loss = calloc((size_t)rt_pool_gang_size(&t->pool), sizeof(*t->part_loss));
@@ -322,73 +352,42 @@ static int reduce_norm(struct trainer *t, double sumsq, double *norm)
 	return 0;
 }
 
-/* The sums of the step's stats and of this replica's share of the sum of
- * squares: split, in the step's one collective (rt_dp_step_sums, its wait
- * counted as gradient sync); shared, the stats were summed before and the
- * node's parts are summed here. */
-static int sum_step(struct trainer *t, double stats[2], double *sumsq)
-{
-	double t0 = now_s();
-	int rc;
-
-	if (!t->dp.split)
-		return t->dp.shared ? rt_dp_sum_parts(&t->dp, sumsq, t->err) : 0;
-	rc = rt_dp_step_sums(&t->dp, stats, 2, sumsq, t->err);
-	t->tm.grad += now_s() - t0;
-	return rc;
-}
-
-/* Clip (train.grad_clip) and update what this replica owns: all the
- * parameters, its part when the node's replicas share them, or its blocks
- * of every layer when they split the layers (runtime/dp.h), in one pass
- * (rt_optim_step_spans, or rt_optim_step_sum reading the replicas'
- * gradients), which leaves the gradient it read zero for the next step's
+/* Clip (train.grad_clip) and update what this replica owns (grad_sync.c:
+ * all the parameters, its part of them, or its parts of every block), in
+ * one pass that leaves the gradient it read zero for the next step's
  * backward passes to add to; with clipping the norm must be known first,
  * which costs a second pass (rt_sumsq). stats: the step's loss sum and
- * correct count, this replica's on entry, all replicas' on return (the
- * split way sums them with the norm's parts). */
+ * correct count, this replica's on entry, all replicas' on return. */
 static int update(struct trainer *t, int64_t step, double stats[2], int64_t batch_rows, double lr,
 		  double *norm)
 {
-	struct rt_span whole = { 0, t->st.n_params };
-	const struct rt_span *sp = &whole;
+	struct rt_span whole;
+	const struct rt_span *sp;
 	double clip = t->s->train.grad_clip, sumsq = 0.0;
-	float scale = 1.0f;
-	int n = 1, rc = 0, i;
+	int n, rc = 0, i;
 
-	if (t->dp.split) {
-		sp = t->dp.spans;
-		n = t->dp.n_spans;
-	} else if (t->dp.shared) {
-		whole = (struct rt_span){ t->dp.first, t->dp.count };
-	}
-	if (!t->dp.split && (rc = reduce_stats(t, stats)))
+	rt__grad_sync_owned(t, &whole, &sp, &n);
+	if (!rt__grad_sync_sums_stats(t) && (rc = reduce_stats(t, stats)))
 		return rc;
 	if (clip > 0) {
 		for (i = 0; i < n; i++)
 			sumsq += rt_sumsq(t->st.grads + sp[i].first, sp[i].count);
-		rc = sum_step(t, stats, &sumsq);
+		rc = rt__grad_sync_sums(t, stats, &sumsq);
 		if (!rc)
 			rc = reduce_norm(t, sumsq, norm);
 		if (!rc)
 			rc = check_finite(t, step, stats[0] / (double)batch_rows, *norm);
 		if (rc)
 			return rc;
-		scale = (float)rt_clip_factor(*norm, clip);
-		rt_optim_step_spans(&t->opt, t->st.params, t->st.grads, sp, n, lr, scale);
-		return t->dp.shared ? rt_dp_publish(&t->dp, t->err) : 0;
+		rt__grad_sync_update(t, sp, n, lr, (float)rt_clip_factor(*norm, clip));
+		return rt__grad_sync_publish(t, true);
 	}
 	/* a NaN gradient is only seen after the update here; the run stops
 	 * then, and nothing saves these parameters */
-	if (t->dp.shared && t->dp.fuse)
-		sumsq = rt_optim_step_sum(&t->opt, t->st.params, t->dp.slot, t->dp.locals, whole.first,
-					  whole.count, lr);
-	else
-		sumsq = rt_optim_step_spans(&t->opt, t->st.params, t->st.grads, sp, n, lr, 1.0f);
-	/* split: the sums are the hand-over after the update as well */
-	rc = sum_step(t, stats, &sumsq);
-	if (!rc && t->dp.shared && !t->dp.split)
-		rc = rt_dp_publish(&t->dp, t->err);
+	sumsq = rt__grad_sync_update(t, sp, n, lr, 1.0f);
+	rc = rt__grad_sync_sums(t, stats, &sumsq);
+	if (!rc)
+		rc = rt__grad_sync_publish(t, false);
 	if (!rc)
 		rc = reduce_norm(t, sumsq, norm);
 	return rc ? rc : check_finite(t, step, stats[0] / (double)batch_rows, *norm);
@@ -469,10 +468,10 @@ static int forward_backward(struct trainer *t, const struct mb *mbs, int64_t bat
 	int rc;
 
 	t->grad_scale = 1.0f / (float)batch_rows;
-	rt__arm_buckets(t);
+	rt__grad_sync_arm(t);
 	rc = t->dp.split || t->tsplit ? rt__split_schedule(t, mbs, batch_rows) : rt__run_schedule(t, mbs);
 	if (!rc)
-		rc = rt__finish_buckets(t);
+		rc = rt__grad_sync_finish(t);
 	if (!rc)
 		rc = rt__wait_sends(t);
 	return rc;
@@ -686,7 +685,7 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	if (!rc)
 		rc = alloc_slots(&t);
 	if (!rc)
-		rc = rt__build_buckets(&t);
+		rc = rt__grad_sync_init(&t);
 	rc = agree(&t, rc);
 	if (!rc)
 		rc = agree(&t, rt_dp_init(&t.dp, s, g, &t.st, &t.opt, (int)t.max_rows, err));

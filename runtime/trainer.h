@@ -4,8 +4,10 @@
  *   train.c        set-up, evaluation, the loop, rt_train
  *   pipeline.c     one micro-batch's forward and backward on this stage, and
  *                  the schedules (gpipe, 1f1b) over a step's micro-batches
- *   grad_buckets.c gradients allreduced in buckets during the last backward
- *                  (parallel.grad_sync "allreduce" between replicas)
+ *   grad_sync.c    parallel.grad_sync's three ways behind one interface:
+ *                  buckets allreduced during the last backward, the node's
+ *                  shared parameters, or every block split; the update of
+ *                  what this replica owns
  *   split_step.c   a step with every block cut into parts between the
  *                  node's replicas and/or the rank's threads
  *   metrics.c      progress lines and metrics.jsonl events
@@ -143,13 +145,41 @@ struct rt_progress {
 	bool quiet;             /* no progress lines (--quiet) */
 };
 
-/* --- set-up (grad_buckets.c, split_step.c) --- */
+/* --- gradient sync (grad_sync.c) --- */
 
-/* The stage's blocks in buckets of about 25 MB, last block first, alike on
- * every replica of the stage (-ENOMEM). */
-int rt__build_buckets(struct trainer *t);
+/* Set-up: the stage's blocks in buckets of about 25 MB, last block first,
+ * alike on every replica of the stage (-ENOMEM). */
+int rt__grad_sync_init(struct trainer *t);
+/* Before a step's passes: arms the buckets for its last backward
+ * (t->final_backward). */
+void rt__grad_sync_arm(struct trainer *t);
+/* rt_stage_backward's callback: starts a bucket's allreduce once its last
+ * block is done (a failure is left in t->bucket_rc). */
+void rt__block_done(void *ctx, int block);
+/* After the passes: the replicas' gradients summed where this replica
+ * reads them (the buckets not started yet started, all waited for; or
+ * the node's barrier and sums). */
+int rt__grad_sync_finish(struct trainer *t);
+/* What this replica updates: *sp [*n] ranges of the stage's parameters
+ * (whole, owned by the caller, may be the one). */
+void rt__grad_sync_owned(const struct trainer *t, struct rt_span *whole,
+			 const struct rt_span **sp, int *n);
+/* The step's stats travel with the norm's sums (split) rather than in a
+ * reduction of their own. */
+bool rt__grad_sync_sums_stats(const struct trainer *t);
+/* This replica's share of the sum of squares (and, split, the stats)
+ * summed over the node's replicas (shared, split; nothing to do for
+ * allreduce, whose replicas hold the whole sum). */
+int rt__grad_sync_sums(struct trainer *t, double stats[2], double *sumsq);
+/* The update of sp [n] at lr, gradients times scale; the sum of squares
+ * of the gradients it read (before scale). */
+double rt__grad_sync_update(struct trainer *t, const struct rt_span *sp, int n, double lr,
+			    float scale);
+/* After the update: this replica's part handed to the node's others
+ * (shared; split when clipped, since then no sums follow the update). */
+int rt__grad_sync_publish(struct trainer *t, bool clipped);
 
-/* --- a step (pipeline.c, grad_buckets.c, split_step.c) --- */
+/* --- a step (pipeline.c, split_step.c) --- */
 
 /* Forward of micro-batch m in slot sl: receive or read the input, run the
  * stage, send the output on, or (last stage) add the loss and correct
@@ -168,13 +198,6 @@ int rt__run_schedule(struct trainer *t, const struct mb *mbs);
  * t->tsplit). */
 int rt__split_schedule(struct trainer *t, const struct mb *mbs, int64_t batch_rows);
 
-/* Arms the buckets for the step's last backward (t->final_backward). */
-void rt__arm_buckets(struct trainer *t);
-/* rt_stage_backward's callback: starts a bucket's allreduce once its last
- * block is done (a failure is left in t->bucket_rc). */
-void rt__block_done(void *ctx, int block);
-/* Starts the buckets not started yet and waits for all of them. */
-int rt__finish_buckets(struct trainer *t);
 
 /* --- what the run tells (metrics.c) --- */
 

@@ -3,7 +3,8 @@
  * helpers of runtime/optim.h: SGD with momentum and AdamW against values
  * worked out by hand for three steps, the same rules on a long vector
  * against a double-precision reference, the fused training-loop update
- * against the separate steps, the schedule at its landmarks, and the errors
+ * against the separate steps, ranges exempt from weight decay, the
+ * schedule at its landmarks, and the errors
  * of a bad optimizer spec.
  *
  * Sections: helpers, sgd, adamw, schedule, clipping, errors, main.
@@ -531,6 +532,81 @@ static void test_step_spans(void **state)
 	rt_pool_free(&pool);
 }
 
+/* Ranges exempt from weight decay (rt_optim_no_decay): their elements end
+ * bitwise as with weight_decay 0, the others as with it, with a span that
+ * crosses a chunk boundary, through the fused, the summing and the spans
+ * updates alike; the sum of squares is still the gradient's. */
+static void test_no_decay(void **state)
+{
+	static const char *types[] = { "sgd", "adamw" };
+	const size_t n = 2 * RT_CHUNK + 33;
+	struct rt_span exempt[3] = { { 0, 7 }, { 100, 50 }, { RT_CHUNK - 10, 30 } };
+	struct opt_spec os, os0;
+	struct rt_pool pool;
+	size_t t, i;
+
+	(void)state;
+	rt_pool_init(&pool, 2);
+	for (t = 0; t < 2; t++) {
+		struct rt_optim dec, nodec, mixed, mixed_sum;
+		float *w[4], *g[4], *slot[1];
+		struct rt_rng r;
+		int step, k;
+
+		for (k = 0; k < 4; k++) {
+			assert_non_null(w[k] = malloc(n * sizeof(float)));
+			assert_non_null(g[k] = malloc(n * sizeof(float)));
+		}
+		opt_set(&os, types[t], 0.05, 0.9, 0.1);
+		opt_set(&os0, types[t], 0.05, 0.9, 0.0);
+		optim_ok(&dec, &os.s, n);
+		optim_ok(&nodec, &os0.s, n);
+		optim_ok(&mixed, &os.s, n);
+		optim_ok(&mixed_sum, &os.s, n);
+		mixed.pool = &pool;
+		assert_int_equal(rt_optim_no_decay(&mixed, exempt, 3), 0);
+		assert_int_equal(rt_optim_no_decay(&mixed_sum, exempt, 3), 0);
+		rt_rng_seed(&r, 9, t);
+		for (i = 0; i < n; i++)
+			w[0][i] = w[1][i] = w[2][i] = w[3][i] = rt_rng_normal(&r);
+		for (step = 0; step < 3; step++) {
+			double want, got;
+
+			for (i = 0; i < n; i++)
+				g[0][i] = g[1][i] = g[2][i] = g[3][i] = rt_rng_normal(&r);
+			want = rt_sumsq(g[0], n);
+			rt_optim_step_take(&dec, w[0], g[0], 0, n, 0.05, 1.0f);
+			rt_optim_step_take(&nodec, w[1], g[1], 0, n, 0.05, 1.0f);
+			got = rt_optim_step_take(&mixed, w[2], g[2], 0, n, 0.05, 1.0f);
+			assert_true(fabs(got - want) <= 1e-12 * want);
+			slot[0] = g[3];
+			rt_optim_step_sum(&mixed_sum, w[3], slot, 1, 0, n, 0.05);
+			for (i = 0; i < n; i++) {
+				bool ex = i < 7 || (i >= 100 && i < 150) ||
+					  (i >= RT_CHUNK - 10 && i < RT_CHUNK + 20);
+				const float *want_w = ex ? &w[1][i] : &w[0][i];
+
+				if (memcmp(&w[2][i], want_w, sizeof(float)) ||
+				    memcmp(&w[3][i], want_w, sizeof(float)))
+					fail_msg("%s step %d: element %zu (%s): %.9g and %.9g, want %.9g",
+						 types[t], step, i, ex ? "exempt" : "decayed", w[2][i],
+						 w[3][i], *want_w);
+			}
+		}
+		/* the decay matters here: the two references differ */
+		assert_memory_not_equal(w[0] + 200, w[1] + 200, 64 * sizeof(float));
+		rt_optim_free(&dec);
+		rt_optim_free(&nodec);
+		rt_optim_free(&mixed);
+		rt_optim_free(&mixed_sum);
+		for (k = 0; k < 4; k++) {
+			free(w[k]);
+			free(g[k]);
+		}
+	}
+	rt_pool_free(&pool);
+}
+
 static void test_errors(void **state)
 {
 	struct dt_err err = { 0 };
@@ -570,6 +646,7 @@ int main(void)
 		cmocka_unit_test(test_fused_update),
 		cmocka_unit_test(test_step_sum),
 		cmocka_unit_test(test_step_spans),
+		cmocka_unit_test(test_no_decay),
 		cmocka_unit_test(test_errors),
 	};
 

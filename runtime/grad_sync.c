@@ -1,13 +1,23 @@
 /*
- * grad_buckets.c - parallel.grad_sync "allreduce" between the replicas of a
- * stage: the stage's gradients in buckets of whole blocks, each allreduced
- * (MPI_Iallreduce) as soon as the step's last backward has finished its
- * blocks, so that communication overlaps the rest of the backward pass
- * (PyTorch DDP's way: Li et al., VLDB 2020).
+ * grad_sync.c - parallel.grad_sync: how the replicas of a stage come to the
+ * same gradient and update, behind one interface for the loop (trainer.h):
+ *   "allreduce"  the stage's gradients in buckets of whole blocks, each
+ *                allreduced (MPI_Iallreduce) as soon as the step's last
+ *                backward has finished its blocks, so that communication
+ *                overlaps the rest of the backward pass (PyTorch DDP's way:
+ *                Li et al., VLDB 2020); every replica updates everything;
+ *   "shared"     the replicas of a node share the parameters in memory
+ *                (runtime/dp.h): each sums and updates its part of the
+ *                node's gradient slots, then publishes it;
+ *   "split"      the replicas of a node compute a part of every block
+ *                (split_step.c, runtime/dp.h): each updates its parts, and
+ *                the step's sums travel in one collective.
+ * Sections: set-up, during backward, after backward, the update.
  */
 #include "runtime/trainer.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 /* PyTorch DDP's default bucket size (Li et al., VLDB 2020). */
@@ -16,7 +26,7 @@
 /* Buckets of whole blocks, last block first, each about BUCKET_BYTES; built
  * the same way on every replica of a stage, so they are reduced in the same
  * order everywhere (a mismatch would hang the job). */
-int rt__build_buckets(struct trainer *t)
+int rt__grad_sync_init(struct trainer *t)
 {
 	int n = t->st.n_blocks, l, b = -1;
 	size_t bytes = 0;
@@ -45,7 +55,7 @@ int rt__build_buckets(struct trainer *t)
 	return 0;
 }
 
-/* --- gradient synchronisation --- */
+/* --- during backward --- */
 
 static int start_bucket(struct trainer *t, struct bucket *b)
 {
@@ -73,7 +83,7 @@ void rt__block_done(void *ctx, int block)
 			MPI_Test(&t->buckets[i].req, &flag, MPI_STATUS_IGNORE);
 }
 
-void rt__arm_buckets(struct trainer *t)
+void rt__grad_sync_arm(struct trainer *t)
 {
 	int l, i;
 
@@ -87,9 +97,11 @@ void rt__arm_buckets(struct trainer *t)
 		t->buckets[t->block_bucket[l]].pending++;
 }
 
+/* --- after backward --- */
+
 /* Start what the backward pass did not (a replica whose last micro-batches
  * were empty), in bucket order, then wait for all. */
-int rt__finish_buckets(struct trainer *t)
+int rt__grad_sync_finish(struct trainer *t)
 {
 	double t0;
 	int i;
@@ -119,4 +131,52 @@ int rt__finish_buckets(struct trainer *t)
 		MPI_CHECK(t, MPI_Wait(&t->buckets[i].req, MPI_STATUS_IGNORE));
 	t->tm.grad += now_s() - t0;
 	return 0;
+}
+
+/* --- the update --- */
+
+void rt__grad_sync_owned(const struct trainer *t, struct rt_span *whole,
+			 const struct rt_span **sp, int *n)
+{
+	*whole = (struct rt_span){ 0, t->st.n_params };
+	*sp = whole;
+	*n = 1;
+	if (t->dp.split) {
+		*sp = t->dp.spans;
+		*n = t->dp.n_spans;
+	} else if (t->dp.shared) {
+		*whole = (struct rt_span){ t->dp.first, t->dp.count };
+	}
+}
+
+bool rt__grad_sync_sums_stats(const struct trainer *t)
+{
+	return t->dp.split;
+}
+
+int rt__grad_sync_sums(struct trainer *t, double stats[2], double *sumsq)
+{
+	double t0 = now_s();
+	int rc;
+
+	if (!t->dp.split)
+		return t->dp.shared ? rt_dp_sum_parts(&t->dp, sumsq, t->err) : 0;
+	rc = rt_dp_step_sums(&t->dp, stats, 2, sumsq, t->err);
+	t->tm.grad += now_s() - t0;
+	return rc;
+}
+
+double rt__grad_sync_update(struct trainer *t, const struct rt_span *sp, int n, double lr,
+			    float scale)
+{
+	if (t->dp.fuse) /* shared, one node, no clipping (runtime/dp.h) */
+		return rt_optim_step_sum(&t->opt, t->st.params, t->dp.slot, t->dp.locals, sp[0].first,
+					 sp[0].count, lr);
+	return rt_optim_step_spans(&t->opt, t->st.params, t->st.grads, sp, n, lr, scale);
+}
+
+int rt__grad_sync_publish(struct trainer *t, bool clipped)
+{
+	/* split without clipping: the sums after the update are the hand-over */
+	return t->dp.shared && (clipped || !t->dp.split) ? rt_dp_publish(&t->dp, t->err) : 0;
 }
