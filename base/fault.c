@@ -4,6 +4,8 @@
 #include "base/fault.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,10 +45,20 @@ bool dt_fault(enum dt_fault_point p, const char *kind, int rank, unsigned long l
 	return true;
 }
 
+void dt_fault_sleep(enum dt_fault_point p, int rank, unsigned long long ms)
+{
+	static atomic_bool noted[sizeof(var) / sizeof(var[0])];
+
+	if (!atomic_exchange(&noted[p], true))
+		fprintf(stderr, "dtrain: test fault %s: rank %d slow by %llu ms (noted once)\n", var[p],
+			rank, ms);
+	dt_sleep_ms(ms);
+}
+
 void dt_fault_slow(enum dt_fault_point p, int rank)
 {
 	unsigned long long ms;
 
 	if (dt_fault(p, "slow", rank, &ms))
-		dt_sleep_ms(ms);
+		dt_fault_sleep(p, rank, ms);
 }

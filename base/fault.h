@@ -32,8 +32,12 @@ enum dt_fault_point { DT_FAULT_WRITE, DT_FAULT_SNAPSHOT, DT_FAULT_SPLIT, DT_FAUL
  * a rank does not apply); then its N is in *n. */
 bool dt_fault(enum dt_fault_point p, const char *kind, int rank, unsigned long long *n);
 
-/* Sleeps the point's "slow" milliseconds when they apply to rank (as
- * dt_fault). */
+/* Sleeps ms for point p's "slow" fault, and the first time in the process
+ * says so on stderr ("dtrain: test fault DTRAIN_FAULT_SPLIT: rank 1 slow
+ * by 4 ms"), so that a test can check its fault did happen. */
+void dt_fault_sleep(enum dt_fault_point p, int rank, unsigned long long ms);
+/* dt_fault_sleep for the point's "slow" milliseconds when they apply to
+ * rank (as dt_fault). */
 void dt_fault_slow(enum dt_fault_point p, int rank);
 
 #endif

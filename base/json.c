@@ -3,6 +3,9 @@
  */
 #include "base/json.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include <json-c/json.h>
 
 const char *dt_json_kind(struct json_object *v)
@@ -17,4 +20,17 @@ const char *dt_json_kind(struct json_object *v)
 	case json_type_string: return "a string";
 	}
 	return "a value";
+}
+
+void dt_json_line(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!f)
+		return;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fputc('\n', f);
+	fflush(f);
 }

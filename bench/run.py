@@ -345,7 +345,7 @@ def main():
     # is the median of the ratios. The rounds' medians (the rows below it)
     # compare a run with peaks measured minutes apart: sgemm on these
     # shapes measured 87 to 123 GFLOP/s from one run of the bench to the
-    # next (session 9), and 70 to 113 a few seconds apart (session 10).
+    # next, and 70 to 113 a few seconds apart (bench/README.md).
     def triplets(n, th, fl):
         shapes = mlp_shapes(MODELS["large"])
         out = []

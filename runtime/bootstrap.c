@@ -572,10 +572,9 @@ bool rt_mpi_yields(void)
  * Open MPI 4.1 (Debian 12's) can crash a rank still inside MPI_Init when a
  * faster rank, already out of it, sends it a message over TCP: the
  * message's handler is not yet registered (a call through NULL in
- * mca_btl_tcp, seen here twice in about 500 starts of 2 x 2 ranks under
- * srun in session 7, and once in 454 in session 8 with a fence that held
- * each node only; open-mpi/ompi#13559 is the same race in a later
- * version). So no rank sends anything until every rank has returned from
+ * mca_btl_tcp: seen here in about 1 of 250 starts of 2 x 2 ranks under
+ * srun, also with a fence that held each node only; open-mpi/ompi#13559 is
+ * the same race in a later version). So no rank sends anything until every rank has returned from
  * MPI_Init. */
 static int fence_after_mpi_init(const struct rt_proc *p, struct dt_err *err)
 {

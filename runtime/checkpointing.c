@@ -8,6 +8,7 @@
 #include "runtime/checkpointing.h"
 
 #include "base/fault.h"
+#include "base/json.h"
 #include "runtime/preempt.h"
 
 #include <errno.h>
@@ -73,20 +74,6 @@ static void say(const struct rt_ckpt *c, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stdout);
 	fflush(stdout);
-}
-
-static void metric(const struct rt_ckpt *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void metric(const struct rt_ckpt *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!c->metrics)
-		return;
-	va_start(ap, fmt);
-	vfprintf(c->metrics, fmt, ap);
-	va_end(ap);
-	fputc('\n', c->metrics);
-	fflush(c->metrics);
 }
 
 /* The optimizer's states as the checkpoint names them (PyTorch's names). */
@@ -557,7 +544,7 @@ int rt_ckpt_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, int64_t *st
 		 m->meta.pipeline == ours->pipeline)
 		say(c, "note: the job spec differs from the checkpoint's (spec hash %s, was %s)",
 		    c->spec_hash, m->meta.spec_hash);
-	metric(c, "{\"event\":\"resume\",\"step\":%lld,\"path\":\"%s\",\"load_s\":%.3f,"
+	dt_json_line(c->metrics, "{\"event\":\"resume\",\"step\":%lld,\"path\":\"%s\",\"load_s\":%.3f,"
 		  "\"data\":%d,\"pipeline\":%d,\"from_data\":%d,\"from_pipeline\":%d%s%s}",
 	       (long long)m->meta.step, path, now_s() - t0, ours->data, ours->pipeline,
 	       m->meta.data, m->meta.pipeline, job_start ? ",\"job_start\":" : "",
@@ -716,7 +703,7 @@ static int report(struct rt_ckpt *c)
 	       "%.3f s, committed %.2f s after the snapshot", final, (double)c->bytes / 1048576.0,
 	    c->max_write_s, c->max_write_s > 0 ? (double)c->bytes / c->max_write_s / 1e6 : 0,
 	    c->max_stall_s, c->t_done - c->t_start);
-	metric(c, "{\"event\":\"checkpoint\",\"step\":%lld,\"path\":\"%s\",\"bytes\":%llu,"
+	dt_json_line(c->metrics, "{\"event\":\"checkpoint\",\"step\":%lld,\"path\":\"%s\",\"bytes\":%llu,"
 		  "\"write_s\":%.6f,\"stall_s\":%.6f,\"commit_s\":%.6f,\"total_s\":%.6f,\"async\":%s}",
 	       (long long)c->meta->step, final, (unsigned long long)c->bytes, c->max_write_s,
 	       c->max_stall_s, c->commit_s, c->t_done - c->t_start, c->async ? "true" : "false");

@@ -6,6 +6,8 @@
  */
 #include "runtime/trainer.h"
 
+#include "base/json.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,19 +29,6 @@ void rt__open_metrics(struct trainer *t)
 	t->metrics = fopen(path, "a"); /* a requeued job appends */
 	if (!t->metrics)
 		fprintf(stderr, "dtrain-run: warning: cannot write %s: %s\n", path, strerror(errno));
-}
-
-void rt__metric(struct trainer *t, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!t->metrics)
-		return;
-	va_start(ap, fmt);
-	vfprintf(t->metrics, fmt, ap);
-	va_end(ap);
-	fputc('\n', t->metrics);
-	fflush(t->metrics);
 }
 
 /* --- helpers --- */
@@ -121,7 +110,7 @@ void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int6
 			printf("dtrain-run: the checkpoint is at the end of training: nothing left to do\n");
 		fflush(stdout);
 	}
-	rt__metric(t, "{\"event\":\"start\",\"total_steps\":%lld,\"steps_per_epoch\":%lld,\"epochs\":%ld,"
+	dt_json_line(t->metrics, "{\"event\":\"start\",\"total_steps\":%lld,\"steps_per_epoch\":%lld,\"epochs\":%ld,"
 		      "\"step\":%lld,\"grad_sync\":\"%s\",\"replicas_per_node\":%d,\"threads\":\"%s\"}",
 		   (long long)total,
 		   (long long)per_epoch, s->train.epochs, (long long)step,
@@ -141,7 +130,7 @@ static void log_first_step(struct trainer *t, struct rt_progress *pg, int64_t st
 		fflush(stdout);
 	}
 	clock_gettime(CLOCK_REALTIME, &wall);
-	rt__metric(t, "{\"event\":\"first_step\",\"step\":%lld,\"resumed\":%s,"
+	dt_json_line(t->metrics, "{\"event\":\"first_step\",\"step\":%lld,\"resumed\":%s,"
 		      "\"since_job_start_s\":%.3f,\"since_process_start_s\":%.3f,"
 		      "\"unix_time\":%.6f}", (long long)step, t->start_step > 0 ? "true" : "false",
 		   since, now_s() - t->t_proc, (double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec);
@@ -175,7 +164,7 @@ int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_
 		       s->train.epochs, loss, lr, norm, rate, eta_s);
 		fflush(stdout);
 	}
-	rt__metric(t, "{\"event\":\"step\",\"step\":%lld,\"total_steps\":%lld,\"epoch\":%lld,"
+	dt_json_line(t->metrics, "{\"event\":\"step\",\"step\":%lld,\"total_steps\":%lld,\"epoch\":%lld,"
 		      "\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"samples_per_s\":%.1f,"
 		      "\"eta_s\":%.0f,\"steps\":%lld,\"time\":{\"step_s\":%.6g,\"compute_s\":%.6g,"
 		      "\"pipe_wait_s\":%.6g,\"grad_wait_s\":%.6g,\"data_s\":%.6g,\"optim_s\":%.6g}}",
@@ -196,7 +185,7 @@ void rt__log_eval(struct trainer *t, int64_t step, int64_t epoch, double loss, d
 		       (long long)epoch + 1, t->s->train.epochs, loss, acc);
 		fflush(stdout);
 	}
-	rt__metric(t, "{\"event\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"test_loss\":%.9g,"
+	dt_json_line(t->metrics, "{\"event\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"test_loss\":%.9g,"
 		      "\"test_accuracy\":%.6f}", (long long)step, (long long)epoch + 1, loss, acc);
 }
 
@@ -204,7 +193,7 @@ void rt__log_end(struct trainer *t, const struct rt_progress *pg, int64_t step)
 {
 	double secs = now_s() - pg->t0;
 
-	rt__metric(t, "{\"event\":\"end\",\"step\":%lld,\"seconds\":%.3f}", (long long)step, secs);
+	dt_json_line(t->metrics, "{\"event\":\"end\",\"step\":%lld,\"seconds\":%.3f}", (long long)step, secs);
 	if (t->g->rank == 0 && !pg->quiet) {
 		printf("dtrain-run: done: %lld steps in %.1f s\n", (long long)step, secs);
 		fflush(stdout);

@@ -6,6 +6,8 @@
  */
 #include "runtime/trainer.h"
 
+#include "base/fault.h"
+
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -56,7 +58,7 @@ static int gang_sync(void *ctx)
 	if (me->k == 0) {
 		t->tm.grad += now_s() - t0;
 		if (t->split_slow_ms) /* late past the barrier: the others run ahead */
-			dt_sleep_ms(t->split_slow_ms);
+			dt_fault_sleep(DT_FAULT_SPLIT, t->g->rank, t->split_slow_ms);
 	}
 	return g->mpi_rc;
 }
@@ -69,7 +71,7 @@ static int node_sync(struct trainer *t)
 
 	t->tm.grad += now_s() - t0;
 	if (t->split_slow_ms)
-		dt_sleep_ms(t->split_slow_ms);
+		dt_fault_sleep(DT_FAULT_SPLIT, t->g->rank, t->split_slow_ms);
 	return rc;
 }
 

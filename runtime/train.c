@@ -10,6 +10,7 @@
 #include "runtime/trainer.h"
 
 #include "base/fault.h"
+#include "base/json.h"
 
 #include <errno.h>
 #include <math.h>
@@ -422,7 +423,7 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 			       strsignal(sig), (long long)step);
 			fflush(stdout);
 		}
-		rt__metric(t, "{\"event\":\"stop\",\"step\":%lld,\"signal\":\"%s\"}", (long long)step,
+		dt_json_line(t->metrics, "{\"event\":\"stop\",\"step\":%lld,\"signal\":\"%s\"}", (long long)step,
 		       sigabbrev_np(sig));
 		rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
 		if (rc == -ECANCELED && t->g->rank == 0)

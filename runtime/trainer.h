@@ -204,8 +204,6 @@ int rt__split_schedule(struct trainer *t, const struct mb *mbs, int64_t batch_ro
 /* Opens <run_dir>/metrics.jsonl on rank 0 for appending (a warning when it
  * cannot: training goes on without it). */
 void rt__open_metrics(struct trainer *t);
-/* One JSON line of metrics (rank 0; nothing elsewhere), flushed. */
-void rt__metric(struct trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The run's first lines and the start event; starts pg's clocks. */
 void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int64_t total,
 		   int64_t per_epoch);

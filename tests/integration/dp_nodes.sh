@@ -46,7 +46,7 @@ must_contain "$T/sh.log" "gradients: the 2 replicas of a stage on each node shar
 must_contain "$T/ar.log" "gradients: allreduce between the 4 replicas"
 final=step-00000060
 for way in auto sh; do
-	for obj in /layers /optimizer; do
+	for obj in /model /optimizer; do
 		h5diff --delta=1e-5 "$T/ar/checkpoints/$final/model.h5" "$T/$way/checkpoints/$final/model.h5" "$obj" "$obj" \
 			>"$T/diff.out" 2>&1 || { head -n 30 "$T/diff.out"; fail "$way and allreduce differ in $obj by more than 1e-5"; }
 	done
@@ -57,7 +57,7 @@ mkdir -p "$T/from"
 cp -r "$T/auto/checkpoints/step-00000030" "$T/from/"
 job again --set checkpoint.resume="$T/from"
 must_contain "$T/again.log" "resuming from $T/from/step-00000030"
-for obj in /layers /optimizer; do
+for obj in /model /optimizer; do
 	h5diff "$T/auto/checkpoints/$final/model.h5" "$T/again/checkpoints/$final/model.h5" "$obj" "$obj" \
 		>"$T/diff.out" 2>&1 || { head -n 30 "$T/diff.out"; fail "the resumed job's $obj differs from the uninterrupted one's"; }
 done

@@ -139,9 +139,11 @@ pass "grad_sync shared and allreduce: bitwise equal on 2 replicas, without and w
 # has not written or read yet; with and without clipping (the update
 # before or after the step's sums), 2 micro-batches
 DTRAIN_FAULT_SPLIT=slow@4:1 run d2slow 2 1 1 1f1b
+must_contain "$T/d2slow.out" "dtrain: test fault DTRAIN_FAULT_SPLIT: rank 1 slow by 4 ms"
 same_bits d2slow d2
 run s2xm 2 1 2 gpipe --set train.grad_clip=0
 DTRAIN_FAULT_SPLIT=slow@4:0 run s2xmslow 2 1 2 gpipe --set train.grad_clip=0
+must_contain "$T/s2xmslow.out" "dtrain: test fault DTRAIN_FAULT_SPLIT: rank 0 slow by 4 ms"
 same_bits s2xmslow s2xm
 pass "grad_sync split with one replica late after every barrier: bitwise the same run on time"
 pass "grad_sync split (auto on pipeline 1): allreduce's parameters to float32 rounding, with and without clipping, 2 and 3 replicas, 2 micro-batches"
@@ -189,7 +191,9 @@ close_params d2t2 d2
 # one thread is late after every barrier (DTRAIN_FAULT_SPLIT: rank 0's
 # first thread; its other threads, and the other rank, run ahead)
 DTRAIN_FAULT_SPLIT=slow@2:0 BIND=none run t2slow 1 1 1 1f1b --set resources.cpus_per_task=2
+must_contain "$T/t2slow.out" "dtrain: test fault DTRAIN_FAULT_SPLIT: rank 0 slow by 2 ms"
 same_bits t2slow t2
 DTRAIN_FAULT_SPLIT=slow@2:1 BIND=none run d2t2slow 2 1 1 1f1b --set resources.cpus_per_task=2 --set parallel.threads=split
+must_contain "$T/d2t2slow.out" "dtrain: test fault DTRAIN_FAULT_SPLIT: rank 1 slow by 2 ms"
 same_bits d2t2slow d2t2
 pass "threads split (1 and 2 replicas, 2 and 3 threads, 2 micro-batches): the 1-thread run's parameters to float32 rounding; a late thread changes no bit"

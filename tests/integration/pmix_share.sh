@@ -32,6 +32,8 @@ pass "data 2 x pipeline 2 under mpirun: every rank got its roots' blobs over PMI
 # PMIx fence after it): rank 3 made 1.5 s late there, the others wait for it.
 expect_rc 0 timeout 120 env DTRAIN_FAULT_MPI_INIT=slow@1500:3 $MPI 4 "$SHARE" 2 2
 check_ranks 4 pmix
+must_contain "$T/err" "dtrain: test fault DTRAIN_FAULT_MPI_INIT: rank 3 slow by 1500 ms"
+[ "$(grep -c 'test fault' "$T/err")" -eq 1 ] || { cat "$T/err"; fail "the fault should make rank 3 alone late"; }
 [ "$(grep -c 'rt_mpi_init returned at' "$T/err")" -eq 4 ] || { cat "$T/err"; fail "expected 4 'rt_mpi_init returned' lines"; }
 spread=$(sed -n 's/^rank [0-9]*: rt_mpi_init returned at //p' "$T/err" | sort -g | sed -n '1p;$p' | paste -sd' ' | awk '{ print $2 - $1 }')
 awk -v s="$spread" 'BEGIN { exit !(s < 0.75) }' || { cat "$T/err"; fail "ranks left rt_mpi_init ${spread} s apart; rank 3 was 1.5 s late: the fence after MPI_Init did not hold them"; }

@@ -12,6 +12,7 @@ unset SLURM_JOB_ID SLURM_JOBID
 expect_rc 0 timeout 120 srun --mpi=pmix -p low -t 2 -N 2 --ntasks-per-node=2 -n 4 \
 	--export=ALL,DTRAIN_FAULT_MPI_INIT=slow@1500:3 "$SHARE" 2 2
 [ "$(grep -c ': ok$' "$T/out")" -eq 4 ] || { cat "$T/out" "$T/err"; fail "expected 4 ok lines"; }
+must_contain "$T/err" "dtrain: test fault DTRAIN_FAULT_MPI_INIT: rank 3 slow by 1500 ms"
 must_contain "$T/out" "rank 3 via pmix: world root 0, data group 1 root 2, pipe group 1 root 1: ok"
 [ "$(grep -c 'rt_mpi_init returned at' "$T/err")" -eq 4 ] || { cat "$T/err"; fail "expected 4 'rt_mpi_init returned' lines"; }
 spread=$(sed -n 's/^rank [0-9]*: rt_mpi_init returned at //p' "$T/err" | sort -g | sed -n '1p;$p' | paste -sd' ' | awk '{ print $2 - $1 }')
