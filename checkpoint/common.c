@@ -167,43 +167,6 @@ void ckpt__tensor_dims(const struct ckpt_tensor *t, hsize_t dims[CKPT_MAX_DIMS])
 
 /* --- HDF5 settings --- */
 
-hid_t ckpt__fapl(void)
-{
-	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-
-	if (fapl < 0)
-		return -1;
-	if (H5Pset_file_locking(fapl, 0, 1) < 0 ||
-	    H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) < 0) {
-		H5Pclose(fapl);
-		return -1;
-	}
-	return fapl;
-}
-
-static herr_t why_walk(unsigned n, const H5E_error2_t *e, void *arg)
-{
-	if (n == 0 && e->desc && e->desc[0])
-		snprintf(arg, CKPT__WHY_MAX, "%s", e->desc);
-	return 0;
-}
-
-const char *ckpt__h5_why(char buf[CKPT__WHY_MAX])
-{
-	buf[0] = '\0';
-	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_walk, buf);
-	if (!buf[0])
-		snprintf(buf, CKPT__WHY_MAX, "HDF5 error");
-	return buf;
-}
-
-void ckpt__h5_close(hid_t *id, herr_t (*close_fn)(hid_t))
-{
-	if (*id > 0)
-		close_fn(*id);
-	*id = H5I_INVALID_HID;
-}
-
 void ckpt__h5_quiet(void)
 {
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);

@@ -32,7 +32,7 @@ static int put_tensor(hid_t file, hid_t lcpl, hid_t dcpl, const struct ckpt_meta
 		      const char *tmp, struct dt_err *err)
 {
 	hid_t space = H5I_INVALID_HID, set = H5I_INVALID_HID;
-	char name[CKPT_NAME_MAX + 64], why[CKPT__WHY_MAX];
+	char name[CKPT_NAME_MAX + 64], why[DT_H5_WHY_MAX];
 	hsize_t dims[CKPT_MAX_DIMS];
 	int rc = 0;
 
@@ -43,10 +43,10 @@ static int put_tensor(hid_t file, hid_t lcpl, hid_t dcpl, const struct ckpt_meta
 	    (set = H5Dcreate2(file, name, H5T_IEEE_F32LE, space, lcpl, dcpl, H5P_DEFAULT)) < 0 ||
 	    H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, src) < 0) {
 		rc = -EIO;
-		dt_err_add(err, "%s: cannot write %s: %s", tmp, name, ckpt__h5_why(why));
+		dt_err_add(err, "%s: cannot write %s: %s", tmp, name, dt_h5_why(why));
 	}
-	ckpt__h5_close(&set, H5Dclose);
-	ckpt__h5_close(&space, H5Sclose);
+	dt_h5_close(&set, H5Dclose);
+	dt_h5_close(&space, H5Sclose);
 	return rc;
 }
 
@@ -88,8 +88,8 @@ static int copy_tensors(struct ckpt_reader *r, hid_t file, const struct ckpt_met
 					s ? m->meta.states[s - 1] : NULL, bufs[s], tmp, err);
 	}
 out:
-	ckpt__h5_close(&dcpl, H5Pclose);
-	ckpt__h5_close(&lcpl, H5Pclose);
+	dt_h5_close(&dcpl, H5Pclose);
+	dt_h5_close(&lcpl, H5Pclose);
 	for (s = 0; s <= CKPT_MAX_STATES; s++)
 		free(bufs[s]);
 	return rc;
@@ -100,7 +100,7 @@ int ckpt_export(const char *ckpt, const char *out, struct dt_err *err)
 	struct ckpt_reader r = { .open_stage = -1, .file = H5I_INVALID_HID };
 	struct ckpt_meta *out_meta = NULL;
 	hid_t fapl = H5I_INVALID_HID, file = H5I_INVALID_HID;
-	char tmp[4200], why[CKPT__WHY_MAX];
+	char tmp[4200], why[DT_H5_WHY_MAX];
 	bool created = false;
 	int rc;
 
@@ -113,17 +113,17 @@ int ckpt_export(const char *ckpt, const char *out, struct dt_err *err)
 	if (rc)
 		goto out;
 	ckpt__h5_quiet();
-	fapl = ckpt__fapl();
+	fapl = dt_h5_fapl(DT_H5_V110);
 	if (fapl < 0) {
 		rc = -EIO;
-		dt_err_add(err, "%s: HDF5 cannot set up file access: %s", out, ckpt__h5_why(why));
+		dt_err_add(err, "%s: HDF5 cannot set up file access: %s", out, dt_h5_why(why));
 		goto out;
 	}
 	created = true; /* a failed create may still leave the file */
 	file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
 	if (file < 0) {
 		rc = -EIO;
-		dt_err_add(err, "%s: cannot create: %s", tmp, ckpt__h5_why(why));
+		dt_err_add(err, "%s: cannot create: %s", tmp, dt_h5_why(why));
 		goto out;
 	}
 	out_meta = malloc(sizeof(*out_meta));
@@ -143,7 +143,7 @@ int ckpt_export(const char *ckpt, const char *out, struct dt_err *err)
 	rc = H5Fclose(file) < 0 ? -EIO : 0;
 	file = H5I_INVALID_HID;
 	if (rc) {
-		dt_err_add(err, "%s: closing failed: %s", tmp, ckpt__h5_why(why));
+		dt_err_add(err, "%s: closing failed: %s", tmp, dt_h5_why(why));
 		goto out;
 	}
 	rc = dt_fsync_path(tmp, false);
@@ -162,8 +162,8 @@ int ckpt_export(const char *ckpt, const char *out, struct dt_err *err)
 		dt_err_add(err, "%s: fsync of its directory failed: %s", out, strerror(-rc));
 out:
 	free(out_meta);
-	ckpt__h5_close(&file, H5Fclose);
-	ckpt__h5_close(&fapl, H5Pclose);
+	dt_h5_close(&file, H5Fclose);
+	dt_h5_close(&fapl, H5Pclose);
 	ckpt_reader_close(&r);
 	if (created)
 		unlink(tmp);

@@ -12,6 +12,7 @@
 
 #include <hdf5.h>
 
+#include "base/h5.h"
 #include "checkpoint/ckpt.h"
 
 #define CKPT_LATEST "latest"
@@ -31,11 +32,6 @@ void ckpt__tensor_dims(const struct ckpt_tensor *t, hsize_t dims[CKPT_MAX_DIMS])
 int ckpt__check_meta(const struct ckpt_meta *meta, const struct ckpt_tensor *tensors, int n,
 		     const char *path, const char *doing, struct dt_err *err);
 
-/* File access list for every file we open or create: file locking off
- * (checkpoints live on file systems without locks, FIELD-NOTES), 1.10
- * format. Caller closes with H5Pclose; -1 on failure. */
-hid_t ckpt__fapl(void);
-
 /* The meta as attributes of loc (a file's root group). */
 int ckpt__write_meta_attrs(hid_t loc, const struct ckpt_meta *meta, const char *path,
 			   struct dt_err *err);
@@ -48,13 +44,6 @@ int ckpt__manifest_emit(const struct ckpt_meta *meta, const struct ckpt_tensor *
 /* Parses and checks MANIFEST.json text; path names it in messages. */
 int ckpt__manifest_parse(const char *text, const char *path, struct ckpt_manifest *m,
 			 struct dt_err *err);
-
-/* HDF5's innermost message for the call that just failed, in buf (also
- * returned); "HDF5 error" when the stack says nothing. */
-#define CKPT__WHY_MAX 256
-const char *ckpt__h5_why(char buf[CKPT__WHY_MAX]);
-/* close(*id) when *id is a valid id; then *id = H5I_INVALID_HID. */
-void ckpt__h5_close(hid_t *id, herr_t (*close_fn)(hid_t));
 
 /* Silences HDF5's own error stack printing for the calling thread (we
  * report errors ourselves, naming the path). Call before HDF5 work. */

@@ -375,7 +375,7 @@ void ckpt_reader_close(struct ckpt_reader *r)
 {
 	hid_t file = (hid_t)r->file;
 
-	ckpt__h5_close(&file, H5Fclose);
+	dt_h5_close(&file, H5Fclose);
 	free(r->m);
 	r->m = NULL;
 	r->file = H5I_INVALID_HID;
@@ -386,7 +386,7 @@ void ckpt_reader_close(struct ckpt_reader *r)
 static int open_shard(struct ckpt_reader *r, int stage, char *path, size_t size,
 		      struct dt_err *err)
 {
-	char name[64], why[CKPT__WHY_MAX];
+	char name[64], why[DT_H5_WHY_MAX];
 	hid_t fapl = H5I_INVALID_HID, file = (hid_t)r->file;
 	int rc = 0;
 
@@ -394,25 +394,25 @@ static int open_shard(struct ckpt_reader *r, int stage, char *path, size_t size,
 	snprintf(path, size, "%s/%s", r->path, name);
 	if (r->open_stage == stage && file > 0)
 		return 0;
-	ckpt__h5_close(&file, H5Fclose);
+	dt_h5_close(&file, H5Fclose);
 	r->file = H5I_INVALID_HID;
 	r->open_stage = -1;
 	ckpt__h5_quiet();
-	fapl = ckpt__fapl();
+	fapl = dt_h5_fapl(DT_H5_V110);
 	if (fapl < 0) {
-		rc = dt_err_add(err, "%s: HDF5 cannot set up file access: %s", path, ckpt__h5_why(why));
+		rc = dt_err_add(err, "%s: HDF5 cannot set up file access: %s", path, dt_h5_why(why));
 		goto out;
 	}
 	file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
 	if (file < 0) {
 		rc = -EIO;
-		dt_err_add(err, "%s: cannot open as HDF5: %s", path, ckpt__h5_why(why));
+		dt_err_add(err, "%s: cannot open as HDF5: %s", path, dt_h5_why(why));
 		goto out;
 	}
 	r->file = file;
 	r->open_stage = stage;
 out:
-	ckpt__h5_close(&fapl, H5Pclose);
+	dt_h5_close(&fapl, H5Pclose);
 	return rc;
 }
 
@@ -440,7 +440,7 @@ static const char *layout_name(H5D_layout_t layout)
  * Each prefix is checked in order, so H5Lget_info only crosses hard links. */
 static int hard_links_only(hid_t file, const char *path, const char *dname, struct dt_err *err)
 {
-	char prefix[128], why[CKPT__WHY_MAX];
+	char prefix[128], why[DT_H5_WHY_MAX];
 	H5L_info_t info;
 	size_t i, n = strlen(dname);
 
@@ -453,7 +453,7 @@ static int hard_links_only(hid_t file, const char *path, const char *dname, stru
 		prefix[i] = '\0';
 		if (H5Lget_info(file, prefix, &info, H5P_DEFAULT) < 0)
 			return dt_err_add(err, "%s: %s: missing (%s): %s", path, dname, prefix,
-					  ckpt__h5_why(why));
+					  dt_h5_why(why));
 		if (info.type != H5L_TYPE_HARD)
 			return dt_err_add(err, "%s: %s: \"%s\" is %s link: dtrain's shards have none",
 					  path, dname, prefix,
@@ -474,7 +474,7 @@ static int read_tensor(hid_t file, const char *path, const char *dname, int rank
 	hid_t set = H5I_INVALID_HID, type = H5I_INVALID_HID, space = H5I_INVALID_HID;
 	hid_t dcpl = H5I_INVALID_HID;
 	hsize_t got[H5S_MAX_RANK];
-	char why[CKPT__WHY_MAX], have[400], want[80];
+	char why[DT_H5_WHY_MAX], have[400], want[80];
 	H5D_layout_t layout;
 	int ndims, i, rc = 0;
 
@@ -484,7 +484,7 @@ static int read_tensor(hid_t file, const char *path, const char *dname, int rank
 	set = H5Dopen2(file, dname, H5P_DEFAULT);
 	if (set < 0) {
 		rc = dt_err_add(err, "%s: %s: cannot open as a dataset: %s", path, dname,
-				ckpt__h5_why(why));
+				dt_h5_why(why));
 		goto out;
 	}
 	type = H5Dget_type(set);
@@ -527,13 +527,13 @@ static int read_tensor(hid_t file, const char *path, const char *dname, int rank
 	/* the file's extent equals dims, so H5S_ALL reads exactly dst's size */
 	if (H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst) < 0) {
 		rc = -EIO;
-		dt_err_add(err, "%s: %s: cannot read: %s", path, dname, ckpt__h5_why(why));
+		dt_err_add(err, "%s: %s: cannot read: %s", path, dname, dt_h5_why(why));
 	}
 out:
-	ckpt__h5_close(&dcpl, H5Pclose);
-	ckpt__h5_close(&space, H5Sclose);
-	ckpt__h5_close(&type, H5Tclose);
-	ckpt__h5_close(&set, H5Dclose);
+	dt_h5_close(&dcpl, H5Pclose);
+	dt_h5_close(&space, H5Sclose);
+	dt_h5_close(&type, H5Tclose);
+	dt_h5_close(&set, H5Dclose);
 	return rc;
 }
 

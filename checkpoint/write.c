@@ -65,15 +65,15 @@ static int attr_put(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int r
 	if (H5Aexists(loc, name) > 0) {
 		if ((attr = H5Aopen(loc, name, H5P_DEFAULT)) < 0 ||
 		    (type = H5Aget_type(attr)) < 0 || (space = H5Aget_space(attr)) < 0) {
-			ckpt__h5_why(why);
+			dt_h5_why(why);
 			rc = -EIO;
 		} else if (H5Tequal(type, ftype) <= 0 ||
 			   H5Sget_simple_extent_ndims(space) != rank ||
 			   H5Sget_simple_extent_npoints(space) != (rank == 0 ? 1 : (hssize_t)n)) {
-			snprintf(why, CKPT__WHY_MAX, "one of another type or shape is there");
+			snprintf(why, DT_H5_WHY_MAX, "one of another type or shape is there");
 			rc = -EIO;
 		} else if (H5Awrite(attr, mtype, v) < 0) {
-			ckpt__h5_why(why);
+			dt_h5_why(why);
 			rc = -EIO;
 		}
 		goto out;
@@ -82,13 +82,13 @@ static int attr_put(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int r
 	if (space < 0 ||
 	    (attr = H5Acreate2(loc, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT)) < 0 ||
 	    H5Awrite(attr, mtype, v) < 0) {
-		ckpt__h5_why(why);
+		dt_h5_why(why);
 		rc = -EIO;
 	}
 out:
-	ckpt__h5_close(&type, H5Tclose);
-	ckpt__h5_close(&attr, H5Aclose);
-	ckpt__h5_close(&space, H5Sclose);
+	dt_h5_close(&type, H5Tclose);
+	dt_h5_close(&attr, H5Aclose);
+	dt_h5_close(&space, H5Sclose);
 	return rc;
 }
 
@@ -101,12 +101,12 @@ static int attr_put_str(hid_t loc, const char *name, const char *v, char *why)
 
 	if (type < 0 || H5Tset_size(type, strlen(v) + 1) < 0 ||
 	    H5Tset_strpad(type, H5T_STR_NULLTERM) < 0) {
-		ckpt__h5_why(why);
+		dt_h5_why(why);
 		rc = -EIO;
 	} else {
 		rc = attr_put(loc, name, type, type, 0, 0, v, why);
 	}
-	ckpt__h5_close(&type, H5Tclose);
+	dt_h5_close(&type, H5Tclose);
 	return rc;
 }
 
@@ -130,12 +130,12 @@ static int attr_u64(hid_t loc, const char *name, uint64_t v, char *why)
  * file creation list, every other group is made by make_parents(). */
 static hid_t create_file(const char *path)
 {
-	hid_t fcpl = H5Pcreate(H5P_FILE_CREATE), fapl = ckpt__fapl(), file = H5I_INVALID_HID;
+	hid_t fcpl = H5Pcreate(H5P_FILE_CREATE), fapl = dt_h5_fapl(DT_H5_V110), file = H5I_INVALID_HID;
 
 	if (fcpl >= 0 && fapl >= 0 && H5Pset_obj_track_times(fcpl, 0) >= 0)
 		file = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
-	ckpt__h5_close(&fapl, H5Pclose);
-	ckpt__h5_close(&fcpl, H5Pclose);
+	dt_h5_close(&fapl, H5Pclose);
+	dt_h5_close(&fcpl, H5Pclose);
 	return file;
 }
 
@@ -177,7 +177,7 @@ int ckpt__write_meta_attrs(hid_t loc, const struct ckpt_meta *meta, const char *
 {
 	struct dt_buf states = { 0 };
 	int32_t stage_first[CKPT_MAX_BLOCKS + 1];
-	char why[CKPT__WHY_MAX] = "";
+	char why[DT_H5_WHY_MAX] = "";
 	const char *failed = NULL;
 	int k, rc = 0;
 
@@ -332,14 +332,14 @@ static int add_tensor(struct ckpt_shard_writer *w, hid_t file, hid_t gcpl, hid_t
 	if (space < 0 || make_parents(file, name, gcpl) ||
 	    (dset = H5Dcreate2(file, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl,
 			       H5P_DEFAULT)) < 0) {
-		snprintf(why, CKPT__WHY_MAX, "cannot create dataset \"%s\": ", name);
-		ckpt__h5_why(why + strlen(why));
+		snprintf(why, DT_H5_WHY_MAX, "cannot create dataset \"%s\": ", name);
+		dt_h5_why(why + strlen(why));
 		rc = -EIO;
 		goto out;
 	}
 	addr = H5Dget_offset(dset);
 	if (addr == HADDR_UNDEF) {
-		snprintf(why, CKPT__WHY_MAX, "dataset \"%s\" has no storage", name);
+		snprintf(why, DT_H5_WHY_MAX, "dataset \"%s\" has no storage", name);
 		rc = -EIO;
 		goto out;
 	}
@@ -348,8 +348,8 @@ static int add_tensor(struct ckpt_shard_writer *w, hid_t file, hid_t gcpl, hid_t
 	w->regions[w->n_regions].src = src;
 	w->n_regions++;
 out:
-	ckpt__h5_close(&dset, H5Dclose);
-	ckpt__h5_close(&space, H5Sclose);
+	dt_h5_close(&dset, H5Dclose);
+	dt_h5_close(&space, H5Sclose);
 	return rc;
 }
 
@@ -359,7 +359,7 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 {
 	hid_t file = H5I_INVALID_HID, root = H5I_INVALID_HID;
 	hid_t gcpl = H5I_INVALID_HID, dcpl = H5I_INVALID_HID;
-	char name[32], why[CKPT__WHY_MAX] = "";
+	char name[32], why[DT_H5_WHY_MAX] = "";
 	struct ckpt_region *regions;
 	int32_t blocks[2];
 	int fd, s, t, n_regions, rc = 0;
@@ -404,7 +404,7 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 	close(fd);
 	if ((file = create_file(w->path)) < 0 ||
 	    (root = H5Gopen2(file, "/", H5P_DEFAULT)) < 0) {
-		dt_err_add(err, "%s: cannot create checkpoint shard: %s", w->path, ckpt__h5_why(why));
+		dt_err_add(err, "%s: cannot create checkpoint shard: %s", w->path, dt_h5_why(why));
 		rc = -EIO;
 		goto out;
 	}
@@ -422,7 +422,7 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 	if (make_plists(&gcpl, &dcpl) || H5Pset_layout(dcpl, H5D_CONTIGUOUS) < 0 ||
 	    H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0 ||
 	    H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0) {
-		dt_err_add(err, "%s: cannot set up datasets: %s", w->path, ckpt__h5_why(why));
+		dt_err_add(err, "%s: cannot set up datasets: %s", w->path, dt_h5_why(why));
 		rc = -EIO;
 		goto out;
 	}
@@ -446,12 +446,12 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 		}
 	}
 out:
-	ckpt__h5_close(&dcpl, H5Pclose);
-	ckpt__h5_close(&gcpl, H5Pclose);
-	ckpt__h5_close(&root, H5Gclose);
+	dt_h5_close(&dcpl, H5Pclose);
+	dt_h5_close(&gcpl, H5Pclose);
+	dt_h5_close(&root, H5Gclose);
 	/* closing writes the metadata: its failure (a full disk) is the shard's */
 	if (file >= 0 && H5Fclose(file) < 0 && !rc) {
-		dt_err_add(err, "%s: cannot write checkpoint shard: %s", w->path, ckpt__h5_why(why));
+		dt_err_add(err, "%s: cannot write checkpoint shard: %s", w->path, dt_h5_why(why));
 		rc = -EIO;
 	}
 	if (rc) {
@@ -644,13 +644,13 @@ static int add_virtual(hid_t file, hid_t gcpl, const struct ckpt_meta *meta,
 	    make_parents(file, name, gcpl) ||
 	    (dset = H5Dcreate2(file, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl,
 			       H5P_DEFAULT)) < 0) {
-		snprintf(why, CKPT__WHY_MAX, "cannot create virtual dataset \"%s\": ", name);
-		ckpt__h5_why(why + strlen(why));
+		snprintf(why, DT_H5_WHY_MAX, "cannot create virtual dataset \"%s\": ", name);
+		dt_h5_why(why + strlen(why));
 		rc = -EIO;
 	}
-	ckpt__h5_close(&dset, H5Dclose);
-	ckpt__h5_close(&dcpl, H5Pclose);
-	ckpt__h5_close(&space, H5Sclose);
+	dt_h5_close(&dset, H5Dclose);
+	dt_h5_close(&dcpl, H5Pclose);
+	dt_h5_close(&space, H5Sclose);
 	return rc;
 }
 
@@ -659,7 +659,7 @@ int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta,
 {
 	hid_t file = H5I_INVALID_HID, root = H5I_INVALID_HID;
 	hid_t gcpl = H5I_INVALID_HID, dcpl = H5I_INVALID_HID;
-	char path[4096], why[CKPT__WHY_MAX] = "";
+	char path[4096], why[DT_H5_WHY_MAX] = "";
 	int fd, s, t, rc = 0;
 
 	ckpt__h5_quiet();
@@ -678,7 +678,7 @@ int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta,
 	if ((file = create_file(path)) < 0 ||
 	    (root = H5Gopen2(file, "/", H5P_DEFAULT)) < 0) {
 		dt_err_add(err, "%s: cannot create checkpoint root file: %s", path,
-				ckpt__h5_why(why));
+				dt_h5_why(why));
 		rc = -EIO;
 		goto out;
 	}
@@ -686,7 +686,7 @@ int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta,
 	if (rc)
 		goto out;
 	if (make_plists(&gcpl, &dcpl)) {
-		dt_err_add(err, "%s: cannot set up datasets: %s", path, ckpt__h5_why(why));
+		dt_err_add(err, "%s: cannot set up datasets: %s", path, dt_h5_why(why));
 		rc = -EIO;
 		goto out;
 	}
@@ -701,11 +701,11 @@ int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta,
 		}
 	}
 out:
-	ckpt__h5_close(&dcpl, H5Pclose);
-	ckpt__h5_close(&gcpl, H5Pclose);
-	ckpt__h5_close(&root, H5Gclose);
+	dt_h5_close(&dcpl, H5Pclose);
+	dt_h5_close(&gcpl, H5Pclose);
+	dt_h5_close(&root, H5Gclose);
 	if (file >= 0 && H5Fclose(file) < 0 && !rc) {
-		dt_err_add(err, "%s: cannot write checkpoint root file: %s", path, ckpt__h5_why(why));
+		dt_err_add(err, "%s: cannot write checkpoint root file: %s", path, dt_h5_why(why));
 		rc = -EIO;
 	}
 	return rc;
@@ -754,7 +754,7 @@ static int root_from_cache(const struct ckpt_root_cache *cache, const char *path
 			   const struct ckpt_meta *meta, struct dt_err *err)
 {
 	hid_t file = H5I_INVALID_HID, root = H5I_INVALID_HID, fapl = H5I_INVALID_HID;
-	char why[CKPT__WHY_MAX] = "";
+	char why[DT_H5_WHY_MAX] = "";
 	int fd, rc;
 
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -765,19 +765,19 @@ static int root_from_cache(const struct ckpt_root_cache *cache, const char *path
 		rc = -errno;
 	if (rc)
 		return dt_err_add(err, "%s: cannot write: %s", path, strerror(-rc)), rc;
-	if ((fapl = ckpt__fapl()) < 0 || (file = H5Fopen(path, H5F_ACC_RDWR, fapl)) < 0 ||
+	if ((fapl = dt_h5_fapl(DT_H5_V110)) < 0 || (file = H5Fopen(path, H5F_ACC_RDWR, fapl)) < 0 ||
 	    (root = H5Gopen2(file, "/", H5P_DEFAULT)) < 0) {
-		dt_err_add(err, "%s: cannot open: %s", path, ckpt__h5_why(why));
+		dt_err_add(err, "%s: cannot open: %s", path, dt_h5_why(why));
 		rc = -EIO;
 	}
 	if (!rc)
 		rc = ckpt__write_meta_attrs(root, meta, path, err);
-	ckpt__h5_close(&root, H5Gclose);
+	dt_h5_close(&root, H5Gclose);
 	if (file >= 0 && H5Fclose(file) < 0 && !rc) {
-		dt_err_add(err, "%s: cannot write: %s", path, ckpt__h5_why(why));
+		dt_err_add(err, "%s: cannot write: %s", path, dt_h5_why(why));
 		rc = -EIO;
 	}
-	ckpt__h5_close(&fapl, H5Pclose);
+	dt_h5_close(&fapl, H5Pclose);
 	return rc;
 }
 

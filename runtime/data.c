@@ -25,78 +25,15 @@
 #include <hdf5.h>
 #include <zlib.h>
 
+#include "base/h5.h"
 #include "runtime/rng.h"
 
 _Static_assert(sizeof(hid_t) == sizeof(int64_t), "data.h keeps hid_t in int64_t fields");
 
 #define MAX_STR_ATTR 65536          /* longest fixed-length string attribute we read */
 #define BLOCK_BYTES (8u << 20)      /* features per block when scanning the whole set */
-#define WHY_MAX 256
 
-/* --- HDF5 helpers --- */
-
-/* Saved automatic error printing, restored when the public call returns. */
-struct h5_quiet {
-	H5E_auto2_t fn;
-	void *arg;
-};
-
-static void quiet_on(struct h5_quiet *q)
-{
-	q->fn = NULL;
-	q->arg = NULL;
-	H5Eget_auto2(H5E_DEFAULT, &q->fn, &q->arg);
-	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-}
-
-static void quiet_off(const struct h5_quiet *q)
-{
-	H5Eset_auto2(H5E_DEFAULT, q->fn, q->arg);
-}
-
-static herr_t why_walk(unsigned n, const H5E_error2_t *e, void *arg)
-{
-	if (n == 0 && e->desc && e->desc[0])
-		snprintf(arg, WHY_MAX, "%s", e->desc);
-	return 0;
-}
-
-/* HDF5's innermost message for the call that just failed. */
-static const char *h5_why(char *buf)
-{
-	buf[0] = '\0';
-	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_walk, buf);
-	if (!buf[0])
-		snprintf(buf, WHY_MAX, "HDF5 error");
-	return buf;
-}
-
-static void h5_close(hid_t *id, herr_t (*close)(hid_t))
-{
-	if (*id > 0)
-		close(*id);
-	*id = H5I_INVALID_HID;
-}
-
-/* File access for every file of this module: no locks (data.h says why),
- * and H5Fclose closes the file even if an object were still open. */
-static hid_t make_fapl(void)
-{
-	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-
-	if (fapl < 0)
-		return fapl;
-	if (H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0)
-		goto fail;
-#if H5_VERSION_GE(1, 10, 7)
-	if (H5Pset_file_locking(fapl, 0, 1) < 0)
-		goto fail;
-#endif
-	return fapl;
-fail:
-	H5Pclose(fapl);
-	return H5I_INVALID_HID;
-}
+/* --- HDF5 helpers (the shared ones: base/h5.h) --- */
 
 static const char *class_name(H5T_class_t c)
 {
@@ -138,7 +75,7 @@ static int attr_open(hid_t obj, const char *oname, const char *name, const char 
 {
 	hid_t space = H5I_INVALID_HID;
 	hssize_t points;
-	char why[WHY_MAX];
+	char why[DT_H5_WHY_MAX];
 	int rc = 0;
 
 	*attr = *type = H5I_INVALID_HID;
@@ -147,7 +84,7 @@ static int attr_open(hid_t obj, const char *oname, const char *name, const char 
 	*attr = H5Aopen(obj, name, H5P_DEFAULT);
 	if (*attr < 0) {
 		rc = dt_err_add(err, "%s: %s: cannot open attribute \"%s\": %s", path, oname, name,
-				h5_why(why));
+				dt_h5_why(why));
 		goto out;
 	}
 	space = H5Aget_space(*attr);
@@ -160,12 +97,12 @@ static int attr_open(hid_t obj, const char *oname, const char *name, const char 
 	*type = H5Aget_type(*attr);
 	if (*type < 0)
 		rc = dt_err_add(err, "%s: %s: attribute \"%s\": cannot read its type: %s", path,
-				oname, name, h5_why(why));
+				oname, name, dt_h5_why(why));
 out:
-	h5_close(&space, H5Sclose);
+	dt_h5_close(&space, H5Sclose);
 	if (rc) {
-		h5_close(type, H5Tclose);
-		h5_close(attr, H5Aclose);
+		dt_h5_close(type, H5Tclose);
+		dt_h5_close(attr, H5Aclose);
 	}
 	return rc;
 }
@@ -174,7 +111,7 @@ static int attr_get_int(hid_t obj, const char *oname, const char *name, const ch
 			int64_t *v, struct dt_err *err)
 {
 	hid_t attr, type;
-	char why[WHY_MAX];
+	char why[DT_H5_WHY_MAX];
 	int rc = attr_open(obj, oname, name, path, &attr, &type, err);
 
 	if (rc)
@@ -184,7 +121,7 @@ static int attr_get_int(hid_t obj, const char *oname, const char *name, const ch
 				oname, name, class_name(H5Tget_class(type)));
 	else if (H5Aread(attr, H5T_NATIVE_INT64, v) < 0)
 		rc = dt_err_add(err, "%s: %s: cannot read attribute \"%s\": %s", path, oname, name,
-				h5_why(why));
+				dt_h5_why(why));
 	H5Tclose(type);
 	H5Aclose(attr);
 	return rc;
@@ -195,7 +132,7 @@ static int attr_get_num(hid_t obj, const char *oname, const char *name, const ch
 {
 	hid_t attr, type;
 	H5T_class_t c;
-	char why[WHY_MAX];
+	char why[DT_H5_WHY_MAX];
 	int rc = attr_open(obj, oname, name, path, &attr, &type, err);
 
 	if (rc)
@@ -206,7 +143,7 @@ static int attr_get_num(hid_t obj, const char *oname, const char *name, const ch
 				oname, name, class_name(c));
 	else if (H5Aread(attr, H5T_NATIVE_DOUBLE, v) < 0)
 		rc = dt_err_add(err, "%s: %s: cannot read attribute \"%s\": %s", path, oname, name,
-				h5_why(why));
+				dt_h5_why(why));
 	else if (!isfinite(*v))
 		rc = dt_err_add(err, "%s: %s: attribute \"%s\" must be finite (got %g)", path, oname,
 				name, *v);
@@ -221,7 +158,7 @@ static int attr_get_str(hid_t obj, const char *oname, const char *name, const ch
 			char **out, struct dt_err *err)
 {
 	hid_t attr, type, mem = H5I_INVALID_HID;
-	char why[WHY_MAX];
+	char why[DT_H5_WHY_MAX];
 	char *vs = NULL;
 	size_t size;
 	int rc = attr_open(obj, oname, name, path, &attr, &type, err);
@@ -265,9 +202,9 @@ static int attr_get_str(hid_t obj, const char *oname, const char *name, const ch
 	goto out;
 h5fail:
 	rc = dt_err_add(err, "%s: %s: cannot read attribute \"%s\": %s", path, oname, name,
-			h5_why(why));
+			dt_h5_why(why));
 out:
-	h5_close(&mem, H5Tclose);
+	dt_h5_close(&mem, H5Tclose);
 	H5Tclose(type);
 	H5Aclose(attr);
 	return rc;
@@ -283,11 +220,11 @@ static int attr_put(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const
 
 	if (space < 0 || (attr = H5Acreate2(obj, name, ftype, space, H5P_DEFAULT,
 					    H5P_DEFAULT)) < 0 || H5Awrite(attr, mtype, v) < 0) {
-		h5_why(why);
+		dt_h5_why(why);
 		rc = -EIO;
 	}
-	h5_close(&attr, H5Aclose);
-	h5_close(&space, H5Sclose);
+	dt_h5_close(&attr, H5Aclose);
+	dt_h5_close(&space, H5Sclose);
 	return rc;
 }
 
@@ -299,12 +236,12 @@ static int attr_put_str(hid_t obj, const char *name, const char *v, char *why)
 
 	if (type < 0 || H5Tset_size(type, H5T_VARIABLE) < 0 ||
 	    H5Tset_cset(type, H5T_CSET_UTF8) < 0) {
-		h5_why(why);
+		dt_h5_why(why);
 		rc = -EIO;
 	} else {
 		rc = attr_put(obj, name, type, type, &v, why);
 	}
-	h5_close(&type, H5Tclose);
+	dt_h5_close(&type, H5Tclose);
 	return rc;
 }
 
@@ -358,13 +295,13 @@ static int check_written(hid_t set, const char *path, const char *name, int rank
 {
 	hid_t dcpl = H5Dget_create_plist(set), type = H5I_INVALID_HID, space = H5I_INVALID_HID;
 	hsize_t cdims[2], want = 1, have = 0;
-	char why[WHY_MAX];
+	char why[DT_H5_WHY_MAX];
 	H5D_layout_t layout;
 	int rc = 0, i;
 
 	if (dcpl < 0)
 		return dt_err_add(err, "%s: %s: cannot read its properties: %s", path, name,
-				  h5_why(why));
+				  dt_h5_why(why));
 	layout = H5Pget_layout(dcpl);
 	if (layout == H5D_VIRTUAL) {
 		rc = dt_err_add(err, "%s: %s: virtual data sets are not supported (copy the data in)",
@@ -372,7 +309,7 @@ static int check_written(hid_t set, const char *path, const char *name, int rank
 	} else if (layout == H5D_CHUNKED) {
 		if (H5Pget_chunk(dcpl, rank, cdims) != rank) {
 			rc = dt_err_add(err, "%s: %s: cannot read its chunk shape: %s", path, name,
-					h5_why(why));
+					dt_h5_why(why));
 			goto out;
 		}
 		for (i = 0; i < rank; i++)
@@ -381,7 +318,7 @@ static int check_written(hid_t set, const char *path, const char *name, int rank
 		space = H5Dget_space(set);
 		if (space < 0 || H5Dget_num_chunks(set, space, &have) < 0) {
 			rc = dt_err_add(err, "%s: %s: cannot count its chunks: %s", path, name,
-					h5_why(why));
+					dt_h5_why(why));
 			goto out;
 		}
 		if (have < want)
@@ -401,8 +338,8 @@ static int check_written(hid_t set, const char *path, const char *name, int rank
 					(unsigned long long)want);
 	}
 out:
-	h5_close(&space, H5Sclose);
-	h5_close(&type, H5Tclose);
+	dt_h5_close(&space, H5Sclose);
+	dt_h5_close(&type, H5Tclose);
 	H5Pclose(dcpl);
 	return rc;
 }
@@ -412,7 +349,7 @@ static int open_set(hid_t file, const char *name, int rank, const char *path, hi
 		    hsize_t *dims, H5T_class_t *cls, struct dt_err *err)
 {
 	hid_t space = H5I_INVALID_HID, type = H5I_INVALID_HID;
-	char why[WHY_MAX];
+	char why[DT_H5_WHY_MAX];
 	int rc = 0, got;
 
 	*set = H5I_INVALID_HID;
@@ -420,12 +357,12 @@ static int open_set(hid_t file, const char *name, int rank, const char *path, hi
 		return dt_err_add(err, "%s: %s is missing", path, name);
 	*set = H5Dopen2(file, name, H5P_DEFAULT);
 	if (*set < 0) {
-		rc = dt_err_add(err, "%s: %s is not a readable data set: %s", path, name, h5_why(why));
+		rc = dt_err_add(err, "%s: %s is not a readable data set: %s", path, name, dt_h5_why(why));
 		goto out;
 	}
 	if ((type = H5Dget_type(*set)) < 0 || (space = H5Dget_space(*set)) < 0) {
 		rc = dt_err_add(err, "%s: %s: cannot read its type and shape: %s", path, name,
-				h5_why(why));
+				dt_h5_why(why));
 		goto out;
 	}
 	*cls = H5Tget_class(type);
@@ -437,10 +374,10 @@ static int open_set(hid_t file, const char *name, int rank, const char *path, hi
 	}
 	H5Sget_simple_extent_dims(space, dims, NULL);
 out:
-	h5_close(&space, H5Sclose);
-	h5_close(&type, H5Tclose);
+	dt_h5_close(&space, H5Sclose);
+	dt_h5_close(&type, H5Tclose);
 	if (rc)
-		h5_close(set, H5Dclose);
+		dt_h5_close(set, H5Dclose);
 	return rc;
 }
 
@@ -455,8 +392,8 @@ static bool plain(hid_t set, hid_t native, H5D_layout_t *layout, hsize_t *chunk,
 	*layout = ok ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
 	if (ok && *layout == H5D_CHUNKED && H5Pget_chunk(dcpl, rank, chunk) != rank)
 		ok = false;
-	h5_close(&dcpl, H5Pclose);
-	h5_close(&type, H5Tclose);
+	dt_h5_close(&dcpl, H5Pclose);
+	dt_h5_close(&type, H5Tclose);
 	return ok;
 }
 
@@ -503,7 +440,7 @@ static int open_checked(struct rt_data *d, const char *path, struct dt_err *err)
 	hid_t fapl = H5I_INVALID_HID, file, x, y;
 	hsize_t xd[2], yd[1];
 	H5T_class_t xc, yc;
-	char why[WHY_MAX], *s = NULL;
+	char why[DT_H5_WHY_MAX], *s = NULL;
 	bool at0 = false;
 	int64_t v;
 	int rc;
@@ -512,12 +449,12 @@ static int open_checked(struct rt_data *d, const char *path, struct dt_err *err)
 	if (rc)
 		return rc;
 	d->fd_open = true;
-	fapl = make_fapl();
+	fapl = dt_h5_fapl(DT_H5_STRONG_CLOSE);
 	if (fapl < 0)
-		return dt_err_add(err, "%s: HDF5 cannot set up file access: %s", path, h5_why(why)), -EIO;
+		return dt_err_add(err, "%s: HDF5 cannot set up file access: %s", path, dt_h5_why(why)), -EIO;
 	file = d->h_file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
 	if (file < 0)
-		h5_why(why);
+		dt_h5_why(why);
 	H5Pclose(fapl);
 	if (file < 0)
 		return dt_err_add(err, "%s: HDF5 cannot open it: %s", path, why), -EIO;
@@ -607,28 +544,28 @@ static int open_checked(struct rt_data *d, const char *path, struct dt_err *err)
 
 int rt_data_open(struct rt_data *d, const char *path, struct dt_err *err)
 {
-	struct h5_quiet q;
+	struct dt_h5_quiet q;
 	int rc;
 
 	memset(d, 0, sizeof(*d));
-	quiet_on(&q);
+	dt_h5_quiet_on(&q);
 	d->path = strdup(path);
 	rc = d->path ? open_checked(d, path, err) : oom(err, path);
 	if (rc)
 		rt_data_close(d);
-	quiet_off(&q);
+	dt_h5_quiet_off(&q);
 	return rc;
 }
 
 void rt_data_close(struct rt_data *d)
 {
-	struct h5_quiet q;
+	struct dt_h5_quiet q;
 
-	quiet_on(&q);
-	h5_close(&d->h_x, H5Dclose);
-	h5_close(&d->h_y, H5Dclose);
-	h5_close(&d->h_file, H5Fclose);
-	quiet_off(&q);
+	dt_h5_quiet_on(&q);
+	dt_h5_close(&d->h_x, H5Dclose);
+	dt_h5_close(&d->h_y, H5Dclose);
+	dt_h5_close(&d->h_file, H5Fclose);
+	dt_h5_quiet_off(&q);
 	if (d->fd_open)
 		close(d->fd);
 	free(d->x_addr);
@@ -666,7 +603,7 @@ static int read_rows(struct rt_data *d, hid_t set, const char *name, const int64
 	size_t row_bytes = (size_t)(rank == 2 ? d->features : 1) * H5Tget_size(mtype);
 	hsize_t start[2] = { 0, 0 }, count[2] = { 1, 1 }, block[2];
 	hid_t fs = H5I_INVALID_HID, ms = H5I_INVALID_HID;
-	char why[WHY_MAX];
+	char why[DT_H5_WHY_MAX];
 	int64_t i, j;
 	int rc = 0;
 
@@ -688,16 +625,16 @@ static int read_rows(struct rt_data *d, hid_t set, const char *name, const int64
 		if (ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, block) < 0 ||
 		    H5Dread(set, mtype, ms, fs, H5P_DEFAULT, (char *)buf + (size_t)i * row_bytes) < 0)
 			goto fail;
-		h5_close(&ms, H5Sclose);
+		dt_h5_close(&ms, H5Sclose);
 	}
 	goto out;
 fail:
 	rc = -EIO;
 	dt_err_add(err, "%s: %s: reading %lld rows from row %lld failed: %s", d->path, name,
-		   (long long)k, (long long)(rows ? rows[0] : first), h5_why(why));
+		   (long long)k, (long long)(rows ? rows[0] : first), dt_h5_why(why));
 out:
-	h5_close(&ms, H5Sclose);
-	h5_close(&fs, H5Sclose);
+	dt_h5_close(&ms, H5Sclose);
+	dt_h5_close(&fs, H5Sclose);
 	return rc;
 }
 
@@ -723,7 +660,7 @@ static int check_labels(const struct rt_data *d, const int64_t *rows, int64_t fi
 static int direct_x(struct rt_data *d, int64_t row, int64_t k, float *dst, struct dt_err *err)
 {
 	int64_t c = row / d->x_chunk_rows, bytes = d->features * (int64_t)sizeof(float);
-	char why[WHY_MAX];
+	char why[DT_H5_WHY_MAX];
 	int rc;
 
 	if (d->x_addr[c] < 0) {
@@ -734,7 +671,7 @@ static int direct_x(struct rt_data *d, int64_t row, int64_t k, float *dst, struc
 
 		if (H5Dget_chunk_info_by_coord(d->h_x, off, &mask, &addr, &size) < 0)
 			return dt_err_add(err, "%s: /features: cannot locate the chunk of row %lld: %s",
-					  d->path, (long long)row, h5_why(why)), -EIO;
+					  d->path, (long long)row, dt_h5_why(why)), -EIO;
 		if (addr == HADDR_UNDEF || mask != 0 || size != (hsize_t)(d->x_chunk_rows * bytes))
 			return dt_err_add(err, "%s: /features: the chunk of row %lld is missing or "
 					  "not plain data", d->path, (long long)row), -EIO;
@@ -867,16 +804,16 @@ out:
 int rt_data_read(struct rt_data *d, const int64_t *idx, int n_idx, float *x, int32_t *y,
 		 struct dt_err *err)
 {
-	struct h5_quiet q;
+	struct dt_h5_quiet q;
 	int rc;
 
 	if (n_idx < 0)
 		return dt_err_add(err, "%s: negative row count %d", d->path, n_idx);
 	if (n_idx == 0 || (!x && !y))
 		return 0;
-	quiet_on(&q);
+	dt_h5_quiet_on(&q);
 	rc = read_picks(d, idx, n_idx, x, y, err);
-	quiet_off(&q);
+	dt_h5_quiet_off(&q);
 	return rc;
 }
 
@@ -931,12 +868,12 @@ static int load_all(struct rt_data *d, bool x, bool y, struct dt_err *err)
 
 int rt_data_load_all(struct rt_data *d, bool x, bool y, struct dt_err *err)
 {
-	struct h5_quiet q;
+	struct dt_h5_quiet q;
 	int rc;
 
-	quiet_on(&q);
+	dt_h5_quiet_on(&q);
 	rc = load_all(d, x, y, err);
-	quiet_off(&q);
+	dt_h5_quiet_off(&q);
 	return rc;
 }
 
@@ -997,12 +934,12 @@ out:
 
 int rt_data_verify(struct rt_data *d, int64_t *counts, struct dt_err *err)
 {
-	struct h5_quiet q;
+	struct dt_h5_quiet q;
 	int rc;
 
-	quiet_on(&q);
+	dt_h5_quiet_on(&q);
 	rc = verify(d, counts, err);
-	quiet_off(&q);
+	dt_h5_quiet_off(&q);
 	return rc;
 }
 
@@ -1048,9 +985,9 @@ static void attr_text(hid_t obj, const struct attr_walk *w, const char *name, ch
 	else
 		snprintf(buf, size, "(%s, unreadable)", class_name(c));
 	free(s);
-	h5_close(&space, H5Sclose);
-	h5_close(&type, H5Tclose);
-	h5_close(&attr, H5Aclose);
+	dt_h5_close(&space, H5Sclose);
+	dt_h5_close(&type, H5Tclose);
+	dt_h5_close(&attr, H5Aclose);
 }
 
 static herr_t attr_cb(hid_t obj, const char *name, const H5A_info_t *info, void *arg)
@@ -1067,23 +1004,23 @@ static herr_t attr_cb(hid_t obj, const char *name, const H5A_info_t *info, void 
 int rt_data_attrs(struct rt_data *d, rt_data_attr_fn *fn, void *arg, struct dt_err *err)
 {
 	struct attr_walk w = { fn, arg, "/", d->path };
-	struct h5_quiet q;
-	char why[WHY_MAX];
+	struct dt_h5_quiet q;
+	char why[DT_H5_WHY_MAX];
 	hsize_t at = 0;
 	int rc = 0;
 
-	quiet_on(&q);
+	dt_h5_quiet_on(&q);
 	if (H5Aiterate2(d->h_file, H5_INDEX_NAME, H5_ITER_INC, &at, attr_cb, &w) < 0) {
-		rc = dt_err_add(err, "%s: cannot list the attributes of /: %s", d->path, h5_why(why));
+		rc = dt_err_add(err, "%s: cannot list the attributes of /: %s", d->path, dt_h5_why(why));
 		goto out;
 	}
 	w.obj = "/features";
 	at = 0;
 	if (H5Aiterate2(d->h_x, H5_INDEX_NAME, H5_ITER_INC, &at, attr_cb, &w) < 0)
 		rc = dt_err_add(err, "%s: cannot list the attributes of /features: %s", d->path,
-				h5_why(why));
+				dt_h5_why(why));
 out:
-	quiet_off(&q);
+	dt_h5_quiet_off(&q);
 	return rc ? -EIO : 0;
 }
 
@@ -1091,9 +1028,9 @@ out:
 
 static void writer_close(struct rt_data_writer *w)
 {
-	h5_close(&w->h_x, H5Dclose);
-	h5_close(&w->h_y, H5Dclose);
-	h5_close(&w->h_file, H5Fclose);
+	dt_h5_close(&w->h_x, H5Dclose);
+	dt_h5_close(&w->h_y, H5Dclose);
+	dt_h5_close(&w->h_file, H5Fclose);
 }
 
 static void writer_free(struct rt_data_writer *w)
@@ -1128,7 +1065,7 @@ static int create(struct rt_data_writer *w, const char *path, const struct rt_da
 	hsize_t dims[2] = { (hsize_t)m->n, (hsize_t)m->features }, chunk[2];
 	int64_t rows = (4 << 20) / (m->features * (int64_t)sizeof(float));
 	int32_t i32;
-	char why[WHY_MAX];
+	char why[DT_H5_WHY_MAX];
 	int rc;
 
 	rc = check_meta(path, m, err);
@@ -1142,10 +1079,10 @@ static int create(struct rt_data_writer *w, const char *path, const struct rt_da
 	w->n = m->n;
 	w->features = m->features;
 	w->classes = m->classes;
-	fapl = make_fapl();
+	fapl = dt_h5_fapl(DT_H5_STRONG_CLOSE);
 	w->h_file = fapl < 0 ? fapl : H5Fcreate(w->tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
 	if (w->h_file < 0) {
-		rc = dt_err_add(err, "%s: cannot create %s: %s", path, w->tmp, h5_why(why));
+		rc = dt_err_add(err, "%s: cannot create %s: %s", path, w->tmp, dt_h5_why(why));
 		rc = -EIO;
 		goto out;
 	}
@@ -1166,8 +1103,8 @@ static int create(struct rt_data_writer *w, const char *path, const struct rt_da
 			    H5P_DEFAULT);
 	if (w->h_x < 0)
 		goto h5fail;
-	h5_close(&space, H5Sclose);
-	h5_close(&dcpl, H5Pclose);
+	dt_h5_close(&space, H5Sclose);
+	dt_h5_close(&dcpl, H5Pclose);
 	/* /labels: contiguous, so that a random label is one small read */
 	space = H5Screate_simple(1, dims, NULL);
 	dcpl = H5Pcreate(H5P_DATASET_CREATE);
@@ -1188,29 +1125,29 @@ static int create(struct rt_data_writer *w, const char *path, const struct rt_da
 		goto fail;
 	goto out;
 h5fail:
-	h5_why(why);
+	dt_h5_why(why);
 fail:
 	dt_err_add(err, "%s: cannot set up %s: %s", path, w->tmp, why);
 	rc = -EIO;
 out:
-	h5_close(&dcpl, H5Pclose);
-	h5_close(&space, H5Sclose);
-	h5_close(&fapl, H5Pclose);
+	dt_h5_close(&dcpl, H5Pclose);
+	dt_h5_close(&space, H5Sclose);
+	dt_h5_close(&fapl, H5Pclose);
 	return rc;
 }
 
 int rt_data_create(struct rt_data_writer *w, const char *path, const struct rt_data_meta *meta,
 		   struct dt_err *err)
 {
-	struct h5_quiet q;
+	struct dt_h5_quiet q;
 	int rc;
 
 	memset(w, 0, sizeof(*w));
-	quiet_on(&q);
+	dt_h5_quiet_on(&q);
 	rc = create(w, path, meta, err);
 	if (rc)
 		rt_data_abort(w);
-	quiet_off(&q);
+	dt_h5_quiet_off(&q);
 	return rc;
 }
 
@@ -1220,7 +1157,7 @@ static int append(struct rt_data_writer *w, const float *x, const int32_t *y, in
 	hsize_t start[2] = { (hsize_t)w->written, 0 }, count[2] = { (hsize_t)rows,
 								    (hsize_t)w->features };
 	hid_t fs = H5I_INVALID_HID, ms = H5I_INVALID_HID;
-	char why[WHY_MAX];
+	char why[DT_H5_WHY_MAX];
 	int64_t i;
 	int rc = 0;
 
@@ -1246,8 +1183,8 @@ static int append(struct rt_data_writer *w, const float *x, const int32_t *y, in
 	    H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
 	    H5Dwrite(w->h_x, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, x) < 0)
 		goto h5fail;
-	h5_close(&ms, H5Sclose);
-	h5_close(&fs, H5Sclose);
+	dt_h5_close(&ms, H5Sclose);
+	dt_h5_close(&fs, H5Sclose);
 	fs = H5Dget_space(w->h_y);
 	ms = H5Screate_simple(1, count, NULL);
 	if (fs < 0 || ms < 0 ||
@@ -1259,22 +1196,22 @@ static int append(struct rt_data_writer *w, const float *x, const int32_t *y, in
 h5fail:
 	rc = -EIO;
 	dt_err_add(err, "%s: writing rows %lld..%lld to %s failed: %s", w->path,
-		   (long long)w->written, (long long)(w->written + rows - 1), w->tmp, h5_why(why));
+		   (long long)w->written, (long long)(w->written + rows - 1), w->tmp, dt_h5_why(why));
 out:
-	h5_close(&ms, H5Sclose);
-	h5_close(&fs, H5Sclose);
+	dt_h5_close(&ms, H5Sclose);
+	dt_h5_close(&fs, H5Sclose);
 	return rc;
 }
 
 int rt_data_append(struct rt_data_writer *w, const float *x, const int32_t *y, int64_t rows,
 		   struct dt_err *err)
 {
-	struct h5_quiet q;
+	struct dt_h5_quiet q;
 	int rc;
 
-	quiet_on(&q);
+	dt_h5_quiet_on(&q);
 	rc = append(w, x, y, rows, err);
-	quiet_off(&q);
+	dt_h5_quiet_off(&q);
 	return rc;
 }
 
@@ -1287,19 +1224,19 @@ static bool reserved(const char *name)
 static int add_attr(struct rt_data_writer *w, const char *name, hid_t ftype, hid_t mtype,
 		    const void *v, const char *s, struct dt_err *err)
 {
-	struct h5_quiet q;
-	char why[WHY_MAX];
+	struct dt_h5_quiet q;
+	char why[DT_H5_WHY_MAX];
 	int rc;
 
 	if (w->h_file <= 0 || reserved(name))
 		return dt_err_add(err, "%s: cannot add attribute \"%s\"%s", w->path, name,
 				  w->h_file > 0 ? ": the format sets it" : " after the writer finished");
-	quiet_on(&q);
+	dt_h5_quiet_on(&q);
 	rc = s ? attr_put_str(w->h_file, name, s, why) :
 		 attr_put(w->h_file, name, ftype, mtype, v, why);
 	if (rc)
 		dt_err_add(err, "%s: cannot add attribute \"%s\": %s", w->path, name, why);
-	quiet_off(&q);
+	dt_h5_quiet_off(&q);
 	return rc;
 }
 
@@ -1322,7 +1259,7 @@ int rt_data_attr_str(struct rt_data_writer *w, const char *name, const char *v,
 static int commit(struct rt_data_writer *w, struct dt_err *err)
 {
 	struct rt_data check;
-	char why[WHY_MAX];
+	char why[DT_H5_WHY_MAX];
 	herr_t closed;
 	int rc;
 
@@ -1331,12 +1268,12 @@ static int commit(struct rt_data_writer *w, struct dt_err *err)
 	if (w->written != w->n)
 		return dt_err_add(err, "%s: only %lld of the %lld announced rows were written",
 				  w->path, (long long)w->written, (long long)w->n);
-	h5_close(&w->h_x, H5Dclose);
-	h5_close(&w->h_y, H5Dclose);
+	dt_h5_close(&w->h_x, H5Dclose);
+	dt_h5_close(&w->h_y, H5Dclose);
 	closed = H5Fclose(w->h_file);
 	w->h_file = H5I_INVALID_HID;
 	if (closed < 0)
-		return dt_err_add(err, "%s: closing %s failed: %s", w->path, w->tmp, h5_why(why)), -EIO;
+		return dt_err_add(err, "%s: closing %s failed: %s", w->path, w->tmp, dt_h5_why(why)), -EIO;
 	/* read back what we wrote, as any reader will, before it gets the name */
 	rc = rt_data_open(&check, w->tmp, err);
 	rt_data_close(&check);
@@ -1360,12 +1297,12 @@ static int commit(struct rt_data_writer *w, struct dt_err *err)
 
 int rt_data_commit(struct rt_data_writer *w, struct dt_err *err)
 {
-	struct h5_quiet q;
+	struct dt_h5_quiet q;
 	int rc;
 
-	quiet_on(&q);
+	dt_h5_quiet_on(&q);
 	rc = commit(w, err);
-	quiet_off(&q);
+	dt_h5_quiet_off(&q);
 	if (rc)
 		rt_data_abort(w);
 	else
@@ -1375,11 +1312,11 @@ int rt_data_commit(struct rt_data_writer *w, struct dt_err *err)
 
 void rt_data_abort(struct rt_data_writer *w)
 {
-	struct h5_quiet q;
+	struct dt_h5_quiet q;
 
-	quiet_on(&q);
+	dt_h5_quiet_on(&q);
 	writer_close(w);
-	quiet_off(&q);
+	dt_h5_quiet_off(&q);
 	if (w->tmp)
 		unlink(w->tmp);
 	writer_free(w);

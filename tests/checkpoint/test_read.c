@@ -928,7 +928,7 @@ static void craft_shard(const char *ckpt, enum craft kind)
 		return;
 	}
 	ckpt__h5_quiet();
-	assert_true((fapl = ckpt__fapl()) > 0);
+	assert_true((fapl = dt_h5_fapl(DT_H5_V110)) > 0);
 	assert_true((file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) > 0);
 	assert_true((lcpl = H5Pcreate(H5P_LINK_CREATE)) > 0);
 	assert_true(H5Pset_create_intermediate_group(lcpl, 1) >= 0);
@@ -1080,7 +1080,7 @@ static void h5_floats(const char *path, const char *dset, float *buf)
 {
 	hid_t fapl, file, set;
 
-	assert_true((fapl = ckpt__fapl()) > 0);
+	assert_true((fapl = dt_h5_fapl(DT_H5_V110)) > 0);
 	if ((file = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0)
 		fail_msg("%s: cannot open", path);
 	if ((set = H5Dopen2(file, dset, H5P_DEFAULT)) < 0)
@@ -1165,7 +1165,7 @@ static void test_format1(void **state)
 	h5_floats(out, "optimizer/exp_avg_sq/2.weight", b);
 	assert_memory_equal(a[2], b, 48 * 40 * sizeof(float));
 	{
-		hid_t fapl = ckpt__fapl(), file = H5Fopen(out, H5F_ACC_RDONLY, fapl), at;
+		hid_t fapl = dt_h5_fapl(DT_H5_V110), file = H5Fopen(out, H5F_ACC_RDONLY, fapl), at;
 		int32_t v = 0;
 
 		assert_true(file > 0);
@@ -1197,7 +1197,7 @@ static void check_export(const char *out, const struct ckpt_meta *m, int mark)
 	int l, t, w;
 
 	model_tensors(tt);
-	assert_true((fapl = ckpt__fapl()) > 0);
+	assert_true((fapl = dt_h5_fapl(DT_H5_V110)) > 0);
 	assert_true((file = H5Fopen(out, H5F_ACC_RDONLY, fapl)) > 0);
 	assert_true(H5Aexists(file, "format") > 0);
 	assert_true(H5Aexists(file, "model_hash") > 0);
