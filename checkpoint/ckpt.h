@@ -83,6 +83,7 @@
 #define CKPT_NAME_MAX 96    /* bytes of a tensor name, its NUL included */
 #define CKPT_MAX_DIMS 4
 #define CKPT_CONFIG_MAX 16384 /* bytes of a model config, its NUL included */
+#define CKPT_MAX_FLOATS ((size_t)1 << 56) /* a model's floats: x 4 bytes x (1 + states) fits */
 
 /* --- meta: what a checkpoint says about the run, beyond the tensors --- */
 
@@ -125,11 +126,14 @@ struct ckpt_meta {
 	char job_id[32];         /* SLURM_JOB_ID, "" when none */
 };
 
-/* Fills meta->model_hash from model_type and model_config, and checks the
- * meta for internal consistency (n_blocks in range, stage_first increasing
- * from 0 to n_blocks, states matching the optimizer, names that are plain
- * words, a config that is a JSON object). 0 or -EINVAL naming the first
- * bad field. */
+/* Writes meta->model_config in its canonical form (json-c's compact
+ * serialisation, so that writer and reader hash the same bytes), fills
+ * meta->model_hash from model_type and model_config, and checks the meta
+ * for internal consistency (n_blocks in range, stage_first increasing from
+ * 0 to n_blocks, state and type names that are plain words, a config that
+ * is a JSON object). Which states an optimizer has is the caller's to
+ * check (runtime/checkpointing.c). 0 or -EINVAL naming the first bad
+ * field. */
 int ckpt_meta_finish(struct ckpt_meta *meta, struct dt_err *err);
 
 /* One tensor of the model, as the caller lays it out and the manifest
@@ -147,9 +151,9 @@ struct ckpt_tensor {
 /* Floats of a tensor: the product of its shape. */
 size_t ckpt_tensor_floats(const struct ckpt_tensor *t);
 /* Checks a model's table against meta: names plain and unique, shapes in
- * range, blocks 0..n_blocks-1 in order, every block with a tensor.
- * 0 or -EINVAL naming the tensor. */
-int ckpt_tensors_check(const struct ckpt_meta *meta, const struct ckpt_tensor *t, int n,
+ * range (all of them at most CKPT_MAX_FLOATS floats), blocks 0..n_blocks-1
+ * in order, every block with a tensor. 0 or -EINVAL naming the tensor. */
+int ckpt_tensors_check(const struct ckpt_meta *meta, const struct ckpt_tensor *t, int n_tensors,
 		       struct dt_err *err);
 
 /* --- names and hashes --- */

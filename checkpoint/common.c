@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
 #include <zlib.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -202,6 +203,26 @@ static bool tensor_name(const char *s, size_t cap)
 	return true;
 }
 
+/* config (a NUL-terminated string of CKPT_CONFIG_MAX bytes at most)
+ * rewritten as json-c's compact serialisation of the object it holds;
+ * -EINVAL when it is not one or its canonical form does not fit. */
+static int canonical_config(char *config)
+{
+	json_object *o = json_tokener_parse(config);
+	const char *text = NULL;
+	int rc = -EINVAL;
+
+	if (o && json_object_is_type(o, json_type_object))
+		text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+							    JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (text && strlen(text) < CKPT_CONFIG_MAX) {
+		memmove(config, text, strlen(text) + 1);
+		rc = 0;
+	}
+	json_object_put(o);
+	return rc;
+}
+
 int ckpt_meta_finish(struct ckpt_meta *meta, struct dt_err *err)
 {
 	char buf[64];
@@ -234,8 +255,7 @@ int ckpt_meta_finish(struct ckpt_meta *meta, struct dt_err *err)
 	if (!plain_word(meta->model_type, sizeof(meta->model_type)))
 		return dt_err_add(err, "checkpoint meta: model type must be a plain name");
 	clen = strnlen(meta->model_config, sizeof(meta->model_config));
-	if (clen < 2 || clen == sizeof(meta->model_config) || meta->model_config[0] != '{' ||
-	    meta->model_config[clen - 1] != '}')
+	if (clen == sizeof(meta->model_config) || canonical_config(meta->model_config))
 		return dt_err_add(err, "checkpoint meta: model config must be a JSON object of at most %d bytes",
 				  CKPT_CONFIG_MAX - 1);
 	if (meta->step < 0 || meta->epoch < 0 || meta->epoch_step < 0 || meta->steps_per_epoch < 1 ||
@@ -254,24 +274,34 @@ int ckpt_meta_finish(struct ckpt_meta *meta, struct dt_err *err)
 	return 0;
 }
 
-int ckpt_tensors_check(const struct ckpt_meta *meta, const struct ckpt_tensor *t, int n,
+int ckpt_tensors_check(const struct ckpt_meta *meta, const struct ckpt_tensor *t, int n_tensors,
 		       struct dt_err *err)
 {
+	size_t n, total = 0;
 	int i, j, block = 0;
 
-	if (n < 1 || n > CKPT_MAX_TENSORS)
-		return dt_err_add(err, "checkpoint tensors: must be 1..%d (got %d)", CKPT_MAX_TENSORS, n);
-	for (i = 0; i < n; i++) {
+	if (n_tensors < 1 || n_tensors > CKPT_MAX_TENSORS)
+		return dt_err_add(err, "checkpoint tensors: must be 1..%d (got %d)", CKPT_MAX_TENSORS,
+				  n_tensors);
+	for (i = 0; i < n_tensors; i++) {
 		if (!tensor_name(t[i].name, sizeof(t[i].name)))
 			return dt_err_add(err, "checkpoint tensors[%d]: name must be letters, digits, '_' and '.' (at most %d bytes)",
 					  i, CKPT_NAME_MAX - 1);
 		if (t[i].ndim < 1 || t[i].ndim > CKPT_MAX_DIMS)
 			return dt_err_add(err, "checkpoint tensor \"%s\": must have 1..%d dimensions (got %d)",
 					  t[i].name, CKPT_MAX_DIMS, t[i].ndim);
-		for (j = 0; j < t[i].ndim; j++)
+		for (j = 0, n = 1; j < t[i].ndim; j++) {
 			if (t[i].shape[j] < 1 || t[i].shape[j] > 1000000000)
 				return dt_err_add(err, "checkpoint tensor \"%s\": shape[%d] must be 1..1e9 (got %lld)",
 						  t[i].name, j, (long long)t[i].shape[j]);
+			if (__builtin_mul_overflow(n, (size_t)t[i].shape[j], &n) || n > CKPT_MAX_FLOATS)
+				break;
+		}
+		/* every size computed from the shapes fits in a size_t: the
+		 * tensors' floats, times the states and 4 bytes each */
+		if (j < t[i].ndim || __builtin_add_overflow(total, n, &total) || total > CKPT_MAX_FLOATS)
+			return dt_err_add(err, "checkpoint tensor \"%s\": the model has more than 2^56 floats",
+					  t[i].name);
 		if (t[i].block < block || t[i].block > block + 1 || t[i].block >= meta->n_blocks ||
 		    (i == 0 && t[i].block != 0))
 			return dt_err_add(err, "checkpoint tensor \"%s\": block %d out of order (blocks 0..%d, each with a tensor, in order)",

@@ -92,8 +92,10 @@ int ckpt__manifest_emit(const struct ckpt_meta *meta, const struct ckpt_tensor *
 		return -EINVAL;
 	}
 	root = json_object_new_object();
-	if (!root)
+	if (!root) {
+		json_object_put(config);
 		return -ENOMEM;
+	}
 	put(&b, root, "format", json_object_new_string(CKPT_FORMAT));
 	put(&b, root, "format_version", new_int(CKPT_VERSION));
 	put(&b, root, "step", new_int(meta->step));

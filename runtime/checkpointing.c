@@ -92,6 +92,19 @@ static int optim_states(const struct rt_optim *o, const char *names[CKPT_MAX_STA
 	return 1;
 }
 
+/* The same optimizer states, by name and in order. */
+static bool same_states(const struct ckpt_meta *a, const struct ckpt_meta *b)
+{
+	int k;
+
+	if (a->n_states != b->n_states)
+		return false;
+	for (k = 0; k < a->n_states; k++)
+		if (strcmp(a->states[k], b->states[k]))
+			return false;
+	return true;
+}
+
 /* Everything that must match to continue a run, in the checkpoint's
  * words: the model (by its hash), the optimizer, and what the sampler's
  * position means (global batch, training set size). Every rank decides
@@ -109,6 +122,12 @@ static int compatible(const char *path, const struct ckpt_meta *m,
 	if (strcmp(m->optimizer, ours->optimizer)) {
 		dt_err_add(err, "%s: written with optimizer \"%s\" but train.optimizer.type is \"%s\"",
 			   path, m->optimizer, ours->optimizer);
+		bad = 1;
+	} else if (!same_states(m, ours)) {
+		/* the reader fills one buffer per listed state, in order */
+		dt_err_add(err, "%s: optimizer \"%s\" with states other than \"%s\"%s%s%s: a damaged or edited manifest",
+			   path, m->optimizer, ours->states[0], ours->n_states > 1 ? ", \"" : "",
+			   ours->n_states > 1 ? ours->states[1] : "", ours->n_states > 1 ? "\"" : "");
 		bad = 1;
 	}
 	if (m->global_batch != ours->global_batch) {
@@ -205,6 +224,10 @@ static int hash_spec(const struct spec *s, char out[17])
 static int to_ckpt(const struct rt_tensor *t, int n, struct ckpt_tensor **out)
 {
 	int i, j;
+
+	_Static_assert(RT_MAX_DIMS <= CKPT_MAX_DIMS, "a model's tensor fits a checkpoint's");
+	_Static_assert(RT_MAX_BLOCKS == CKPT_MAX_BLOCKS, "a model's blocks fit a checkpoint's");
+	_Static_assert(RT_TENSOR_NAME <= CKPT_NAME_MAX, "a model's name fits a checkpoint's");
 
 	*out = calloc((size_t)(n ? n : 1), sizeof(**out));
 	if (!*out)

@@ -110,6 +110,11 @@ int rt_model_tensors(const struct spec *s, int from, int to, struct rt_tensor **
 	for (b = from; b < to; b++) {
 		int nt = ops->tensors(s, b, t + count);
 
+		if (nt < 1 || nt > RT_BLOCK_TENSORS) { /* a model's bug: its contract says 1..16 */
+			free(t);
+			return dt_err_add(err, "model \"%s\": block %d declares %d tensors (1..%d)",
+					  ops->type, b, nt, RT_BLOCK_TENSORS);
+		}
 		for (i = count; i < count + nt; i++) {
 			t[i].block = b;
 			t[i].offset = off;
@@ -135,6 +140,9 @@ static int check_model(const struct spec *s, const struct rt_model_ops **ops, st
 		return -EINVAL;
 	if ((rc = (*ops)->check(s, err)))
 		return rc;
+	if ((*ops)->blocks(s) < 1 || (*ops)->blocks(s) > RT_MAX_BLOCKS)
+		return dt_err_add(err, "model: %d %ss; this runtime builds 1..%d", (*ops)->blocks(s),
+				  (*ops)->block_noun, RT_MAX_BLOCKS);
 	if (rt_model_params(s) == SIZE_MAX)
 		return dt_err_add(err, "model: the parameter count does not fit in memory addresses; make the model smaller");
 	return 0;
@@ -363,7 +371,7 @@ int rt_stage_init(struct rt_stage *st, const struct spec *s, int stage, int n_st
 		b->in = (int)ops->width(s, b->index);
 		b->out = (int)ops->width(s, b->index + 1);
 		b->first_tensor = t;
-		b->offset = st->tensors[t].offset;
+		b->offset = t < st->n_tensors ? st->tensors[t].offset : st->n_params;
 		while (t < st->n_tensors && st->tensors[t].block == b->index)
 			b->n_params += st->tensors[t++].n;
 		b->n_tensors = t - b->first_tensor;

@@ -49,6 +49,7 @@
 #define RT_TENSOR_NAME 96 /* bytes of a tensor name, its NUL included */
 #define RT_MAX_DIMS 4
 #define RT_BLOCK_TENSORS 16 /* most tensors one block declares */
+#define RT_MAX_BLOCKS 1025  /* most blocks of a model (checkpoint/ckpt.h's CKPT_MAX_BLOCKS) */
 
 /* One parameter tensor, as its model declares it (name, ndim, shape, decay)
  * and as a stage lays it out (the rest). */
@@ -108,7 +109,7 @@ struct rt_model_ops {
 	/* floats per sample into block b; b = blocks: out of the last one */
 	long (*width)(const struct spec *s, int b);
 	/* block b's tensors into t[RT_BLOCK_TENSORS]: name, ndim, shape, decay
-	 * (the rest is the stage's to fill); returns how many */
+	 * (the rest is the stage's to fill); returns how many, 1 at least */
 	int (*tensors)(const struct spec *s, int b, struct rt_tensor *t);
 	/* what the stage split balances: block b's share of a step's work */
 	size_t (*cost)(const struct spec *s, int b);

@@ -662,6 +662,9 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	int rc;
 
 	memset(&t, 0, sizeof(t));
+	/* freed on every way out, also before rt_dp_init has run */
+	t.dp.win = MPI_WIN_NULL;
+	t.dp.node = t.dp.cross = MPI_COMM_NULL;
 	t.t_proc = now_s();
 	t.s = s;
 	t.g = g;

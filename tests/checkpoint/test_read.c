@@ -499,6 +499,16 @@ static void test_manifest_refusals(void **state)
 		json_object_array_add(a, json_object_new_int(2));
 	assert_int_equal(parse_edited("tensors[0].shape", a, &err), -EINVAL);
 	assert_true(tu_has(&err, "tensors[0].shape: must have 1..4 elements"));
+	a = json_object_new_array();
+	for (int i = 0; i < 3; i++)
+		json_object_array_add(a, json_object_new_int(1000000000));
+	assert_int_equal(parse_edited("tensors[0].shape", a, &err), -EINVAL);
+	assert_true(tu_has(&err, "checkpoint tensor \"0.weight\": the model has more than 2^56 floats"));
+	a = json_object_new_array();
+	for (int i = 0; i < 2; i++)
+		json_object_array_add(a, json_object_new_int(300000000));
+	assert_int_equal(parse_edited("tensors[0].shape", a, &err), -EINVAL); /* 9e16 > 2^56 */
+	assert_true(tu_has(&err, "more than 2^56 floats"));
 	assert_int_equal(parse_edited("tensors[2].block", json_object_new_int(2), &err), -EINVAL);
 	assert_true(tu_has(&err, "checkpoint tensor \"2.weight\": block 2 out of order"));
 	assert_int_equal(parse_edited("tensors[5].block", json_object_new_int(1), &err), -EINVAL);
@@ -636,6 +646,29 @@ static void test_round_trip_adamw(void **state)
 {
 	(void)state;
 	round_trip("adamw", 2);
+}
+
+/* The model's config is kept in one canonical form (json-c's compact
+ * one), whatever spacing or escapes the writer used, so that the hash a
+ * writer takes is the one a reader recomputes. */
+static void test_config_canonical(void **state)
+{
+	struct ckpt_meta a, b;
+	struct dt_err err = { 0 };
+
+	(void)state;
+	make_meta(&a, "sgd", 3);
+	make_meta(&b, "sgd", 3);
+	snprintf(b.model_config, sizeof(b.model_config),
+		 "{ \"inputs\": 6,\n  \"hidden\": [ 5, 4 ], \"outputs\": 3, \"activation\": \"\\u0072elu\" }");
+	assert_int_equal(ckpt_meta_finish(&b, &err), 0);
+	assert_string_equal(b.model_config, a.model_config);
+	assert_string_equal(b.model_hash, a.model_hash);
+	snprintf(b.model_config, sizeof(b.model_config), "[1, 2]");
+	assert_int_equal(ckpt_meta_finish(&b, &err), -EINVAL);
+	assert_true(tu_has(&err, "checkpoint meta: model config must be a JSON object"));
+	snprintf(b.model_config, sizeof(b.model_config), "{\"a\": ");
+	assert_int_equal(ckpt_meta_finish(&b, &err), -EINVAL);
 }
 
 /* Tensors read by name in any order, with or without states; the reader
@@ -1332,6 +1365,7 @@ int main(void)
 		cmocka_unit_test(test_export),
 		cmocka_unit_test(test_inspect),
 		cmocka_unit_test(test_format1),
+		cmocka_unit_test(test_config_canonical),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, teardown);

@@ -232,6 +232,14 @@ rm -f "$victim.orig"
 spec bad4 1 1 --set checkpoint.resume="$T/broken"
 run bad4 3
 must_contain "$T/bad4.out" "$victim"
+# the optimizer's states by name and order: an edited manifest (its files
+# still verify) whose states are swapped would load m into v
+cp -a "$T/ref/checkpoints/step-00000010" "$T/swapped"
+jq '.optimizer.states = ["exp_avg_sq", "exp_avg"]' "$T/swapped/MANIFEST.json" >"$T/m.json" &&
+	mv "$T/m.json" "$T/swapped/MANIFEST.json" || fail "jq"
+spec bad5 1 1 --set checkpoint.resume="$T/swapped"
+run bad5 3
+must_contain "$T/bad5.out" "optimizer \"adamw\" with states other than \"exp_avg\", \"exp_avg_sq\": a damaged or edited manifest"
 pass "refused: a missing path, not a checkpoint, another model, a damaged explicit checkpoint"
 
 # --- a checkpoint of format 1, written before models had an interface ---
