@@ -922,13 +922,3 @@ bool rt_ckpt_async_inflight(const struct rt_ckpt *c)
 	return c->inflight && c->async;
 }
 
-int rt_ckpt_finish(struct rt_ckpt *c, struct dt_err *err)
-{
-	int rc = 0;
-
-	if (c->inflight)
-		return commit_now(c, err);
-	if (c->committing)
-		rc = end_commit(c);
-	return rc;
-}

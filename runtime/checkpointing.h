@@ -186,8 +186,5 @@ void rt_ckpt_wait_snapshot(struct rt_ckpt *c);
  * rt_ckpt_poll's end of them are collective). */
 bool rt_ckpt_async_inflight(const struct rt_ckpt *c);
 
-/* Waits for and commits a save in flight (at exit). 0, -ECANCELED (the
- * save failed, reported) or -EIO. */
-int rt_ckpt_finish(struct rt_ckpt *c, struct dt_err *err);
 
 #endif

@@ -428,12 +428,6 @@ void rt_optim_step(struct rt_optim *o, float *params, const float *grads, size_t
 	step(o, params, grads, NULL, 0, 0, n, lr, 1.0f, false);
 }
 
-double rt_optim_step_range(struct rt_optim *o, float *params, const float *grads, size_t first,
-			   size_t n, double lr, float scale)
-{
-	return step(o, params, grads, NULL, 0, first, n, lr, scale, false);
-}
-
 double rt_optim_step_take(struct rt_optim *o, float *params, float *grads, size_t first, size_t n,
 			  double lr, float scale)
 {

@@ -95,24 +95,18 @@ int rt_optim_no_decay(struct rt_optim *o, const struct rt_span *spans, int n);
  * and v belong together. grads is read only (clip it before). */
 void rt_optim_step(struct rt_optim *o, float *params, const float *grads, size_t n, double lr);
 /* The training loop's update, in one pass over the arrays, on elements
- * [first, first + n): the same update from the gradient grads[i] * scale
- * (scale = 1: bitwise what rt_optim_step gives; a clipping factor
- * otherwise, as rt_scale then rt_optim_step). grads is read only. Returns
- * the sum of squares of grads (before scale) over the range, bitwise equal
- * to rt_sumsq() of them when first = 0. params, grads and
- * the states are the whole stage's arrays (o->n elements), of which this
- * call reads and writes that range; step += 1 all the same. A part is what
- * each replica updates when the replicas of a stage share the arrays
- * (runtime/dp.h); first = 0, n = o->n is the whole stage. Returns the
- * range's sum of squares of grads (before scale), in chunks of RT_CHUNK
- * from first. */
-double rt_optim_step_range(struct rt_optim *o, float *params, const float *grads, size_t first,
-			   size_t n, double lr, float scale);
-/* rt_optim_step_range, and the range of grads left zero: each element is
- * zeroed in the same pass, right after it is read, so that the next step's
- * backward can add to the gradient (sgemm beta 1) with no pass of its own
- * to zero it (OpenBLAS's beta 0 is one: 6-8 % of a step, bench/README.md).
- * For gradients this replica owns (not the shared slots of runtime/dp.h). */
+ * [first, first + n) of the whole stage's arrays (o->n elements): the
+ * update rt_optim_step makes from the gradient grads[i] * scale (scale 1:
+ * bitwise what rt_optim_step gives; a clipping factor otherwise, as
+ * rt_scale then rt_optim_step), and each element of grads left zero in the
+ * same pass, right after it is read, so that the next step's backward can
+ * add to the gradient (sgemm beta 1) with no pass of its own to zero it
+ * (OpenBLAS's beta 0 is one: 6-8 % of a step, bench/README.md). For
+ * gradients this replica owns (not the shared slots of runtime/dp.h); a
+ * range is what each replica updates when the replicas of a stage share
+ * the arrays; first = 0, n = o->n is the whole stage. step += 1 all the
+ * same. Returns the range's sum of squares of grads (before scale), in
+ * chunks of RT_CHUNK from first: bitwise rt_sumsq() of them when first = 0. */
 double rt_optim_step_take(struct rt_optim *o, float *params, float *grads, size_t first, size_t n,
 			  double lr, float scale);
 /* rt_optim_step_take over several ranges of the arrays, as one update
@@ -122,11 +116,11 @@ double rt_optim_step_take(struct rt_optim *o, float *params, float *grads, size_
  * span by span. */
 double rt_optim_step_spans(struct rt_optim *o, float *params, float *grads,
 			   const struct rt_span *spans, int n_spans, double lr, float scale);
-/* rt_optim_step_range (no clipping) from the sum of n_slots gradient
+/* rt_optim_step_take (no clipping) from the sum of n_slots gradient
  * arrays, added in slot order (slots[0] + slots[1] + ...) as the update
  * reads them: the replicas' gradients of one node (runtime/dp.h) summed
- * and applied in one pass, with no summed copy written. Like
- * rt_optim_step_take, it leaves the range of every slot zero. Returns the
+ * and applied in one pass, with no summed copy written; it leaves the
+ * range of every slot zero. Returns the
  * sum of squares of the summed gradient over the range. */
 double rt_optim_step_sum(struct rt_optim *o, float *params, float *const *slots, int n_slots,
 			 size_t first, size_t n, double lr);

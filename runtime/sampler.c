@@ -83,13 +83,6 @@ int64_t rt_sampler_rows(const struct rt_sampler *s, int64_t step)
 	return s->n - first < s->global_batch ? s->n - first : s->global_batch;
 }
 
-void rt_sampler_batch(const struct rt_sampler *s, int64_t step, const int64_t **idx,
-		      int64_t *count)
-{
-	*count = rt_sampler_rows(s, step);
-	*idx = *count ? s->perm + step * s->global_batch : NULL;
-}
-
 void rt_sampler_micro(const struct rt_sampler *s, int64_t step, int replica, int replicas,
 		      int micro, int micro_batches, const int64_t **idx, int64_t *count)
 {

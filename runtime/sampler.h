@@ -77,15 +77,11 @@ int64_t rt_sampler_steps(const struct rt_sampler *s);
  * last step when that is not 0. 0 for a step outside [0, steps). */
 int64_t rt_sampler_rows(const struct rt_sampler *s, int64_t step);
 
-/* The global batch of step (in [0, steps)) of the current epoch:
- * *idx points into perm (valid until the next rt_sampler_epoch() or
- * rt_sampler_free()), *count = rt_sampler_rows(step). A step out of range
- * is a caller bug: *idx = NULL, *count = 0. */
-void rt_sampler_batch(const struct rt_sampler *s, int64_t step, const int64_t **idx,
-		      int64_t *count);
 
 /* The rows of micro-batch `micro` (of micro_batches) of replica `replica`
- * (of replicas) in step: rt_sampler_batch(), then slice `replica` of
+ * (of replicas) in step (in [0, steps) of the current epoch; *idx points
+ * into perm, valid until the next rt_sampler_epoch() or rt_sampler_free()):
+ * the step's global batch of rt_sampler_rows(step) rows, then slice `replica` of
  * `replicas`, then slice `micro` of `micro_batches`. *count may be 0 (then
  * *idx still points into perm, and must not be read). Arguments out of
  * range are a caller bug: *idx = NULL, *count = 0. */

@@ -442,18 +442,17 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 static int next_batch(struct trainer *t, int64_t step, int64_t per_epoch, struct mb *mbs,
 		      int64_t *batch_rows)
 {
-	int64_t rep_off, rep_rows, o, c;
-	const int64_t *idx;
+	int64_t at = step % per_epoch;
 	int rc, i;
 
 	rc = rt_sampler_epoch(&t->sampler, step / per_epoch); /* no-op within an epoch */
 	if (rc)
 		return rc;
-	rt_sampler_batch(&t->sampler, step % per_epoch, &idx, batch_rows);
-	rt_sampler_slice(*batch_rows, t->replicas, t->replica, &rep_off, &rep_rows);
+	*batch_rows = rt_sampler_rows(&t->sampler, at);
 	for (i = 0; i < t->micro; i++) {
-		rt_sampler_slice(rep_rows, t->micro, i, &o, &c);
-		mbs[i] = (struct mb){ idx + rep_off + o, c, i, &t->train };
+		mbs[i] = (struct mb){ NULL, 0, i, &t->train };
+		rt_sampler_micro(&t->sampler, at, t->replica, t->replicas, i, t->micro, &mbs[i].idx,
+				 &mbs[i].rows);
 	}
 	return 0;
 }

@@ -107,10 +107,10 @@ static void test_steps_and_rows(void **state)
 		assert_int_equal(rt_sampler_rows(&s, cases[i].steps - 1), cases[i].last);
 		assert_int_equal(rt_sampler_rows(&s, cases[i].steps), 0);
 		assert_int_equal(rt_sampler_rows(&s, -1), 0);
-		rt_sampler_batch(&s, cases[i].steps - 1, &idx, &c);
+		rt_sampler_micro(&s, cases[i].steps - 1, 0, 1, 0, 1, &idx, &c);
 		assert_int_equal(c, cases[i].last);
 		assert_ptr_equal(idx, s.perm + (cases[i].steps - 1) * cases[i].b);
-		rt_sampler_batch(&s, cases[i].steps, &idx, &c);
+		rt_sampler_micro(&s, cases[i].steps, 0, 1, 0, 1, &idx, &c);
 		assert_null(idx);
 		assert_int_equal(c, 0);
 		rt_sampler_free(&s);
@@ -130,8 +130,7 @@ static void check_epoch(struct rt_sampler *s, int data, int micro, int *seen)
 
 	memset(seen, 0, (size_t)s->n * sizeof(*seen));
 	for (k = 0; k < steps; k++) {
-		rt_sampler_batch(s, k, &batch, &c);
-		assert_int_equal(c, rt_sampler_rows(s, k));
+		batch = s->perm + k * s->global_batch; /* the step's global batch */
 		at = 0;
 		for (r = 0; r < data; r++) {
 			for (m = 0; m < micro; m++) {
@@ -203,7 +202,7 @@ static void test_layout_independent(void **state)
 	init_ok(&s, 1003, 96, 5, true);
 	assert_int_equal(rt_sampler_epoch(&s, 3), 0);
 	for (k = 0; k < rt_sampler_steps(&s); k++) {
-		rt_sampler_batch(&s, k, &idx, &c);
+		rt_sampler_micro(&s, k, 0, 1, 0, 1, &idx, &c); /* the whole global batch */
 		memcpy(want, idx, (size_t)c * sizeof(int64_t));
 		qsort(want, (size_t)c, sizeof(int64_t), cmp_i64);
 		for (data = 1; data <= 4; data++) {
