@@ -2,7 +2,7 @@
  * data_main.c - dtrain-data: makes and checks the HDF5 data sets that
  * dtrain-run trains on (format in runtime/data.h, guide in runtime/DATA.md).
  *
- * Commands: fashion-mnist, synthetic, info, bench. Each parses its command
+ * Commands: fashion-mnist, synthetic, text, tokens, info, bench. Each parses its command
  * line, calls runtime/data.h and maps errors to exit codes (base/util.h):
  * 0 success, 1 failure (input missing, unreadable or invalid; I/O error),
  * 2 usage error.
@@ -20,6 +20,7 @@
 
 #include "runtime/data.h"
 #include "runtime/rng.h"
+#include "runtime/tokens.h"
 #include "base/cli.h"
 #include "base/util.h"
 
@@ -33,13 +34,15 @@ static const char usage_main[] =
 	"usage: dtrain-data [--help] [--version] COMMAND [ARGS]\n"
 	"\n"
 	"Makes and checks dtrain data sets: HDF5 files with /features (float32\n"
-	"[n][features], already normalised) and /labels (int32 [n]); see\n"
-	"runtime/DATA.md for the format.\n"
+	"[n][features], already normalised) and /labels (int32 [n]), and token\n"
+	"streams for language models (/tokens); see runtime/DATA.md for the formats.\n"
 	"\n"
 	"Commands:\n"
 	"  fashion-mnist [--src DIR] OUT_DIR   Fashion-MNIST to OUT_DIR/train.h5, test.h5\n"
 	"  synthetic OUT.h5 [OPTIONS]          a learnable synthetic classification set\n"
-	"  info FILE.h5                        check a data set and describe it\n"
+	"  text FILE... OUT_DIR                text as byte-level tokens: OUT_DIR/train.h5, val.h5\n"
+	"  tokens FILE... OUT_DIR              pre-tokenized shards (llm.c, nanoGPT .bin)\n"
+	"  info FILE.h5                        check a data set or token stream and describe it\n"
 	"  bench FILE.h5 [--batch B]           time reading random batches and loading all\n"
 	"\n"
 	"\"dtrain-data COMMAND --help\" shows the options of a command.\n"
@@ -96,6 +99,36 @@ static const char usage_info[] =
 	"\n"
 	"Options:\n"
 	"  -h, --help  this text\n";
+
+static const char usage_text[] =
+	"usage: dtrain-data text FILE... OUT_DIR [--val-fraction F | --val FILE]...\n"
+	"\n"
+	"Tokenizes text byte-level (vocabulary 256: each byte is a token) into two\n"
+	"token streams, OUT_DIR/train.h5 and OUT_DIR/val.h5. The files are read\n"
+	"in order and concatenated as they are; the last F of the stream is held\n"
+	"out for validation, or the --val files are. Each output appears complete\n"
+	"or not at all.\n"
+	"\n"
+	"Options:\n"
+	"  --val-fraction F  the share held out (default 0.1), 0 < F < 1\n"
+	"  --val FILE        a validation file instead (repeat for several)\n"
+	"  -h, --help        this text\n";
+
+static const char usage_tokens[] =
+	"usage: dtrain-data tokens FILE... OUT_DIR [--vocab V] [--val-fraction F | --val FILE]...\n"
+	"\n"
+	"Imports pre-tokenized shards into two token streams, OUT_DIR/train.h5 and\n"
+	"OUT_DIR/val.h5: llm.c's shards (a header of 256 int32, magic 20240520,\n"
+	"version 1, the token count; then uint16 tokens) and nanoGPT's raw uint16\n"
+	"train.bin / val.bin, told apart by the magic. Every shard is checked\n"
+	"whole before anything is written: the header, the size, and every token\n"
+	"below the vocabulary (an error names the file and the byte offset).\n"
+	"\n"
+	"Options:\n"
+	"  --vocab V         the vocabulary size (default 50257, GPT-2's BPE)\n"
+	"  --val-fraction F  the share held out (default 0.1), 0 < F < 1\n"
+	"  --val FILE        a validation shard instead (repeat for several)\n"
+	"  -h, --help        this text\n";
 
 static const char usage_bench[] =
 	"usage: dtrain-data bench FILE.h5 [--batch B] [--steps K]\n"
@@ -259,6 +292,136 @@ static int cmd_synthetic(int argc, char **argv)
 	return DT_EXIT_OK;
 }
 
+/* text and tokens: FILE... OUT_DIR and their options; 1 for --help, 0, or
+ * the usage exit code. */
+static int parse_import(int argc, char **argv, const char *usage, bool want_vocab,
+			struct rt_tokens_split *split, const char ***val, long long *vocab)
+{
+	static const struct option opts[] = {
+		{ "val-fraction", required_argument, NULL, 'f' },
+		{ "val", required_argument, NULL, 'v' },
+		{ "vocab", required_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end;
+	int c;
+
+	*val = calloc((size_t)argc, sizeof(**val));
+	if (!*val)
+		return fprintf(stderr, "dtrain-data: out of memory\n"), DT_EXIT_FAIL;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(usage, stdout);
+			return 1;
+		} else if (c == 'f') {
+			errno = 0;
+			split->val_fraction = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(split->val_fraction > 0) ||
+			    !(split->val_fraction < 1))
+				return usage_error(usage, "--val-fraction: expected a number in (0, 1) (got \"%s\")",
+						   optarg);
+		} else if (c == 'v') {
+			(*val)[split->n_val_files++] = optarg;
+		} else if (c == 'V' && want_vocab) {
+			if (parse_int(optarg, 2, 65536, vocab))
+				return usage_error(usage, "--vocab: expected an integer in [2, 65536] (got \"%s\")",
+						   optarg);
+		} else if (c == ':') {
+			return usage_error(usage, "%s: missing its value", argv[optind - 1]);
+		} else {
+			return usage_error(usage, "unknown option \"%s\"", argv[optind - 1]);
+		}
+	}
+	split->val_files = *val;
+	if (argc - optind < 2)
+		return usage_error(usage, "%s", "expected one input file or more, then OUT_DIR");
+	return 0;
+}
+
+static int cmd_import(int argc, char **argv, bool text)
+{
+	struct rt_tokens_split split = { 0.1, NULL, 0 };
+	const char **val = NULL;
+	long long vocab = RT_GPT2_VOCAB;
+	struct dt_err err = { 0 };
+	int rc, n;
+	double t0 = now_s();
+
+	rc = parse_import(argc, argv, text ? usage_text : usage_tokens, !text, &split, &val, &vocab);
+	if (rc) {
+		free(val);
+		return rc == 1 ? DT_EXIT_OK : rc;
+	}
+	n = argc - optind - 1;
+	rc = text ? rt_tokens_from_text((const char *const *)argv + optind, n, &split, argv[argc - 1], &err)
+		  : rt_tokens_from_shards((const char *const *)argv + optind, n, (int32_t)vocab, &split,
+					  argv[argc - 1], &err);
+	free(val);
+	if (rc) {
+		print_err(&err);
+		return DT_EXIT_FAIL;
+	}
+	fprintf(stderr, "dtrain-data: wrote %s/train.h5 and %s/val.h5 in %.1f s\n", argv[argc - 1],
+		argv[argc - 1], now_s() - t0);
+	return DT_EXIT_OK;
+}
+
+static int cmd_text(int argc, char **argv)
+{
+	return cmd_import(argc, argv, true);
+}
+
+static int cmd_tokens(int argc, char **argv)
+{
+	return cmd_import(argc, argv, false);
+}
+
+/* info of a token stream: every token checked, its count and the most
+ * frequent ids. */
+static int info_tokens(const char *path)
+{
+	struct rt_tokens t = { 0 };
+	struct dt_err err = { 0 };
+	int64_t *count = NULL, at, chunk = 1 << 20, distinct = 0, i;
+	int32_t *buf = NULL;
+	int status = DT_EXIT_FAIL;
+
+	if (rt_tokens_open(&t, path, &err))
+		goto out;
+	count = calloc((size_t)t.vocab, sizeof(*count));
+	buf = malloc((size_t)chunk * sizeof(*buf));
+	if (!count || !buf) {
+		dt_err_add(&err, "%s: out of memory", path);
+		goto out;
+	}
+	for (at = 0; at < t.n; at += chunk) {
+		int64_t m = t.n - at < chunk ? t.n - at : chunk;
+
+		if (rt_tokens_read(&t, at, m, buf, &err))
+			goto out;
+		for (i = 0; i < m; i++)
+			count[buf[i]]++;
+	}
+	for (i = 0; i < t.vocab; i++)
+		distinct += count[i] > 0;
+	printf("file: %s\n", path);
+	printf("format: %s version %d\n", RT_TOKENS_FORMAT, RT_TOKENS_VERSION);
+	printf("tokens: %lld\n", (long long)t.n);
+	printf("vocabulary: %d%s\n", (int)t.vocab, t.byte_level ? " (byte-level)" : "");
+	printf("distinct ids: %lld\n", (long long)distinct);
+	printf("source: %s\n", t.source);
+	status = DT_EXIT_OK;
+out:
+	if (status)
+		print_err(&err);
+	free(buf);
+	free(count);
+	rt_tokens_close(&t);
+	return status;
+}
+
 static void print_attr(void *arg, const char *obj, const char *name, const char *value)
 {
 	(void)arg;
@@ -275,6 +438,8 @@ static int cmd_info(int argc, char **argv)
 	rc = parse_opts(argc, argv, usage_info, NULL, 0, NULL, 1);
 	if (rc)
 		return rc == 1 ? DT_EXIT_OK : rc;
+	if (rt_tokens_is_stream(argv[optind]))
+		return info_tokens(argv[optind]);
 	if (rt_data_open(&d, argv[optind], &err))
 		goto out;
 	counts = calloc((size_t)d.classes, sizeof(*counts));
@@ -397,6 +562,8 @@ int main(int argc, char **argv)
 	static const struct dt_cmd cmds[] = {
 		{ "fashion-mnist", cmd_fashion },
 		{ "synthetic", cmd_synthetic },
+		{ "text", cmd_text },
+		{ "tokens", cmd_tokens },
 		{ "info", cmd_info },
 		{ "bench", cmd_bench },
 	};

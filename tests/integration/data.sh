@@ -120,3 +120,64 @@ truncate -s 1000000 "$T/cut.h5"
 expect_rc 1 $DATA info "$T/cut.h5"
 must_contain "$T/err" "$T/cut.h5: HDF5 cannot open it: truncated file"
 pass "info refuses files that are not dtrain data sets, naming them"
+
+# --- token streams (runtime/tokens.h) ---
+
+# text: every byte a token, the files in order, the last tenth held out
+printf 'The quick brown fox.\n%%\nJumps over the lazy dog.\n' >"$T/a.txt"
+printf 'Second file, and its bytes: \xc3\xa9\n' >"$T/b.txt"
+expect_rc 0 $DATA text "$T/a.txt" "$T/b.txt" "$T/tok"
+expect_rc 0 $DATA info "$T/tok/train.h5"
+must_contain "$T/out" "format: dtrain-tokens version 1"
+must_contain "$T/out" "vocabulary: 256 (byte-level)"
+all=$(cat "$T/a.txt" "$T/b.txt" | wc -c)
+val=$((all / 10))
+must_contain "$T/out" "tokens: $((all - val))"
+expect_rc 0 $DATA info "$T/tok/val.h5"
+must_contain "$T/out" "tokens: $val"
+# the stored ids are the bytes, in order (h5dump prints the uint16 values)
+h5dump -d /tokens -w 0 "$T/tok/val.h5" | tr -cs '0-9' '\n' | tail -n "$val" | head -n "$val" >"$T/ids" || true
+cat "$T/a.txt" "$T/b.txt" | tail -c "$val" | od -An -v -tu1 | tr -s ' ' '\n' | grep -v '^$' >"$T/bytes"
+cmp -s "$T/ids" "$T/bytes" || { paste "$T/ids" "$T/bytes" | head; fail "val.h5 does not hold the last bytes of the text"; }
+expect_rc 0 $DATA text "$T/a.txt" "$T/tok2" --val "$T/b.txt"
+expect_rc 0 $DATA info "$T/tok2/val.h5"
+must_contain "$T/out" "tokens: $(wc -c <"$T/b.txt")"
+pass "text: byte-level tokens, the last tenth or --val files held out"
+
+# shards: llm.c's (header: magic 20240520, version 1, count; uint16) and
+# nanoGPT's raw uint16, told apart by the magic; bad ones name file and offset
+python3 - "$T" <<'PY'
+import struct, sys
+t = sys.argv[1]
+def llmc(path, toks, magic=20240520, version=1, count=None):
+    head = [magic, version, len(toks) if count is None else count] + [0] * 253
+    open(path, "wb").write(struct.pack("<256i", *head) + struct.pack("<%dH" % len(toks), *toks))
+llmc(t + "/s1.bin", list(range(1000, 1040)))
+open(t + "/raw.bin", "wb").write(struct.pack("<20H", *range(50000, 50020)))
+llmc(t + "/bigtok.bin", [1, 2, 60000, 4])
+llmc(t + "/short.bin", [1, 2, 3, 4], count=9)
+llmc(t + "/v2.bin", [1, 2, 3, 4], version=2)
+open(t + "/odd.bin", "wb").write(b"\x01\x02\x03")
+PY
+expect_rc 0 $DATA tokens "$T/s1.bin" "$T/raw.bin" "$T/sh" --val-fraction 0.2
+expect_rc 0 $DATA info "$T/sh/train.h5"
+must_contain "$T/out" "tokens: 48"
+must_contain "$T/out" "vocabulary: 50257"
+expect_rc 0 $DATA info "$T/sh/val.h5"
+must_contain "$T/out" "tokens: 12"
+expect_rc 1 $DATA tokens "$T/s1.bin" "$T/bigtok.bin" "$T/refused"
+must_contain "$T/err" "$T/bigtok.bin: offset 1028: token 60000 is not below the vocabulary size 50257"
+expect_rc 1 $DATA tokens "$T/short.bin" "$T/refused"
+must_contain "$T/err" "$T/short.bin: offset 8: the header says 9 tokens (1042 bytes with the header) but the file has 1032 bytes"
+expect_rc 1 $DATA tokens "$T/v2.bin" "$T/refused"
+must_contain "$T/err" "$T/v2.bin: offset 4: llm.c shard version 2, expected 1"
+expect_rc 1 $DATA tokens "$T/odd.bin" "$T/refused"
+must_contain "$T/err" "$T/odd.bin: 3 bytes, an odd size"
+expect_rc 1 $DATA tokens "$T/s1.bin" "$T/refused" --vocab 1020
+must_contain "$T/err" "$T/s1.bin: offset 1064: token 1020 is not below the vocabulary size 1020"
+[ ! -e "$T/refused" ] || fail "a refused import created $T/bad"
+expect_rc 2 $DATA tokens "$T/s1.bin"
+must_contain "$T/err" "expected one input file or more, then OUT_DIR"
+expect_rc 2 $DATA text "$T/a.txt" "$T/x" --val-fraction 1
+must_contain "$T/err" "--val-fraction: expected a number in (0, 1)"
+pass "tokens: llm.c and nanoGPT shards imported; a token past the vocabulary, a short or odd file, another version refused naming file and offset, nothing written"
