@@ -260,6 +260,31 @@ int rt_tokens_read(struct rt_tokens *t, int64_t first, int64_t count, int32_t *o
 	return rc;
 }
 
+/* --- windows --- */
+
+int64_t rt_tokens_windows(const struct rt_tokens *t, int context)
+{
+	return context < 1 || t->n < 2 ? 0 : (t->n - 1) / context;
+}
+
+int rt_tokens_read_windows(struct rt_tokens *t, int context, const int64_t *idx, int n,
+			   int32_t *out, struct dt_err *err)
+{
+	int64_t windows = rt_tokens_windows(t, context);
+	int i, rc;
+
+	for (i = 0; i < n; i++) {
+		if (idx[i] < 0 || idx[i] >= windows)
+			return dt_err_add(err, "%s: window %" PRId64 " does not exist (%" PRId64 " windows of %d + 1 tokens)",
+					  t->path, idx[i], windows, context);
+		rc = rt_tokens_read(t, idx[i] * context, (int64_t)context + 1,
+				    out + (size_t)i * ((size_t)context + 1), err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* --- writing --- */
 
 int rt_tokens_write(const char *path, const int32_t *tok, int64_t n, int32_t vocab,

@@ -60,6 +60,21 @@ void rt_tokens_close(struct rt_tokens *t);
 int rt_tokens_read(struct rt_tokens *t, int64_t first, int64_t count, int32_t *out,
 		   struct dt_err *err);
 
+/* --- windows: what a language model trains on --- */
+
+/* A model with context T reads windows of T + 1 tokens (inputs, and the
+ * same shifted by one as targets). Window k starts at token k * T, so the
+ * windows tile the stream with one token of overlap and every token but
+ * the last is a target once: floor((n - 1) / T) windows, the tail that
+ * does not fill one left out. Windows are what the sampler (sampler.h)
+ * permutes and slices, as rows of a data set: every window once an epoch,
+ * the same global batch on any layout, an exact position to resume at. */
+int64_t rt_tokens_windows(const struct rt_tokens *t, int context);
+/* Windows idx [n] (each in [0, rt_tokens_windows)) into out [n][context + 1],
+ * every token checked. */
+int rt_tokens_read_windows(struct rt_tokens *t, int context, const int64_t *idx, int n,
+			   int32_t *out, struct dt_err *err);
+
 /* --- writing --- */
 
 /* Writes the stream tok [n] (n >= 2, every id in [0, vocab)) to path,

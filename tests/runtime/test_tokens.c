@@ -148,6 +148,41 @@ static void test_write_refusals(void **state)
 	free(p);
 }
 
+/* Windows of T + 1 tokens tile the stream with one token of overlap:
+ * every token but the last is a target exactly once, the short tail is
+ * left out; reading them gives the stream's tokens. */
+static void test_windows(void **state)
+{
+	struct rt_tokens t;
+	struct dt_err err = { 0 };
+	char *p = path_of("win.h5");
+	int32_t tok[103], out[3 * 11];
+	int64_t idx[3] = { 9, 0, 4 }, bad = 10;
+	int i, k, targets[103] = { 0 };
+
+	(void)state;
+	for (i = 0; i < 103; i++)
+		tok[i] = (i * 13) % 256;
+	assert_int_equal(rt_tokens_write(p, tok, 103, 256, true, "windows", &err), 0);
+	assert_int_equal(rt_tokens_open(&t, p, &err), 0);
+	assert_int_equal(rt_tokens_windows(&t, 10), 10); /* (103 - 1) / 10 */
+	assert_int_equal(rt_tokens_windows(&t, 102), 1);
+	assert_int_equal(rt_tokens_windows(&t, 103), 0);
+	assert_int_equal(rt_tokens_windows(&t, 0), 0);
+	assert_int_equal(rt_tokens_read_windows(&t, 10, idx, 3, out, &err), 0);
+	for (k = 0; k < 3; k++)
+		assert_memory_equal(out + k * 11, tok + idx[k] * 10, 11 * sizeof(int32_t));
+	for (k = 0; k < 10; k++)
+		for (i = 1; i <= 10; i++)
+			targets[k * 10 + i]++;
+	for (i = 1; i <= 100; i++)
+		assert_int_equal(targets[i], 1);
+	assert_int_equal(rt_tokens_read_windows(&t, 10, &bad, 1, out, &err), -EINVAL);
+	assert_true(tu_has(&err, "window 10 does not exist (10 windows of 10 + 1 tokens)"));
+	rt_tokens_close(&t);
+	free(p);
+}
+
 /* --- refusals --- */
 
 static void test_open_refusals(void **state)
@@ -213,6 +248,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_write_refusals),
+		cmocka_unit_test(test_windows),
 		cmocka_unit_test(test_open_refusals),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
