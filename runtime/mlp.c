@@ -93,9 +93,13 @@ static int mlp_tensors(const struct spec *s, int l, struct rt_tensor *t)
 	return 2;
 }
 
+/* the layer's parameter count, out * in + out (fits: mlp_check bounds the
+ * widths and model.c the sum) */
 static size_t mlp_cost(const struct spec *s, int l)
 {
-	return rt_block_params(s, l);
+	size_t in = (size_t)rt_mlp_width(s, l), out = (size_t)rt_mlp_width(s, l + 1);
+
+	return out * in + out;
 }
 
 /* Kaiming/He uniform (see mlp.h): depends on (init_seed, l, widths, act) only */

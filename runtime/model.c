@@ -352,7 +352,8 @@ int rt_stage_init(struct rt_stage *st, const struct spec *s, int stage, int n_st
 	if ((rc = rt_model_tensors(s, st->first_block, st->first_block + st->n_blocks, &st->tensors,
 				   &st->n_tensors, err)))
 		goto fail;
-	st->n_params = rt_split_params(s, first, stage);
+	/* the table lays the tensors out back to back */
+	st->n_params = st->tensors[st->n_tensors - 1].offset + st->tensors[st->n_tensors - 1].n;
 	if (__builtin_mul_overflow(st->n_params, sizeof(float), &bytes))
 		bytes = SIZE_MAX;
 	st->blocks = calloc((size_t)st->n_blocks, sizeof(*st->blocks));

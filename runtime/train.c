@@ -134,19 +134,13 @@ static int exempt_from_decay(struct trainer *t)
 static int build_stage(struct trainer *t)
 {
 	const struct spec *s = t->s;
-	int *first = t->first;
-	int rc, k;
+	int rc;
 
-	if (s->parallel.stage_layers.n) {
-		first[0] = 0;
-		for (k = 0; k < t->stages; k++)
-			first[k + 1] = first[k] + (int)s->parallel.stage_layers.v[k];
-	} else {
-		rc = rt_stage_split(s, t->stages, first, t->err);
-		if (rc)
-			return rc;
-	}
-	rc = rt_stage_init(&t->st, s, t->stage, t->stages, first, t->err);
+	/* parallel.stage_layers when set (checked there), else balanced */
+	rc = rt_stage_split(s, t->stages, t->first, t->err);
+	if (rc)
+		return rc;
+	rc = rt_stage_init(&t->st, s, t->stage, t->stages, t->first, t->err);
 	if (rc)
 		return rc;
 	t->in = t->st.in;
