@@ -876,6 +876,14 @@ static int check_locks(struct layers *l, json_object *obj, const char *path, str
 
 /* --- cross-field rules --- */
 
+/* what spec_layers counts, for messages */
+static const char *spec_blocks_are(const struct spec *s)
+{
+	if (s->model.type && !strcmp(s->model.type, "gpt"))
+		return "blocks (embedding + model.layers + head)";
+	return "layers (model.hidden + output)";
+}
+
 static int check_rules(const struct spec *s, const char *file, struct dt_err *err)
 {
 	long tasks = s->resources.nodes * s->resources.tasks_per_node;
@@ -890,9 +898,12 @@ static int check_rules(const struct spec *s, const char *file, struct dt_err *er
 	if (s->train.global_batch % per_step)
 		rc = dt_err_add(err, "%s: train.global_batch: must be divisible by parallel.data*parallel.micro_batches = %ld (got %ld)",
 				file, per_step, s->train.global_batch);
+	if (s->model.type && !strcmp(s->model.type, "gpt") && s->model.embd % s->model.heads)
+		rc = dt_err_add(err, "%s: model.heads: must divide model.embd (got %ld heads, embd %ld)",
+				file, s->model.heads, s->model.embd);
 	if (s->parallel.pipeline > spec_layers(s))
-		rc = dt_err_add(err, "%s: parallel.pipeline: %ld stages but the model has only %ld layers (model.hidden + output)",
-				file, s->parallel.pipeline, spec_layers(s));
+		rc = dt_err_add(err, "%s: parallel.pipeline: %ld stages but the model has only %ld %s",
+				file, s->parallel.pipeline, spec_layers(s), spec_blocks_are(s));
 	if (s->parallel.stage_layers.n) {
 		long sum = 0;
 		size_t i;
@@ -900,8 +911,8 @@ static int check_rules(const struct spec *s, const char *file, struct dt_err *er
 		for (i = 0; i < s->parallel.stage_layers.n; i++)
 			sum += s->parallel.stage_layers.v[i];
 		if ((long)s->parallel.stage_layers.n != s->parallel.pipeline || sum != spec_layers(s))
-			rc = dt_err_add(err, "%s: parallel.stage_layers: must list parallel.pipeline = %ld stages whose layers add up to %ld (got %zu stages, %ld layers)",
-					file, s->parallel.pipeline, spec_layers(s),
+			rc = dt_err_add(err, "%s: parallel.stage_layers: must list parallel.pipeline = %ld stages whose %s add up to %ld (got %zu stages, %ld)",
+					file, s->parallel.pipeline, spec_blocks_are(s), spec_layers(s),
 					s->parallel.stage_layers.n, sum);
 	}
 	if (s->parallel.grad_sync && !strcmp(s->parallel.grad_sync, "split") && s->parallel.pipeline > 1)
@@ -1081,8 +1092,11 @@ void spec_free(struct spec *s)
 
 long spec_layers(const struct spec *s)
 {
+	if (s->model.type && !strcmp(s->model.type, "gpt"))
+		return s->model.layers + 2;
 	return (long)s->model.hidden.n + 1;
 }
+
 
 void spec_format_time(long t, char *buf, size_t size)
 {

@@ -59,6 +59,11 @@ struct spec {
 		struct spec_ints hidden; /* width of each hidden layer */
 		long outputs;
 		char *activation;     /* "relu" | "gelu" | "tanh" */
+		long vocab_size;      /* gpt: ids in [0, vocab_size) */
+		long context;         /* gpt: positions of a sample, T */
+		long layers;          /* gpt: transformer blocks */
+		long heads;           /* gpt: attention heads; divides embd */
+		long embd;            /* gpt: residual width, C */
 		long init_seed;
 	} model;
 	struct spec_data {
@@ -94,6 +99,7 @@ struct spec {
 			double min_lr;
 		} lr_schedule;
 		double grad_clip; /* max global gradient norm; 0: off */
+		long eval_every;  /* steps between evaluations; 0: at epoch ends */
 		long log_every;   /* steps between progress lines */
 	} train;
 	struct spec_checkpoint {
@@ -223,7 +229,9 @@ int spec_doc_markdown(struct dt_buf *out);
 
 /* --- queries --- */
 
-/* Number of model layers (hidden + output). */
+/* Number of the model's blocks, the units of parallel.stage_layers:
+ * mlp: its layers (hidden + output); gpt: the embedding, model.layers
+ * transformer blocks and the head. */
 long spec_layers(const struct spec *s);
 /* Slurm time string ("D-HH:MM:SS" or "HH:MM:SS") of seconds into buf. */
 void spec_format_time(long seconds, char *buf, size_t size);

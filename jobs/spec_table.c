@@ -50,8 +50,8 @@ static const struct spec_field fields[] = {
 	  "shell lines run by the batch script before the ranks start (the only field that is shell code)" },
 
 	/* --- model --- */
-	{ "model.type", SPEC_ENUM, F(model.type), "\"mlp\"", 0, 0, 0, 0, "mlp", 0,
-	  "model family" },
+	{ "model.type", SPEC_ENUM, F(model.type), "\"mlp\"", 0, 0, 0, 0, "mlp|gpt", 0,
+	  "model family: \"mlp\" (model.inputs, hidden, outputs, activation) or \"gpt\" (model.vocab_size, context, layers, heads, embd)" },
 	{ "model.inputs", SPEC_INT, F(model.inputs), "784", 1, 1e8, 0, 0, NULL, 0,
 	  "input features per sample" },
 	{ "model.hidden", SPEC_INTLIST, F(model.hidden), "[512, 512]", 1, 1e8, 0, 1024, NULL, 0,
@@ -60,6 +60,16 @@ static const struct spec_field fields[] = {
 	  "output classes" },
 	{ "model.activation", SPEC_ENUM, F(model.activation), "\"relu\"", 0, 0, 0, 0, "relu|gelu|tanh", 0,
 	  "activation after each hidden layer" },
+	{ "model.vocab_size", SPEC_INT, F(model.vocab_size), "50257", 2, 16777216, 0, 0, NULL, 0,
+	  "gpt: token ids are in [0, vocab_size); 256 for byte-level text, 50257 for GPT-2's BPE" },
+	{ "model.context", SPEC_INT, F(model.context), "1024", 1, 1048576, 0, 0, NULL, 0,
+	  "gpt: positions a sample holds (tokens of context, T)" },
+	{ "model.layers", SPEC_INT, F(model.layers), "12", 1, 1023, 0, 0, NULL, 0,
+	  "gpt: transformer blocks (n_layer)" },
+	{ "model.heads", SPEC_INT, F(model.heads), "12", 1, 65536, 0, 0, NULL, 0,
+	  "gpt: attention heads per block (n_head); must divide model.embd" },
+	{ "model.embd", SPEC_INT, F(model.embd), "768", 1, 1048576, 0, 0, NULL, 0,
+	  "gpt: width of the residual stream (n_embd)" },
 	{ "model.init_seed", SPEC_INT, F(model.init_seed), "1234", 0, BIG, 0, 0, NULL, 0,
 	  "seed of the parameter initialisation" },
 
@@ -67,7 +77,7 @@ static const struct spec_field fields[] = {
 	{ "data.train", SPEC_STR, F(data.train), "null", 1, 4000, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_TEXT,
 	  "training set: HDF5 file with /features and /labels (see dtrain-data)" },
 	{ "data.test", SPEC_STR, F(data.test), "null", 1, 4000, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_TEXT,
-	  "test set evaluated at each epoch end; null: none" },
+	  "test set (gpt: validation token stream) evaluated at each epoch end or train.eval_every; null: none" },
 	{ "data.shuffle", SPEC_BOOL, F(data.shuffle), "true", 0, 0, 0, 0, NULL, 0,
 	  "reshuffle the training set each epoch (seeded by train.seed + epoch)" },
 
@@ -116,6 +126,8 @@ static const struct spec_field fields[] = {
 	  "learning rate at the end of the decay" },
 	{ "train.grad_clip", SPEC_NUM, F(train.grad_clip), "0", 0, 1e12, 0, 0, NULL, 0,
 	  "clip the global gradient norm to this; 0: off; the progress lines' and metrics' grad_norm is the norm before clipping" },
+	{ "train.eval_every", SPEC_INT, F(train.eval_every), "0", 0, BIG, 0, 0, NULL, 0,
+	  "evaluate data.test every this many steps (and at the end); 0: at each epoch end" },
 	{ "train.log_every", SPEC_INT, F(train.log_every), "10", 1, 1e9, 0, 0, NULL, 0,
 	  "steps between progress lines" },
 

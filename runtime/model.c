@@ -16,11 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/gpt.h"
 #include "runtime/mlp.h"
 
 /* --- model types --- */
 
-static const struct rt_model_ops *const model_types[] = { &rt_mlp_model };
+static const struct rt_model_ops *const model_types[] = { &rt_mlp_model, &rt_gpt_model };
 #define N_TYPES (sizeof(model_types) / sizeof(model_types[0]))
 
 const struct rt_model_ops *rt_model_find(const struct spec *s, struct dt_err *err)
@@ -31,7 +32,7 @@ const struct rt_model_ops *rt_model_find(const struct spec *s, struct dt_err *er
 	for (i = 0; i < N_TYPES; i++)
 		if (!strcmp(model_types[i]->type, type))
 			return model_types[i];
-	dt_err_add(err, "model.type: \"%s\" is not a model this runtime builds (expected \"mlp\")", type);
+	dt_err_add(err, "model.type: \"%s\" is not a model this runtime builds (expected \"mlp\" or \"gpt\")", type);
 	return NULL;
 }
 
@@ -42,6 +43,13 @@ int rt_model_blocks(const struct spec *s)
 	const struct rt_model_ops *ops = rt_model_find(s, NULL);
 
 	return ops ? ops->blocks(s) : 0;
+}
+
+int rt_model_ties(const struct spec *s, struct rt_tie *t)
+{
+	const struct rt_model_ops *ops = rt_model_find(s, NULL);
+
+	return ops && ops->ties ? ops->ties(s, t) : 0;
 }
 
 size_t rt_block_params(const struct spec *s, int b)

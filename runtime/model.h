@@ -92,6 +92,16 @@ struct rt_part_ops {
 			const struct rt_part *p);
 };
 
+/* Two tensors of a model that are one parameter (GPT's token embedding and
+ * its tied head): each stage that holds either keeps a copy; the trainer
+ * gives both the sum of their gradients every step, so that the copies,
+ * equal at init, stay bitwise equal. */
+#define RT_MAX_TIES 4
+struct rt_tie {
+	int block[2];                  /* global blocks that declare them */
+	char name[2][RT_TENSOR_NAME];  /* their names; same shape */
+};
+
 /* A model type. Every function is pure in the spec unless it says
  * otherwise; b is a global block index. */
 struct rt_model_ops {
@@ -133,6 +143,9 @@ struct rt_model_ops {
 	void (*backward)(const struct rt_stage *st, const struct rt_block *b, const float *x,
 			 float *acts, int max_rows, int rows, float *dy, float *dx);
 	const struct rt_part_ops *part; /* NULL: no split way for this model */
+	/* the model's tied tensors into t[RT_MAX_TIES]; returns how many
+	 * (NULL: none) */
+	int (*ties)(const struct spec *s, struct rt_tie *t);
 };
 
 /* --- model types --- */
@@ -148,6 +161,9 @@ int rt_model_blocks(const struct spec *s);
 /* Floats of block b's tensors; 0 for b out of range, SIZE_MAX when the sum
  * does not fit. */
 size_t rt_block_params(const struct spec *s, int b);
+/* The model's tied tensors into t[RT_MAX_TIES]; how many (0: none, or an
+ * unknown model type). */
+int rt_model_ties(const struct spec *s, struct rt_tie *t);
 /* Parameters of the whole model; SIZE_MAX if the sum does not fit. */
 size_t rt_model_params(const struct spec *s);
 /* Parameters of stage k of a split (blocks first[k]..first[k+1]-1). */

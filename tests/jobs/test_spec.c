@@ -170,7 +170,7 @@ static void cross_field_rules(void **state)
 
 	assert_int_equal(resolve("{\"resources\": {\"tasks_per_node\": 2}, \"parallel\": {\"pipeline\": 2,"
 				 " \"stage_layers\": [1, 1]}, \"model\": {\"hidden\": [10, 10]}}", NULL, 0, &s, &e), -EINVAL);
-	assert_true(tu_has(&e, "parallel.stage_layers: must list parallel.pipeline = 2 stages whose layers add up to 3 (got 2 stages, 2 layers)"));
+	assert_true(tu_has(&e, "parallel.stage_layers: must list parallel.pipeline = 2 stages whose layers (model.hidden + output) add up to 3 (got 2 stages, 2)"));
 	assert_int_equal(resolve("{\"resources\": {\"tasks_per_node\": 2}, \"parallel\": {\"pipeline\": 2,"
 				 " \"stage_layers\": [1, 2]}, \"model\": {\"hidden\": [10, 10]}}", NULL, 0, &s, &e), 0);
 	assert_int_equal(s.parallel.stage_layers.n, 2);
