@@ -548,6 +548,7 @@ int rt_data_open(struct rt_data *d, const char *path, struct dt_err *err)
 	int rc;
 
 	memset(d, 0, sizeof(*d));
+	d->labels = 1;
 	dt_h5_quiet_on(&q);
 	d->path = strdup(path);
 	rc = d->path ? open_checked(d, path, err) : oom(err, path);
@@ -561,6 +562,10 @@ void rt_data_close(struct rt_data *d)
 {
 	struct dt_h5_quiet q;
 
+	if (d->tok) {
+		rt__data_windows_close(d);
+		return;
+	}
 	dt_h5_quiet_on(&q);
 	dt_h5_close(&d->h_x, H5Dclose);
 	dt_h5_close(&d->h_y, H5Dclose);
@@ -811,6 +816,8 @@ int rt_data_read(struct rt_data *d, const int64_t *idx, int n_idx, float *x, int
 		return dt_err_add(err, "%s: negative row count %d", d->path, n_idx);
 	if (n_idx == 0 || (!x && !y))
 		return 0;
+	if (d->tok)
+		return rt__data_windows_read(d, idx, n_idx, x, y, err);
 	dt_h5_quiet_on(&q);
 	rc = read_picks(d, idx, n_idx, x, y, err);
 	dt_h5_quiet_off(&q);
@@ -871,6 +878,8 @@ int rt_data_load_all(struct rt_data *d, bool x, bool y, struct dt_err *err)
 	struct dt_h5_quiet q;
 	int rc;
 
+	if (d->tok)
+		return x || y ? rt__data_windows_load(d, err) : 0;
 	dt_h5_quiet_on(&q);
 	rc = load_all(d, x, y, err);
 	dt_h5_quiet_off(&q);
@@ -945,6 +954,8 @@ int rt_data_verify(struct rt_data *d, int64_t *counts, struct dt_err *err)
 
 int64_t rt_data_bytes(const struct rt_data *d)
 {
+	if (d->tok)
+		return d->tok_bytes;
 	return d->n * d->features * (int64_t)sizeof(float);
 }
 

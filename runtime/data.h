@@ -76,6 +76,10 @@ struct rt_data {
 	char *source;        /* the "source" attribute, control characters replaced; owned */
 	float *x_all;        /* [n][features] after rt_data_load_all(..., x), else NULL */
 	int32_t *y_all;      /* [n] after rt_data_load_all(..., y), else NULL */
+	int labels;          /* labels per sample: 1 (a table), or T (token windows) */
+	bool byte_level;     /* token windows of byte-level text: bits per byte apply */
+	struct rt_tokens *tok; /* token windows: the stream (rt_data_open_windows), else NULL */
+	int32_t *tok_all;    /* the whole stream after rt_data_load_all(), else NULL */
 	/* private */
 	int64_t h_file, h_x, h_y; /* HDF5 handles (hid_t), 0 when closed */
 	int fd;                   /* the file again, for direct row reads */
@@ -84,7 +88,14 @@ struct rt_data {
 	int64_t *x_addr;          /* [chunks] file offset of each chunk, -1 until looked up */
 	bool y_direct;            /* /labels is read directly, from offset y_addr */
 	int64_t y_addr;
+	int64_t tok_bytes;        /* token windows: what load_all takes */
 };
+
+/* token windows' side of the functions below (windows.c), private */
+int rt__data_windows_read(struct rt_data *d, const int64_t *idx, int n_idx, float *x, int32_t *y,
+			  struct dt_err *err);
+int rt__data_windows_load(struct rt_data *d, struct dt_err *err);
+void rt__data_windows_close(struct rt_data *d);
 
 /* --- life cycle --- */
 
@@ -94,6 +105,18 @@ struct rt_data {
  * rt_data_verify()). On success the caller closes d with rt_data_close();
  * on failure d is left closed (rt_data_close() is still safe). */
 int rt_data_open(struct rt_data *d, const char *path, struct dt_err *err);
+
+/* A token stream (runtime/tokens.h) as a data set of windows, for a
+ * language model of context T: sample k is window k of T + 1 tokens
+ * (rt_tokens_windows: n = floor((tokens - 1) / T)); its features are its
+ * first T token ids as floats (exact: ids are below 2^24), its labels
+ * (labels = T per sample) the T tokens after each, the next-token targets.
+ * classes is the stream's vocabulary. The rest of this header applies:
+ * rt_data_read() gives x [n_idx][T] and y [n_idx][T], rt_data_load_all()
+ * keeps the whole stream in memory (4 bytes a token, rt_data_bytes()),
+ * rt_data_close() closes it; rt_data_verify() and rt_data_attrs() are for
+ * tables only. Errors name the file (runtime/tokens.h). */
+int rt_data_open_windows(struct rt_data *d, const char *path, int context, struct dt_err *err);
 
 /* Closes the file, frees the cache and zeroes d; safe on a zeroed or closed d. */
 void rt_data_close(struct rt_data *d);
@@ -107,7 +130,7 @@ int rt_data_load_all(struct rt_data *d, bool x, bool y, struct dt_err *err);
 /* --- rows --- */
 
 /* Gathers rows idx[0..n_idx) into x ([n_idx][features], row i = sample
- * idx[i]) and y ([n_idx]). Either may be NULL and is then not read at all
+ * idx[i]) and y ([n_idx][labels]). Either may be NULL and is then not read at all
  * (the first pipeline stage needs only x, the last only y). idx may be in
  * any order and repeat rows. Every label read is checked against
  * [0, classes): -EINVAL naming the file and row. Rows outside [0, n): -EINVAL.

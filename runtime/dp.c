@@ -137,6 +137,7 @@ int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
 	MPI_Aint bytes, got = 0;
 	bool split;
 	float *base = NULL;
+	struct rt_tie ties[RT_MAX_TIES];
 
 	memset(dp, 0, sizeof(*dp));
 	dp->data = g->data_comm;
@@ -147,6 +148,13 @@ int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
 	dp->err = err;
 	if (g->size[RT_DIM_DATA] == 1 || strcmp(way, "allreduce") == 0)
 		return 0; /* every rank decides alike from the spec and the grid */
+	/* tied tensors (runtime/tied.c) take the replicas' whole sums */
+	if (rt_model_ties(s, ties) > 0) {
+		if (!strcmp(way, "auto"))
+			return 0;
+		return dt_err_add(err, "parallel.grad_sync: \"%s\" is not available for model.type \"%s\" (its tied tensors need every gradient summed); use \"allreduce\" or \"auto\"",
+				  way, st->ops->type);
+	}
 	/* "auto": split the blocks where a stage is the whole model (the
 	 * pipeline's messages carry each replica's own rows) and the model
 	 * can, else slots */

@@ -466,6 +466,7 @@ const struct rt_model_ops rt_gpt_model = {
 	.type = "gpt",
 	.block_noun = "block",
 	.blocks_are = "embedding + model.layers + head",
+	.reads_tokens = true,
 	.check = gpt_check,
 	.config = gpt_config,
 	.blocks = gpt_blocks,

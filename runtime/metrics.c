@@ -9,6 +9,7 @@
 #include "base/json.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,7 +142,7 @@ int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_
 {
 	const struct spec *s = t->s;
 	double now, rate, eta, tm[6];
-	char eta_s[32];
+	char eta_s[32], tokens[64] = "";
 	int rc;
 
 	pg->window_rows += batch_rows;
@@ -157,19 +158,24 @@ int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_
 	if (rc)
 		return rc;
 	fmt_duration(eta, eta_s, sizeof(eta_s));
+	if (t->labels > 1)
+		snprintf(tokens, sizeof(tokens), "\"tokens_per_s\":%.1f,", rate * t->labels);
 	if (t->g->rank == 0 && !pg->quiet) {
+		/* a language model's samples are windows: its rate is in tokens */
 		printf("dtrain-run: step %lld/%lld epoch %lld/%ld loss %.4f lr %.3g "
-		       "grad_norm %.3g samples/s %.0f eta %s\n",
+		       "grad_norm %.3g %s/s %.0f eta %s\n",
 		       (long long)step, (long long)total, (long long)epoch + 1,
-		       s->train.epochs, loss, lr, norm, rate, eta_s);
+		       s->train.epochs, loss, lr, norm, t->labels > 1 ? "tokens" : "samples",
+		       rate * t->labels, eta_s);
 		fflush(stdout);
 	}
 	dt_json_line(t->metrics, "{\"event\":\"step\",\"step\":%lld,\"total_steps\":%lld,\"epoch\":%lld,"
 		      "\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"samples_per_s\":%.1f,"
-		      "\"eta_s\":%.0f,\"steps\":%lld,\"time\":{\"step_s\":%.6g,\"compute_s\":%.6g,"
+		      "%s\"eta_s\":%.0f,\"steps\":%lld,\"time\":{\"step_s\":%.6g,\"compute_s\":%.6g,"
 		      "\"pipe_wait_s\":%.6g,\"grad_wait_s\":%.6g,\"data_s\":%.6g,\"optim_s\":%.6g}}",
 		   (long long)step, (long long)total, (long long)epoch + 1, loss, lr, norm,
-		   rate, eta, (long long)pg->window_steps, tm[0], tm[1], tm[2], tm[3], tm[4], tm[5]);
+		   rate, tokens, eta, (long long)pg->window_steps,
+		   tm[0], tm[1], tm[2], tm[3], tm[4], tm[5]);
 	pg->tw = now_s(); /* the window's reduction is not part of the next */
 	pg->window_rows = 0;
 	pg->window_steps = 0;
@@ -180,13 +186,26 @@ int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_
 void rt__log_eval(struct trainer *t, int64_t step, int64_t epoch, double loss, double acc,
 		  bool quiet)
 {
-	if (t->g->rank == 0 && !quiet) {
+	/* byte-level text: nats per token / ln 2 = bits per byte */
+	double bpb = t->test.byte_level ? loss / M_LN2 : NAN;
+
+	if (t->g->rank == 0 && !quiet && t->labels > 1) {
+		printf("dtrain-run: step %lld val loss %.4f%s%.4f next-token accuracy %.4f\n",
+		       (long long)step, loss, isnan(bpb) ? "" : " bits/byte ", isnan(bpb) ? 0.0 : bpb,
+		       acc);
+		fflush(stdout);
+	} else if (t->g->rank == 0 && !quiet) {
 		printf("dtrain-run: epoch %lld/%ld test loss %.4f accuracy %.4f\n",
 		       (long long)epoch + 1, t->s->train.epochs, loss, acc);
 		fflush(stdout);
 	}
-	dt_json_line(t->metrics, "{\"event\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"test_loss\":%.9g,"
-		      "\"test_accuracy\":%.6f}", (long long)step, (long long)epoch + 1, loss, acc);
+	if (isnan(bpb))
+		dt_json_line(t->metrics, "{\"event\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"test_loss\":%.9g,"
+			      "\"test_accuracy\":%.6f}", (long long)step, (long long)epoch + 1, loss, acc);
+	else
+		dt_json_line(t->metrics, "{\"event\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"test_loss\":%.9g,"
+			      "\"test_accuracy\":%.6f,\"bits_per_byte\":%.6f}", (long long)step,
+			      (long long)epoch + 1, loss, acc, bpb);
 }
 
 void rt__log_end(struct trainer *t, const struct rt_progress *pg, int64_t step)

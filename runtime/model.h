@@ -108,6 +108,10 @@ struct rt_model_ops {
 	const char *type;       /* model.type: "mlp" */
 	const char *block_noun; /* what users call a block in messages: "layer" */
 	const char *blocks_are; /* which spec keys make the blocks: "model.hidden + output" */
+	/* what a sample is: false, a row of a data set (width(0) features, one
+	 * label); true, a window of a token stream (data.h, rt_data_open_windows:
+	 * width(0) token ids, one target per position) */
+	bool reads_tokens;
 	/* 0, or -EINVAL naming the spec key that this model cannot build */
 	int (*check)(const struct spec *s, struct dt_err *err);
 	/* the model's config as one compact JSON object (no spaces, keys in a

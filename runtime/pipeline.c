@@ -52,7 +52,7 @@ int rt__forward_mb(struct trainer *t, struct slot *sl, const struct mb *m, doubl
 				       &sl->send_fwd));
 		return 0;
 	}
-	*loss += rt_softmax_xent(y, sl->y, (int)m->rows, t->classes, t->grad_scale,
+	*loss += rt_softmax_xent(y, sl->y, (int)m->rows * t->labels, t->classes, t->grad_scale,
 				 want_grad ? sl->dy : NULL, correct);
 	t->tm.compute += now_s() - t1;
 	return 0;

@@ -68,14 +68,52 @@ static int load_shares(struct trainer *t)
 	return rc;
 }
 
+/* A language model's token streams (data.train, data.test) as windows of
+ * model.context + 1 tokens. */
+static int open_windows(struct trainer *t, const struct rt_model_ops *ops)
+{
+	const struct spec *s = t->s;
+	int T = (int)ops->width(s, 0), rc;
+	long vocab = ops->width(s, ops->blocks(s)) / T;
+
+	rc = rt_data_open_windows(&t->train, s->data.train, T, t->err);
+	if (rc)
+		return rc;
+	if (t->train.classes > vocab)
+		return dt_err_add(t->err, "%s: a vocabulary of %d tokens but model.vocab_size is only %ld",
+				  s->data.train, t->train.classes, vocab), -EINVAL;
+	if (s->data.test) {
+		rc = rt_data_open_windows(&t->test, s->data.test, T, t->err);
+		if (rc)
+			return rc;
+		t->has_test = 1;
+		if (t->test.classes > vocab)
+			return dt_err_add(t->err, "%s: a vocabulary of %d tokens but model.vocab_size is only %ld",
+					  s->data.test, t->test.classes, vocab), -EINVAL;
+	}
+	t->labels = T;
+	t->classes = (int)vocab;
+	rc = load_shares(t);
+	if (rc)
+		return rc;
+	return rt_sampler_init(&t->sampler, t->train.n, s->train.global_batch,
+			       (uint64_t)s->train.seed, s->data.shuffle, t->err);
+}
+
 static int open_data(struct trainer *t)
 {
 	const struct spec *s = t->s;
+	const struct rt_model_ops *ops = rt_model_find(s, t->err);
 	int rc;
 
+	if (!ops)
+		return -EINVAL;
 	if (!s->data.train)
 		return dt_err_add(t->err, "data.train: not set; dtrain-run needs a training set "
-				  "(make one with: dtrain-data fashion-mnist DIR, or dtrain-data synthetic FILE)");
+				  "(make one with: dtrain-data fashion-mnist DIR, dtrain-data synthetic FILE, or for a language model dtrain-data text FILE... DIR)");
+	if (ops->reads_tokens)
+		return open_windows(t, ops);
+	t->labels = 1;
 	rc = rt_data_open(&t->train, s->data.train, t->err);
 	if (rc)
 		return rc;
@@ -189,7 +227,7 @@ static int alloc_slots(struct trainer *t)
 		sl->x = malloc(rows * (size_t)t->in * sizeof(float));
 		sl->dx = malloc(rows * (size_t)t->in * sizeof(float));
 		sl->dy = malloc(rows * (size_t)t->out * sizeof(float));
-		sl->y = malloc(rows * sizeof(int32_t));
+		sl->y = malloc(rows * (size_t)t->labels * sizeof(int32_t));
 		if (!sl->x || !sl->dx || !sl->dy || !sl->y)
 			return dt_err_add(t->err, "rank %d: out of memory for micro-batch buffers", t->g->rank), -ENOMEM;
 	}
@@ -215,6 +253,7 @@ static void free_trainer(struct trainer *t, bool together)
 	free(t->block_bucket);
 	free(t->part_loss);
 	free(t->part_correct);
+	rt__ties_free(t);
 	rt_ckpt_free(&t->ck);
 	if (together)
 		rt_dp_free(&t->dp, &t->st, &t->opt);
@@ -275,8 +314,8 @@ static int evaluate(struct trainer *t, struct rt_data *d, double *loss, double *
 		rc = dt_err_add(t->err, "rank %d: MPI_Bcast of the evaluation failed", t->g->rank);
 		goto out;
 	}
-	*loss = tot[0] / (double)d->n;
-	*acc = tot[1] / (double)d->n;
+	*loss = tot[0] / ((double)d->n * (double)t->labels);
+	*acc = tot[1] / ((double)d->n * (double)t->labels);
 out:
 	if (t->tsplit)
 		rt_blas_threads(1);
@@ -359,6 +398,7 @@ static int update(struct trainer *t, int64_t step, double stats[2], int64_t batc
 	struct rt_span whole;
 	const struct rt_span *sp;
 	double clip = t->s->train.grad_clip, sumsq = 0.0;
+	double dup = rt__ties_dup_sumsq(t); /* a tied parameter counts once */
 	int n, rc = 0, i;
 
 	rt__grad_sync_owned(t, &whole, &sp, &n);
@@ -367,11 +407,12 @@ static int update(struct trainer *t, int64_t step, double stats[2], int64_t batc
 	if (clip > 0) {
 		for (i = 0; i < n; i++)
 			sumsq += rt_sumsq(t->st.grads + sp[i].first, sp[i].count);
+		sumsq -= dup;
 		rc = rt__grad_sync_sums(t, stats, &sumsq);
 		if (!rc)
 			rc = reduce_norm(t, sumsq, norm);
 		if (!rc)
-			rc = check_finite(t, step, stats[0] / (double)batch_rows, *norm);
+			rc = check_finite(t, step, stats[0] / ((double)batch_rows * t->labels), *norm);
 		if (rc)
 			return rc;
 		rt__grad_sync_update(t, sp, n, lr, (float)rt_clip_factor(*norm, clip));
@@ -379,13 +420,13 @@ static int update(struct trainer *t, int64_t step, double stats[2], int64_t batc
 	}
 	/* a NaN gradient is only seen after the update here; the run stops
 	 * then, and nothing saves these parameters */
-	sumsq = rt__grad_sync_update(t, sp, n, lr, 1.0f);
+	sumsq = rt__grad_sync_update(t, sp, n, lr, 1.0f) - dup;
 	rc = rt__grad_sync_sums(t, stats, &sumsq);
 	if (!rc)
 		rc = rt__grad_sync_publish(t, false);
 	if (!rc)
 		rc = reduce_norm(t, sumsq, norm);
-	return rc ? rc : check_finite(t, step, stats[0] / (double)batch_rows, *norm);
+	return rc ? rc : check_finite(t, step, stats[0] / ((double)batch_rows * t->labels), *norm);
 }
 
 /* Steps of the whole run: train.epochs epochs, cut by train.max_steps. */
@@ -461,11 +502,13 @@ static int forward_backward(struct trainer *t, const struct mb *mbs, int64_t bat
 {
 	int rc;
 
-	t->grad_scale = 1.0f / (float)batch_rows;
+	t->grad_scale = 1.0f / (float)(batch_rows * t->labels);
 	rt__grad_sync_arm(t);
 	rc = t->dp.split || t->tsplit ? rt__split_schedule(t, mbs, batch_rows) : rt__run_schedule(t, mbs);
 	if (!rc)
 		rc = rt__grad_sync_finish(t);
+	if (!rc)
+		rc = rt__ties_sum(t);
 	if (!rc)
 		rc = rt__wait_sends(t);
 	return rc;
@@ -484,14 +527,22 @@ static int optimizer_step(struct trainer *t, int64_t step, int64_t total, int64_
 	rc = update(t, step, stats, batch_rows, *lr, norm);
 	if (rc)
 		return rc;
-	*loss = stats[0] / (double)batch_rows;
+	*loss = stats[0] / ((double)batch_rows * t->labels);
 	/* the split way's sums wait for the other replicas: gradient sync */
 	t->tm.optim += now_s() - t_opt - (t->tm.grad - grad_before);
 	return 0;
 }
 
-/* The test set's loss and accuracy, at an epoch's end. */
-static int evaluate_epoch(struct trainer *t, int64_t step, int64_t epoch, bool quiet)
+/* train.eval_every, or each epoch's end; and the last step */
+static bool eval_due(const struct trainer *t, int64_t step, int64_t per_epoch, int64_t total)
+{
+	int64_t every = t->s->train.eval_every > 0 ? t->s->train.eval_every : per_epoch;
+
+	return step % every == 0 || step == total;
+}
+
+/* The test set's loss and accuracy. */
+static int evaluate_at(struct trainer *t, int64_t step, int64_t epoch, bool quiet)
 {
 	double loss = 0, acc = 0;
 	int rc = evaluate(t, &t->test, &loss, &acc);
@@ -539,8 +590,12 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 			break;
 		step++;
 		rc = rt__log_step(t, &pg, step, total, epoch, batch_rows, loss, lr, norm);
-		if (!rc && t->has_test && (step % per_epoch == 0 || step == total))
-			rc = evaluate_epoch(t, step, epoch, opts->quiet);
+		if (!rc && t->has_test && eval_due(t, step, per_epoch, total)) {
+			double t_eval = now_s();
+
+			rc = evaluate_at(t, step, epoch, opts->quiet);
+			pg.tw += now_s() - t_eval; /* not in the training rate */
+		}
 		if (!rc)
 			rc = checkpoint_point(t, step, total, per_epoch, opts);
 		if (rc)
@@ -681,6 +736,8 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 		rc = build_stage(&t);
 	if (!rc)
 		rc = alloc_slots(&t);
+	if (!rc)
+		rc = rt__ties_init(&t);
 	if (!rc)
 		rc = rt__grad_sync_init(&t);
 	rc = agree(&t, rc);

@@ -8,6 +8,7 @@
  *                  buckets allreduced during the last backward, the node's
  *                  shared parameters, or every block split; the update of
  *                  what this replica owns
+ *   tied.c         tied tensors' copies given the same gradient
  *   split_step.c   a step with every block cut into parts between the
  *                  node's replicas and/or the rank's threads
  *   metrics.c      progress lines and metrics.jsonl events
@@ -62,7 +63,7 @@ struct times {
 struct slot {
 	struct rt_acts acts;
 	float *x;        /* [rows][in]: stage input, read or received */
-	int32_t *y;      /* [rows]: labels (last stage) */
+	int32_t *y;      /* [rows][labels]: targets (last stage) */
 	float *dy;       /* [rows][out]: gradient of the stage output */
 	float *dx;       /* [rows][in]: gradient of the stage input, sent back */
 	MPI_Request send_fwd; /* output to the next stage (buffer: acts) */
@@ -83,7 +84,8 @@ struct trainer {
 	int stage, stages, replica, replicas, micro;
 	int prev, next;    /* pipe_comm ranks of the neighbours, or -1 */
 	int in, out;       /* floats per sample of the stage input and output */
-	int classes;
+	int classes;       /* the loss's classes: logits per target */
+	int labels;        /* targets per sample: 1, or T for token windows */
 	int64_t max_rows;  /* most rows of one micro-batch */
 	struct rt_stage st;
 	struct rt_optim opt;
@@ -109,7 +111,8 @@ struct trainer {
 	int64_t correct;
 	double *part_loss; /* [pool's gang]: each thread's rows' loss and */
 	int64_t *part_correct; /* correct count, the head cut by rows (split_schedule) */
-	float grad_scale;  /* 1 / rows of the global batch */
+	float grad_scale;  /* 1 / targets of the global batch (rows x labels) */
+	struct rt_ties *ties; /* tied tensors' copies on this stage (tied.c), or NULL */
 	FILE *metrics;     /* rank 0 only */
 	int first[CKPT_MAX_BLOCKS + 1]; /* the stage split: stage k owns blocks first[k].. */
 	struct rt_ckpt ck; /* saves and resume */
@@ -178,6 +181,19 @@ double rt__grad_sync_update(struct trainer *t, const struct rt_span *sp, int n, 
 /* After the update: this replica's part handed to the node's others
  * (shared; split when clipped, since then no sums follow the update). */
 int rt__grad_sync_publish(struct trainer *t, bool clipped);
+
+/* --- tied tensors (tied.c) --- */
+
+/* Set-up (after the stage): which tied copies this stage holds, and the
+ * peer stage of each one whose other copy is elsewhere. */
+int rt__ties_init(struct trainer *t);
+void rt__ties_free(struct trainer *t);
+/* After the replicas' sums: both copies of each tie get copy 0 + copy 1
+ * (collective between the two stages that hold them). */
+int rt__ties_sum(struct trainer *t);
+/* The sum of squares of the copies 1 on this stage: what the gradient
+ * norm must not count twice. */
+double rt__ties_dup_sumsq(const struct trainer *t);
 
 /* --- a step (pipeline.c, split_step.c) --- */
 
