@@ -35,6 +35,7 @@
 #include "runtime/optim.h"
 #include "runtime/pool.h"
 #include "runtime/sampler.h"
+#include "runtime/tokens.h"
 
 /* Message tags: training micro-batches use their index, evaluation chunks
  * this offset plus theirs. */
@@ -77,6 +78,9 @@ static int open_windows(struct trainer *t, const struct rt_model_ops *ops)
 	long vocab = ops->width(s, ops->blocks(s)) / T;
 
 	rc = rt_data_open_windows(&t->train, s->data.train, T, t->err);
+	if (rc == -EINVAL && !rt_tokens_is_stream(s->data.train))
+		dt_err_add(t->err, "hint: model.type \"%s\" trains on token streams; make them with dtrain-data text FILE... DIR, or dtrain-data tokens SHARD... DIR",
+			   ops->type);
 	if (rc)
 		return rc;
 	if (t->train.classes > vocab)
