@@ -3,8 +3,10 @@
  * checkpoints that dtrain-run writes (format in checkpoint/ckpt.h, guide in
  * checkpoint/README.md).
  *
- * Commands: list, verify, inspect, export. Each parses its command line,
- * calls checkpoint/ckpt.h and maps errors to exit codes (base/util.h):
+ * Commands: list, verify, inspect, export; and eval and sample, which run
+ * the checkpoint's model and so come from the runtime (model_cmds.h).
+ * Each parses its command line, calls checkpoint/ckpt.h and maps errors to
+ * exit codes (base/util.h):
  * 0 success, 1 failure (damaged or missing checkpoint, I/O error), 2 usage
  * error.
  *
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include "checkpoint/ckpt.h"
+#include "checkpoint/model_cmds.h"
 #include "jobs/spec.h"
 #include "base/cli.h"
 #include "base/util.h"
@@ -42,6 +45,8 @@ static const char usage_main[] =
 	"  verify CKPT                check every file of a checkpoint against its manifest\n"
 	"  inspect CKPT               step, optimizer, layout and every tensor's shape\n"
 	"  export CKPT OUT.h5         the whole model as one self-contained HDF5 file\n"
+	"  eval CKPT DATA             the model's loss (and logits) on a data set or token stream\n"
+	"  sample CKPT [--prompt T]   text from a language model (model.type \"gpt\")\n"
 	"\n"
 	"CKPT is a checkpoint (.../step-00000120), or a run directory or checkpoint\n"
 	"dir, which stands for its newest checkpoint.\n"
@@ -614,13 +619,16 @@ out:
 
 int main(int argc, char **argv)
 {
-	static const struct dt_cmd cmds[] = {
+	struct dt_cmd cmds[8] = {
 		{ "list", cmd_list },
 		{ "verify", cmd_verify },
 		{ "inspect", cmd_inspect },
 		{ "export", cmd_export },
 	};
+	size_t n = 4;
+	int i;
 
-	return dt_cli_run("dtrain-ckpt", DTRAIN_VERSION, usage_main, cmds,
-			  sizeof(cmds) / sizeof(cmds[0]), argc, argv);
+	for (i = 0; i < ckpt_model_n_cmds && n < sizeof(cmds) / sizeof(cmds[0]); i++)
+		cmds[n++] = ckpt_model_cmds[i];
+	return dt_cli_run("dtrain-ckpt", DTRAIN_VERSION, usage_main, cmds, n, argc, argv);
 }

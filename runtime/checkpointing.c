@@ -221,7 +221,7 @@ static int hash_spec(const struct spec *s, char out[17])
 /* The model's tensors as checkpoints list them (checkpoint/ckpt.h):
  * this stage's, at their offsets in its buffers, and the whole model's,
  * which rank 0 writes into the root file and the manifest. */
-static int to_ckpt(const struct rt_tensor *t, int n, struct ckpt_tensor **out)
+int rt_ckpt_tensors(const struct rt_tensor *t, int n, struct ckpt_tensor **out)
 {
 	int i, j;
 
@@ -250,12 +250,12 @@ static int tensor_tables(struct rt_ckpt *c, struct dt_err *err)
 	struct rt_tensor *all = NULL;
 	int n = 0, rc;
 
-	rc = to_ckpt(c->st->tensors, c->st->n_tensors, &c->stage_tensors);
+	rc = rt_ckpt_tensors(c->st->tensors, c->st->n_tensors, &c->stage_tensors);
 	c->n_stage_tensors = c->st->n_tensors;
 	if (!rc && c->g->rank == 0) {
 		rc = rt_model_tensors(c->s, 0, c->st->n_model_blocks, &all, &n, err);
 		if (!rc)
-			rc = to_ckpt(all, n, &c->model_tensors);
+			rc = rt_ckpt_tensors(all, n, &c->model_tensors);
 		c->n_model_tensors = n;
 		free(all);
 	}

@@ -144,6 +144,11 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 /* Joins a thread still running (error paths) and frees; not collective. */
 void rt_ckpt_free(struct rt_ckpt *c);
 
+/* A model's tensors t [n] as checkpoints list them (checkpoint/ckpt.h), at
+ * their offsets in the stage's buffers: *out [n] (caller frees). 0 or
+ * -ENOMEM. */
+int rt_ckpt_tensors(const struct rt_tensor *t, int n, struct ckpt_tensor **out);
+
 /* --- resume --- */
 
 /* Restores parameters, optimizer state and position from the checkpoint

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# dtrain's GPT against PyTorch (tests/integration/gpt_torch.py): a model
+# trained 3 steps over 2 pipeline stages (the tied embedding across them),
+# its checkpoints exported and loaded into a nanoGPT-style PyTorch GPT:
+# the same logits and loss as `dtrain-ckpt eval`, and one AdamW step from
+# checkpoint 1 gives checkpoint 2's parameters, each within 1e-5 relative.
+. "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3 # Debian's, with python3-torch and python3-h5py (site/deps.list)
+$PY -c 'import torch, h5py' 2>"$T/py.err" || { cat "$T/py.err"; fail "$PY lacks torch or h5py (make deps installs python3-torch and python3-h5py)"; }
+
+"$DTRAIN_BIN/dtrain-data" text /usr/share/games/fortunes/riddles "$T/text" >/dev/null || fail "dtrain-data text"
+cat >"$T/job.json" <<JSON
+{ "name": "gpt-torch", "model": { "type": "gpt", "vocab_size": 256, "context": 32, "layers": 2, "heads": 2, "embd": 48 },
+  "data": { "train": "$T/text/train.h5", "shuffle": false },
+  "resources": { "tasks_per_node": 2 },
+  "parallel": { "pipeline": 2, "micro_batches": 2 },
+  "train": { "max_steps": 3, "global_batch": 4, "log_every": 1,
+             "optimizer": { "type": "adamw", "lr": 0.003, "weight_decay": 0.1, "betas": [0.9, 0.95] },
+             "grad_clip": 0.5 },
+  "checkpoint": { "every_steps": 1, "keep": 5 } }
+JSON
+$SUBMIT validate "$T/job.json" --set run_dir="$T/run" >"$T/run.json" 2>"$T/err" || { cat "$T/err"; fail "spec"; }
+mkdir -p "$T/run"
+mpirun --allow-run-as-root --oversubscribe -np 2 "$DTRAIN_BIN/dtrain-run" "$T/run.json" >"$T/run.out" 2>&1 ||
+	{ cat "$T/run.out"; fail "dtrain-run"; }
+ck=$T/run/checkpoints
+for s in 1 2; do
+	"$DTRAIN_BIN/dtrain-ckpt" export "$ck/step-0000000$s" "$T/ck$s.h5" >/dev/null || fail "export step $s"
+done
+"$DTRAIN_BIN/dtrain-ckpt" eval "$ck/step-00000001" "$T/text/train.h5" --samples 6 --logits "$T/logits.f32" \
+	>"$T/eval.out" || fail "dtrain-ckpt eval"
+loss=$(sed -n 's/.* loss \([^ ]*\) .*/\1/p' "$T/eval.out")
+[ -n "$loss" ] || { cat "$T/eval.out"; fail "no loss in dtrain-ckpt eval's output"; }
+$PY "$DTRAIN_SOURCE_DIR/tests/integration/gpt_torch.py" "$T/ck1.h5" "$T/ck2.h5" "$T/text/train.h5" \
+	"$T/logits.f32" "$loss" 6 4 0.5 "$T/run.json" || fail "dtrain and PyTorch disagree"
+pass "the GPT's logits, loss and an AdamW step equal PyTorch's within 1e-5"
