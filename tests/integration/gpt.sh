@@ -8,7 +8,9 @@
 #    checkpoint, on one stage or across stages;
 #  - a 2x2 checkpoint resumed on 2x2 ends bitwise equal to the uninterrupted
 #    run; resumed on 1x4 its loss curve follows the run within 1e-5;
-#  - validation loss and bits per byte reach metrics.jsonl;
+#  - validation loss and bits per byte reach metrics.jsonl, and dtrain-ckpt
+#    eval of the final checkpoint gives the same loss; dtrain-ckpt sample
+#    writes the prompt and N bytes, the same for the same seed;
 #  - what does not fit is refused, naming the file or key: a feature table
 #    for a GPT, a vocabulary larger than model.vocab_size, a context longer
 #    than the text, parallel.grad_sync "shared" (the tied copies need whole
@@ -87,6 +89,27 @@ run r14 1 4 4 --set checkpoint.resume="$T/l22/checkpoints/step-00000025"
 MIN=25 same_curve l22 r14
 tied "$T/r14/checkpoints/step-00000050"
 
+# --- a checkpoint in use: eval gives the run's validation loss; sample ---
+"$DTRAIN_BIN/dtrain-ckpt" eval "$T/l22" "$T/text/val.h5" >"$T/eval.out" 2>"$T/eval.err" ||
+	{ cat "$T/eval.err"; fail "dtrain-ckpt eval"; }
+mine=$(sed -n 's/.* loss \([^ ]*\) .*/\1/p' "$T/eval.out")
+theirs=$(jq -r 'select(.event == "eval" and .step == 50) | .test_loss' "$T/l22/metrics.jsonl")
+awk -v a="$mine" -v b="$theirs" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; exit !(d <= 1e-5) }' ||
+	fail "dtrain-ckpt eval gives loss $mine, the run's validation loss was $theirs"
+must_contain "$T/eval.out" "bits_per_byte"
+for i in 1 2; do
+	"$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --prompt "Q: " --tokens 40 --seed 7 --top-k 20 >"$T/sample$i.txt" 2>/dev/null ||
+		fail "dtrain-ckpt sample"
+done
+cmp -s "$T/sample1.txt" "$T/sample2.txt" || fail "the same seed sampled two texts"
+[ "$(head -c 3 "$T/sample1.txt")" = "Q: " ] && [ "$(wc -c <"$T/sample1.txt")" -eq 43 ] ||
+	{ cat "$T/sample1.txt"; fail "sample: not the prompt and 40 bytes"; }
+"$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --tokens 40 --seed 8 >"$T/sample3.txt" 2>/dev/null || fail "sample, seed 8"
+cmp -s "$T/sample1.txt" "$T/sample3.txt" && fail "another seed and prompt sampled the same text"
+expect_rc 2 "$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --temperature -1
+must_contain "$T/err" "--temperature: expected a number >= 0"
+echo "  eval: loss $mine (the run's $theirs); sample: $(tr '\n' ' ' <"$T/sample1.txt")"
+
 # --- refused ---
 "$DTRAIN_BIN/dtrain-data" synthetic "$T/table.h5" --samples 100 --features 32 --classes 5 >/dev/null
 refused() {
@@ -109,4 +132,13 @@ $SUBMIT validate "$T/base.json" --set run_dir="$T/shared" --set resources.tasks_
 mkdir -p "$T/shared"
 expect_rc 3 mpirun --allow-run-as-root --oversubscribe -np 2 "$DTRAIN_BIN/dtrain-run" "$T/shared.json"
 must_contain "$T/err" 'parallel.grad_sync: "shared" is not available for model.type "gpt"'
-pass "GPT: 5 layouts, one loss curve; tied copies bitwise equal; 2x2 resumes bitwise on 2x2 and on 1x4; misfits refused"
+# an MLP's checkpoint is no language model
+cat >"$T/mlp.json" <<JSON
+{ "name": "mlp", "model": { "inputs": 32, "hidden": [8], "outputs": 5 }, "data": { "train": "$T/table.h5" },
+  "train": { "max_steps": 2, "global_batch": 10 } }
+JSON
+$SUBMIT validate "$T/mlp.json" --set run_dir="$T/mlp" >"$T/mlp.r.json" 2>/dev/null && mkdir -p "$T/mlp" &&
+	mpirun --allow-run-as-root -np 1 "$DTRAIN_BIN/dtrain-run" --quiet "$T/mlp.r.json" >/dev/null 2>&1 || fail "mlp run"
+expect_rc 1 "$DTRAIN_BIN/dtrain-ckpt" sample "$T/mlp"
+must_contain "$T/err" 'holds model.type "mlp", which is not a language model'
+pass "GPT: 5 layouts, one loss curve; tied copies bitwise equal; 2x2 resumes bitwise on 2x2 and on 1x4; eval and sample; misfits refused"
