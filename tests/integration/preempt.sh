@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Preemption on the local cluster, as an unlucky user meets it: a 2-node x
-# 2-task training job in the low partition is preempted twice by a job in
+# 2-task training job (an MLP, or with argument gpt a GPT) in the low partition is preempted twice by a job in
 # the high partition that needs every CPU, at moments picked at random; each
 # time Slurm sends SIGTERM, dtrain-run saves at the next step boundary and
 # exits 75, Slurm requeues the job, and it resumes from its checkpoint. Then
@@ -11,18 +11,37 @@
 : "${SLURM_CONF:?needs the local cluster}"
 site=$(write_site)
 
-"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 12000 --features 784 --classes 10 --seed 5 >/dev/null ||
-	fail "dtrain-data synthetic"
-# 2400 steps: each round waits for the resume, then up to 3 s more (a
-# random moment), about 400 steps at this machine's 140 steps/s; with 1200
-# the job once finished before the third signal
+# MODEL (the first argument): mlp, or gpt (a byte-level GPT on fortunes,
+# its tied embedding across the two stages)
+model=${1:-mlp}
+if [ "$model" = gpt ]; then
+	"$DTRAIN_BIN/dtrain-data" text /usr/share/games/fortunes/fortunes "$T/text" >/dev/null ||
+		fail "dtrain-data text"
+	# about 150 steps/s here on 4 ranks: like the MLP, 3000 steps outlast
+	# three rounds of (resume, 100 steps, up to 3 s)
+	total=3000
+	model_json='"model": { "type": "gpt", "vocab_size": 256, "context": 32, "layers": 2, "heads": 2, "embd": 32 },
+  "data": { "train": "'"$T"'/text/train.h5" },'
+	train_json='"train": { "epochs": 100, "max_steps": 3000, "global_batch": 8, "log_every": 50,
+             "optimizer": { "type": "adamw", "lr": 0.003, "weight_decay": 0.1 }, "grad_clip": 1.0 },'
+else
+	"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 12000 --features 784 --classes 10 --seed 5 >/dev/null ||
+		fail "dtrain-data synthetic"
+	# 2400 steps: each round waits for the resume, then up to 3 s more (a
+	# random moment), about 400 steps at this machine's 140 steps/s; with 1200
+	# the job once finished before the third signal
+	total=2400
+	model_json='"model": { "inputs": 784, "hidden": [512, 512], "outputs": 10 },
+  "data": { "train": "'"$T"'/syn.h5" },'
+	train_json='"train": { "epochs": 24, "global_batch": 120, "log_every": 50,
+             "optimizer": { "type": "sgd", "lr": 0.05, "momentum": 0.9 } },'
+fi
+final_name=step-$(printf %08d $total)
 cat >"$T/job.json" <<JSON
-{ "name": "preempt", "model": { "inputs": 784, "hidden": [512, 512], "outputs": 10 },
-  "data": { "train": "$T/syn.h5" },
+{ "name": "preempt", $model_json
   "resources": { "nodes": 2, "tasks_per_node": 2, "partition": "low" },
   "parallel": { "data": 2, "pipeline": 2, "micro_batches": 2 },
-  "train": { "epochs": 24, "global_batch": 120, "log_every": 50,
-             "optimizer": { "type": "sgd", "lr": 0.05, "momentum": 0.9 } },
+  $train_json
   "checkpoint": { "every_steps": 100, "keep": 2 } }
 JSON
 
@@ -32,7 +51,7 @@ $SUBMIT validate "$T/job.json" --site "$site" --set run_dir="$T/ref" >"$T/ref.js
 mkdir -p "$T/ref"
 OMPI_MCA_mpi_yield_when_idle=1 mpirun --allow-run-as-root --oversubscribe -np 4 \
 	"$DTRAIN_BIN/dtrain-run" --quiet "$T/ref.json" >"$T/ref.out" 2>&1 || { cat "$T/ref.out"; fail "reference run"; }
-[ -d "$T/ref/checkpoints/step-00002400" ] || { ls "$T/ref/checkpoints"; fail "reference has no final checkpoint"; }
+[ -d "$T/ref/checkpoints/$final_name" ] || { ls "$T/ref/checkpoints"; fail "reference has no final checkpoint"; }
 
 # --- the job, preempted twice ---
 expect_rc 0 $SUBMIT "$T/job.json" --site "$site"
@@ -56,7 +75,7 @@ for round in 1 2 3; do
 		[ "$(starts)" -ge "$round" ] && [ "$(last_step)" -ge $((round * 100)) ] && break
 		sleep 0.5
 	done
-	[ "$(last_step)" -lt 2400 ] || fail "the job finished before preemption $round (make it longer)"
+	[ "$(last_step)" -lt $total ] || fail "the job finished before preemption $round (make it longer)"
 	sleep "$((RANDOM % 3)).$((RANDOM % 10))"
 	if [ "$round" -lt 3 ]; then
 		hi=$(sbatch --parsable -p high -N 2 --ntasks-per-node=4 -t 1 -o "$T/high-$round.out" --wrap 'sleep 2') ||
@@ -93,11 +112,11 @@ must_contain "$log" "dtrain: state saved; requeueing job $id (restart 3 of"
 must_contain "$log" "dtrain-run: done:"
 [ "$(grep -c '"event":"stop"' "$dir/metrics.jsonl")" -ge 3 ] || fail "metrics lack the stop events"
 grep -q '"event":"first_step"' "$dir/metrics.jsonl" || fail "metrics lack the first step after a resume"
-final=$dir/checkpoints/step-00002400
+final=$dir/checkpoints/$final_name
 "$DTRAIN_BIN/dtrain-ckpt" verify "$final" >/dev/null || fail "final checkpoint does not verify"
 for obj in /model /optimizer; do
-	h5diff "$T/ref/checkpoints/step-00002400/model.h5" "$final/model.h5" "$obj" "$obj" >"$T/diff.out" 2>&1 ||
+	h5diff "$T/ref/checkpoints/$final_name/model.h5" "$final/model.h5" "$obj" "$obj" >"$T/diff.out" 2>&1 ||
 		{ cat "$T/diff.out"; fail "final $obj differ from the uninterrupted run's"; }
 done
 grep 'first step after the resume' "$log" | sed 's/^/  /'
-pass "preempted twice and warned of the time limit once, at random moments; requeued and resumed each time: final state bitwise equal to the uninterrupted run"
+pass "$model: preempted twice and warned of the time limit once, at random moments; requeued and resumed each time: final state bitwise equal to the uninterrupted run"
