@@ -208,6 +208,7 @@ static void gpt_init(const struct spec *s, int b, float *params)
 
 struct gpt_stage {
 	struct gpt_shape g;
+	float *att_scratch; /* [2 T T]: attention's one head at a time (transformer.h) */
 };
 
 static int gpt_stage_init(struct rt_stage *st, const struct spec *s, struct dt_err *err)
@@ -218,11 +219,17 @@ static int gpt_stage_init(struct rt_stage *st, const struct spec *s, struct dt_e
 		return dt_err_add(err, "stage %d: out of memory for the GPT's state", st->stage), -ENOMEM;
 	m->g = shape_of(s);
 	st->model = m;
+	m->att_scratch = malloc(2 * (size_t)m->g.T * (size_t)m->g.T * sizeof(float));
+	if (!m->att_scratch)
+		return dt_err_add(err, "stage %d: out of memory for attention's scores (2 x %ld x %ld floats)",
+				  st->stage, m->g.T, m->g.T), -ENOMEM;
 	return 0;
 }
 
 static void gpt_stage_free(struct rt_stage *st)
 {
+	if (st->model)
+		free(((struct gpt_stage *)st->model)->att_scratch);
 	free(st->model);
 	st->model = NULL;
 }
@@ -230,6 +237,11 @@ static void gpt_stage_free(struct rt_stage *st)
 static struct gpt_shape stage_shape(const struct rt_stage *st)
 {
 	return ((const struct gpt_stage *)st->model)->g;
+}
+
+static float *att_scratch(const struct rt_stage *st)
+{
+	return ((const struct gpt_stage *)st->model)->att_scratch;
 }
 
 enum kind { EMBED, LAYER, HEAD };
@@ -345,7 +357,7 @@ static void layer_forward(const struct rt_stage *st, const struct rt_block *b, c
 	rt_layernorm_forward(x, tp(st, b, LN1_W, false), tp(st, b, LN1_B, false), a.ln1, a.mean1,
 			     a.rstd1, N, C);
 	rt_linear_forward(a.ln1, tp(st, b, QKV_W, false), tp(st, b, QKV_B, false), a.qkv, N, C, 3 * C);
-	rt_attention_forward(a.qkv, a.att, a.lse, rows, (int)g.T, C, (int)g.NH);
+	rt_attention_forward(a.qkv, a.att, a.lse, rows, (int)g.T, C, (int)g.NH, att_scratch(st));
 	rt_linear_forward(a.att, tp(st, b, PROJ_W, false), tp(st, b, PROJ_B, false), a.x2, N, C, C);
 	add(a.x2, x, NC); /* x2 = x + attention */
 	rt_layernorm_forward(a.x2, tp(st, b, LN2_W, false), tp(st, b, LN2_B, false), a.ln2, a.mean2,
@@ -384,7 +396,7 @@ static void layer_backward(const struct rt_stage *st, const struct rt_block *b, 
 	rt_linear_backward(a.att, NULL, dy, NULL, tp(st, b, PROJ_W, true), tp(st, b, PROJ_B, true), N,
 			   C, C, true);
 	rt_linear_backward(NULL, tp(st, b, PROJ_W, false), dy, a.x2, NULL, NULL, N, C, C, true);
-	rt_attention_backward(a.x2, a.qkv, a.lse, a.fc, rows, (int)g.T, C, (int)g.NH);
+	rt_attention_backward(a.x2, a.qkv, a.lse, a.fc, rows, (int)g.T, C, (int)g.NH, att_scratch(st));
 	rt_linear_backward(a.ln1, NULL, a.fc, NULL, tp(st, b, QKV_W, true), tp(st, b, QKV_B, true), N,
 			   C, 3 * C, true);
 	rt_linear_backward(NULL, tp(st, b, QKV_W, false), a.fc, a.ln1, NULL, NULL, N, C, 3 * C, true);

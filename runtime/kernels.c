@@ -61,7 +61,9 @@ void rt_act_forward(enum rt_act act, const float *x, float *y, size_t n)
 		for (i = 0; i < n; i++) {
 			float v = x[i];
 
-			y[i] = 0.5f * v * (1.0f + tanhf(GELU_K * (v + GELU_C * v * v * v)));
+			/* 0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u)): one expf, and no
+			 * cancellation where tanh nears -1 */
+			y[i] = v / (1.0f + expf(-2.0f * GELU_K * (v + GELU_C * v * v * v)));
 		}
 		break;
 	case RT_ACT_TANH:
@@ -89,9 +91,9 @@ void rt_act_backward(enum rt_act act, const float *x, const float *dy, float *dx
 	case RT_ACT_GELU:
 		for (i = 0; i < n; i++) {
 			float v = x[i], g = dy[i];
-			float t = tanhf(GELU_K * (v + GELU_C * v * v * v));
-			float d = 0.5f * (1.0f + t) +
-				  0.5f * v * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * GELU_C * v * v);
+			/* s = 0.5 (1 + tanh(u)); 0.5 (1 - tanh(u)^2) = 2 s (1 - s) */
+			float s = 1.0f / (1.0f + expf(-2.0f * GELU_K * (v + GELU_C * v * v * v)));
+			float d = s + 2.0f * v * s * (1.0f - s) * GELU_K * (1.0f + 3.0f * GELU_C * v * v);
 
 			dx[i] = g * d;
 		}

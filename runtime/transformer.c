@@ -10,6 +10,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <cblas.h>
+
 /* --- embeddings --- */
 
 void rt_embed_forward(const int32_t *tok, const float *wte, const float *wpe, float *out, int B,
@@ -102,105 +104,96 @@ void rt_layernorm_backward(const float *dy, const float *x, const float *w, cons
 
 /* --- attention --- */
 
-/* The scores of row t of head h (query at position t) against keys 0..t,
- * scaled, into s [t + 1]; returns their maximum. */
-static float scores(const float *qkv, int T, int C, int h, int hs, int t, float scale, float *s,
-		    size_t seq)
+/* One head of one sequence at a time, through sgemm: its scores S = Q K^T
+ * scale [T][T] in the caller's scratch (the only T x T array), masked
+ * causally, a softmax per row, then P V. Q, K and V are strided views of
+ * qkv (row stride 3C), the head's output a strided view of out (stride C).
+ * The products run over the whole square; the masked half is thrown away
+ * (half of them wasted, against a triangle cut into blocks). */
+
+/* Q, K, V of head h of sequence b */
+static const float *head_of(const float *qkv, int b, int h, int T, int C, int hs, int part)
 {
-	const float *q = qkv + (seq + (size_t)t) * 3 * (size_t)C + (size_t)h * (size_t)hs;
-	float mx = -INFINITY;
-	int t2, i;
-
-	(void)T;
-	for (t2 = 0; t2 <= t; t2++) {
-		const float *k = qkv + (seq + (size_t)t2) * 3 * (size_t)C + (size_t)C +
-				 (size_t)h * (size_t)hs;
-		float d = 0.0f;
-
-		for (i = 0; i < hs; i++)
-			d += q[i] * k[i];
-		s[t2] = d * scale;
-		if (s[t2] > mx)
-			mx = s[t2];
-	}
-	return mx;
+	return qkv + (size_t)b * (size_t)T * 3 * (size_t)C + (size_t)part * (size_t)C +
+	       (size_t)h * (size_t)hs;
 }
 
-void rt_attention_forward(const float *qkv, float *out, float *lse, int B, int T, int C, int NH)
+void rt_attention_forward(const float *qkv, float *out, float *lse, int B, int T, int C, int NH,
+			  float *scratch)
 {
-	int hs = C / NH, b, h, t, t2, i;
-	float scale = 1.0f / sqrtf((float)hs), s[T > 0 ? T : 1];
+	int hs = C / NH, b, h, t, j;
+	float scale = 1.0f / sqrtf((float)hs), *S = scratch;
 
 	for (b = 0; b < B; b++)
-		for (h = 0; h < NH; h++)
+		for (h = 0; h < NH; h++) {
+			const float *Q = head_of(qkv, b, h, T, C, hs, 0), *K = Q + C, *V = Q + 2 * C;
+			float *O = out + (size_t)b * (size_t)T * (size_t)C + (size_t)h * (size_t)hs;
+			float *L = lse + ((size_t)b * (size_t)NH + (size_t)h) * (size_t)T;
+
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, Q, 3 * C, K,
+				    3 * C, 0.0f, S, T);
 			for (t = 0; t < T; t++) {
-				size_t seq = (size_t)b * (size_t)T;
-				float mx = scores(qkv, T, C, h, hs, t, scale, s, seq), sum = 0.0f;
-				float *o = out + (seq + (size_t)t) * (size_t)C + (size_t)h * (size_t)hs;
+				float *s = S + (size_t)t * (size_t)T, mx = -INFINITY, sum = 0.0f, inv;
 
-				for (t2 = 0; t2 <= t; t2++) {
-					s[t2] = expf(s[t2] - mx);
-					sum += s[t2];
+				for (j = 0; j <= t; j++)
+					mx = s[j] > mx ? s[j] : mx;
+				for (j = 0; j <= t; j++) {
+					s[j] = expf(s[j] - mx);
+					sum += s[j];
 				}
-				memset(o, 0, (size_t)hs * sizeof(*o));
-				for (t2 = 0; t2 <= t; t2++) {
-					const float *v = qkv + (seq + (size_t)t2) * 3 * (size_t)C +
-							 2 * (size_t)C + (size_t)h * (size_t)hs;
-					float p = s[t2] / sum;
-
-					for (i = 0; i < hs; i++)
-						o[i] += p * v[i];
-				}
-				lse[((size_t)b * (size_t)NH + (size_t)h) * (size_t)T + (size_t)t] =
-					mx + logf(sum);
+				inv = 1.0f / sum;
+				for (j = 0; j <= t; j++)
+					s[j] *= inv;
+				for (j = t + 1; j < T; j++)
+					s[j] = 0.0f;
+				L[t] = mx + logf(sum);
 			}
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, S, T, V, 3 * C,
+				    0.0f, O, C);
+		}
 }
 
+/* Backward per head: P again from S and the kept log-normaliser, then
+ * dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(P dP)) scale,
+ * dQ = dS K, dK = dS^T Q; scratch holds P and dP. */
 void rt_attention_backward(const float *dout, const float *qkv, const float *lse, float *dqkv,
-			   int B, int T, int C, int NH)
+			   int B, int T, int C, int NH, float *scratch)
 {
-	int hs = C / NH, b, h, t, t2, i;
-	float scale = 1.0f / sqrtf((float)hs), p[T > 0 ? T : 1], dp[T > 0 ? T : 1];
+	int hs = C / NH, b, h, t, j;
+	float scale = 1.0f / sqrtf((float)hs), *P = scratch, *dP = scratch + (size_t)T * (size_t)T;
 
-	memset(dqkv, 0, (size_t)B * (size_t)T * 3 * (size_t)C * sizeof(*dqkv));
 	for (b = 0; b < B; b++)
-		for (h = 0; h < NH; h++)
+		for (h = 0; h < NH; h++) {
+			const float *Q = head_of(qkv, b, h, T, C, hs, 0), *K = Q + C, *V = Q + 2 * C;
+			const float *dO = dout + (size_t)b * (size_t)T * (size_t)C + (size_t)h * (size_t)hs;
+			const float *L = lse + ((size_t)b * (size_t)NH + (size_t)h) * (size_t)T;
+			float *dQ = (float *)head_of(dqkv, b, h, T, C, hs, 0), *dK = dQ + C, *dV = dQ + 2 * C;
+
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, Q, 3 * C, K,
+				    3 * C, 0.0f, P, T);
 			for (t = 0; t < T; t++) {
-				size_t seq = (size_t)b * (size_t)T, row = seq + (size_t)t;
-				const float *d = dout + row * (size_t)C + (size_t)h * (size_t)hs;
-				const float *q = qkv + row * 3 * (size_t)C + (size_t)h * (size_t)hs;
-				float *dq = dqkv + row * 3 * (size_t)C + (size_t)h * (size_t)hs;
-				float l = lse[((size_t)b * (size_t)NH + (size_t)h) * (size_t)T + (size_t)t];
-				float dot = 0.0f;
+				float *p = P + (size_t)t * (size_t)T;
 
-				/* the probabilities again, from the kept normaliser */
-				scores(qkv, T, C, h, hs, t, scale, p, seq);
-				for (t2 = 0; t2 <= t; t2++) {
-					const float *v = qkv + (seq + (size_t)t2) * 3 * (size_t)C +
-							 2 * (size_t)C + (size_t)h * (size_t)hs;
-					float *dv = dqkv + (seq + (size_t)t2) * 3 * (size_t)C + 2 * (size_t)C +
-						    (size_t)h * (size_t)hs;
-
-					p[t2] = expf(p[t2] - l);
-					dp[t2] = 0.0f;
-					for (i = 0; i < hs; i++) {
-						dp[t2] += d[i] * v[i];
-						dv[i] += p[t2] * d[i];
-					}
-					dot += p[t2] * dp[t2];
-				}
-				/* softmax backward, then the scaled dot products */
-				for (t2 = 0; t2 <= t; t2++) {
-					const float *k = qkv + (seq + (size_t)t2) * 3 * (size_t)C + (size_t)C +
-							 (size_t)h * (size_t)hs;
-					float *dk = dqkv + (seq + (size_t)t2) * 3 * (size_t)C + (size_t)C +
-						    (size_t)h * (size_t)hs;
-					float ds = p[t2] * (dp[t2] - dot) * scale;
-
-					for (i = 0; i < hs; i++) {
-						dq[i] += ds * k[i];
-						dk[i] += ds * q[i];
-					}
-				}
+				for (j = 0; j <= t; j++)
+					p[j] = expf(p[j] - L[t]);
+				for (j = t + 1; j < T; j++)
+					p[j] = 0.0f;
 			}
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, P, T, dO, C, 0.0f,
+				    dV, 3 * C);
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dO, C, V, 3 * C,
+				    0.0f, dP, T);
+			for (t = 0; t < T; t++) {
+				float *p = P + (size_t)t * (size_t)T, *dp = dP + (size_t)t * (size_t)T, dot = 0.0f;
+
+				for (j = 0; j <= t; j++)
+					dot += p[j] * dp[j];
+				for (j = 0; j <= t; j++)
+					p[j] = p[j] * (dp[j] - dot) * scale; /* P becomes dS */
+			}
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, P, T, K, 3 * C,
+				    0.0f, dQ, 3 * C);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, P, T, Q, 3 * C, 0.0f,
+				    dK, 3 * C);
+		}
 }

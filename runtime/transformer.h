@@ -48,11 +48,14 @@ void rt_layernorm_backward(const float *dy, const float *x, const float *w, cons
  * for position t of a sequence and head h, the softmax over t2 <= t of
  * q_t . k_t2 / sqrt(hs), applied to the v_t2. lse [B][NH][T] keeps each
  * softmax's log of its normaliser (max + log sum) so that backward can
- * recompute the probabilities a row at a time: no T x T array is kept,
- * forward or backward. */
-void rt_attention_forward(const float *qkv, float *out, float *lse, int B, int T, int C, int NH);
-/* Given dout [B*T][C]: dqkv [B*T][3C] = dLoss/dqkv (written, not added). */
+ * recompute the probabilities. scratch [T*T] (the caller's) holds one
+ * head's scores at a time: no other T x T array is made, forward or
+ * backward. The products go through OpenBLAS's sgemm. */
+void rt_attention_forward(const float *qkv, float *out, float *lse, int B, int T, int C, int NH,
+			  float *scratch);
+/* Given dout [B*T][C]: dqkv [B*T][3C] = dLoss/dqkv (written, not added);
+ * scratch [2*T*T]. */
 void rt_attention_backward(const float *dout, const float *qkv, const float *lse, float *dqkv,
-			   int B, int T, int C, int NH);
+			   int B, int T, int C, int NH, float *scratch);
 
 #endif

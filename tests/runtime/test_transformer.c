@@ -125,14 +125,14 @@ static void test_layernorm(void **state)
 /* --- attention --- */
 
 struct att {
-	float qkv[B * T * 3 * C], out[B * T * C], r[B * T * C], lse[B * NH * T];
+	float qkv[B * T * 3 * C], out[B * T * C], r[B * T * C], lse[B * NH * T], scratch[2 * T * T];
 };
 
 static double att_loss(void *ctx)
 {
 	struct att *a = ctx;
 
-	rt_attention_forward(a->qkv, a->out, a->lse, B, T, C, NH);
+	rt_attention_forward(a->qkv, a->out, a->lse, B, T, C, NH, a->scratch);
 	return dot(a->out, a->r, B * T * C);
 }
 
@@ -162,7 +162,7 @@ static void test_attention(void **state)
 	assert_memory_not_equal(a.out + (T - 1) * C, before + (T - 1) * C, C * sizeof(float));
 	fill(a.qkv, B * T * 3 * C, 5, 1.0f);
 	att_loss(&a);
-	rt_attention_backward(a.r, a.qkv, a.lse, dqkv, B, T, C, NH);
+	rt_attention_backward(a.r, a.qkv, a.lse, dqkv, B, T, C, NH, a.scratch);
 	check_grad("attention dqkv", a.qkv, dqkv, B * T * 3 * C, att_loss, &a, 1e-2, 2e-2);
 }
 
