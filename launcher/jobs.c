@@ -215,8 +215,11 @@ static int status_one(const char *arg, struct dt_err *err)
 	else
 		printf("progress:      step %s, epoch %s\n", prog.step, prog.epoch);
 	printf("loss:          %s\n", prog.loss);
+	printf("test loss:     %s\n", prog.test_loss);
 	printf("test accuracy: %s\n", prog.acc);
 	printf("samples/s:     %s\n", prog.rate);
+	if (strcmp(prog.tokens, "-"))
+		printf("tokens/s:      %s\n", prog.tokens);
 	printf("eta:           %s\n", prog.eta);
 	print_warnings(&warn);
 out:

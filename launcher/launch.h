@@ -191,6 +191,8 @@ struct launch_progress {
 	long long eval_step;
 	double test_loss;
 	double test_accuracy;  /* fraction, 0..1 */
+	double bits_per_byte;  /* byte-level language models: test_loss / ln 2; NAN else */
+	double tokens_per_s;   /* language models: throughput in tokens; NAN else */
 	bool ended;            /* an end event follows the last start */
 };
 
@@ -207,6 +209,8 @@ struct launch_progress_text {
 	char acc[32];   /* "85.12%" */
 	char rate[32];  /* samples/s, "12346" */
 	char eta[32];   /* "00:07:00"; "-" unless running, not ended, step not stale */
+	char test_loss[64]; /* "2.286 (step 600)", with " 3.298 bits/byte" for byte-level text */
+	char tokens[32];    /* tokens/s, "23402" (language models) */
 };
 
 /* Format p (no step: "-" everywhere). running: the job is RUNNING now. */

@@ -144,6 +144,7 @@ static void scan_line(struct scan *s, const char *line, size_t len)
 		p->epoch = get_count(o, "epoch");
 		p->loss = get_double(o, "loss");
 		p->samples_per_s = get_double(o, "samples_per_s");
+		p->tokens_per_s = get_double(o, "tokens_per_s");
 		p->eta_s = get_double(o, "eta_s");
 		p->step_stale = s->seen_start;
 	} else if (!strcmp(ev, "eval") && !p->has_eval) {
@@ -151,6 +152,7 @@ static void scan_line(struct scan *s, const char *line, size_t len)
 		p->eval_step = get_count(o, "step");
 		p->test_loss = get_double(o, "test_loss");
 		p->test_accuracy = get_double(o, "test_accuracy");
+		p->bits_per_byte = get_double(o, "bits_per_byte");
 	}
 	json_object_put(o);
 }
@@ -222,7 +224,8 @@ int launch_progress_read(const char *path, struct launch_progress *out, struct d
 	int fd = -1, rc = 0;
 
 	*out = (struct launch_progress){ .loss = NAN, .samples_per_s = NAN, .eta_s = NAN,
-					 .test_loss = NAN, .test_accuracy = NAN };
+					 .test_loss = NAN, .test_accuracy = NAN,
+					 .bits_per_byte = NAN, .tokens_per_s = NAN };
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT)
@@ -287,6 +290,14 @@ void launch_progress_format(const struct launch_progress *p, bool running,
 	strcpy(out->acc, "-");
 	strcpy(out->rate, "-");
 	strcpy(out->eta, "-");
+	strcpy(out->test_loss, "-");
+	strcpy(out->tokens, "-");
+	if (p->has_eval && isfinite(p->test_loss) && isfinite(p->bits_per_byte))
+		snprintf(out->test_loss, sizeof(out->test_loss), "%.4g (step %lld), %.4g bits/byte",
+			 p->test_loss, p->eval_step, p->bits_per_byte);
+	else if (p->has_eval && isfinite(p->test_loss))
+		snprintf(out->test_loss, sizeof(out->test_loss), "%.4g (step %lld)", p->test_loss,
+			 p->eval_step);
 	if (!p->has_step)
 		return;
 	if (p->total_steps > 0)
@@ -303,6 +314,8 @@ void launch_progress_format(const struct launch_progress *p, bool running,
 		snprintf(out->acc, sizeof(out->acc), "%.2f%%", 100.0 * p->test_accuracy);
 	if (isfinite(p->samples_per_s) && p->samples_per_s >= 0 && p->samples_per_s < 1e15)
 		snprintf(out->rate, sizeof(out->rate), "%.0f", p->samples_per_s);
+	if (isfinite(p->tokens_per_s) && p->tokens_per_s >= 0 && p->tokens_per_s < 1e15)
+		snprintf(out->tokens, sizeof(out->tokens), "%.0f", p->tokens_per_s);
 	/* An ETA is only an ETA while the run it was estimated in goes on. */
 	if (running && !p->ended && !p->step_stale && isfinite(p->eta_s) && p->eta_s >= 0 &&
 	    p->eta_s < 1e12)

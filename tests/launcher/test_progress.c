@@ -124,6 +124,28 @@ static void test_normal(void **state)
 	assert_int_equal(err.count, 0);
 }
 
+/* A language model's events: tokens/s, and bits per byte with the test loss. */
+static void test_language_model(void **state)
+{
+	struct launch_progress p;
+	struct launch_progress_text t;
+	struct dt_err err = {0};
+
+	(void)state;
+	assert_int_equal(read_text("lm.jsonl",
+		START
+		"{\"event\":\"step\",\"step\":600,\"total_steps\":600,\"epoch\":1,\"loss\":2.3478,\"lr\":0.0002,\"grad_norm\":1.7,\"samples_per_s\":182.8,\"tokens_per_s\":23402.1,\"eta_s\":0}\n"
+		"{\"event\":\"eval\",\"step\":600,\"epoch\":1,\"test_loss\":2.2861,\"test_accuracy\":0.3461,\"bits_per_byte\":3.298111}\n",
+		&p, &err), 0);
+	assert_float_equal(p.tokens_per_s, 23402.1, 1e-9);
+	assert_float_equal(p.bits_per_byte, 3.298111, 1e-12);
+	launch_progress_format(&p, true, &t);
+	assert_string_equal(t.tokens, "23402");
+	assert_string_equal(t.test_loss, "2.286 (step 600), 3.298 bits/byte");
+	assert_string_equal(t.acc, "34.61%");
+	assert_int_equal(err.count, 0);
+}
+
 static void test_torn_last_line(void **state)
 {
 	struct launch_progress p;
@@ -446,6 +468,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_normal),
+		cmocka_unit_test(test_language_model),
 		cmocka_unit_test(test_torn_last_line),
 		cmocka_unit_test(test_unknown_events_and_junk),
 		cmocka_unit_test(test_empty_and_missing),
