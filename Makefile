@@ -1,6 +1,7 @@
 # dtrain: the two commands, and a few helpers, over CMake.
 #
 #   make demo    install what is missing, build, run the example job on Slurm
+#                (make demo-gpt: the GPT example)
 #   make test    install what is missing, build, run every test (also under
 #                AddressSanitizer + UBSan, in a CPU-only build)
 #   make bench   dtrain against its peers (PyTorch, OpenBLAS, MPI, dd, srun):
@@ -13,7 +14,7 @@ ASAN_BUILD ?= build/asan
 JOBS       ?= $(shell nproc)
 PREFIX     ?= /usr/local
 
-.PHONY: all deps build build-asan test test-fast demo bench bench-checkpoint cluster-up \
+.PHONY: all deps build build-asan test test-fast demo demo-gpt bench bench-checkpoint cluster-up \
         cluster-down cluster-status install clean
 
 all: build
@@ -43,6 +44,10 @@ test-fast: build
 
 demo: build
 	@bash site/demo.sh $(BUILD)
+
+# The GPT example (jobs/gpt-tiny-2x2.json): a byte-level GPT on the fortunes.
+demo-gpt: build
+	@bash site/demo.sh $(BUILD) jobs/gpt-tiny-2x2.json
 
 # Every benchmark, alternating dtrain and its peer, one table (bench/README.md).
 bench: build

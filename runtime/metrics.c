@@ -86,11 +86,16 @@ void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int6
 		   int64_t per_epoch)
 {
 	const struct spec *s = t->s;
+	size_t tied = rt_model_tied_params(s);
+	char copies[96] = "";
 
 	pg->t0 = pg->tw = now_s();
+	if (tied)
+		snprintf(copies, sizeof(copies), " (%zu without the tied copies)",
+			 rt_model_params(s) - tied);
 	if (t->g->rank == 0 && !pg->quiet) {
-		printf("dtrain-run: training %s: %zu parameters, %lld steps (%lld per epoch), "
-		       "schedule %s, %d micro-batches%s\n", s->name, (size_t)rt_model_params(s),
+		printf("dtrain-run: training %s: %zu parameters%s, %lld steps (%lld per epoch), "
+		       "schedule %s, %d micro-batches%s\n", s->name, (size_t)rt_model_params(s), copies,
 		       (long long)total, (long long)per_epoch, s->parallel.schedule, t->micro,
 		       step ? ", resumed" : "");
 		if (t->tsplit)

@@ -52,6 +52,23 @@ int rt_model_ties(const struct spec *s, struct rt_tie *t)
 	return ops && ops->ties ? ops->ties(s, t) : 0;
 }
 
+size_t rt_model_tied_params(const struct spec *s)
+{
+	struct rt_tie tie[RT_MAX_TIES];
+	struct rt_tensor t[RT_BLOCK_TENSORS];
+	const struct rt_model_ops *ops = rt_model_find(s, NULL);
+	int n = rt_model_ties(s, tie), i, j, nt;
+	size_t sum = 0;
+
+	for (i = 0; ops && i < n; i++) {
+		nt = ops->tensors(s, tie[i].block[1], t);
+		for (j = 0; j < nt; j++)
+			if (!strcmp(t[j].name, tie[i].name[1]))
+				sum += (size_t)t[j].shape[0] * (size_t)(t[j].ndim > 1 ? t[j].shape[1] : 1);
+	}
+	return sum;
+}
+
 size_t rt_block_params(const struct spec *s, int b)
 {
 	const struct rt_model_ops *ops = rt_model_find(s, NULL);

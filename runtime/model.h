@@ -168,6 +168,9 @@ size_t rt_block_params(const struct spec *s, int b);
 /* The model's tied tensors into t[RT_MAX_TIES]; how many (0: none, or an
  * unknown model type). */
 int rt_model_ties(const struct spec *s, struct rt_tie *t);
+/* Floats of the tied tensors' second copies (0 without ties): the whole
+ * model's count less this is its count of distinct parameters. */
+size_t rt_model_tied_params(const struct spec *s);
 /* Parameters of the whole model; SIZE_MAX if the sum does not fit. */
 size_t rt_model_params(const struct spec *s);
 /* Parameters of stage k of a split (blocks first[k]..first[k+1]-1). */

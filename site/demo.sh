@@ -7,6 +7,8 @@
 # (site/site.json) that fits it. The spec's data paths are relative to the repository root.
 # It stops at the first step that fails, with that step's own message (above
 # it) and a hint; the exit code is the step's.
+# With SPEC jobs/gpt-tiny-2x2.json (make demo-gpt) it tokenizes the fortunes
+# instead, and prints the validation bits per byte and a sample of text.
 # Usage: site/demo.sh [BUILD_DIR] [SPEC]
 set -euo pipefail
 
@@ -36,12 +38,27 @@ else
 	site_args=(--site "$top/site/site.json")
 fi
 
-data=build/data/fashion-mnist
-if [ ! -s "$data/train.h5" ] || [ ! -s "$data/test.h5" ]; then
-	echo "demo: converting Fashion-MNIST into $data"
-	"$bin/dtrain-data" fashion-mnist "$data" ||
-		step_failed $? "converting Fashion-MNIST (dtrain-data fashion-mnist $data)" \
-			"the message above names the file; site/install-deps.sh installs dataset-fashion-mnist"
+# a GPT spec (jobs/gpt-tiny-2x2.json) trains on fortunes' text, byte-level
+gpt=false
+grep -q '"type": *"gpt"' "$spec" && gpt=true
+if $gpt; then
+	data=build/data/fortunes
+	if [ ! -s "$data/train.h5" ] || [ ! -s "$data/val.h5" ]; then
+		echo "demo: tokenizing the fortunes (byte-level) into $data"
+		# the text files: the .dat/.u8 indexes and the off/ directory left out
+		mapfile -t texts < <(find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.*' | sort)
+		"$bin/dtrain-data" text "${texts[@]}" "$data" ||
+			step_failed $? "tokenizing the fortunes (dtrain-data text ... $data)" \
+				"the message above names the file; site/install-deps.sh installs fortunes"
+	fi
+else
+	data=build/data/fashion-mnist
+	if [ ! -s "$data/train.h5" ] || [ ! -s "$data/test.h5" ]; then
+		echo "demo: converting Fashion-MNIST into $data"
+		"$bin/dtrain-data" fashion-mnist "$data" ||
+			step_failed $? "converting Fashion-MNIST (dtrain-data fashion-mnist $data)" \
+				"the message above names the file; site/install-deps.sh installs dataset-fashion-mnist"
+	fi
 fi
 
 id=$("$bin/dtrain-submit" "$spec" "${site_args[@]}") ||
@@ -62,8 +79,20 @@ for _ in $(seq 60); do
 done
 echo "demo: job $id ended: ${state:-unknown}"
 "$bin/dtrain-submit" status "$id" || true
-acc=$(sed -n 's/^dtrain-run: epoch [0-9]*\/[0-9]* test loss [0-9.]* accuracy \([0-9.]*\)$/\1/p' "$build/demo.out" | tail -n 1)
-echo "demo: test accuracy: ${acc:-none}"
+if $gpt; then
+	bpb=$(sed -n 's/^dtrain-run: step [0-9]* val loss [0-9.]* bits\/byte \([0-9.]*\) .*/\1/p' "$build/demo.out" | tail -n 1)
+	echo "demo: validation bits per byte: ${bpb:-none}"
+	run_dir=$("$bin/dtrain-submit" status "$id" 2>/dev/null | sed -n 's/^run dir: *//p')
+	if [ "$state" = COMPLETED ] && [ -n "$run_dir" ]; then
+		echo "demo: sampled from its last checkpoint (dtrain-ckpt sample $run_dir --prompt 'Q: ' ...):"
+		"$bin/dtrain-ckpt" sample "$run_dir" --prompt "Q: " --tokens 300 --temperature 0.8 --top-k 40 \
+			--seed 1 2>/dev/null || true
+		echo
+	fi
+else
+	acc=$(sed -n 's/^dtrain-run: epoch [0-9]*\/[0-9]* test loss [0-9.]* accuracy \([0-9.]*\)$/\1/p' "$build/demo.out" | tail -n 1)
+	echo "demo: test accuracy: ${acc:-none}"
+fi
 [ "$state" = COMPLETED ] ||
 	step_failed 1 "job $id ended ${state:-unknown}, not COMPLETED" \
 		"its output is above and in $build/demo.out; 'dtrain-submit status $id' shows where its run directory is"

@@ -76,6 +76,7 @@ static void test_gpt2_small(void **state)
 	assert_int_equal(rt_model_blocks(&s), 14);
 	/* GPT-2 small has 124,439,808 parameters; the head keeps a copy of wte */
 	assert_int_equal(rt_model_params(&s) - wte, 124439808);
+	assert_int_equal(rt_model_tied_params(&s), wte);
 	assert_int_equal(ops->tensors(&s, 0, t), 2);
 	assert_string_equal(t[0].name, "transformer.wte.weight");
 	assert_int_equal(t[1].shape[0], 1024);
