@@ -39,6 +39,12 @@ import time
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = "/usr/bin/python3"  # Debian's python, with python3-torch
 MODELS = {"small": [512, 512], "large": [4096, 4096, 4096]}
+# the GPT rows' configs (issue #20): a tiny byte-level GPT, and GPT-2 small
+# at a short context; measured steps and window per config
+GPTS = {"tiny": {"vocab": 256, "context": 128, "layers": 4, "heads": 4, "embd": 128, "batch": 16,
+                 "steps": 40, "window": 10},
+        "gpt2-small": {"vocab": 50257, "context": 64, "layers": 12, "heads": 12, "embd": 768, "batch": 4,
+                       "steps": 6, "window": 2}}
 INPUTS, CLASSES, BATCH = 784, 10, 64
 
 
@@ -152,13 +158,91 @@ class Bench:
             pass_s = max(pass_s, r["pass_s"])
         return {"gbps": gbps, "pass_s": pass_s}
 
+    def peer_best(self, cmd, procs, threads, key, what):
+        """A PyTorch peer's rate at its best. Debian's torch calls the system
+        libblas (OpenBLAS, pthreads), whose threads torch.set_num_threads
+        does not set: OPENBLAS_NUM_THREADS does. A process of `threads`
+        threads gets that many BLAS threads; with 1 thread in 1 process it
+        also runs with the BLAS on every core (what a user who sets nothing
+        gets: torch's ops on 1 thread, the products on all), and the faster
+        counts."""
+        tries = [threads] + ([self.cores] if procs == 1 and threads == 1 and self.cores > 1 else [])
+        best = 0.0
+        for blas in tries:
+            out = sh(cmd, env={"OPENBLAS_NUM_THREADS": str(blas)}, what=what, timeout=900)
+            best = max(best, last_json(out, what)[key])
+        return best
+
     def torch(self, model, procs, threads, steps):
-        out = sh([PY, os.path.join(SRC, "bench", "peer_torch.py"), "--data", self.data,
-                  "--hidden", ",".join(map(str, MODELS[model])), "--batch", str(BATCH),
-                  "--procs", str(procs), "--threads", str(threads), "--steps", str(steps),
-                  "--warmup", str(max(3, steps // 10))], what="peer_torch.py", timeout=600)
-        r = last_json(out, "peer_torch.py")
-        return r["samples_per_s_median_window"]
+        return self.peer_best(
+            [PY, os.path.join(SRC, "bench", "peer_torch.py"), "--data", self.data,
+             "--hidden", ",".join(map(str, MODELS[model])), "--batch", str(BATCH),
+             "--procs", str(procs), "--threads", str(threads), "--steps", str(steps),
+             "--warmup", str(max(3, steps // 10))], procs, threads,
+            "samples_per_s_median_window", "peer_torch.py")
+
+    def torch_gpt(self, cfg, procs, threads, steps):
+        c = GPTS[cfg]
+        return self.peer_best(
+            [PY, os.path.join(SRC, "bench", "torch_gpt.py"), "--tokens", self.gpt_data(cfg)]
+            + sum((["--" + k, str(c[k])] for k in ("vocab", "context", "layers", "heads", "embd", "batch")), [])
+            + ["--procs", str(procs), "--threads", str(threads), "--steps", str(steps),
+               "--warmup", "2"], procs, threads, "tokens_per_s_median_window", "torch_gpt.py")
+
+    def gpt_data(self, cfg):
+        """The config's token stream: the fortunes byte-level (vocabulary 256),
+        else random tokens below the vocabulary (as the issue measured)."""
+        c = GPTS[cfg]
+        out = os.path.join(self.build, "data", "bench-gpt-%d" % c["vocab"])
+        path = os.path.join(out, "train.h5")
+        if os.path.exists(path):
+            return path
+        if c["vocab"] == 256:
+            d = "/usr/share/games/fortunes"
+            texts = sorted(os.path.join(d, f) for f in os.listdir(d)
+                           if "." not in f and os.path.isfile(os.path.join(d, f)))
+            sh([self.bin + "/dtrain-data", "text"] + texts + [out], what="dtrain-data text")
+        else:
+            raw = out + ".bin"
+            sh([PY, "-c", "import numpy as np; np.random.seed(0); np.random.randint(0, %d, size=2000000, "
+                "dtype=np.uint16).tofile('%s')" % (c["vocab"], raw)], what="random tokens")
+            sh([self.bin + "/dtrain-data", "tokens", raw, out, "--vocab", str(c["vocab"])],
+               what="dtrain-data tokens")
+            os.unlink(raw)
+        return path
+
+    def dtrain_gpt(self, cfg, data=1, threads=1, steps=20, window=5):
+        """dtrain-run of a GPT config under mpirun; the step events after the first window."""
+        c = GPTS[cfg]
+        self.runs += 1
+        name = "run-%03d" % self.runs
+        run_dir = os.path.join(self.work, name)
+        subprocess.run(["rm", "-rf", run_dir])
+        sets = ["name=bench-gpt-" + cfg, "run_dir=" + run_dir, "data.train=" + self.gpt_data(cfg),
+                "data.test=null", "model.vocab_size=%d" % c["vocab"], "model.context=%d" % c["context"],
+                "model.layers=%d" % c["layers"], "model.heads=%d" % c["heads"], "model.embd=%d" % c["embd"],
+                "parallel.data=%d" % data, "parallel.pipeline=1", "parallel.micro_batches=1",
+                "parallel.stage_layers=[]", "resources.nodes=1", "resources.tasks_per_node=%d" % data,
+                "resources.cpus_per_task=%d" % threads, "train.global_batch=%d" % c["batch"],
+                "train.epochs=1000", "train.max_steps=%d" % (steps + window), "train.log_every=%d" % window,
+                "train.eval_every=0", "train.optimizer.lr=0.0006", "train.lr_schedule.warmup_steps=0",
+                "checkpoint.every_steps=0", "checkpoint.resume=never"]
+        spec = os.path.join(self.work, name + ".json")
+        cmd = [self.bin + "/dtrain-submit", "validate", os.path.join(SRC, "jobs", "gpt-tiny-2x2.json")]
+        for s in sets:
+            cmd += ["--set", s]
+        with open(spec, "w") as f:
+            f.write(sh(cmd, what="dtrain-submit validate"))
+        bind = "core" if threads == 1 and data <= self.cores else "none"
+        sh(["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", bind, "-np", str(data),
+            self.bin + "/dtrain-run", "--quiet", spec], env={"OMPI_MCA_mpi_yield_when_idle": "1"},
+           what="dtrain-run (%s)" % name)
+        with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+            ev = [json.loads(l) for l in f if '"event":"step"' in l]
+        shutil.rmtree(os.path.join(run_dir, "checkpoints"), ignore_errors=True)
+        if len(ev) < 2:
+            die("%s: fewer than 2 step windows in %s/metrics.jsonl" % (name, run_dir))
+        return ev[1:]
 
     # --- dtrain ---
 
@@ -240,7 +324,7 @@ def main():
     ap = argparse.ArgumentParser(description="dtrain's benchmarks against their peers (make bench)")
     ap.add_argument("build", help="the build directory (make build)")
     ap.add_argument("--quick", action="store_true", help="fewer steps and rounds (a smoke run)")
-    ap.add_argument("--only", default="throughput,compute,grad,pipeline,checkpoint,startup,nosite",
+    ap.add_argument("--only", default="throughput,compute,grad,gpt,pipeline,checkpoint,startup,nosite",
                     help="comma list of sections to run (default: all)")
     a = ap.parse_args()
     only = set(a.only.split(","))
@@ -544,6 +628,61 @@ def main():
             print("bench/run.py: " + str(e), file=sys.stderr)
             progress("%s: FAILED (above); going on with the other sections" % title)
             failed.append(title)
+
+    # --- 4b. the GPT against PyTorch ---
+    # Rounds alternate dtrain and the peer (torch_gpt.py) per config and
+    # process count; each side at its best thread count; medians of the
+    # rounds. Then the GPT-2-small step against sgemm on the step's own
+    # products (dtrain-bench-sgemm gpt), measured right before and after.
+    def gpt_rows():
+        if "gpt" not in only:
+            return
+        rates, peer = {}, {}
+        for r in range(rounds):
+            for cfg, c in GPTS.items():
+                st, win_ = (max(4, c["steps"] // 2), max(2, c["window"] // 2)) if a.quick else (c["steps"], c["window"])
+                for procs in (1, 2):
+                    for th in ([cores, 1] if procs == 1 and cores > 1 else [1]):
+                        progress("gpt %s, %d process(es) x %d thread(s), round %d/%d" % (cfg, procs, th, r + 1, rounds))
+                        e = b.dtrain_gpt(cfg, data=procs, threads=th, steps=st, window=win_)
+                        rates.setdefault((cfg, procs, th), []).append(statistics.median(x["tokens_per_s"] for x in e))
+                        peer.setdefault((cfg, procs, th), []).append(b.torch_gpt(cfg, procs, th, st))
+                        if (cfg, procs, th) == ("gpt2-small", 1, 1):
+                            res.setdefault("gpt_small_1x1_times", []).append(b.times(e))
+        res["gpt_runs"] = [{"config": k[0], "procs": k[1], "threads": k[2], "dtrain": v, "pytorch": peer[k]}
+                           for k, v in rates.items()]
+        for cfg in GPTS:
+            for procs in (1, 2):
+                keys = [k for k in rates if k[0] == cfg and k[1] == procs]
+                bo = max(keys, key=lambda k: statistics.median(rates[k]))
+                bp = max(keys, key=lambda k: statistics.median(peer[k]))
+                o, p = statistics.median(rates[bo]), statistics.median(peer[bp])
+                row("gpt", "GPT %s, %d process%s (tokens/s)" % (cfg, procs, "es" if procs > 1 else ""),
+                    o, p, "tokens/s", o / p, 1.3,
+                    "threads/process: dtrain %d, PyTorch %d (each its best); vs %s" % (
+                        bo[2], bp[2], "DDP over gloo" if procs > 1 else "one process"))
+        # compute efficiency: the step's products at sgemm's rate on their shapes
+        c = GPTS["gpt2-small"]
+        shapes = ["gpt"] + [str(c[k]) for k in ("batch", "context", "embd", "layers", "vocab", "heads")]
+        ratios = []
+        for k in range(1 if a.quick else 3):
+            progress("gpt compute: sgemm on GPT-2 small's products / a short run / sgemm, %d" % (k + 1))
+            out = sh([b.bin + "/dtrain-bench-sgemm", "--threads", "1", "--seconds", "3"] + shapes,
+                     what="dtrain-bench-sgemm gpt")
+            before = last_json(out, "dtrain-bench-sgemm")
+            e = b.dtrain_gpt("gpt2-small", data=1, threads=1, steps=4, window=2)
+            after = last_json(sh([b.bin + "/dtrain-bench-sgemm", "--threads", "1", "--seconds", "3"] + shapes,
+                                 what="dtrain-bench-sgemm gpt"), "dtrain-bench-sgemm")
+            flop = before["flop"] / before["rounds"]  # the products of one step
+            step = flop / b.times(e)["step_s"] * 1e-9
+            peak = (before["gflops"] + after["gflops"]) / 2
+            ratios.append((step, peak, step / peak))
+        res["gpt_compute"] = ratios
+        row("gpt", "GPT-2 small step, 1 process (GFLOP/s)", statistics.median(x[0] for x in ratios),
+            statistics.median(x[1] for x in ratios), "GFLOP/s", statistics.median(x[2] for x in ratios), 0.7,
+            "peer: sgemm on the step's products (dtrain-bench-sgemm gpt), 1 thread; medians of triplets")
+
+    section("gpt", gpt_rows)
 
     # --- 5. pipeline bubble ---
     def pipeline_rows():

@@ -9,6 +9,13 @@
  *                     runtime/kernels.c: forward y = x W^T per layer;
  *                     backward dW += dy^T x per layer and dx = dy W for every
  *                     layer but the first.
+ *   gpt B T C L V NH  the products of one training step of dtrain's GPT
+ *                     (runtime/gpt.c) over B sequences of T positions:
+ *                     per block the four linear layers (forward, weight
+ *                     gradient, input gradient) and attention one head of
+ *                     one sequence at a time (scores, P V; backward: the
+ *                     scores again, dV, dP, dQ, dK), whole T x T squares as
+ *                     runtime/transformer.c computes them; then the head.
  * Each runs repeatedly for --seconds after one warm-up round; it prints one
  * JSON object: {"what":..., "threads":..., "flop":..., "seconds":...,
  * "gflops":...}. Several copies started at once measure how the machine's
@@ -51,6 +58,7 @@ static const char usage[] =
 	"       dtrain-bench-sgemm [--threads N] [--seconds S]\n"
 	"                          [--part K/L [--lockstep FILE] | --copies L --lockstep FILE]\n"
 	"                          mlp BATCH W0,W1,...,Wn\n"
+	"       dtrain-bench-sgemm [--threads N] [--seconds S] gpt B T C L V NH\n"
 	"\n"
 	"Measures OpenBLAS sgemm on square matrices, or on the matrix products of\n"
 	"one MLP training step (forward, weight gradients, input gradients), and\n"
@@ -76,6 +84,7 @@ struct opts {
 	int batch;         /* `mlp`: rows of the batch */
 	int widths[MAX_WIDTHS];
 	int n_widths;
+	int gpt[6];            /* `gpt`: B T C L V NH, or gpt[0] = 0 */
 	int part, parts;       /* --part K/L: block K of L (default 0/1, all) */
 	int copies;            /* --copies L: whole products, L copies (default 1) */
 	const char *lockstep;  /* --lockstep FILE, or NULL */
@@ -186,7 +195,20 @@ static int parse(int argc, char **argv, struct opts *o)
 			return -EINVAL;
 		return parse_widths(argv[i + 2], o);
 	}
-	fprintf(stderr, "dtrain-bench-sgemm: want `square N` or `mlp BATCH W0,...,Wn`\n%s", usage);
+	if (i + 7 == argc && !strcmp(argv[i], "gpt")) {
+		static const char *const names[6] = { "B", "T", "C", "L", "V", "NH" };
+		int k;
+
+		for (k = 0; k < 6; k++)
+			if (parse_int(argv[i + 1 + k], names[k], &o->gpt[k]))
+				return -EINVAL;
+		if (o->gpt[2] % o->gpt[5]) {
+			fprintf(stderr, "dtrain-bench-sgemm: gpt: NH must divide C\n");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	fprintf(stderr, "dtrain-bench-sgemm: want `square N`, `mlp BATCH W0,...,Wn` or `gpt B T C L V NH`\n%s", usage);
 	return -EINVAL;
 }
 
@@ -369,6 +391,53 @@ static double mlp_round(const struct opts *o, struct mlp *m, struct lockstep *ls
 	return flop;
 }
 
+/* C [M][N] = op(A) op(B), op(A) [M][K]: its flops */
+static double mm(bool ta, bool tb, int M, int N, int K, const float *a, int lda, const float *b,
+		 int ldb, float *c, int ldc)
+{
+	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
+		    K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+	return 2.0 * M * N * (double)K;
+}
+
+/* One GPT step's products (runtime/gpt.c, transformer.c): x [N][4C], y
+ * [N][max(4C, V)], w and dw [max(4C, V)][C] hold any operand; qkv [N][3C]
+ * and o [N][C] are attention's strided views; s, dp [T][T]. */
+static double gpt_round(const int *g, float *x, float *y, float *w, float *dw, float *qkv,
+			float *o, float *s, float *dp)
+{
+	int B = g[0], T = g[1], C = g[2], L = g[3], V = g[4], NH = g[5], N = B * T, hs = C / NH;
+	int io[4][2] = { { C, 3 * C }, { C, C }, { C, 4 * C }, { 4 * C, C } }, l, k, b, h;
+	double f = 0;
+
+	for (l = 0; l < L; l++) {
+		for (k = 0; k < 4; k++) {
+			int in = io[k][0], out = io[k][1];
+
+			f += mm(false, true, N, out, in, x, in, w, in, y, out);   /* y = x W^T */
+			f += mm(true, false, out, in, N, y, out, x, in, dw, in);  /* dW = dy^T x */
+			f += mm(false, false, N, in, out, y, out, w, in, x, in);  /* dx = dy W */
+		}
+		for (b = 0; b < B; b++)
+			for (h = 0; h < NH; h++) {
+				const float *q = qkv + (size_t)b * T * 3 * C + (size_t)h * hs, *kk = q + C, *v = q + 2 * C;
+				float *oo = o + (size_t)b * T * C + (size_t)h * hs;
+
+				f += mm(false, true, T, T, hs, q, 3 * C, kk, 3 * C, s, T);  /* S */
+				f += mm(false, false, T, hs, T, s, T, v, 3 * C, oo, C);     /* P V */
+				f += mm(false, true, T, T, hs, q, 3 * C, kk, 3 * C, s, T);  /* S again */
+				f += mm(true, false, T, hs, T, s, T, oo, C, (float *)v, 3 * C); /* dV */
+				f += mm(false, true, T, T, hs, oo, C, v, 3 * C, dp, T);     /* dP */
+				f += mm(false, false, T, hs, T, s, T, kk, 3 * C, (float *)q, 3 * C); /* dQ */
+				f += mm(true, false, T, hs, T, s, T, q, 3 * C, (float *)kk, 3 * C); /* dK */
+			}
+	}
+	f += mm(false, true, N, V, C, x, C, w, C, y, V);  /* logits */
+	f += mm(true, false, V, C, N, y, V, x, C, dw, C); /* the head's dW */
+	f += mm(false, false, N, C, V, y, V, w, C, x, C); /* its dx */
+	return f;
+}
+
 static double square_round(int n, const float *a, const float *b, float *c)
 {
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
@@ -395,7 +464,19 @@ int main(int argc, char **argv)
 		return 1;
 	openblas_set_num_threads(o.threads);
 	n = o.n_widths - 1;
-	if (o.square) {
+	if (o.gpt[0]) {
+		int *g = o.gpt;
+		size_t N = (size_t)g[0] * (size_t)g[1], wide = (size_t)(4 * g[2] > g[4] ? 4 * g[2] : g[4]);
+
+		a = filled(N * 4 * (size_t)g[2]);     /* x */
+		b = filled(N * wide);                 /* y */
+		c = filled(wide * (size_t)g[2] * 2);  /* w, dw */
+		m.dy = filled(N * 3 * (size_t)g[2]);  /* qkv */
+		m.dx = filled(N * (size_t)g[2] + 2 * (size_t)g[1] * (size_t)g[1]); /* o, s, dp */
+		if (!a || !b || !c || !m.dy || !m.dx)
+			goto oom;
+		snprintf(what, sizeof(what), "gpt %d %d %d %d %d %d", g[0], g[1], g[2], g[3], g[4], g[5]);
+	} else if (o.square) {
 		size_t nn = (size_t)o.square * (size_t)o.square;
 
 		a = filled(nn);
@@ -433,14 +514,22 @@ int main(int argc, char **argv)
 	}
 	/* warm-up: OpenBLAS starts its threads and sizes its buffers (with
 	 * lockstep, the copies also meet: all start measuring together) */
-	if (o.square)
+#define GPT_ROUND()                                                                      \
+	gpt_round(o.gpt, a, b, c, c + (size_t)(4 * o.gpt[2] > o.gpt[4] ? 4 * o.gpt[2] : o.gpt[4]) * \
+		  (size_t)o.gpt[2], m.dy, m.dx, m.dx + (size_t)o.gpt[0] * o.gpt[1] * o.gpt[2],      \
+		  m.dx + (size_t)o.gpt[0] * o.gpt[1] * o.gpt[2] + (size_t)o.gpt[1] * o.gpt[1])
+	if (o.gpt[0])
+		GPT_ROUND();
+	else if (o.square)
 		square_round(o.square, a, b, c);
 	else
 		mlp_round(&o, &m, &ls, &stop);
 	ls.wait_s = 0;
 	t0 = now_s();
 	do {
-		if (o.square) {
+		if (o.gpt[0]) {
+			flop += GPT_ROUND();
+		} else if (o.square) {
 			flop += square_round(o.square, a, b, c);
 		} else {
 			stop = now_s() - t0 >= o.seconds;
@@ -448,7 +537,7 @@ int main(int argc, char **argv)
 		}
 		rounds++;
 		t = now_s() - t0;
-	} while (o.square ? t < o.seconds : !stop);
+	} while (o.square || o.gpt[0] ? t < o.seconds : !stop);
 	printf("{\"what\":\"%s\",\"threads\":%d,\"part\":\"%d/%d\",\"copies\":%d,\"lockstep\":%s,"
 	       "\"rounds\":%d,\"flop\":%.0f,\"seconds\":%.6f,\"wait_s\":%.6f,\"gflops\":%.3f}\n",
 	       what, o.threads, o.part, o.parts, o.copies, ls.b ? "true" : "false", rounds, flop, t,

@@ -17,6 +17,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "runtime/fastexp.h"
+
 /* --- activations --- */
 
 /* GELU, tanh form: 0.5 x (1 + tanh(k (x + c x^3))), Hendrycks & Gimpel 2016 */
@@ -48,7 +50,7 @@ const char *rt_act_name(enum rt_act act)
 	return "?";
 }
 
-void rt_act_forward(enum rt_act act, const float *x, float *y, size_t n)
+RT_SIMD_CLONES void rt_act_forward(enum rt_act act, const float *x, float *y, size_t n)
 {
 	size_t i;
 
@@ -63,7 +65,7 @@ void rt_act_forward(enum rt_act act, const float *x, float *y, size_t n)
 
 			/* 0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u)): one expf, and no
 			 * cancellation where tanh nears -1 */
-			y[i] = v / (1.0f + expf(-2.0f * GELU_K * (v + GELU_C * v * v * v)));
+			y[i] = v / (1.0f + rt__expf(-2.0f * GELU_K * (v + GELU_C * v * v * v)));
 		}
 		break;
 	case RT_ACT_TANH:
@@ -73,7 +75,7 @@ void rt_act_forward(enum rt_act act, const float *x, float *y, size_t n)
 	}
 }
 
-void rt_act_backward(enum rt_act act, const float *x, const float *dy, float *dx, size_t n)
+RT_SIMD_CLONES void rt_act_backward(enum rt_act act, const float *x, const float *dy, float *dx, size_t n)
 {
 	size_t i;
 
@@ -92,7 +94,7 @@ void rt_act_backward(enum rt_act act, const float *x, const float *dy, float *dx
 		for (i = 0; i < n; i++) {
 			float v = x[i], g = dy[i];
 			/* s = 0.5 (1 + tanh(u)); 0.5 (1 - tanh(u)^2) = 2 s (1 - s) */
-			float s = 1.0f / (1.0f + expf(-2.0f * GELU_K * (v + GELU_C * v * v * v)));
+			float s = 1.0f / (1.0f + rt__expf(-2.0f * GELU_K * (v + GELU_C * v * v * v)));
 			float d = s + 2.0f * v * s * (1.0f - s) * GELU_K * (1.0f + 3.0f * GELU_C * v * v);
 
 			dx[i] = g * d;

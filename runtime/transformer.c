@@ -12,6 +12,9 @@
 
 #include <cblas.h>
 
+#include "runtime/fastexp.h"
+#include "runtime/kernels.h"
+
 /* --- embeddings --- */
 
 void rt_embed_forward(const int32_t *tok, const float *wte, const float *wpe, float *out, int B,
@@ -111,6 +114,51 @@ void rt_layernorm_backward(const float *dy, const float *x, const float *w, cons
  * The products run over the whole square; the masked half is thrown away
  * (half of them wasted, against a triangle cut into blocks). */
 
+/* A causal row of scores s [T], its first n live: the softmax in place (the
+ * rest zero); returns the log of its normaliser. Loops without a call or a
+ * carried sum vectorise (fastexp.h). */
+RT_SIMD_CLONES static float softmax_row(float *s, int n, int T)
+{
+	float mx = -INFINITY, sum = 0.0f, inv;
+	int j;
+
+	for (j = 0; j < n; j++)
+		mx = s[j] > mx ? s[j] : mx;
+	for (j = 0; j < n; j++)
+		s[j] = rt__expf(s[j] - mx);
+	for (j = 0; j < n; j++)
+		sum += s[j];
+	inv = 1.0f / sum;
+	for (j = 0; j < n; j++)
+		s[j] *= inv;
+	for (j = n; j < T; j++)
+		s[j] = 0.0f;
+	return mx + logf(sum);
+}
+
+/* the probabilities of a row again, from its scores and log-normaliser */
+RT_SIMD_CLONES static void probs_row(float *p, int n, int T, float lse)
+{
+	int j;
+
+	for (j = 0; j < n; j++)
+		p[j] = rt__expf(p[j] - lse);
+	for (j = n; j < T; j++)
+		p[j] = 0.0f;
+}
+
+/* softmax backward of a row: p becomes p (dp - p . dp) scale */
+RT_SIMD_CLONES static void dscores_row(float *p, const float *dp, int n, float scale)
+{
+	float dot = 0.0f;
+	int j;
+
+	for (j = 0; j < n; j++)
+		dot += p[j] * dp[j];
+	for (j = 0; j < n; j++)
+		p[j] = p[j] * (dp[j] - dot) * scale;
+}
+
 /* Q, K, V of head h of sequence b */
 static const float *head_of(const float *qkv, int b, int h, int T, int C, int hs, int part)
 {
@@ -121,7 +169,7 @@ static const float *head_of(const float *qkv, int b, int h, int T, int C, int hs
 void rt_attention_forward(const float *qkv, float *out, float *lse, int B, int T, int C, int NH,
 			  float *scratch)
 {
-	int hs = C / NH, b, h, t, j;
+	int hs = C / NH, b, h, t;
 	float scale = 1.0f / sqrtf((float)hs), *S = scratch;
 
 	for (b = 0; b < B; b++)
@@ -132,22 +180,8 @@ void rt_attention_forward(const float *qkv, float *out, float *lse, int B, int T
 
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, Q, 3 * C, K,
 				    3 * C, 0.0f, S, T);
-			for (t = 0; t < T; t++) {
-				float *s = S + (size_t)t * (size_t)T, mx = -INFINITY, sum = 0.0f, inv;
-
-				for (j = 0; j <= t; j++)
-					mx = s[j] > mx ? s[j] : mx;
-				for (j = 0; j <= t; j++) {
-					s[j] = expf(s[j] - mx);
-					sum += s[j];
-				}
-				inv = 1.0f / sum;
-				for (j = 0; j <= t; j++)
-					s[j] *= inv;
-				for (j = t + 1; j < T; j++)
-					s[j] = 0.0f;
-				L[t] = mx + logf(sum);
-			}
+			for (t = 0; t < T; t++)
+				L[t] = softmax_row(S + (size_t)t * (size_t)T, t + 1, T);
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, S, T, V, 3 * C,
 				    0.0f, O, C);
 		}
@@ -159,7 +193,7 @@ void rt_attention_forward(const float *qkv, float *out, float *lse, int B, int T
 void rt_attention_backward(const float *dout, const float *qkv, const float *lse, float *dqkv,
 			   int B, int T, int C, int NH, float *scratch)
 {
-	int hs = C / NH, b, h, t, j;
+	int hs = C / NH, b, h, t;
 	float scale = 1.0f / sqrtf((float)hs), *P = scratch, *dP = scratch + (size_t)T * (size_t)T;
 
 	for (b = 0; b < B; b++)
@@ -171,26 +205,14 @@ void rt_attention_backward(const float *dout, const float *qkv, const float *lse
 
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, Q, 3 * C, K,
 				    3 * C, 0.0f, P, T);
-			for (t = 0; t < T; t++) {
-				float *p = P + (size_t)t * (size_t)T;
-
-				for (j = 0; j <= t; j++)
-					p[j] = expf(p[j] - L[t]);
-				for (j = t + 1; j < T; j++)
-					p[j] = 0.0f;
-			}
+			for (t = 0; t < T; t++)
+				probs_row(P + (size_t)t * (size_t)T, t + 1, T, L[t]);
 			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, P, T, dO, C, 0.0f,
 				    dV, 3 * C);
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dO, C, V, 3 * C,
 				    0.0f, dP, T);
-			for (t = 0; t < T; t++) {
-				float *p = P + (size_t)t * (size_t)T, *dp = dP + (size_t)t * (size_t)T, dot = 0.0f;
-
-				for (j = 0; j <= t; j++)
-					dot += p[j] * dp[j];
-				for (j = 0; j <= t; j++)
-					p[j] = p[j] * (dp[j] - dot) * scale; /* P becomes dS */
-			}
+			for (t = 0; t < T; t++) /* P becomes dS */
+				dscores_row(P + (size_t)t * (size_t)T, dP + (size_t)t * (size_t)T, t + 1, scale);
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, P, T, K, 3 * C,
 				    0.0f, dQ, 3 * C);
 			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, P, T, Q, 3 * C, 0.0f,

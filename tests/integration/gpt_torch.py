@@ -1,7 +1,6 @@
 """gpt_torch.py - dtrain's GPT against PyTorch (Debian's python3-torch 1.13).
 
-A nanoGPT-style GPT-2 (written out: PyTorch 1.13 has no scaled_dot_product_attention)
-is built from dtrain's export of checkpoint k, and must give
+A nanoGPT-style GPT-2 (bench/torch_gpt.py, shared with make bench) is built from dtrain's export of checkpoint k, and must give
   1. the logits and mean loss that `dtrain-ckpt eval` gave on the first windows
      of the training stream (<= 1e-5 relative: max |difference| / max |value|);
   2. after one AdamW step (PyTorch's torch.optim.AdamW with the checkpoint's
@@ -12,61 +11,16 @@ is built from dtrain's export of checkpoint k, and must give
 usage: gpt_torch.py CK_K.h5 CK_K1.h5 TRAIN.h5 LOGITS.f32 EVAL_LOSS EVAL_SAMPLES BATCH GRAD_CLIP SPEC.json
 """
 import json
-import math
+import os
 import sys
 
 import h5py
 import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
-
-class Block(nn.Module):
-    def __init__(self, C, NH, T):
-        super().__init__()
-        self.NH = NH
-        self.ln_1 = nn.LayerNorm(C)
-        self.attn = nn.Module()
-        self.attn.c_attn = nn.Linear(C, 3 * C)
-        self.attn.c_proj = nn.Linear(C, C)
-        self.ln_2 = nn.LayerNorm(C)
-        self.mlp = nn.Module()
-        self.mlp.c_fc = nn.Linear(C, 4 * C)
-        self.mlp.c_proj = nn.Linear(4 * C, C)
-        self.register_buffer("mask", torch.tril(torch.ones(T, T, dtype=torch.bool)), persistent=False)
-
-    def attention(self, x):
-        B, T, C = x.shape
-        q, k, v = self.attn.c_attn(x).split(C, dim=2)
-        hs = C // self.NH
-        q, k, v = (t.view(B, T, self.NH, hs).transpose(1, 2) for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
-        att = att.masked_fill(~self.mask[:T, :T], float("-inf")).softmax(dim=-1)
-        return self.attn.c_proj((att @ v).transpose(1, 2).reshape(B, T, C))
-
-    def forward(self, x):
-        x = x + self.attention(self.ln_1(x))
-        return x + self.mlp.c_proj(F.gelu(self.mlp.c_fc(self.ln_2(x)), approximate="tanh"))
-
-
-class GPT(nn.Module):
-    def __init__(self, V, T, L, NH, C):
-        super().__init__()
-        self.transformer = nn.Module()
-        self.transformer.wte = nn.Embedding(V, C)
-        self.transformer.wpe = nn.Embedding(T, C)
-        self.transformer.h = nn.ModuleList(Block(C, NH, T) for _ in range(L))
-        self.transformer.ln_f = nn.LayerNorm(C)
-        self.lm_head = nn.Linear(C, V, bias=False)
-        self.lm_head.weight = self.transformer.wte.weight  # tied
-
-    def forward(self, idx):
-        tr = self.transformer
-        x = tr.wte(idx) + tr.wpe(torch.arange(idx.shape[1]))
-        for b in tr.h:
-            x = b(x)
-        return self.lm_head(tr.ln_f(x))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from torch_gpt import GPT, adamw  # noqa: E402  the reference model, shared with make bench
 
 
 def load(path):
@@ -107,12 +61,8 @@ def main():
 
     # 2. one AdamW step from checkpoint k, on the batch of step k + 1 (data.shuffle false)
     step, lr = int(f.attrs["step"]), float(f.attrs["lr"])
-    decay = [p for n, p in m.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in m.named_parameters() if p.dim() < 2]
     g = json.loads(open(sys.argv[9]).read())["train"]["optimizer"]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": g["weight_decay"]},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=lr, betas=tuple(g["betas"]), eps=1e-8)
+    opt = adamw(m, lr, g["weight_decay"], tuple(g["betas"]))
     for n, p in m.named_parameters():
         opt.state[p] = {"step": torch.tensor(float(f.attrs["optimizer_step"])),
                         "exp_avg": torch.from_numpy(f["optimizer/exp_avg"][n][()]),
