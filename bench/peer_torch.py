@@ -83,6 +83,34 @@ def batches(n, batch, rank, procs, seed):
         epoch += 1
 
 
+def timed_steps(step, a, rank, units):
+    """a.warmup untimed calls of step(), then a.steps timed between barriers
+    (a.procs > 1: every process); returns the last step's result, the
+    seconds, and on rank 0 the rates (units per step / s) of windows of
+    max(1, a.steps // 5) steps. Shared with torch_gpt.py."""
+    def barrier():
+        if a.procs > 1:
+            dist.barrier()
+
+    for _ in range(a.warmup):
+        step()
+    window = max(1, a.steps // 5)
+    marks = []
+    barrier()
+    t0 = time.perf_counter()
+    for i in range(a.steps):
+        out = step()
+        if rank == 0 and ((i + 1) % window == 0 or i + 1 == a.steps):
+            marks.append((i + 1, time.perf_counter()))
+    barrier()
+    secs = time.perf_counter() - t0
+    rates, prev = [], (0, t0)
+    for m in marks:
+        rates.append((m[0] - prev[0]) * units / (m[1] - prev[1]))
+        prev = m
+    return out, secs, rates
+
+
 def worker(rank, a):
     torch.set_num_threads(a.threads)
     try:
@@ -114,22 +142,7 @@ def worker(rank, a):
         opt.step()
         return loss
 
-    def barrier():
-        if a.procs > 1:
-            dist.barrier()
-
-    for _ in range(a.warmup):
-        step()
-    window = max(1, a.steps // 5)
-    marks = []
-    barrier()
-    t0 = time.perf_counter()
-    for i in range(a.steps):
-        loss = step()
-        if rank == 0 and ((i + 1) % window == 0 or i + 1 == a.steps):
-            marks.append((i + 1, time.perf_counter()))
-    barrier()
-    t1 = time.perf_counter()
+    loss, secs, rates = timed_steps(step, a, rank, a.batch)
     loss = loss.detach()
     if a.procs > 1:
         dist.all_reduce(loss)
@@ -138,11 +151,6 @@ def worker(rank, a):
         # minutes after rank 0 had exited; spawned() ends the process
     if rank != 0:
         return
-    rates, prev = [], (0, t0)
-    for m in marks:
-        rates.append((m[0] - prev[0]) * a.batch / (m[1] - prev[1]))
-        prev = m
-    secs = t1 - t0
     print(json.dumps({
         "peer": "pytorch", "torch": torch.__version__, "hidden": a.hidden,
         "batch": a.batch, "procs": a.procs, "threads": a.threads, "steps": a.steps,

@@ -227,22 +227,7 @@ class Bench:
                 "train.epochs=1000", "train.max_steps=%d" % (steps + window), "train.log_every=%d" % window,
                 "train.eval_every=0", "train.optimizer.lr=0.0006", "train.lr_schedule.warmup_steps=0",
                 "checkpoint.every_steps=0", "checkpoint.resume=never"]
-        spec = os.path.join(self.work, name + ".json")
-        cmd = [self.bin + "/dtrain-submit", "validate", os.path.join(SRC, "jobs", "gpt-tiny-2x2.json")]
-        for s in sets:
-            cmd += ["--set", s]
-        with open(spec, "w") as f:
-            f.write(sh(cmd, what="dtrain-submit validate"))
-        bind = "core" if threads == 1 and data <= self.cores else "none"
-        sh(["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", bind, "-np", str(data),
-            self.bin + "/dtrain-run", "--quiet", spec], env={"OMPI_MCA_mpi_yield_when_idle": "1"},
-           what="dtrain-run (%s)" % name)
-        with open(os.path.join(run_dir, "metrics.jsonl")) as f:
-            ev = [json.loads(l) for l in f if '"event":"step"' in l]
-        shutil.rmtree(os.path.join(run_dir, "checkpoints"), ignore_errors=True)
-        if len(ev) < 2:
-            die("%s: fewer than 2 step windows in %s/metrics.jsonl" % (name, run_dir))
-        return ev[1:]
+        return self.run_spec(name, run_dir, "gpt-tiny-2x2.json", sets, data, threads)
 
     # --- dtrain ---
 
@@ -268,13 +253,17 @@ class Bench:
         if stage_layers:
             sets.append("parallel.stage_layers=" + json.dumps(stage_layers))
         sets += list(extra)
+        return self.run_spec(name, run_dir, "single.json", sets, data * pipeline, threads)
+
+    def run_spec(self, name, run_dir, base, sets, ranks, threads):
+        """jobs/<base> with sets, validated, run by mpirun on `ranks` ranks;
+        the step events of its metrics after the first window."""
         spec = os.path.join(self.work, name + ".json")
-        cmd = [self.bin + "/dtrain-submit", "validate", os.path.join(SRC, "jobs", "single.json")]
+        cmd = [self.bin + "/dtrain-submit", "validate", os.path.join(SRC, "jobs", base)]
         for s in sets:
             cmd += ["--set", s]
         with open(spec, "w") as f:
             f.write(sh(cmd, what="dtrain-submit validate"))
-        ranks = data * pipeline
         bind = "core" if threads == 1 and ranks <= self.cores else "none"
         sh(["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", bind, "-np",
             str(ranks), self.bin + "/dtrain-run", "--quiet", spec],

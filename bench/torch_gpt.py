@@ -18,7 +18,6 @@ import os
 import socket
 import statistics
 import sys
-import time
 import warnings
 
 warnings.filterwarnings("ignore")
@@ -30,6 +29,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from peer_torch import timed_steps  # noqa: E402  (this directory)
 
 
 class Block(nn.Module):
@@ -121,27 +121,9 @@ def worker(rank, a):
         opt.step()
         return loss
 
-    def barrier():
-        if a.procs > 1:
-            dist.barrier()
-
-    for _ in range(a.warmup):
-        step()
-    window = max(1, a.steps // 5)
-    marks = []
-    barrier()
-    t0 = time.perf_counter()
-    for i in range(a.steps):
-        step()
-        if rank == 0 and ((i + 1) % window == 0 or i + 1 == a.steps):
-            marks.append((i + 1, time.perf_counter()))
-    barrier()
+    _, _, rates = timed_steps(step, a, rank, a.batch * T)
     if rank != 0:
         return
-    rates, prev = [], (0, t0)
-    for m in marks:
-        rates.append((m[0] - prev[0]) * a.batch * T / (m[1] - prev[1]))
-        prev = m
     print(json.dumps({"peer": "pytorch", "torch": torch.__version__, "procs": a.procs,
                       "threads": a.threads, "steps": a.steps, "batch": a.batch, "context": T,
                       "tokens_per_s_median_window": round(statistics.median(rates), 3)},

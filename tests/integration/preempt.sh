@@ -17,23 +17,24 @@ model=${1:-mlp}
 if [ "$model" = gpt ]; then
 	"$DTRAIN_BIN/dtrain-data" text /usr/share/games/fortunes/fortunes "$T/text" >/dev/null ||
 		fail "dtrain-data text"
-	# about 150 steps/s here on 4 ranks: like the MLP, 3000 steps outlast
-	# three rounds of (resume, 100 steps, up to 3 s)
-	total=3000
+	# 150 to 400 steps/s here on 4 ranks, as busy as the host is: like the
+	# MLP's, 8000 steps outlast three rounds of (resume, 100 steps, up to 3 s)
+	total=8000
 	model_json='"model": { "type": "gpt", "vocab_size": 256, "context": 32, "layers": 2, "heads": 2, "embd": 32 },
   "data": { "train": "'"$T"'/text/train.h5" },'
-	train_json='"train": { "epochs": 100, "max_steps": 3000, "global_batch": 8, "log_every": 50,
+	train_json='"train": { "epochs": 200, "max_steps": 8000, "global_batch": 8, "log_every": 50,
              "optimizer": { "type": "adamw", "lr": 0.003, "weight_decay": 0.1 }, "grad_clip": 1.0 },'
 else
 	"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 12000 --features 784 --classes 10 --seed 5 >/dev/null ||
 		fail "dtrain-data synthetic"
-	# 2400 steps: each round waits for the resume, then up to 3 s more (a
-	# random moment), about 400 steps at this machine's 140 steps/s; with 1200
-	# the job once finished before the third signal
-	total=2400
+	# 6000 steps: each round waits for the resume and 100 steps, then up to
+	# 3 s more (a random moment): 400 to 1000 steps at this machine's 140 to
+	# 350 steps/s; with 1200, and with 2400 on a quiet host, the job finished
+	# before the third signal
+	total=6000
 	model_json='"model": { "inputs": 784, "hidden": [512, 512], "outputs": 10 },
   "data": { "train": "'"$T"'/syn.h5" },'
-	train_json='"train": { "epochs": 24, "global_batch": 120, "log_every": 50,
+	train_json='"train": { "epochs": 60, "global_batch": 120, "log_every": 50,
              "optimizer": { "type": "sgd", "lr": 0.05, "momentum": 0.9 } },'
 fi
 final_name=step-$(printf %08d $total)

@@ -244,9 +244,12 @@ pass "refused: a missing path, not a checkpoint, another model, a damaged explic
 
 # --- a checkpoint of format 1, written before models had an interface ---
 # tests/checkpoint/fixtures/format1-step7: step 7 of 20 of a 2 x 2 run of
-# this model on 600 rows, saved by f6cec4c's dtrain-run. It resumes bitwise
-# on its own layout (equal to an uninterrupted run of this build), on 1 x 1
-# to float32 rounding, and the saves that follow are of the current format.
+# this model on 600 rows, saved by f6cec4c's dtrain-run. It resumes on its
+# own layout and on 1 x 1 equal to an uninterrupted run of this build to
+# float32 rounding (its first 7 steps ran f6cec4c's GELU, through tanhf;
+# this build's rounds differently, runtime/kernels.c: a wrong step count,
+# moment or sampler position would differ by far more), and the saves that
+# follow are of the current format.
 "$DTRAIN_BIN/dtrain-data" synthetic "$T/syn600.h5" --samples 600 --features 32 --classes 5 --seed 3 >/dev/null ||
 	fail "dtrain-data synthetic"
 cp -r "$DTRAIN_SOURCE_DIR/tests/checkpoint/fixtures/format1-step7" "$T/format1"
@@ -256,13 +259,13 @@ run f1ref 0
 spec f1 2 2 "${f1[@]}" --set checkpoint.resume="$T/format1"
 run f1 0
 must_contain "$T/f1.out" "resuming from $T/format1: step 7 of 20"
-same_bits f1ref f1
+close_params f1ref f1
 grep -q '"format_version": 2' "$T/f1/checkpoints/latest/MANIFEST.json" || fail "the saves after a format-1 resume are not of format 2"
 spec f1one 1 1 "${f1[@]}" --set checkpoint.resume="$T/format1"
 run f1one 0
 must_contain "$T/f1one.out" "resuming from $T/format1: step 7 of 20"
 close_params f1ref f1one
-pass "a format-1 checkpoint resumes: bitwise on its layout, to float32 rounding on 1 x 1; new saves are format 2"
+pass "a format-1 checkpoint resumes, on its layout and on 1 x 1, to float32 rounding; new saves are format 2"
 
 # --- a full disk and a read-only one (needs root for mount) ---
 if [ "$(id -u)" -ne 0 ]; then
