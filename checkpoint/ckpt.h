@@ -355,6 +355,21 @@ int ckpt_verify(const char *ckpt, bool stop_at_first, struct dt_err *err);
 int ckpt_find_latest(const char *dir, char *out, size_t size, int64_t *step,
 		     struct dt_err *warn, struct dt_err *err);
 
+/* --- finding a checkpoint from what a user names (checkpoint/locate.c) --- */
+
+/* The checkpoint dir of path, a checkpoint dir (it holds step-<n>
+ * directories) or a run directory (its spec.json's checkpoint.dir, else
+ * path/checkpoints), into out. A spec.json that cannot be read adds its
+ * error and "looking for checkpoints in ..." to warn. */
+void ckpt_dir_of(const char *path, char *out, size_t size, struct dt_err *warn);
+/* The checkpoint that a CKPT argument names, into out: path itself when it
+ * is a checkpoint (or nothing recognised: the reader then says why), else
+ * the newest committed checkpoint of the run directory or checkpoint dir
+ * (*newest set true: the caller may say which it took). 0, or -ENOENT /
+ * -EINVAL (an empty path) with a message in err. */
+int ckpt_resolve(const char *path, char *out, size_t size, bool *newest, struct dt_err *warn,
+		 struct dt_err *err);
+
 /* --- reading tensors (after verifying) --- */
 
 /* An open checkpoint for reading tensors; zero-initialise, ckpt_reader_close(). */

@@ -236,76 +236,27 @@ static bool is_checkpoint(const char *path)
 	return join(p, sizeof(p), path, CKPT_MANIFEST) && exists(p);
 }
 
-/* Does dir hold step-<digits> directories, committed or not? */
-static bool holds_steps(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	bool found = false;
-
-	if (!d)
-		return false;
-	while (!found && (e = readdir(d)) != NULL)
-		found = !strncmp(e->d_name, "step-", 5) && e->d_name[5] >= '0' && e->d_name[5] <= '9';
-	closedir(d);
-	return found;
-}
-
-/* The checkpoint dir of path, a run directory or a checkpoint dir, into
- * out: path itself when it holds step-* directories, else spec.json's
- * checkpoint.dir, else path/checkpoints. A spec.json that does not load
- * only gives a warning. */
+/* The checkpoint dir of a run directory or checkpoint dir (ckpt_dir_of);
+ * a spec.json that cannot be read is reported as a warning. */
 static void checkpoint_dir(const char *path, char *out, size_t size)
 {
-	struct spec s = { 0 };
-	struct dt_err err = { 0 };
-	char spec_path[PATH_MAX];
+	struct dt_err warn = { 0 };
 
-	if (holds_steps(path)) {
-		snprintf(out, size, "%s", path);
-		return;
-	}
-	if (!join(out, size, path, "checkpoints") ||
-	    !join(spec_path, sizeof(spec_path), path, "spec.json") || !exists(spec_path))
-		return;
-	if (spec_load(spec_path, &s, &err)) {
-		print_err(&err);
-		fprintf(stderr, "dtrain-ckpt: warning: looking for checkpoints in %s\n", out);
-		return;
-	}
-	if (s.checkpoint.dir)
-		snprintf(out, size, "%s", s.checkpoint.dir);
-	spec_free(&s);
+	ckpt_dir_of(path, out, size, &warn);
+	print_err(&warn);
 }
 
-/* The checkpoint a CKPT argument names into out: the path itself when it
- * is a checkpoint (or nothing we recognise, for the library to say why),
- * else the newest checkpoint of the run directory or checkpoint dir.
- * -ENOENT (reported) when path does not exist. */
-static int resolve_ckpt(const char *path, char *out, size_t size, struct dt_err *perr)
+/* ckpt_resolve, saying which checkpoint a directory stood for. */
+static int resolve_ckpt(const char *path, char *out, size_t size, struct dt_err *err)
 {
-	char dir[PATH_MAX];
-	struct dt_err err = { 0 };
-	int64_t *steps = NULL;
-	int n = 0;
+	struct dt_err warn = { 0 };
+	bool newest = false;
+	int rc = ckpt_resolve(path, out, size, &newest, &warn, err);
 
-	snprintf(out, size, "%s", path);
-	if (!exists(path)) {
-		dt_err_add(perr, "%s: %s", path, strerror(ENOENT));
-		return -ENOENT;
-	}
-	if (!is_dir(path) || is_checkpoint(path))
-		return 0;
-	checkpoint_dir(path, dir, sizeof(dir));
-	if (ckpt_list(dir, &steps, &n, &err) == 0 && n > 0) {
-		char name[32];
-
-		ckpt_step_name(steps[0], name, sizeof(name));
-		if (join(out, size, dir, name))
-			fprintf(stderr, "dtrain-ckpt: %s: using its newest checkpoint, %s\n", path, out);
-	}
-	free(steps);
-	return 0;
+	print_err(&warn);
+	if (!rc && newest)
+		fprintf(stderr, "dtrain-ckpt: %s: using its newest checkpoint, %s\n", path, out);
+	return rc;
 }
 
 /* --- commands --- */

@@ -209,7 +209,7 @@ struct launch_progress_text {
 	char acc[32];   /* "85.12%" */
 	char rate[32];  /* samples/s, "12346" */
 	char eta[32];   /* "00:07:00"; "-" unless running, not ended, step not stale */
-	char test_loss[64]; /* "2.286 (step 600)", with " 3.298 bits/byte" for byte-level text */
+	char test_loss[64]; /* "2.286 (step 600)", with ", 3.298 bits/byte" for byte-level text */
 	char tokens[32];    /* tokens/s, "23402" (language models) */
 };
 

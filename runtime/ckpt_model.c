@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <json-c/json.h>
 
@@ -27,36 +26,18 @@
 
 /* --- loading --- */
 
-static bool is_file(const char *dir, const char *name)
+/* the checkpoint that path names (ckpt_resolve), saying which one a
+ * directory stood for */
+static int find_ckpt(const char *path, char *out, size_t size, struct dt_err *err)
 {
-	char p[4200];
-	struct stat st;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	return stat(p, &st) == 0;
-}
-
-/* the checkpoint that path names: itself, or the newest one of a run
- * directory (its checkpoints/) or of a checkpoint directory */
-static int find_ckpt(const char *path, char *out, size_t size, int64_t *step, struct dt_err *err)
-{
-	char dir[4200];
 	struct dt_err warn = { 0 };
-	int rc;
+	bool newest = false;
+	int rc = ckpt_resolve(path, out, size, &newest, &warn, err);
 
-	if (is_file(path, "MANIFEST.json")) {
-		snprintf(out, size, "%s", path);
-		return 0;
-	}
-	snprintf(dir, sizeof(dir), is_file(path, "checkpoints") ? "%s/checkpoints" : "%s", path);
-	rc = ckpt_find_latest(dir, out, size, step, &warn, err);
-	if (rc)
-		return rc;
-	if (*step < 0)
-		return dt_err_add(err, "%s: no checkpoint there (a step-<n> directory with MANIFEST.json, or a run directory holding some)",
-				  path), -ENOENT;
-	fprintf(stderr, "dtrain-ckpt: %s: using its newest checkpoint, %s\n", path, out);
-	return 0;
+	dt_err_print("dtrain-ckpt", "", &warn);
+	if (!rc && newest)
+		fprintf(stderr, "dtrain-ckpt: %s: using its newest checkpoint, %s\n", path, out);
+	return rc;
 }
 
 /* model.type and the model config's keys into s (model.<key>, the spec
@@ -102,7 +83,7 @@ int rt_ckpt_model_load(struct rt_ckpt_model *m, const char *ckpt, struct dt_err 
 	memset(m, 0, sizeof(*m));
 	m->step = -1;
 	r.open_stage = r.file = -1;
-	rc = find_ckpt(ckpt, m->path, sizeof(m->path), &m->step, err);
+	rc = find_ckpt(ckpt, m->path, sizeof(m->path), err);
 	if (!rc)
 		rc = ckpt_verify(m->path, true, err);
 	if (!rc)

@@ -22,8 +22,11 @@ static inline float rt__expf(float x)
 	float n, r, p;
 	int32_t e;
 
+	float in = x;
+
 	x = x < -87.0f ? -87.0f : x;
 	x = x > 88.0f ? 88.0f : x;
+	x = x == x ? x : 0.0f; /* NaN: no conversion of it to an integer; NaN out below */
 	/* round to nearest by adding and taking away 1.5 * 2^23 (|x log2e| < 2^22):
 	 * no call to floorf, which the baseline x86-64 lacks an instruction for */
 	n = (x * log2e + 12582912.0f) - 12582912.0f;
@@ -38,7 +41,7 @@ static inline float rt__expf(float x)
 	p = p * r * r + r + 1.0f;
 	e = ((int32_t)n + 127) << 23;
 	u.i = e;
-	return p * u.f;
+	return in == in ? p * u.f : in;
 }
 
 #endif

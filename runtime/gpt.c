@@ -67,9 +67,12 @@ static int gpt_check(const struct spec *s, struct dt_err *err)
 		return dt_err_add(err, "model.heads: must divide model.embd (got %ld heads, embd %ld)",
 				  g.NH, g.C);
 	/* a sample's widths are ints; the head's [T][V] and the MLP's [T][4C] the largest */
-	if (g.T * g.V > INT_MAX || g.T * 4 * g.C > INT_MAX || g.V * g.C > INT_MAX)
-		return dt_err_add(err, "model: context x vocab_size (%ld x %ld) or context x 4 embd is more than %d floats a sample",
-				  g.T, g.V, INT_MAX);
+	if (g.T * g.V > INT_MAX || g.T * 4 * g.C > INT_MAX)
+		return dt_err_add(err, "model: context x vocab_size (%ld x %ld) or context x 4 embd (%ld x %ld) is more than %d floats a sample",
+				  g.T, g.V, g.T, 4 * g.C, INT_MAX);
+	if (g.V * g.C > INT_MAX) /* the tied embedding travels in one message */
+		return dt_err_add(err, "model: vocab_size x embd (%ld x %ld) is more than %d floats",
+				  g.V, g.C, INT_MAX);
 	return 0;
 }
 
@@ -219,6 +222,9 @@ static int gpt_stage_init(struct rt_stage *st, const struct spec *s, struct dt_e
 		return dt_err_add(err, "stage %d: out of memory for the GPT's state", st->stage), -ENOMEM;
 	m->g = shape_of(s);
 	st->model = m;
+	if (st->first_block + st->n_blocks == 1 ||
+	    (st->first_block == st->n_model_blocks - 1 && st->n_blocks == 1))
+		return 0; /* the embedding or the head alone: no attention */
 	m->att_scratch = malloc(2 * (size_t)m->g.T * (size_t)m->g.T * sizeof(float));
 	if (!m->att_scratch)
 		return dt_err_add(err, "stage %d: out of memory for attention's scores (2 x %ld x %ld floats)",

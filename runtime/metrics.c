@@ -194,10 +194,13 @@ void rt__log_eval(struct trainer *t, int64_t step, int64_t epoch, double loss, d
 	/* byte-level text: nats per token / ln 2 = bits per byte */
 	double bpb = t->test.byte_level ? loss / M_LN2 : NAN;
 
+	char bits[48] = "";
+
+	if (!isnan(bpb))
+		snprintf(bits, sizeof(bits), " bits/byte %.4f", bpb);
 	if (t->g->rank == 0 && !quiet && t->labels > 1) {
-		printf("dtrain-run: step %lld val loss %.4f%s%.4f next-token accuracy %.4f\n",
-		       (long long)step, loss, isnan(bpb) ? "" : " bits/byte ", isnan(bpb) ? 0.0 : bpb,
-		       acc);
+		printf("dtrain-run: step %lld val loss %.4f%s next-token accuracy %.4f\n",
+		       (long long)step, loss, bits, acc);
 		fflush(stdout);
 	} else if (t->g->rank == 0 && !quiet) {
 		printf("dtrain-run: epoch %lld/%ld test loss %.4f accuracy %.4f\n",

@@ -448,6 +448,24 @@ void rt_stage_zero_grads(struct rt_stage *st)
 
 /* --- activations --- */
 
+/* Floats per sample of each backward scratch buffer: the gradients that
+ * flow between the stage's blocks (the inputs of blocks 1..n-1; dy of the
+ * last block and dx of the first are the caller's). A model with parts
+ * also runs the last block's output gradient through them (mlp.c), so it
+ * gets the widest output. A GPT's head stage thus keeps no [T][V] scratch. */
+static size_t scratch_width(const struct rt_stage *st)
+{
+	size_t w = 0;
+	int i;
+
+	if (st->ops->part)
+		return (size_t)st->max_width;
+	for (i = 1; i < st->n_blocks; i++)
+		if ((size_t)st->blocks[i].in > w)
+			w = (size_t)st->blocks[i].in;
+	return w;
+}
+
 size_t rt_acts_floats(const struct rt_stage *st, int max_rows)
 {
 	size_t total;
@@ -456,7 +474,7 @@ size_t rt_acts_floats(const struct rt_stage *st, int max_rows)
 	if (max_rows < 1 || st->n_blocks < 1)
 		return 0;
 	/* floats per sample: x, what each block keeps, 2 scratch */
-	total = (size_t)st->in + 2 * (size_t)st->max_width;
+	total = (size_t)st->in + 2 * scratch_width(st);
 	for (i = 0; i < st->n_blocks; i++)
 		total += st->ops->act_floats(st, &st->blocks[i]);
 	if (total > SIZE_MAX / sizeof(float) / (size_t)max_rows)
@@ -486,7 +504,7 @@ static int acts_lay_out(struct rt_acts *acts, const struct rt_stage *st, int max
 		at += st->ops->act_floats(st, &st->blocks[i]) * rows;
 	}
 	acts->dbuf[0] = acts->mem + at;
-	at += (size_t)st->max_width * rows;
+	at += scratch_width(st) * rows;
 	acts->dbuf[1] = acts->mem + at;
 	return 0;
 }

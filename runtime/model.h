@@ -260,7 +260,8 @@ struct rt_acts {
 	float *x;         /* [max_rows][in]: copy of the stage input */
 	float **blk;      /* [n_blocks] -> [max_rows * act_floats]: what each block keeps */
 	const float **y;  /* [n_blocks]: each block's output of the last forward */
-	float *dbuf[2];   /* [max_rows][max_width] each: backward scratch */
+	float *dbuf[2];   /* [max_rows][widest input of blocks 1..n-1] each (a model
+			   * with parts: [max_width]): backward scratch */
 	float *mem;       /* the one allocation behind x, blk[], dbuf[] */
 	bool own_mem;     /* mem is ours to free (not rt_acts_place's) */
 };

@@ -94,6 +94,8 @@ static int parse_sample(int argc, char **argv, struct sample_opts *o)
 			v = strtol(optarg, &end, 10);
 			if (errno || *end || end == optarg || v < 0)
 				return bad_number(c == 'n' ? "tokens" : c == 'k' ? "top-k" : "seed", optarg);
+			if (c == 'n' && v > 100000000)
+				return dt_usage_error("dtrain-ckpt", usage_sample, "--tokens: at most 100000000 (got %ld)", v);
 			*(c == 'n' ? &o->tokens : c == 'k' ? &o->top_k : &o->seed) = v;
 			break;
 		case ':':
@@ -230,13 +232,14 @@ static int sample_run(const struct sample_opts *o, struct dt_err *err)
 		rc = (dt_err_add(err, "--prompt: needed: the model's vocabulary (%ld) is not byte-level, give token ids", V), -EINVAL);
 		goto out;
 	}
-	rc = prompt_ids(o->prompt ? o->prompt : "\n", bytes, V, &ids, &n, err);
+	/* an empty prompt: a newline, a byte-level model's start of a line */
+	rc = prompt_ids(o->prompt && *o->prompt ? o->prompt : "\n", bytes, V, &ids, &n, err);
 	if (rc)
 		goto out;
 	cap = n + o->tokens;
 	x = calloc((size_t)T, sizeof(*x));
 	lg = malloc((size_t)V * sizeof(*lg));
-	grown = realloc(ids, (size_t)cap * sizeof(*ids));
+	grown = realloc(ids, (size_t)cap * sizeof(*ids)); /* cap >= n >= 1 */
 	if (grown)
 		ids = grown;
 	if (!x || !lg || !grown || rt_acts_init(&acts, &m.st, 1)) {

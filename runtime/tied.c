@@ -22,6 +22,7 @@ struct tie_here {
 	int peer;      /* pipe_comm rank of the stage with the other copy; -1: both here */
 	float *buf;    /* [n]: the peer's gradient */
 	size_t n;
+	int index;     /* the model's index of the tie: its message tag, alike on both stages */
 };
 
 struct rt_ties {
@@ -83,6 +84,7 @@ int rt__ties_init(struct trainer *t)
 		if (c->tensor[0] < 0 && c->tensor[1] < 0)
 			continue; /* neither copy on this stage */
 		c->peer = -1;
+		c->index = i;
 		c->n = len[0] ? len[0] : len[1];
 		if (c->tensor[0] >= 0 && c->tensor[1] >= 0 && len[0] != len[1])
 			return dt_err_add(t->err, "model: tied tensors \"%s\" and \"%s\" differ in size",
@@ -119,8 +121,9 @@ int rt__ties_sum(struct trainer *t)
 		if (c->n > (size_t)INT_MAX)
 			return dt_err_add(t->err, "rank %d: a tied tensor of %zu floats is more than one message carries",
 					  t->g->rank, c->n), -EINVAL;
-		MPI_CHECK(t, MPI_Sendrecv(g, (int)c->n, MPI_FLOAT, c->peer, TAG_TIES + i, c->buf, (int)c->n,
-					  MPI_FLOAT, c->peer, TAG_TIES + i, t->g->pipe_comm, MPI_STATUS_IGNORE));
+		MPI_CHECK(t, MPI_Sendrecv(g, (int)c->n, MPI_FLOAT, c->peer, TAG_TIES + c->index, c->buf,
+					  (int)c->n, MPI_FLOAT, c->peer, TAG_TIES + c->index, t->g->pipe_comm,
+					  MPI_STATUS_IGNORE));
 		if (mine == 0)
 			for (k = 0; k < c->n; k++)
 				g[k] = g[k] + c->buf[k];

@@ -106,6 +106,11 @@ cmp -s "$T/sample1.txt" "$T/sample2.txt" || fail "the same seed sampled two text
 	{ cat "$T/sample1.txt"; fail "sample: not the prompt and 40 bytes"; }
 "$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --tokens 40 --seed 8 >"$T/sample3.txt" 2>/dev/null || fail "sample, seed 8"
 cmp -s "$T/sample1.txt" "$T/sample3.txt" && fail "another seed and prompt sampled the same text"
+# an empty prompt starts a line; no tokens asked, the prompt alone
+"$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --prompt "" --tokens 0 >"$T/sample4.txt" 2>/dev/null || fail "sample, empty prompt"
+[ "$(od -An -c "$T/sample4.txt" | tr -d ' ')" = '\n' ] || { od -c "$T/sample4.txt"; fail "sample --prompt '' --tokens 0: not one newline"; }
+expect_rc 1 "$DTRAIN_BIN/dtrain-ckpt" sample ""
+must_contain "$T/err" "an empty path names no checkpoint"
 expect_rc 2 "$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --temperature -1
 must_contain "$T/err" "--temperature: expected a number >= 0"
 echo "  eval: loss $mine (the run's $theirs); sample: $(tr '\n' ' ' <"$T/sample1.txt")"
