@@ -111,7 +111,9 @@ def timed_steps(step, a, rank, units):
     return out, secs, rates
 
 
-def worker(rank, a):
+def setup_process(rank, a):
+    """a.threads intra-op threads, one inter-op; gloo's group when a.procs > 1.
+    Shared with torch_gpt.py."""
     torch.set_num_threads(a.threads)
     try:
         torch.set_num_interop_threads(1)
@@ -119,6 +121,10 @@ def worker(rank, a):
         pass
     if a.procs > 1:
         dist.init_process_group("gloo", rank=rank, world_size=a.procs)
+
+
+def worker(rank, a):
+    setup_process(rank, a)
     x, y, classes = load_data(a.data)
     torch.manual_seed(a.seed)
     layers, width = [], x.shape[1]

@@ -25,11 +25,10 @@ warnings.filterwarnings("ignore")
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from peer_torch import timed_steps  # noqa: E402  (this directory)
+from peer_torch import setup_process, timed_steps  # noqa: E402  (this directory)
 
 
 class Block(nn.Module):
@@ -90,13 +89,7 @@ def adamw(model, lr, weight_decay, betas=(0.9, 0.95)):
 
 
 def worker(rank, a):
-    torch.set_num_threads(a.threads)
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:
-        pass
-    if a.procs > 1:
-        dist.init_process_group("gloo", rank=rank, world_size=a.procs)
+    setup_process(rank, a)
     tok = torch.from_numpy(h5py.File(a.tokens, "r")["tokens"][()].astype(np.int64))
     T = a.context
     n = (tok.numel() - 1) // T
