@@ -20,6 +20,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -537,6 +538,21 @@ out:
 	return rc;
 }
 
+/* Training never saves a NaN or an infinity (it stops first, naming the
+ * step): one in a checkpoint is damage that the checksums did not catch (a
+ * file rewritten with its checksum), refused before it trains. */
+static int check_finite(const char *path, const char *dname, const float *v, size_t n,
+			struct dt_err *err)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!isfinite(v[i]))
+			return dt_err_add(err, "%s: %s: element %zu is %s; a checkpoint holds finite values only (a damaged or edited file)",
+					  path, dname, i, isnan(v[i]) ? "NaN" : "infinite"), -EINVAL;
+	return 0;
+}
+
 int ckpt_read_tensor(struct ckpt_reader *r, const struct ckpt_tensor *want, float *params,
 		     float *const *states, struct dt_err *err)
 {
@@ -569,9 +585,12 @@ int ckpt_read_tensor(struct ckpt_reader *r, const struct ckpt_tensor *want, floa
 		return rc;
 	ckpt__tensor_dims(t, dims);
 	for (s = -1; s < (states ? meta->n_states : 0); s++) {
+		float *to = s < 0 ? params : states[s];
+
 		ckpt__tensor_path(meta, t, s < 0 ? NULL : meta->states[s], dname, sizeof(dname));
-		rc = read_tensor((hid_t)r->file, path, dname, t->ndim, dims, s < 0 ? params : states[s],
-				 err);
+		rc = read_tensor((hid_t)r->file, path, dname, t->ndim, dims, to, err);
+		if (!rc)
+			rc = check_finite(path, dname, to, ckpt_tensor_floats(t), err);
 		if (rc)
 			return rc;
 	}

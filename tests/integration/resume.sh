@@ -240,7 +240,31 @@ jq '.optimizer.states = ["exp_avg_sq", "exp_avg"]' "$T/swapped/MANIFEST.json" >"
 spec bad5 1 1 --set checkpoint.resume="$T/swapped"
 run bad5 3
 must_contain "$T/bad5.out" "optimizer \"adamw\" with states other than \"exp_avg\", \"exp_avg_sq\": a damaged or edited manifest"
-pass "refused: a missing path, not a checkpoint, another model, a damaged explicit checkpoint"
+# an infinity written into a tensor, its file's size and checksum put into
+# the manifest (so every file verifies): refused at the read, naming the
+# file, the dataset and the element, before it trains
+cp -a "$T/ref/checkpoints/step-00000020" "$T/inf"
+HDF5_USE_FILE_LOCKING=FALSE /usr/bin/python3 - "$T/inf" <<'PY' || fail "writing an infinity into a checkpoint (/usr/bin/python3 with h5py)"
+import json, os, sys, zlib
+import h5py
+d = sys.argv[1]
+with h5py.File(os.path.join(d, "shard-0.h5"), "r+") as f:
+    w = f["model/0.weight"]
+    v = w[()]
+    v.flat[5] = float("inf")
+    w[...] = v
+m = json.load(open(os.path.join(d, "MANIFEST.json")))
+for e in m["files"]:
+    if e["name"] == "shard-0.h5":
+        data = open(os.path.join(d, e["name"]), "rb").read()
+        e["size"], e["crc32"] = len(data), "%08x" % (zlib.crc32(data) & 0xffffffff)
+json.dump(m, open(os.path.join(d, "MANIFEST.json"), "w"), indent=2)
+PY
+"$DTRAIN_BIN/dtrain-ckpt" verify "$T/inf" >/dev/null || fail "the edited checkpoint should verify (its checksums were forged)"
+spec bad6 1 1 --set checkpoint.resume="$T/inf"
+run bad6 3
+must_contain "$T/bad6.out" "$T/inf/shard-0.h5: model/0.weight: element 5 is infinite; a checkpoint holds finite values only"
+pass "refused: a missing path, not a checkpoint, another model, a damaged explicit checkpoint, an infinity behind forged checksums"
 
 # --- a checkpoint of format 1, written before models had an interface ---
 # tests/checkpoint/fixtures/format1-step7: step 7 of 20 of a 2 x 2 run of
