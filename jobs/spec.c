@@ -699,6 +699,16 @@ static int walk_tree(struct layers *l, const struct where *fixed, json_object *o
 		const struct spec_field *f;
 		struct where w;
 		int n = snprintf(full, sizeof(full), "%s%s%s", path, *path ? "." : "", key);
+		const char *dot = strchr(key, '.');
+
+		if (dot) {
+			/* a dotted key is no path: the user's file wrote it (--set
+			 * splits its paths, the site's defaults were checked alone) */
+			w = l ? origin(l, "") : *fixed; /* the file */
+			rc = dt_err_add(err, "%s: \"%s%s%s%s\": keys are nested objects, not dotted paths (write \"%.*s\": {\"%s\": ...})",
+					w.label, w.prefix, path, *path ? "." : "", key, (int)(dot - key), key, dot + 1);
+			continue;
+		}
 
 		w = l ? origin(l, path) : *fixed;
 		if (n < 0 || (size_t)n >= sizeof(full)) {
@@ -850,6 +860,27 @@ const char *spec_path_covered(const struct spec_strs *paths, const char *path)
 	return NULL;
 }
 
+/* A value under a lock: each of its leaves is reported where it came from
+ * (the spec file, or --set, which makes the sections above its key: a
+ * section holding only --set keys is not the file's). */
+static int report_locked(struct layers *l, json_object *val, const char *full, const char *lock,
+			 struct dt_err *err)
+{
+	char sub[PATH_MAX_LEN];
+	struct where w;
+
+	if (json_object_is_type(val, json_type_object) && json_object_object_length(val) > 0) {
+		json_object_object_foreach(val, key, child) {
+			snprintf(sub, sizeof(sub), "%s.%s", full, key);
+			report_locked(l, child, sub, lock, err);
+		}
+		return -EINVAL;
+	}
+	w = origin(l, full);
+	return dt_err_add(err, WHERE_FMT ": locked by the site (%s: locked: \"%s\"); remove it from the spec",
+			  WHERE_ARGS(&w, full), l->policy->label ? l->policy->label : "site", lock);
+}
+
 /* Every node of the user's layer that a site lock covers is an error. */
 static int check_locks(struct layers *l, json_object *obj, const char *path, struct dt_err *err)
 {
@@ -860,12 +891,11 @@ static int check_locks(struct layers *l, json_object *obj, const char *path, str
 		const char *lock;
 
 		snprintf(full, sizeof(full), "%s%s%s", path, *path ? "." : "", key);
+		if (strchr(key, '.'))
+			continue; /* refused as a dotted key (walk_tree), not taken for a path */
 		lock = spec_path_covered(l->policy->locked, full);
 		if (lock) {
-			struct where w = origin(l, full);
-
-			rc = dt_err_add(err, WHERE_FMT ": locked by the site (%s: locked: \"%s\"); remove it from the spec",
-					WHERE_ARGS(&w, full), l->policy->label ? l->policy->label : "site", lock);
+			rc = report_locked(l, val, full, lock, err);
 			continue;
 		}
 		if (json_object_is_type(val, json_type_object) && check_locks(l, val, full, err))

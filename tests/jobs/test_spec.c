@@ -91,6 +91,20 @@ static void unknown_keys_get_a_hint(void **state)
 	assert_null(s.name);
 }
 
+/* A dotted key is refused where it stands, never applied as a path. */
+static void dotted_keys_are_refused(void **state)
+{
+	struct spec s;
+	struct dt_err e = {0};
+
+	(void)state;
+	assert_int_equal(resolve("{\"resources.qos\": \"high\", \"train\": {\"optimizer.lr\": 0.5}}",
+				 NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "job.json: \"resources.qos\": keys are nested objects, not dotted paths (write \"resources\": {\"qos\": ...})"));
+	assert_true(tu_has(&e, "job.json: \"train.optimizer.lr\": keys are nested objects, not dotted paths (write \"optimizer\": {\"lr\": ...})"));
+	assert_int_equal(e.count, 2);
+}
+
 static void types_and_bounds(void **state)
 {
 	struct spec s;
@@ -401,6 +415,7 @@ int main(void)
 		cmocka_unit_test(defaults_fill_every_key),
 		cmocka_unit_test(values_from_file),
 		cmocka_unit_test(unknown_keys_get_a_hint),
+		cmocka_unit_test(dotted_keys_are_refused),
 		cmocka_unit_test(types_and_bounds),
 		cmocka_unit_test(sections_must_be_objects),
 		cmocka_unit_test(invalid_json_names_line_and_column),

@@ -104,17 +104,19 @@ static void locked_keys_are_refused(void **state)
 	struct fixture *fx = *state;
 	struct spec s;
 	struct dt_err e = {0};
-	const char *sets[] = { "env.SITE_LOCK=1" };
+	const char *sets[] = { "env.SITE_LOCK=1", "checkpoint.every_steps=1" };
 	char want[700];
 
 	assert_int_equal(resolve(fx, "{\"resources\": {\"account\": \"mine\"}, \"checkpoint\": {\"keep\": 9}}",
-				 sets, 1, &s, &e), -EINVAL);
+				 sets, 2, &s, &e), -EINVAL);
 	snprintf(want, sizeof(want), "job.json: resources.account: locked by the site (%s: locked: \"resources.account\")",
 		 fx->site_path);
 	assert_true(tu_has(&e, want));
-	assert_true(tu_has(&e, "checkpoint: locked by the site"));
+	/* under a locked section, each key is blamed where it came from */
+	assert_true(tu_has(&e, "job.json: checkpoint.keep: locked by the site"));
+	assert_true(tu_has(&e, "--set: checkpoint.every_steps: locked by the site"));
 	assert_true(tu_has(&e, "--set: env.SITE_LOCK: locked by the site"));
-	assert_int_equal(e.count, 3);
+	assert_int_equal(e.count, 4);
 }
 
 static void limits_are_enforced(void **state)
