@@ -151,6 +151,7 @@ static int parse_eval(int argc, char **argv, struct eval_opts *o)
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
+	long v;
 	int c;
 
 	o->samples = -1;
@@ -165,11 +166,9 @@ static int parse_eval(int argc, char **argv, struct eval_opts *o)
 		case 'n':
 		case 'b':
 			errno = 0;
-			if (c == 'n')
-				o->samples = strtol(optarg, &end, 10);
-			else
-				o->batch = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || strtol(optarg, NULL, 10) < 1)
+			v = strtol(optarg, &end, 10);
+			*(c == 'n' ? &o->samples : &o->batch) = v;
+			if (errno || *end || end == optarg || v < 1)
 				return dt_usage_error("dtrain-ckpt", usage_eval, "--%s: expected a positive integer (got \"%s\")",
 						      c == 'n' ? "samples" : "batch", optarg);
 			break;

@@ -207,13 +207,10 @@ void rt__log_eval(struct trainer *t, int64_t step, int64_t epoch, double loss, d
 		       (long long)epoch + 1, t->s->train.epochs, loss, acc);
 		fflush(stdout);
 	}
-	if (isnan(bpb))
-		dt_json_line(t->metrics, "{\"event\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"test_loss\":%.9g,"
-			      "\"test_accuracy\":%.6f}", (long long)step, (long long)epoch + 1, loss, acc);
-	else
-		dt_json_line(t->metrics, "{\"event\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"test_loss\":%.9g,"
-			      "\"test_accuracy\":%.6f,\"bits_per_byte\":%.6f}", (long long)step,
-			      (long long)epoch + 1, loss, acc, bpb);
+	if (!isnan(bpb))
+		snprintf(bits, sizeof(bits), ",\"bits_per_byte\":%.6f", bpb);
+	dt_json_line(t->metrics, "{\"event\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"test_loss\":%.9g,"
+		      "\"test_accuracy\":%.6f%s}", (long long)step, (long long)epoch + 1, loss, acc, bits);
 }
 
 void rt__log_end(struct trainer *t, const struct rt_progress *pg, int64_t step)

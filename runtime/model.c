@@ -52,6 +52,18 @@ int rt_model_ties(const struct spec *s, struct rt_tie *t)
 	return ops && ops->ties ? ops->ties(s, t) : 0;
 }
 
+/* the product of a tensor's shape; SIZE_MAX when it does not fit */
+static size_t floats_of(const struct rt_tensor *t)
+{
+	size_t n = 1;
+	int j;
+
+	for (j = 0; j < t->ndim; j++)
+		if (t->shape[j] < 0 || __builtin_mul_overflow(n, (size_t)t->shape[j], &n))
+			return SIZE_MAX;
+	return n;
+}
+
 size_t rt_model_tied_params(const struct spec *s)
 {
 	struct rt_tie tie[RT_MAX_TIES];
@@ -64,7 +76,7 @@ size_t rt_model_tied_params(const struct spec *s)
 		nt = ops->tensors(s, tie[i].block[1], t);
 		for (j = 0; j < nt; j++)
 			if (!strcmp(t[j].name, tie[i].name[1]))
-				sum += (size_t)t[j].shape[0] * (size_t)(t[j].ndim > 1 ? t[j].shape[1] : 1);
+				sum += floats_of(&t[j]);
 	}
 	return sum;
 }
@@ -74,19 +86,14 @@ size_t rt_block_params(const struct spec *s, int b)
 	const struct rt_model_ops *ops = rt_model_find(s, NULL);
 	struct rt_tensor t[RT_BLOCK_TENSORS];
 	size_t sum = 0, n;
-	int i, j, nt;
+	int i, nt;
 
 	if (!ops || b < 0 || b >= ops->blocks(s))
 		return 0;
 	nt = ops->tensors(s, b, t);
-	for (i = 0; i < nt; i++) {
-		n = 1;
-		for (j = 0; j < t[i].ndim; j++)
-			if (t[i].shape[j] < 0 || __builtin_mul_overflow(n, (size_t)t[i].shape[j], &n))
-				return SIZE_MAX;
-		if (__builtin_add_overflow(sum, n, &sum))
+	for (i = 0; i < nt; i++)
+		if ((n = floats_of(&t[i])) == SIZE_MAX || __builtin_add_overflow(sum, n, &sum))
 			return SIZE_MAX;
-	}
 	return sum;
 }
 

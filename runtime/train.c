@@ -69,6 +69,15 @@ static int load_shares(struct trainer *t)
 	return rc;
 }
 
+/* A token stream's vocabulary fits the model's. */
+static int check_vocab(struct trainer *t, const struct rt_data *d, const char *path, long vocab)
+{
+	if (d->classes > vocab)
+		return dt_err_add(t->err, "%s: a vocabulary of %d tokens but model.vocab_size is only %ld",
+				  path, d->classes, vocab), -EINVAL;
+	return 0;
+}
+
 /* A language model's token streams (data.train, data.test) as windows of
  * model.context + 1 tokens. */
 static int open_windows(struct trainer *t, const struct rt_model_ops *ops)
@@ -81,43 +90,21 @@ static int open_windows(struct trainer *t, const struct rt_model_ops *ops)
 	if (rc == -EINVAL && !rt_tokens_is_stream(s->data.train))
 		dt_err_add(t->err, "hint: model.type \"%s\" trains on token streams; make them with dtrain-data text FILE... DIR, or dtrain-data tokens SHARD... DIR",
 			   ops->type);
-	if (rc)
+	if (!rc)
+		rc = check_vocab(t, &t->train, s->data.train, vocab);
+	if (rc || !s->data.test)
 		return rc;
-	if (t->train.classes > vocab)
-		return dt_err_add(t->err, "%s: a vocabulary of %d tokens but model.vocab_size is only %ld",
-				  s->data.train, t->train.classes, vocab), -EINVAL;
-	if (s->data.test) {
-		rc = rt_data_open_windows(&t->test, s->data.test, T, t->err);
-		if (rc)
-			return rc;
-		t->has_test = 1;
-		if (t->test.classes > vocab)
-			return dt_err_add(t->err, "%s: a vocabulary of %d tokens but model.vocab_size is only %ld",
-					  s->data.test, t->test.classes, vocab), -EINVAL;
-	}
-	t->labels = T;
-	t->classes = (int)vocab;
-	rc = load_shares(t);
-	if (rc)
-		return rc;
-	return rt_sampler_init(&t->sampler, t->train.n, s->train.global_batch,
-			       (uint64_t)s->train.seed, s->data.shuffle, t->err);
+	rc = rt_data_open_windows(&t->test, s->data.test, T, t->err);
+	t->has_test = rc == 0;
+	return rc ? rc : check_vocab(t, &t->test, s->data.test, vocab);
 }
 
-static int open_data(struct trainer *t)
+/* A feature table's rows (data.train, data.test), for a model of rows. */
+static int open_tables(struct trainer *t)
 {
 	const struct spec *s = t->s;
-	const struct rt_model_ops *ops = rt_model_find(s, t->err);
 	int rc;
 
-	if (!ops)
-		return -EINVAL;
-	if (!s->data.train)
-		return dt_err_add(t->err, "data.train: not set; dtrain-run needs a training set "
-				  "(make one with: dtrain-data fashion-mnist DIR, dtrain-data synthetic FILE, or for a language model dtrain-data text FILE... DIR)");
-	if (ops->reads_tokens)
-		return open_windows(t, ops);
-	t->labels = 1;
 	rc = rt_data_open(&t->train, s->data.train, t->err);
 	if (rc)
 		return rc;
@@ -137,7 +124,26 @@ static int open_data(struct trainer *t)
 					  s->data.test, (long long)t->test.features,
 					  (long long)t->train.features);
 	}
-	t->classes = (int)s->model.outputs;
+	return 0;
+}
+
+static int open_data(struct trainer *t)
+{
+	const struct spec *s = t->s;
+	const struct rt_model_ops *ops = rt_model_find(s, t->err);
+	int rc;
+
+	if (!ops)
+		return -EINVAL;
+	if (!s->data.train)
+		return dt_err_add(t->err, "data.train: not set; dtrain-run needs a training set "
+				  "(make one with: dtrain-data fashion-mnist DIR, dtrain-data synthetic FILE, or for a language model dtrain-data text FILE... DIR)");
+	rc = ops->reads_tokens ? open_windows(t, ops) : open_tables(t);
+	if (rc)
+		return rc;
+	/* the loss reads the model's outputs as labels rows of classes each */
+	t->labels = t->train.labels;
+	t->classes = (int)(ops->width(s, ops->blocks(s)) / t->labels);
 	rc = load_shares(t);
 	if (rc)
 		return rc;
