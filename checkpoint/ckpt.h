@@ -12,9 +12,18 @@
  *                  state name (sgd: "momentum_buffer"; adamw: "exp_avg",
  *                  "exp_avg_sq", PyTorch's names), written by one
  *                  data-parallel replica;
+ *   optim-<k>-<r>.h5  with a sharded optimizer (meta optimizer_shards = D
+ *                  > 1): stage k's optimizer state is not in shard-<k>.h5
+ *                  but in D pieces, piece r written by data-parallel
+ *                  replica r: rows ckpt_piece_rows(r, D) of every tensor
+ *                  (its first dimension), at the same paths
+ *                  /optimizer/<state>/<name>, shaped [its rows][the rest]
+ *                  (a tensor with no rows in a piece is absent from it);
  *   model.h5       the root: the same paths as virtual datasets mapping onto
- *                  the shards (relative file names), so `h5ls -r model.h5`
- *                  or h5py sees the whole model as one file;
+ *                  the shards and pieces (relative file names, a sharded
+ *                  state mapped piece by piece, rows onto rows), so
+ *                  `h5ls -r model.h5` or h5py sees the whole model as one
+ *                  file;
  *   MANIFEST.json  written last: format, step, layout, meta, the model's
  *                  tensors (name, shape, block), and every other file with
  *                  its size and CRC-32 (zlib's polynomial).
@@ -77,7 +86,7 @@
 #define CKPT_FORMAT "dtrain-checkpoint"
 #define CKPT_VERSION 2
 #define CKPT_MAX_BLOCKS 1025 /* the MLP's model.hidden has at most 1024 entries */
-#define CKPT_MAX_FILES (CKPT_MAX_BLOCKS + 1) /* a shard per stage, and the root */
+#define CKPT_MAX_FILES 8192 /* the root, a shard per stage, and optimizer pieces */
 #define CKPT_MAX_STATES 2
 #define CKPT_MAX_TENSORS 8192
 #define CKPT_NAME_MAX 96    /* bytes of a tensor name, its NUL included */
@@ -105,6 +114,9 @@ struct ckpt_meta {
 	/* optimizer */
 	char optimizer[16];      /* "sgd" | "adamw" */
 	int64_t optimizer_step;  /* updates taken (AdamW's bias correction) */
+	int optimizer_shards;    /* 1 (0 reads as 1): each stage's states in its
+				  * shard; D > 1: in D pieces per stage
+				  * (optim-<k>-<r>.h5, ckpt_piece_rows) */
 	int n_states;            /* 0..CKPT_MAX_STATES */
 	char states[CKPT_MAX_STATES][16]; /* "momentum_buffer"; "exp_avg", "exp_avg_sq" */
 	/* model */
@@ -125,6 +137,13 @@ struct ckpt_meta {
 	char created[32];        /* UTC, "2026-11-21T10:00:00Z" */
 	char job_id[32];         /* SLURM_JOB_ID, "" when none */
 };
+
+/* The rows of a tensor of `rows` rows (its first dimension) that optimizer
+ * piece `piece` of `pieces` holds: [*first, *first + *n), rows * piece /
+ * pieces up to rows * (piece + 1) / pieces, so the pieces are in order,
+ * disjoint, cover every row and differ by at most one row. Row-major, a
+ * piece's rows are also one contiguous range of the tensor's floats. */
+void ckpt_piece_rows(int64_t rows, int piece, int pieces, int64_t *first, int64_t *n);
 
 /* Writes meta->model_config in its canonical form (json-c's compact
  * serialisation, so that writer and reader hash the same bytes), fills
@@ -166,6 +185,8 @@ uint32_t ckpt_crc32(uint32_t crc, const void *data, size_t n);
 void ckpt_step_name(int64_t step, char *out, size_t size);
 /* "shard-3.h5" for stage 3. */
 void ckpt_shard_name(int stage, char *out, size_t size);
+/* "optim-3-1.h5" for stage 3's optimizer piece 1. */
+void ckpt_piece_name(int stage, int piece, char *out, size_t size);
 /* The names of a checkpoint's manifest and root file in its directory. */
 #define CKPT_MANIFEST "MANIFEST.json"
 #define CKPT_ROOT "model.h5"
@@ -174,9 +195,16 @@ void ckpt_shard_name(int stage, char *out, size_t size);
 
 /* One stage's state as the runtime lays it out (runtime/model.h): the
  * tensors of blocks first_block .. first_block + n_blocks - 1, each at its
- * offset; the optimizer states have the same layout. */
+ * offset; the optimizer states have the same layout. With is_piece, the
+ * file is optimizer piece `piece` (optim-<stage>-<piece>.h5 of
+ * meta->optimizer_shards): states only, packed: each tensor's rows of the
+ * piece (ckpt_piece_rows), in tensor order, n floats in all; params unused.
+ * Without, and meta->optimizer_shards > 1, the stage's shard holds the
+ * parameters only. */
 struct ckpt_stage_view {
 	int stage;
+	bool is_piece;                       /* false: the stage's shard */
+	int piece;                           /* which piece, when is_piece */
 	int first_block, n_blocks;
 	const struct ckpt_tensor *tensors;   /* [n_tensors]: the stage's, in order,
 					      * contiguous from offset 0 */
@@ -209,6 +237,8 @@ struct ckpt_shard_writer {
 	int copy_parts;
 	/* the file being written */
 	char path[4096];
+	bool begun;              /* ckpt_shard_begin succeeded (a piece may have
+				  * no tensor bytes to write: no rows of any) */
 	int n_regions;
 	struct ckpt_region {     /* where each tensor's bytes go in the file */
 		uint64_t offset;     /* file offset (HDF5 contiguous storage) */
@@ -288,10 +318,13 @@ int ckpt_file_seal(const char *path, uint64_t *size, uint32_t *crc, struct dt_er
 
 /* One file of a checkpoint, as the manifest lists it. */
 struct ckpt_file {
-	char name[64];  /* "model.h5", "shard-<k>.h5": a plain name, no '/' */
-	int stage;      /* the shard's stage; -1 for the root */
+	char name[64];  /* "model.h5", "shard-<k>.h5", "optim-<k>-<r>.h5": a
+			 * plain name, no '/' */
+	int stage;      /* the shard's or piece's stage; -1 for the root */
 	uint64_t size;  /* bytes */
 	uint32_t crc;   /* CRC-32 of all of them */
+	bool is_piece;  /* an optimizer piece (false: the root or a shard) */
+	int piece;      /* which, when is_piece */
 };
 
 /* Paths of a save of step `step` under dir (the checkpoint directory):
@@ -320,7 +353,7 @@ int ckpt_commit(const char *dir, const char *tmp, const struct ckpt_meta *meta,
 /* A committed checkpoint's manifest, parsed and checked (format, version,
  * every field's type and range, meta consistency, the tensors
  * (ckpt_tensors_check), file names plain and unique, one shard per stage
- * plus the root). */
+ * plus the root, and optimizer_shards pieces per stage when more than 1). */
 struct ckpt_manifest {
 	struct ckpt_meta meta;
 	int n_tensors;
@@ -376,7 +409,8 @@ int ckpt_resolve(const char *path, char *out, size_t size, bool *newest, struct 
 struct ckpt_reader {
 	char path[4096];
 	struct ckpt_manifest *m; /* owned */
-	int64_t open_stage;      /* the shard open now, -1 none */
+	int64_t open_stage;      /* the stage of the file open now, -1 none */
+	int64_t open_piece;      /* and its optimizer piece, -1: its shard */
 	int64_t file;            /* its hid_t, -1 none */
 };
 
@@ -392,6 +426,15 @@ void ckpt_reader_close(struct ckpt_reader *r);
  * 0, or -EINVAL / -EIO naming the file and the tensor. */
 int ckpt_read_tensor(struct ckpt_reader *r, const struct ckpt_tensor *want, float *params,
 		     float *const *states, struct dt_err *err);
+/* Rows [row0, row0 + rows) of the tensor the caller calls want->name (of
+ * want's shape): its parameters (state -1) or state `state` of the
+ * manifest's, into out [rows x the rest of the shape], from whichever
+ * files hold them: the stage's shard, or the optimizer pieces that
+ * overlap them. So a state written in D pieces reads into any other
+ * split (a sharded optimizer resumed on another number of replicas, or
+ * replicated). The same checks as ckpt_read_tensor. */
+int ckpt_read_rows(struct ckpt_reader *r, const struct ckpt_tensor *want, int state,
+		   int64_t row0, int64_t rows, float *out, struct dt_err *err);
 
 /* --- export and inspect --- */
 

@@ -135,6 +135,20 @@ void ckpt_shard_name(int stage, char *out, size_t size)
 	snprintf(out, size, "shard-%d.h5", stage);
 }
 
+void ckpt_piece_name(int stage, int piece, char *out, size_t size)
+{
+	snprintf(out, size, "optim-%d-%d.h5", stage, piece);
+}
+
+void ckpt_piece_rows(int64_t rows, int piece, int pieces, int64_t *first, int64_t *n)
+{
+	/* rows <= 1e9 and pieces <= 65536 (ckpt_meta_finish): no overflow */
+	int64_t a = rows * piece / pieces, b = rows * (piece + 1) / pieces;
+
+	*first = a;
+	*n = b - a;
+}
+
 size_t ckpt_tensor_floats(const struct ckpt_tensor *t)
 {
 	size_t n = 1;
@@ -238,6 +252,13 @@ int ckpt_meta_finish(struct ckpt_meta *meta, struct dt_err *err)
 				  meta->n_blocks, meta->pipeline);
 	if (meta->data < 1 || meta->data > 65536)
 		return dt_err_add(err, "checkpoint meta: data must be 1..65536 (got %d)", meta->data);
+	if (meta->optimizer_shards == 0)
+		meta->optimizer_shards = 1; /* written before optimizers were sharded */
+	if (meta->optimizer_shards < 1 || meta->optimizer_shards > meta->data ||
+	    (meta->optimizer_shards > 1 &&
+	     (int64_t)meta->pipeline * (meta->optimizer_shards + 1) + 1 > CKPT_MAX_FILES))
+		return dt_err_add(err, "checkpoint meta: optimizer_shards must be 1..%d, the data-parallel replicas, with at most %d files (got %d on %d stages)",
+				  meta->data, CKPT_MAX_FILES, meta->optimizer_shards, meta->pipeline);
 	if (meta->stage_first[0] != 0 || meta->stage_first[meta->pipeline] != meta->n_blocks)
 		return dt_err_add(err, "checkpoint meta: stage_first must run from 0 to %d",
 				  meta->n_blocks);

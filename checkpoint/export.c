@@ -133,6 +133,7 @@ int ckpt_export(const char *ckpt, const char *out, struct dt_err *err)
 		goto out;
 	}
 	*out_meta = r.m->meta;
+	out_meta->optimizer_shards = 1; /* one file: every state whole */
 	out_meta->format_version = CKPT_VERSION; /* a format-1 checkpoint comes out converted */
 	rc = ckpt__write_meta_attrs(file, out_meta, tmp, err);
 	if (!rc)
@@ -191,6 +192,9 @@ static void print_meta(FILE *f, const char *ckpt, const struct ckpt_meta *meta)
 	for (k = 0; k < meta->n_states; k++)
 		fprintf(f, "%s %s", k ? "," : "", meta->states[k]);
 	fprintf(f, "%s\n", meta->n_states ? "" : " none");
+	if (meta->optimizer_shards > 1)
+		fprintf(f, "              sharded: each stage's state in %d pieces (optim-<stage>-<piece>.h5), one per replica\n",
+			meta->optimizer_shards);
 	fprintf(f, "model         %s, %d blocks, %s\n", meta->model_type, meta->n_blocks,
 		meta->model_config);
 	fprintf(f, "layout        data %d x pipeline %d\n", meta->data, meta->pipeline);
@@ -232,7 +236,10 @@ static void print_tensors(FILE *f, const struct ckpt_manifest *m)
 
 			while (t->block >= meta->stage_first[stage + 1])
 				stage++;
-			ckpt_shard_name(stage, shard, sizeof(shard));
+			if (s >= 0 && meta->optimizer_shards > 1)
+				snprintf(shard, sizeof(shard), "optim-%d-*.h5", stage);
+			else
+				ckpt_shard_name(stage, shard, sizeof(shard));
 			ckpt__tensor_path(meta, t, s < 0 ? NULL : meta->states[s], name, sizeof(name));
 			at = snprintf(shape, sizeof(shape), "[");
 			for (j = 0; j < t->ndim; j++)

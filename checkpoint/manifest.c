@@ -121,6 +121,7 @@ int ckpt__manifest_emit(const struct ckpt_meta *meta, const struct ckpt_tensor *
 	for (i = 0; i < meta->n_states; i++)
 		push(&b, a, json_object_new_string(meta->states[i]));
 	put(&b, o, "states", a);
+	put(&b, o, "shards", new_int(meta->optimizer_shards > 1 ? meta->optimizer_shards : 1));
 	put(&b, root, "optimizer", o);
 
 	o = json_object_new_object();
@@ -164,6 +165,8 @@ int ckpt__manifest_emit(const struct ckpt_meta *meta, const struct ckpt_tensor *
 		snprintf(crc, sizeof(crc), "%08" PRIx32, files[i].crc);
 		put(&b, f, "name", json_object_new_string(files[i].name));
 		put(&b, f, "stage", new_int(files[i].stage));
+		if (files[i].is_piece)
+			put(&b, f, "piece", new_int(files[i].piece));
 		put(&b, f, "size", new_int((int64_t)files[i].size));
 		put(&b, f, "crc32", json_object_new_string(crc));
 		push(&b, a, f);
@@ -473,6 +476,11 @@ static int parse_optimizer(const struct at *at, json_object *root, struct ckpt_m
 			      sizeof(meta->states[i])))
 			return -EINVAL;
 	}
+	/* a sharded optimizer's pieces per stage; absent before there were */
+	meta->optimizer_shards = 1;
+	if (json_object_object_get_ex(o, "shards", NULL) &&
+	    get_small(at, o, "optimizer", "shards", 1, MAX_DATA, &meta->optimizer_shards))
+		return -EINVAL;
 	return 0;
 }
 
@@ -638,18 +646,20 @@ static int parse_layout(const struct at *at, json_object *root, struct ckpt_meta
 	return 0;
 }
 
-/* The files: exactly the root and one shard per stage, under the names
- * this module writes. Called after the layout is known. */
+/* The files: exactly the root, one shard per stage and, with a sharded
+ * optimizer, its pieces of each stage, under the names this module
+ * writes. Called after the layout is known. */
 static int parse_files(const struct at *at, json_object *root, struct ckpt_manifest *m)
 {
-	bool seen[CKPT_MAX_FILES] = { false }; /* [stage + 1] */
+	bool seen[CKPT_MAX_FILES] = { false }; /* [slot]: root 0, shards, then pieces */
 	char where[32], name[NAME_MAX_LEN], want[64], crc[16];
-	int pipeline = m->meta.pipeline;
+	int pipeline = m->meta.pipeline, shards = m->meta.optimizer_shards, slot;
+	size_t count = (size_t)pipeline + 1 + (shards > 1 ? (size_t)pipeline * (size_t)shards : 0);
 	json_object *arr, *f;
 	size_t n, i, j;
 	int64_t x;
 
-	if (get_array(at, root, "", "files", (size_t)pipeline + 1, (size_t)pipeline + 1, &arr, &n))
+	if (get_array(at, root, "", "files", count, count, &arr, &n))
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
 		struct ckpt_file *cf = &m->files[i];
@@ -663,18 +673,35 @@ static int parse_files(const struct at *at, json_object *root, struct ckpt_manif
 		    get_int(at, f, where, "stage", -1, pipeline - 1, &x))
 			return -EINVAL;
 		cf->stage = (int)x;
-		if (cf->stage < 0)
+		cf->is_piece = false;
+		cf->piece = 0;
+		if (json_object_object_get_ex(f, "piece", NULL)) {
+			if (shards < 2 || cf->stage < 0)
+				return dt_err_add(at->err, "%s: %s.piece: only a stage's optimizer pieces have one (optimizer.shards is %d)",
+						  at->path, where, shards);
+			if (get_int(at, f, where, "piece", 0, shards - 1, &x))
+				return -EINVAL;
+			cf->piece = (int)x;
+			cf->is_piece = true;
+		}
+		if (cf->stage < 0) {
 			snprintf(want, sizeof(want), "%s", CKPT_ROOT);
-		else
+			slot = 0;
+		} else if (!cf->is_piece) {
 			ckpt_shard_name(cf->stage, want, sizeof(want));
+			slot = 1 + cf->stage;
+		} else {
+			ckpt_piece_name(cf->stage, cf->piece, want, sizeof(want));
+			slot = 1 + pipeline + cf->stage * shards + cf->piece;
+		}
 		if (strcmp(cf->name, want) != 0)
 			return dt_err_add(at->err,
 					  "%s: %s.name: stage %d's file must be named \"%s\" (a plain name written by dtrain)",
 					  at->path, where, cf->stage, want);
-		if (seen[cf->stage + 1])
+		if (seen[slot])
 			return dt_err_add(at->err, "%s: %s: \"%s\" is listed twice", at->path, where,
 					  want);
-		seen[cf->stage + 1] = true;
+		seen[slot] = true;
 		if (get_int(at, f, where, "size", 0, MAX_COUNT, &x))
 			return -EINVAL;
 		cf->size = (uint64_t)x;
@@ -689,7 +716,7 @@ static int parse_files(const struct at *at, json_object *root, struct ckpt_manif
 		}
 		cf->crc = (uint32_t)strtoul(crc, NULL, 16);
 	}
-	/* n == pipeline + 1 distinct stages in -1..pipeline-1: every one is there */
+	/* n == count distinct slots: every file is there */
 	m->n_files = (int)n;
 	return 0;
 }

@@ -358,6 +358,7 @@ int ckpt_reader_open(struct ckpt_reader *r, const char *ckpt, struct dt_err *err
 
 	memset(r, 0, sizeof(*r));
 	r->open_stage = -1;
+	r->open_piece = -1;
 	r->file = H5I_INVALID_HID;
 	if ((size_t)snprintf(r->path, sizeof(r->path), "%s", ckpt) >= sizeof(r->path))
 		return dt_err_add(err, "%s: path too long", ckpt);
@@ -383,21 +384,26 @@ void ckpt_reader_close(struct ckpt_reader *r)
 	r->open_stage = -1;
 }
 
-/* Makes stage's shard the open one. path gets its name for messages. */
-static int open_shard(struct ckpt_reader *r, int stage, char *path, size_t size,
-		      struct dt_err *err)
+/* Makes stage's shard (piece -1) or its optimizer piece the open file.
+ * path gets its name for messages. */
+static int open_file(struct ckpt_reader *r, int stage, int piece, char *path, size_t size,
+		     struct dt_err *err)
 {
 	char name[64], why[DT_H5_WHY_MAX];
 	hid_t fapl = H5I_INVALID_HID, file = (hid_t)r->file;
 	int rc = 0;
 
-	ckpt_shard_name(stage, name, sizeof(name));
+	if (piece < 0)
+		ckpt_shard_name(stage, name, sizeof(name));
+	else
+		ckpt_piece_name(stage, piece, name, sizeof(name));
 	snprintf(path, size, "%s/%s", r->path, name);
-	if (r->open_stage == stage && file > 0)
+	if (r->open_stage == stage && r->open_piece == piece && file > 0)
 		return 0;
 	dt_h5_close(&file, H5Fclose);
 	r->file = H5I_INVALID_HID;
 	r->open_stage = -1;
+	r->open_piece = -1;
 	ckpt__h5_quiet();
 	fapl = dt_h5_fapl(DT_H5_V110);
 	if (fapl < 0) {
@@ -412,6 +418,7 @@ static int open_shard(struct ckpt_reader *r, int stage, char *path, size_t size,
 	}
 	r->file = file;
 	r->open_stage = stage;
+	r->open_piece = piece;
 out:
 	dt_h5_close(&fapl, H5Pclose);
 	return rc;
@@ -464,17 +471,19 @@ static int hard_links_only(hid_t file, const char *path, const char *dname, stru
 	return 0;
 }
 
-/* Reads the dataset dname of file (named path) into dst, which holds
- * exactly the expected shape (rank, dims); anything else is refused before
- * a byte is read. Also refused: any storage but contiguous bytes in the file
+/* Reads rows [row0, row0 + rows) (the first dimension) of the dataset
+ * dname of file (named path) into dst; the dataset must have exactly the
+ * expected shape (rank, dims), anything else is refused before a byte is
+ * read. Also refused: any storage but contiguous bytes in the file
  * itself, which is all a shard ever has: no virtual datasets or external raw
  * files (data from elsewhere), no chunks (filters, plugins). */
 static int read_tensor(hid_t file, const char *path, const char *dname, int rank,
-		       const hsize_t *dims, float *dst, struct dt_err *err)
+		       const hsize_t *dims, hsize_t row0, hsize_t rows, float *dst,
+		       struct dt_err *err)
 {
 	hid_t set = H5I_INVALID_HID, type = H5I_INVALID_HID, space = H5I_INVALID_HID;
-	hid_t dcpl = H5I_INVALID_HID;
-	hsize_t got[H5S_MAX_RANK];
+	hid_t dcpl = H5I_INVALID_HID, mem = H5I_INVALID_HID;
+	hsize_t got[H5S_MAX_RANK], start[H5S_MAX_RANK] = { 0 }, count[H5S_MAX_RANK];
 	char why[DT_H5_WHY_MAX], have[400], want[80];
 	H5D_layout_t layout;
 	int ndims, i, rc = 0;
@@ -525,12 +534,20 @@ static int read_tensor(hid_t file, const char *path, const char *dname, int rank
 				path, dname);
 		goto out;
 	}
-	/* the file's extent equals dims, so H5S_ALL reads exactly dst's size */
-	if (H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst) < 0) {
+	/* the file's extent equals dims: the rows are within it (the caller's
+	 * row0 + rows <= dims[0]), and dst holds them */
+	for (i = 0; i < rank; i++)
+		count[i] = dims[i];
+	start[0] = row0;
+	count[0] = rows;
+	if ((mem = H5Screate_simple(rank, count, NULL)) < 0 ||
+	    H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+	    H5Dread(set, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, dst) < 0) {
 		rc = -EIO;
 		dt_err_add(err, "%s: %s: cannot read: %s", path, dname, dt_h5_why(why));
 	}
 out:
+	dt_h5_close(&mem, H5Sclose);
 	dt_h5_close(&dcpl, H5Pclose);
 	dt_h5_close(&space, H5Sclose);
 	dt_h5_close(&type, H5Tclose);
@@ -553,14 +570,14 @@ static int check_finite(const char *path, const char *dname, const float *v, siz
 	return 0;
 }
 
-int ckpt_read_tensor(struct ckpt_reader *r, const struct ckpt_tensor *want, float *params,
-		     float *const *states, struct dt_err *err)
+/* The manifest's tensor the caller calls want->name, checked against
+ * want's shape, and the stage that holds it. */
+static int find_tensor(struct ckpt_reader *r, const struct ckpt_tensor *want,
+		       const struct ckpt_tensor **out, int *stage, struct dt_err *err)
 {
 	const struct ckpt_meta *meta;
 	const struct ckpt_tensor *t = NULL;
-	char path[4200], dname[CKPT_NAME_MAX + 64];
-	hsize_t dims[CKPT_MAX_DIMS];
-	int stage, s, i, rc;
+	int i;
 
 	if (!r->m)
 		return dt_err_add(err, "%s: checkpoint reader is not open", r->path);
@@ -577,22 +594,82 @@ int ckpt_read_tensor(struct ckpt_reader *r, const struct ckpt_tensor *want, floa
 	if (t->ndim != want->ndim || i < t->ndim)
 		return dt_err_add(err, "%s: tensor \"%s\" has another shape in the checkpoint than in the model: a checkpoint of another model",
 				  r->path, t->name);
-	for (stage = 0; stage < meta->pipeline; stage++)
-		if (t->block < meta->stage_first[stage + 1])
+	for (*stage = 0; *stage < meta->pipeline; (*stage)++)
+		if (t->block < meta->stage_first[*stage + 1])
 			break;
-	rc = open_shard(r, stage, path, sizeof(path), err);
+	*out = t;
+	return 0;
+}
+
+/* Rows [row0, row0 + rows) of one dataset of t (state -1: the parameters)
+ * in file (stage, piece), whose dataset holds rows [first, first + of) of
+ * the tensor, into out; checked finite. */
+static int read_rows_from(struct ckpt_reader *r, const struct ckpt_tensor *t, int state,
+			  int stage, int piece, int64_t first, int64_t of, int64_t row0,
+			  int64_t rows, float *out, struct dt_err *err)
+{
+	const struct ckpt_meta *meta = &r->m->meta;
+	char path[4200], dname[CKPT_NAME_MAX + 64];
+	hsize_t dims[CKPT_MAX_DIMS];
+	int rc;
+
+	rc = open_file(r, stage, piece, path, sizeof(path), err);
 	if (rc)
 		return rc;
 	ckpt__tensor_dims(t, dims);
-	for (s = -1; s < (states ? meta->n_states : 0); s++) {
-		float *to = s < 0 ? params : states[s];
+	dims[0] = (hsize_t)of;
+	ckpt__tensor_path(meta, t, state < 0 ? NULL : meta->states[state], dname, sizeof(dname));
+	rc = read_tensor((hid_t)r->file, path, dname, t->ndim, dims, (hsize_t)(row0 - first),
+			 (hsize_t)rows, out, err);
+	if (!rc)
+		rc = check_finite(path, dname, out,
+				  (size_t)rows * (ckpt_tensor_floats(t) / (size_t)t->shape[0]), err);
+	return rc;
+}
 
-		ckpt__tensor_path(meta, t, s < 0 ? NULL : meta->states[s], dname, sizeof(dname));
-		rc = read_tensor((hid_t)r->file, path, dname, t->ndim, dims, to, err);
-		if (!rc)
-			rc = check_finite(path, dname, to, ckpt_tensor_floats(t), err);
-		if (rc)
-			return rc;
+int ckpt_read_rows(struct ckpt_reader *r, const struct ckpt_tensor *want, int state,
+		   int64_t row0, int64_t rows, float *out, struct dt_err *err)
+{
+	const struct ckpt_meta *meta;
+	const struct ckpt_tensor *t;
+	int64_t first, n, a, b;
+	size_t row_floats;
+	int stage, p, pieces, rc;
+
+	rc = find_tensor(r, want, &t, &stage, err);
+	if (rc)
+		return rc;
+	meta = &r->m->meta;
+	if (state < -1 || state >= meta->n_states || row0 < 0 || rows < 0 ||
+	    rows > t->shape[0] - row0)
+		return dt_err_add(err, "%s: tensor \"%s\": no state %d or rows %lld..%lld of %lld",
+				  r->path, t->name, state, (long long)row0,
+				  (long long)(row0 + rows - 1), (long long)t->shape[0]);
+	pieces = meta->optimizer_shards > 1 ? meta->optimizer_shards : 1;
+	if (state < 0 || pieces == 1)
+		return rows == 0 ? 0 : read_rows_from(r, t, state, stage, -1, 0, t->shape[0], row0,
+						      rows, out, err);
+	/* the pieces that overlap the rows, each read where it lands */
+	row_floats = ckpt_tensor_floats(t) / (size_t)t->shape[0];
+	for (p = 0; p < pieces && !rc; p++) {
+		ckpt_piece_rows(t->shape[0], p, pieces, &first, &n);
+		a = row0 > first ? row0 : first;
+		b = row0 + rows < first + n ? row0 + rows : first + n;
+		if (a < b)
+			rc = read_rows_from(r, t, state, stage, p, first, n, a, b - a,
+					    out + (size_t)(a - row0) * row_floats, err);
 	}
-	return 0;
+	return rc;
+}
+
+int ckpt_read_tensor(struct ckpt_reader *r, const struct ckpt_tensor *want, float *params,
+		     float *const *states, struct dt_err *err)
+{
+	const struct ckpt_tensor *t;
+	int stage, s, rc;
+
+	rc = find_tensor(r, want, &t, &stage, err);
+	for (s = -1; !rc && s < (states ? r->m->meta.n_states : 0); s++)
+		rc = ckpt_read_rows(r, want, s, 0, t->shape[0], s < 0 ? params : states[s], err);
+	return rc;
 }

@@ -220,6 +220,8 @@ int ckpt__write_meta_attrs(hid_t loc, const struct ckpt_meta *meta, const char *
 	PUT("created", attr_put_str(loc, "created", meta->created, why));
 	PUT("job_id", attr_put_str(loc, "job_id", meta->job_id, why));
 	PUT("optimizer_states", attr_put_str(loc, "optimizer_states", dt_buf_str(&states), why));
+	PUT("optimizer_shards", attr_i32(loc, "optimizer_shards",
+					 meta->optimizer_shards > 1 ? meta->optimizer_shards : 1, why));
 	PUT("layout_data", attr_i32(loc, "layout_data", meta->data, why));
 	PUT("layout_pipeline", attr_i32(loc, "layout_pipeline", meta->pipeline, why));
 	PUT("stage_first", attr_put(loc, "stage_first", H5T_STD_I32LE, H5T_NATIVE_INT32, 1,
@@ -236,13 +238,43 @@ out:
 
 /* --- a shard's fast part --- */
 
+/* Which of a file's datasets the view's file holds: the parameters (-1)
+ * and states [*from, *to) of meta's: a stage's shard all of them, or the
+ * parameters alone when the states are in pieces; a piece its states. */
+static void file_parts(const struct ckpt_meta *meta, const struct ckpt_stage_view *view,
+		       int *from, int *to)
+{
+	*from = view->is_piece ? 0 : -1;
+	*to = !view->is_piece && meta->optimizer_shards > 1 ? 0 : meta->n_states;
+}
+
+/* The view's piece, or -1 for a stage's shard. */
+static int piece_of(const struct ckpt_stage_view *view)
+{
+	return view->is_piece ? view->piece : -1;
+}
+
+/* Floats of tensor t in piece `piece` of meta's (piece < 0: all of it);
+ * *rows its rows there (piece rows, or the whole first dimension). */
+static size_t piece_floats(const struct ckpt_meta *meta, const struct ckpt_tensor *t, int piece,
+			   int64_t *rows)
+{
+	int64_t first;
+
+	*rows = t->shape[0];
+	if (piece >= 0)
+		ckpt_piece_rows(t->shape[0], piece, meta->optimizer_shards, &first, rows);
+	return ckpt_tensor_floats(t) / (size_t)t->shape[0] * (size_t)*rows;
+}
+
 /* The view must be exactly the stage's part of the model the meta describes:
  * the root file maps each block onto the shard of the stage owning it. */
 static int check_view(const struct ckpt_meta *meta, const struct ckpt_stage_view *view,
 		      const char *path, struct dt_err *err)
 {
-	size_t n = 0;
-	int i, s;
+	size_t n = 0, packed = 0;
+	int64_t rows;
+	int i, s, from, to;
 
 	if (view->stage < 0 || view->stage >= meta->pipeline)
 		return dt_err_add(err, "%s: stage %d is not one of the meta's %d stages", path,
@@ -268,13 +300,20 @@ static int check_view(const struct ckpt_meta *meta, const struct ckpt_stage_view
 			return dt_err_add(err, "%s: stage %d: tensor \"%.*s\" is not laid out in its blocks' order",
 					  path, view->stage, CKPT_NAME_MAX, t->name);
 		n += ckpt_tensor_floats(t);
+		packed += piece_floats(meta, t, piece_of(view), &rows);
 	}
-	if (view->n != n)
-		return dt_err_add(err, "%s: stage %d has %zu parameters but its tensors need %zu",
-				  path, view->stage, view->n, n);
-	if (!view->params)
+	if (view->is_piece && (view->piece < 0 || view->piece >= meta->optimizer_shards ||
+			       meta->optimizer_shards < 2))
+		return dt_err_add(err, "%s: stage %d: no optimizer piece %d of %d", path, view->stage,
+				  view->piece, meta->optimizer_shards);
+	if (view->n != packed)
+		return dt_err_add(err, "%s: stage %d has %zu %s but its tensors need %zu", path,
+				  view->stage, view->n, view->is_piece ? "floats of state" : "parameters",
+				  packed);
+	file_parts(meta, view, &from, &to);
+	if (from < 0 && !view->params)
 		return dt_err_add(err, "%s: stage %d has no parameters", path, view->stage);
-	for (s = 0; s < meta->n_states; s++)
+	for (s = 0; s < to; s++)
 		if (!view->states[s])
 			return dt_err_add(err, "%s: stage %d lacks optimizer state \"%s\"", path,
 					  view->stage, meta->states[s]);
@@ -286,9 +325,11 @@ static int check_view(const struct ckpt_meta *meta, const struct ckpt_stage_view
 static int snapshot_reserve(struct ckpt_shard_writer *w, const struct ckpt_meta *meta,
 			    const struct ckpt_stage_view *view)
 {
-	size_t parts = 1 + (size_t)meta->n_states, need;
-	int s;
+	size_t parts, need;
+	int s, from, to;
 
+	file_parts(meta, view, &from, &to);
+	parts = (size_t)(to - from);
 	if (view->n > SIZE_MAX / sizeof(float) / parts)
 		return -ENOMEM;
 	need = parts * view->n;
@@ -301,9 +342,8 @@ static int snapshot_reserve(struct ckpt_shard_writer *w, const struct ckpt_meta 
 		w->snap = p;
 		w->snap_cap = need;
 	}
-	w->copy_src[0] = view->params;
-	for (s = 0; s < meta->n_states; s++)
-		w->copy_src[s + 1] = view->states[s];
+	for (s = from; s < to; s++)
+		w->copy_src[s - from] = s < 0 ? view->params : view->states[s];
 	w->copy_n = view->n;
 	w->copy_parts = (int)parts;
 	return 0;
@@ -365,15 +405,20 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 	char name[32], why[DT_H5_WHY_MAX] = "";
 	struct ckpt_region *regions;
 	int32_t blocks[2];
-	int fd, s, t, n_regions, rc = 0;
+	int fd, s, t, n_regions, from = -1, to = 0, rc = 0;
+	size_t at;
 
 	ckpt__h5_quiet();
+	w->begun = false;
 	w->n_regions = 0;
 	w->copy_parts = 0;
 	w->size = 0;
 	w->crc = 0;
 	w->write_s = 0;
-	ckpt_shard_name(view->stage, name, sizeof(name));
+	if (view->is_piece)
+		ckpt_piece_name(view->stage, view->piece, name, sizeof(name));
+	else
+		ckpt_shard_name(view->stage, name, sizeof(name));
 	if ((size_t)snprintf(w->path, sizeof(w->path), "%s/%s", tmpdir, name) >= sizeof(w->path)) {
 		rc = dt_err_add(err, "%s: checkpoint directory path too long", tmpdir);
 		goto out;
@@ -383,8 +428,9 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 		rc = check_view(meta, view, w->path, err);
 	if (rc)
 		goto out;
-	n_regions = view->n_tensors * (1 + meta->n_states);
-	regions = realloc(w->regions, (size_t)n_regions * sizeof(*regions));
+	file_parts(meta, view, &from, &to);
+	n_regions = view->n_tensors * (to - from);
+	regions = realloc(w->regions, (size_t)(n_regions > 0 ? n_regions : 1) * sizeof(*regions));
 	if (!regions || (!view->borrow && snapshot_reserve(w, meta, view))) {
 		if (regions)
 			w->regions = regions;
@@ -417,7 +463,8 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 	blocks[0] = view->first_block;
 	blocks[1] = view->first_block + view->n_blocks - 1;
 	if (attr_i32(root, "stage", view->stage, why) ||
-	    attr_put(root, "stage_blocks", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 2, blocks, why)) {
+	    attr_put(root, "stage_blocks", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 2, blocks, why) ||
+	    (view->is_piece && attr_i32(root, "optimizer_piece", view->piece, why))) {
 		dt_err_add(err, "%s: cannot write shard attributes: %s", w->path, why);
 		rc = -EIO;
 		goto out;
@@ -429,23 +476,29 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 		rc = -EIO;
 		goto out;
 	}
-	/* params of every tensor, then each state's: the snapshot's order */
-	for (s = -1; s < meta->n_states; s++) {
+	/* params of every tensor, then each state's: the snapshot's order; a
+	 * piece's tensors are their rows of it, packed */
+	for (s = from; s < to; s++) {
 		const float *src;
 
 		if (view->borrow)
 			src = s < 0 ? view->params : view->states[s];
 		else
-			src = w->snap + (size_t)(s + 1) * view->n;
+			src = w->snap + (size_t)(s - from) * view->n;
 
-		for (t = 0; t < view->n_tensors; t++) {
-			rc = add_tensor(w, file, gcpl, dcpl, meta, &view->tensors[t],
-					s < 0 ? NULL : meta->states[s], src + view->tensors[t].offset,
-					why);
+		for (t = 0, at = 0; t < view->n_tensors; t++) {
+			struct ckpt_tensor part = view->tensors[t];
+			size_t len = piece_floats(meta, &part, piece_of(view), &part.shape[0]);
+
+			if (len == 0)
+				continue; /* no rows in this piece */
+			rc = add_tensor(w, file, gcpl, dcpl, meta, &part, s < 0 ? NULL : meta->states[s],
+					src + (view->is_piece ? at : part.offset), why);
 			if (rc) {
 				dt_err_add(err, "%s: %s", w->path, why);
 				goto out;
 			}
+			at += len;
 		}
 	}
 out:
@@ -461,6 +514,7 @@ out:
 		w->n_regions = 0;
 		w->copy_parts = 0;
 	}
+	w->begun = rc == 0;
 	return rc;
 }
 
@@ -542,7 +596,7 @@ int ckpt_shard_write(struct ckpt_shard_writer *w, struct dt_err *err)
 	struct stat st;
 	int fd = -1, i, rc = 0;
 
-	if (w->n_regions <= 0)
+	if (!w->begun)
 		return dt_err_add(err, "%s: checkpoint shard was not begun", w->path);
 	ckpt_shard_copy(w);
 	fd = open(w->path, O_RDWR | O_CLOEXEC);
@@ -620,37 +674,64 @@ void ckpt_shard_free(struct ckpt_shard_writer *w)
 	w->regions = NULL;
 	w->n_regions = 0;
 	w->copy_parts = 0;
+	w->begun = false;
 }
 
 /* --- the root file --- */
 
-/* One virtual dataset: the whole of the same path in the shard holding t. */
+/* One virtual dataset: the whole of the same path in the shard holding t,
+ * or for a state in pieces, each piece's rows of it from that piece. */
 static int add_virtual(hid_t file, hid_t gcpl, const struct ckpt_meta *meta,
 		       const struct ckpt_tensor *t, const char *state, char *why)
 {
-	char name[CKPT_NAME_MAX + 64], src_name[CKPT_NAME_MAX + 66], shard[32];
-	hsize_t dims[CKPT_MAX_DIMS];
+	char name[CKPT_NAME_MAX + 64], src_name[CKPT_NAME_MAX + 66], src[32];
+	hsize_t dims[CKPT_MAX_DIMS], start[CKPT_MAX_DIMS] = { 0 }, count[CKPT_MAX_DIMS];
 	hid_t space = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, dset = H5I_INVALID_HID;
-	int k, rc = 0;
+	hid_t piece = H5I_INVALID_HID;
+	int64_t first, rows;
+	int k, p, pieces = state && meta->optimizer_shards > 1 ? meta->optimizer_shards : 0, rc = 0;
 
 	for (k = 0; k + 1 < meta->pipeline && meta->stage_first[k + 1] <= t->block; k++)
 		;
-	ckpt_shard_name(k, shard, sizeof(shard));
+	ckpt_shard_name(k, src, sizeof(src));
 	ckpt__tensor_path(meta, t, state, name, sizeof(name));
 	snprintf(src_name, sizeof(src_name), "/%s", name);
 	ckpt__tensor_dims(t, dims);
-	/* one space for both sides: its default selection is all of it */
+	/* one space for both sides of a whole mapping: its default selection
+	 * is all of it */
 	space = H5Screate_simple(t->ndim, dims, NULL);
 	dcpl = H5Pcreate(H5P_DATASET_CREATE);
-	if (space < 0 || dcpl < 0 || H5Pset_obj_track_times(dcpl, 0) < 0 ||
-	    H5Pset_virtual(dcpl, space, shard, src_name, space) < 0 ||
-	    make_parents(file, name, gcpl) ||
-	    (dset = H5Dcreate2(file, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl,
-			       H5P_DEFAULT)) < 0) {
-		snprintf(why, DT_H5_WHY_MAX, "cannot create virtual dataset \"%s\": ", name);
-		dt_h5_why(why + strlen(why));
-		rc = -EIO;
+	if (space < 0 || dcpl < 0 || H5Pset_obj_track_times(dcpl, 0) < 0)
+		goto fail;
+	if (!pieces && H5Pset_virtual(dcpl, space, src, src_name, space) < 0)
+		goto fail;
+	for (p = 0; p < pieces; p++) {
+		ckpt_piece_rows(t->shape[0], p, pieces, &first, &rows);
+		if (rows == 0)
+			continue;
+		ckpt_piece_name(k, p, src, sizeof(src));
+		memcpy(count, dims, sizeof(count));
+		start[0] = (hsize_t)first;
+		count[0] = (hsize_t)rows;
+		if (H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+		    (piece = H5Screate_simple(t->ndim, count, NULL)) < 0 ||
+		    H5Pset_virtual(dcpl, space, src, src_name, piece) < 0)
+			goto fail;
+		dt_h5_close(&piece, H5Sclose);
 	}
+	if (pieces)
+		H5Sselect_all(space);
+	if (make_parents(file, name, gcpl) ||
+	    (dset = H5Dcreate2(file, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl,
+			       H5P_DEFAULT)) < 0)
+		goto fail;
+	goto out;
+fail:
+	snprintf(why, DT_H5_WHY_MAX, "cannot create virtual dataset \"%s\": ", name);
+	dt_h5_why(why + strlen(why));
+	rc = -EIO;
+out:
+	dt_h5_close(&piece, H5Sclose);
 	dt_h5_close(&dset, H5Dclose);
 	dt_h5_close(&dcpl, H5Pclose);
 	dt_h5_close(&space, H5Sclose);
@@ -740,7 +821,7 @@ static bool same_datasets(const struct ckpt_meta *a, const struct ckpt_meta *b)
 	int k;
 
 	if (a->n_blocks != b->n_blocks || a->pipeline != b->pipeline || a->n_states != b->n_states ||
-	    strcmp(a->model_hash, b->model_hash))
+	    a->optimizer_shards != b->optimizer_shards || strcmp(a->model_hash, b->model_hash))
 		return false;
 	for (k = 0; k <= a->pipeline; k++)
 		if (a->stage_first[k] != b->stage_first[k])

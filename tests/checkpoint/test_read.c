@@ -110,7 +110,7 @@ static void make_meta(struct ckpt_meta *m, const char *optimizer, int64_t step)
  * the write API and the commit; returns its path (caller frees). */
 static char *save(const char *dir, const struct ckpt_meta *m, int mark)
 {
-	struct ckpt_file files[CKPT_MAX_FILES];
+	struct ckpt_file files[8] = { 0 }; /* the root and a shard per stage: 3 at most */
 	struct ckpt_tensor all[N_TENSORS];
 	struct dt_err err = { 0 };
 	char tmp[4096], path[4200], *final;
@@ -284,9 +284,9 @@ static void reseal(const char *ckpt, const char *name)
 static json_object *manifest_tree(void)
 {
 	struct ckpt_file files[3] = {
-		{ "shard-0.h5", 0, 1000, 0x12345678 },
-		{ "shard-1.h5", 1, 2000, 0x9abcdef0 },
-		{ "model.h5", -1, 3000, 0x0fedcba9 },
+		{ "shard-0.h5", 0, 1000, 0x12345678, false, 0 },
+		{ "shard-1.h5", 1, 2000, 0x9abcdef0, false, 0 },
+		{ "model.h5", -1, 3000, 0x0fedcba9, false, 0 },
 	};
 	struct ckpt_tensor t[N_TENSORS];
 	struct ckpt_meta m;
@@ -388,9 +388,9 @@ static int parse_text_edited(const char *old, const char *new, struct dt_err *er
 static void test_manifest_round_trip(void **state)
 {
 	struct ckpt_file files[3] = {
-		{ "shard-0.h5", 0, 1000, 0x12345678 },
-		{ "shard-1.h5", 1, 2000, 0x9abcdef0 },
-		{ "model.h5", -1, 3000, 0x0fedcba9 },
+		{ "shard-0.h5", 0, 1000, 0x12345678, false, 0 },
+		{ "shard-1.h5", 1, 2000, 0x9abcdef0, false, 0 },
+		{ "model.h5", -1, 3000, 0x0fedcba9, false, 0 },
 	};
 	struct ckpt_manifest *p = malloc(sizeof(*p));
 	struct ckpt_tensor t[N_TENSORS];

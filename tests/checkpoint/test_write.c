@@ -193,6 +193,7 @@ static void write_files(const char *dir, const struct ckpt_meta *m, struct ckpt_
 		v = view_of(&st[k], m, k);
 		if (ckpt_shard_begin(&w, tmp, m, &v, &err) || ckpt_shard_write(&w, &err))
 			fail_msg("shard %d: %s", k, err.msg);
+		memset(&files[k], 0, sizeof(files[k]));
 		ckpt_shard_name(k, files[k].name, sizeof(files[k].name));
 		files[k].stage = k;
 		files[k].size = w.size;
@@ -208,6 +209,7 @@ static void write_files(const char *dir, const struct ckpt_meta *m, struct ckpt_
 		fail_msg("ckpt_file_seal: %s", err.msg);
 	snprintf(files[N_STAGES].name, sizeof(files[N_STAGES].name), "model.h5");
 	files[N_STAGES].stage = -1;
+	files[N_STAGES].is_piece = false;
 	free(root);
 }
 
