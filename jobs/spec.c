@@ -948,6 +948,14 @@ static int check_rules(const struct spec *s, const char *file, struct dt_err *er
 	if (s->parallel.grad_sync && !strcmp(s->parallel.grad_sync, "split") && s->parallel.pipeline > 1)
 		rc = dt_err_add(err, "%s: parallel.grad_sync: \"split\" cuts every layer between the replicas of a node and needs parallel.pipeline = 1 (got %ld); use \"shared\" or \"auto\" with a pipeline",
 				file, s->parallel.pipeline);
+	if (s->parallel.optimizer && !strcmp(s->parallel.optimizer, "sharded") && s->parallel.grad_sync &&
+	    (!strcmp(s->parallel.grad_sync, "shared") || !strcmp(s->parallel.grad_sync, "split")))
+		rc = dt_err_add(err, "%s: parallel.optimizer: \"sharded\" reduce-scatters gradients between the replicas and cannot be combined with parallel.grad_sync \"%s\", which shares one copy per node; use \"allreduce\" or \"auto\"",
+				file, s->parallel.grad_sync);
+	if (s->parallel.optimizer && !strcmp(s->parallel.optimizer, "sharded") &&
+	    !strcmp(s->train.device, "cuda"))
+		rc = dt_err_add(err, "%s: parallel.optimizer: \"sharded\" runs on train.device \"cpu\" only (the GPU path keeps its state replicated); use \"replicated\"",
+				file);
 	if (s->parallel.threads && !strcmp(s->parallel.threads, "split") && s->parallel.pipeline > 1)
 		rc = dt_err_add(err, "%s: parallel.threads: \"split\" cuts every layer between a rank's threads and needs parallel.pipeline = 1 (got %ld); use \"blas\" or \"auto\" with a pipeline",
 				file, s->parallel.pipeline);

@@ -78,6 +78,7 @@ struct spec {
 		char *schedule;     /* "1f1b" | "gpipe" */
 		char *grad_sync;    /* "auto" | "allreduce" | "shared" | "split" (runtime/dp.h) */
 		char *threads;      /* "auto" | "blas" | "split": a rank's threads (runtime/train.c) */
+		char *optimizer;    /* "replicated" | "sharded": optimizer state per replica (runtime/shard.h) */
 		struct spec_ints stage_layers; /* layers per stage; empty: balanced */
 	} parallel;
 	struct spec_train {

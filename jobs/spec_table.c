@@ -92,6 +92,8 @@ static const struct spec_field fields[] = {
 	  "pipeline schedule" },
 	{ "parallel.grad_sync", SPEC_ENUM, F(parallel.grad_sync), "\"auto\"", 0, 0, 0, 0, "auto|allreduce|shared|split", 0,
 	  "how data-parallel replicas combine gradients; replicas of a stage on one node share parameters in memory: split (auto with pipeline 1) cuts every layer between them over the node's batch, shared sums one gradient per replica; allreduce: MPI between all replicas" },
+	{ "parallel.optimizer", SPEC_ENUM, F(parallel.optimizer), "\"replicated\"", 0, 0, 0, 0, "replicated|sharded", 0,
+	  "replicated: every data-parallel replica holds and updates all of its stage's optimizer state; sharded: gradients are reduce-scattered, each replica updates its 1/data of the stage with its 1/data of the state, and the parameters are all-gathered (ZeRO stage 1)" },
 	{ "parallel.threads", SPEC_ENUM, F(parallel.threads), "\"auto\"", 0, 0, 0, 0, "auto|blas|split", 0,
 	  "how a rank's resources.cpus_per_task threads share a step: split (auto with pipeline 1, one replica a node or grad_sync split, and a CPU for each thread) gives each thread a block of every layer, blas runs each matrix product on OpenBLAS's threads" },
 	{ "parallel.stage_layers", SPEC_INTLIST, F(parallel.stage_layers), "[]", 1, 1e6, 0, 1024, NULL, 0,

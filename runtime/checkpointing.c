@@ -173,6 +173,7 @@ static int fill_meta(const struct rt_ckpt *c, const struct rt_ckpt_pos *pos, str
 	m->train_rows = c->train_rows;
 	snprintf(m->optimizer, sizeof(m->optimizer), "%s", s->train.optimizer.type);
 	m->optimizer_step = c->opt ? c->opt->step : 0;
+	m->optimizer_shards = c->shard ? c->shard->replicas : 1;
 	m->n_states = c->opt ? optim_states(c->opt, names, bufs) : 0;
 	for (k = 0; k < m->n_states; k++)
 		snprintf(m->states[k], sizeof(m->states[k]), "%s", names[k]);
@@ -264,8 +265,8 @@ static int tensor_tables(struct rt_ckpt *c, struct dt_err *err)
 
 int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *g,
 		 struct rt_stage *st, struct rt_optim *opt, const struct rt_dp *dp,
-		 const int *first, int64_t train_rows, FILE *metrics, bool quiet,
-		 struct dt_err *err)
+		 const struct rt_shard *shard, const int *first, int64_t train_rows, FILE *metrics,
+		 bool quiet, struct dt_err *err)
 {
 	struct dt_err e = { 0 };
 	int rc = 0, bad = -1, stage = g->coord[RT_DIM_PIPE];
@@ -276,6 +277,7 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 	c->st = st;
 	c->opt = opt;
 	c->dp = dp;
+	c->shard = shard;
 	c->first = first;
 	c->metrics = metrics;
 	c->train_rows = train_rows;
@@ -299,7 +301,12 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 	if (hash_spec(s, c->spec_hash))
 		return dt_err_add(err, "rank %d: out of memory for the spec's hash", g->rank), -ENOMEM;
 	c->meta = calloc(1, sizeof(*c->meta));
-	if (!c->meta || tensor_tables(c, err))
+	/* the root, a shard per stage, and with a sharded optimizer a piece
+	 * per replica of each (ckpt_meta_finish bounds their number) */
+	c->n_files = g->size[RT_DIM_PIPE] + 1 +
+		     (shard ? g->size[RT_DIM_PIPE] * g->size[RT_DIM_DATA] : 0);
+	c->files = calloc((size_t)c->n_files, sizeof(*c->files));
+	if (!c->meta || !c->files || tensor_tables(c, err))
 		return dt_err_add(err, "rank %d: out of memory for the checkpoint's tables", g->rank),
 		       -ENOMEM;
 
@@ -344,6 +351,9 @@ void rt_ckpt_free(struct rt_ckpt *c)
 {
 	join_thread(c);
 	ckpt_shard_free(&c->w);
+	ckpt_shard_free(&c->wp);
+	free(c->files);
+	c->files = NULL;
 	free(c->stage_tensors);
 	free(c->model_tensors);
 	ckpt_root_cache_free(&c->root_cache);
@@ -452,7 +462,7 @@ static int load_state(struct rt_ckpt *c, const char *path, struct dt_err *err)
 	rt_ckpt_wait_snapshot(c); /* no save runs at a resume: for safety */
 	r.open_stage = -1;
 	r.file = -1;
-	if (c->g->coord[RT_DIM_DATA] == 0) {
+	if (c->g->coord[RT_DIM_DATA] == 0 || c->shard) {
 		rc = ckpt_reader_open(&r, path, &e);
 		for (i = 0; !rc && i < c->n_stage_tensors; i++) {
 			const struct ckpt_tensor *t = &c->stage_tensors[i];
@@ -460,7 +470,15 @@ static int load_state(struct rt_ckpt *c, const char *path, struct dt_err *err)
 
 			for (k = 0; k < n_states; k++)
 				states[k] = bufs[k] + t->offset;
-			rc = ckpt_read_tensor(&r, t, c->st->params + t->offset, states, &e);
+			if (!c->shard)
+				rc = ckpt_read_tensor(&r, t, c->st->params + t->offset, states, &e);
+			else if (c->g->coord[RT_DIM_DATA] == 0) /* the parameters, broadcast below */
+				rc = ckpt_read_tensor(&r, t, c->st->params + t->offset, NULL, &e);
+			/* sharded: every replica its own rows of the state */
+			for (k = 0; c->shard && !rc && k < n_states; k++)
+				rc = ckpt_read_rows(&r, t, k, c->shard->rows[i].row0,
+						    c->shard->rows[i].rows,
+						    bufs[k] + c->shard->pieces[i].at, &e);
 		}
 		ckpt_reader_close(&r);
 	}
@@ -472,7 +490,7 @@ static int load_state(struct rt_ckpt *c, const char *path, struct dt_err *err)
 		return -EINVAL;
 	}
 	mrc = rt_dp_bcast(c->dp, c->st->params, c->st->n_params);
-	for (k = 0; mrc == MPI_SUCCESS && k < n_states; k++)
+	for (k = 0; mrc == MPI_SUCCESS && !c->shard && k < n_states; k++)
 		mrc = rt_dp_bcast(c->dp, bufs[k], c->st->n_params);
 	if (mrc != MPI_SUCCESS)
 		return mpi_err(err, c->g->rank, "MPI_Bcast of the checkpoint", mrc);
@@ -559,6 +577,14 @@ int rt_ckpt_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, int64_t *st
 		say(c, "resuming from %s: step %lld of %lld, epoch %lld (loaded in %.2f s)", path,
 		    (long long)m->meta.step, (long long)pos->total_steps,
 		    (long long)m->meta.epoch + 1, now_s() - t0);
+	if (m->meta.optimizer_shards != ours->optimizer_shards)
+		say(c, "the optimizer state was %s%.0d%s, now %s%.0d%s: re-sharded as it loaded",
+		    m->meta.optimizer_shards > 1 ? "sharded over " : "replicated",
+		    m->meta.optimizer_shards > 1 ? m->meta.optimizer_shards : 0,
+		    m->meta.optimizer_shards > 1 ? " replicas" : "",
+		    ours->optimizer_shards > 1 ? "sharded over " : "replicated",
+		    ours->optimizer_shards > 1 ? ours->optimizer_shards : 0,
+		    ours->optimizer_shards > 1 ? " replicas" : "");
 	if (m->meta.total_steps != pos->total_steps)
 		say(c, "note: the checkpoint's run had %lld steps, this one has %lld: the learning "
 		       "rate schedule follows the new length", (long long)m->meta.total_steps,
@@ -597,13 +623,16 @@ static void *writer_main(void *arg)
 	struct rt_ckpt *c = arg;
 	char root[4300];
 
-	if (c->w.copy_parts > 0) {
+	if (c->w.copy_parts > 0 || c->wp.copy_parts > 0) {
 		dt_fault_slow(DT_FAULT_SNAPSHOT, -1); /* base/fault.h: tests/integration/resume.sh */
 		ckpt_shard_copy(&c->w);
+		ckpt_shard_copy(&c->wp);
 	}
 	copy_done(c);
 	if (!c->local_rc && c->writer)
 		c->local_rc = ckpt_shard_write(&c->w, &c->local_err);
+	if (!c->local_rc && c->shard)
+		c->local_rc = ckpt_shard_write(&c->wp, &c->local_err);
 	if (!c->local_rc && c->g->rank == 0) {
 		snprintf(root, sizeof(root), "%s/%s", c->tmp, CKPT_ROOT);
 		c->local_rc = ckpt_file_seal(root, &c->root_size, &c->root_crc, &c->local_err);
@@ -618,8 +647,8 @@ static void *writer_main(void *arg)
  * 0 alone (the others wait in the gather: the caller aborts the job). */
 static int gather(struct rt_ckpt *c, struct dt_err *err)
 {
-	int64_t mine[5], *all = NULL;
-	int world = c->g->world, k, r, mrc;
+	int64_t mine[7], *all = NULL;
+	int world = c->g->world, k, r, mrc, at;
 
 	join_thread(c);
 	c->inflight = false;
@@ -629,14 +658,16 @@ static int gather(struct rt_ckpt *c, struct dt_err *err)
 	mine[1] = (int64_t)c->w.size;
 	mine[2] = (int64_t)c->w.crc;
 	mine[3] = (int64_t)(c->stall_s * 1e6);
-	mine[4] = (int64_t)(c->w.write_s * 1e6);
+	mine[4] = (int64_t)((c->w.write_s + c->wp.write_s) * 1e6);
+	mine[5] = (int64_t)c->wp.size;
+	mine[6] = (int64_t)c->wp.crc;
 	if (c->g->rank == 0) {
 		all = malloc((size_t)world * sizeof(mine));
 		if (!all) /* the others wait in the gather: the caller aborts */
 			return dt_err_add(err, "rank 0: out of memory for the checkpoint results of %d ranks",
 					  world), -ENOMEM;
 	}
-	mrc = MPI_Gather(mine, 5, MPI_INT64_T, all, 5, MPI_INT64_T, 0, MPI_COMM_WORLD);
+	mrc = MPI_Gather(mine, 7, MPI_INT64_T, all, 7, MPI_INT64_T, 0, MPI_COMM_WORLD);
 	if (mrc != MPI_SUCCESS) {
 		free(all);
 		return mpi_err(err, c->g->rank, "MPI_Gather of the checkpoint results", mrc);
@@ -646,13 +677,14 @@ static int gather(struct rt_ckpt *c, struct dt_err *err)
 	c->failed = -1;
 	c->max_stall_s = c->max_write_s = 0;
 	for (r = 0; r < world; r++) {
-		if (all[5 * r] && c->failed < 0)
+		if (all[7 * r] && c->failed < 0)
 			c->failed = r;
-		if ((double)all[5 * r + 3] / 1e6 > c->max_stall_s)
-			c->max_stall_s = (double)all[5 * r + 3] / 1e6;
-		if ((double)all[5 * r + 4] / 1e6 > c->max_write_s)
-			c->max_write_s = (double)all[5 * r + 4] / 1e6;
+		if ((double)all[7 * r + 3] / 1e6 > c->max_stall_s)
+			c->max_stall_s = (double)all[7 * r + 3] / 1e6;
+		if ((double)all[7 * r + 4] / 1e6 > c->max_write_s)
+			c->max_write_s = (double)all[7 * r + 4] / 1e6;
 	}
+	memset(c->files, 0, (size_t)c->n_files * sizeof(*c->files));
 	snprintf(c->files[0].name, sizeof(c->files[0].name), "%s", CKPT_ROOT);
 	c->files[0].stage = -1;
 	c->files[0].size = c->root_size;
@@ -663,10 +695,22 @@ static int gather(struct rt_ckpt *c, struct dt_err *err)
 
 		ckpt_shard_name(k, c->files[k + 1].name, sizeof(c->files[k + 1].name));
 		c->files[k + 1].stage = k;
-		c->files[k + 1].size = (uint64_t)all[5 * w + 1];
-		c->files[k + 1].crc = (uint32_t)all[5 * w + 2];
+		c->files[k + 1].size = (uint64_t)all[7 * w + 1];
+		c->files[k + 1].crc = (uint32_t)all[7 * w + 2];
 		c->bytes += c->files[k + 1].size;
 	}
+	for (k = 0, at = c->meta->pipeline + 1; c->shard && k < c->meta->pipeline; k++)
+		for (r = 0; r < c->meta->data; r++, at++) {
+			int w = rt_grid_rank_of(c->g, r, k);
+
+			ckpt_piece_name(k, r, c->files[at].name, sizeof(c->files[at].name));
+			c->files[at].stage = k;
+			c->files[at].is_piece = true;
+			c->files[at].piece = r;
+			c->files[at].size = (uint64_t)all[7 * w + 5];
+			c->files[at].crc = (uint32_t)all[7 * w + 6];
+			c->bytes += c->files[at].size;
+		}
 	free(all);
 	return 0;
 }
@@ -685,7 +729,7 @@ static void *commit_main(void *arg)
 		c->commit_rc = -ECANCELED;
 	} else {
 		c->commit_rc = ckpt_commit(c->dir, c->tmp, c->meta, c->model_tensors,
-					   c->n_model_tensors, c->files, c->meta->pipeline + 1,
+					   c->n_model_tensors, c->files, c->n_files,
 					   (int)c->s->checkpoint.keep, &c->commit_err);
 	}
 	c->commit_s = now_s() - t0;
@@ -782,14 +826,14 @@ static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
 
 	dt_err_clear(&c->local_err);
 	c->local_rc = 0;
-	c->w.size = 0;
-	c->w.crc = 0;
-	c->w.write_s = 0;
+	c->w.size = c->wp.size = 0;
+	c->w.crc = c->wp.crc = 0;
+	c->w.write_s = c->wp.write_s = 0;
 	c->root_size = 0;
 	c->root_crc = 0;
 	ckpt_tmp_path(c->dir, pos->step, c->tmp, sizeof(c->tmp));
 	c->local_rc = fill_meta(c, pos, c->meta, &c->local_err);
-	if (c->local_rc || !(c->writer || c->g->rank == 0))
+	if (c->local_rc || !(c->writer || c->shard || c->g->rank == 0))
 		return;
 	c->local_rc = dt_mkdirs(c->tmp, 0755);
 	if (c->local_rc) {
@@ -813,6 +857,24 @@ static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
 		v.borrow = !c->async;
 		v.defer_copy = c->async;
 		c->local_rc = ckpt_shard_begin(&c->w, c->tmp, c->meta, &v, &c->local_err);
+	}
+	if (!c->local_rc && c->shard) {
+		/* this replica's rows of the state, packed as the optimizer's */
+		n = optim_states(c->opt, names, bufs);
+		memset(&v, 0, sizeof(v));
+		v.stage = c->st->stage;
+		v.is_piece = true;
+		v.piece = c->shard->replica;
+		v.first_block = c->st->first_block;
+		v.n_blocks = c->st->n_blocks;
+		v.tensors = c->stage_tensors;
+		v.n_tensors = c->n_stage_tensors;
+		v.n = c->shard->floats;
+		for (k = 0; k < n; k++)
+			v.states[k] = bufs[k];
+		v.borrow = !c->async;
+		v.defer_copy = c->async;
+		c->local_rc = ckpt_shard_begin(&c->wp, c->tmp, c->meta, &v, &c->local_err);
 	}
 	if (!c->local_rc && c->g->rank == 0)
 		c->local_rc = ckpt_root_write_cached(&c->root_cache, c->tmp, c->meta,
@@ -881,9 +943,9 @@ int rt_ckpt_save(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, bool sync, st
 	c->inflight = true;
 	c->stall_s = now_s() - t0;
 	atomic_store(&c->thread_done, 0);
-	if (!sync && !c->local_rc && (c->writer || c->g->rank == 0)) {
+	if (!sync && !c->local_rc && (c->writer || c->shard || c->g->rank == 0)) {
 		/* a shard begun, not copied yet (a failed begin leaves no copy) */
-		atomic_store(&c->copy_pending, c->w.copy_parts > 0);
+		atomic_store(&c->copy_pending, c->w.copy_parts > 0 || c->wp.copy_parts > 0);
 		if (pthread_create(&c->thread, NULL, writer_main, c) == 0) {
 			c->thread_running = true;
 			return 0;

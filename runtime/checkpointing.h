@@ -8,6 +8,11 @@
  * also writes the root file model.h5 and commits. Every replica of a stage
  * holds bitwise the same parameters and optimizer state (they apply the
  * same update to the same allreduced gradients), so any of them can write.
+ * With a sharded optimizer (runtime/shard.h) shard k holds the parameters,
+ * and every replica r of stage k writes its own state, optim-<k>-<r>.h5,
+ * all of them at once; a resume reads each replica's rows of the state
+ * from whichever files hold them, so any checkpoint resumes sharded or
+ * replicated on any number of replicas.
  *
  * A save (rt_ckpt_save), at a step boundary, on every rank:
  *   1. a save still in flight is finished first (at most one in flight);
@@ -60,6 +65,7 @@
 #include "runtime/model.h"
 #include "runtime/dp.h"
 #include "runtime/optim.h"
+#include "runtime/shard.h"
 #include "base/util.h"
 
 /* Where the trainer stands at a step boundary. */
@@ -76,6 +82,7 @@ struct rt_ckpt {
 	struct rt_stage *st;
 	struct rt_optim *opt;
 	const struct rt_dp *dp;  /* makes the replicas' copies equal after a load */
+	const struct rt_shard *shard; /* sharded optimizer: this replica's rows, or NULL */
 	const int *first;        /* [pipeline + 1]: the stage split */
 	FILE *metrics;           /* rank 0's metrics.jsonl, or NULL */
 	int64_t train_rows;
@@ -107,7 +114,8 @@ struct rt_ckpt {
 	pthread_mutex_t copy_lock;
 	pthread_cond_t copy_cond;
 	struct ckpt_meta *meta;  /* owned; the save's */
-	struct ckpt_shard_writer w;
+	struct ckpt_shard_writer w;  /* the stage's shard (writer) */
+	struct ckpt_shard_writer wp; /* sharded: this replica's optimizer piece */
 	struct ckpt_root_cache root_cache; /* rank 0: model.h5 of the last save */
 	int local_rc;            /* this rank's outcome: begin, then write */
 	struct dt_err local_err;
@@ -122,7 +130,8 @@ struct rt_ckpt {
 	bool committing;
 	atomic_int commit_done;
 	int failed;              /* first rank that could not write its part, or -1 */
-	struct ckpt_file files[CKPT_MAX_FILES];
+	struct ckpt_file *files; /* [n_files], owned: root, shards, pieces */
+	int n_files;
 	uint64_t bytes;
 	double max_stall_s, max_write_s;
 	int commit_rc;
@@ -135,12 +144,13 @@ struct rt_ckpt {
 /* Sets c up for a trainer: the checkpoint directory is checkpoint.dir, else
  * <run_dir>/checkpoints, else none (saving off; an error when
  * checkpoint.every_steps asks for saves). Rank 0 creates it and removes
- * leftovers of crashed saves. st, opt, dp, first and metrics are borrowed.
+ * leftovers of crashed saves. st, opt, dp, shard (NULL: replicated), first
+ * and metrics are borrowed.
  * 0, -EINVAL (every rank; rank 0 has the message), or -EIO. */
 int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *g,
 		 struct rt_stage *st, struct rt_optim *opt, const struct rt_dp *dp,
-		 const int *first, int64_t train_rows, FILE *metrics, bool quiet,
-		 struct dt_err *err);
+		 const struct rt_shard *shard, const int *first, int64_t train_rows, FILE *metrics,
+		 bool quiet, struct dt_err *err);
 /* Joins a thread still running (error paths) and frees; not collective. */
 void rt_ckpt_free(struct rt_ckpt *c);
 

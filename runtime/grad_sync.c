@@ -11,7 +11,10 @@
  *                node's gradient slots, then publishes it;
  *   "split"      the replicas of a node compute a part of every block
  *                (split_step.c, runtime/dp.h): each updates its parts, and
- *                the step's sums travel in one collective.
+ *                the step's sums travel in one collective;
+ * and with parallel.optimizer "sharded" (shard.h), which takes the place
+ * of "allreduce": each block's tensors reduce-scattered during backward,
+ * this replica's rows updated, every replica's rows all-gathered.
  * Sections: set-up, during backward, after backward, the update.
  */
 #include "runtime/trainer.h"
@@ -74,6 +77,13 @@ void rt__block_done(void *ctx, int block)
 
 	if (t->replicas == 1 || t->dp.shared || !t->final_backward || t->bucket_rc)
 		return;
+	if (t->sharded) {
+		int rc = rt_shard_reduce_block(&t->shard, &t->st, block);
+
+		if (rc != MPI_SUCCESS)
+			t->bucket_rc = rt__mpi_fail(t, "MPI_Ireduce_scatter of a block's gradients", rc);
+		return;
+	}
 	b = &t->buckets[t->block_bucket[block]];
 	if (--b->pending == 0 && (t->bucket_rc = start_bucket(t, b)))
 		return;
@@ -124,6 +134,11 @@ int rt__grad_sync_finish(struct trainer *t)
 		return 0;
 	}
 	t0 = now_s();
+	if (t->sharded) {
+		MPI_CHECK(t, rt_shard_reduce_finish(&t->shard, &t->st));
+		t->tm.grad += now_s() - t0;
+		return 0;
+	}
 	for (i = 0; i < t->n_buckets; i++)
 		if (!t->buckets[i].started && start_bucket(t, &t->buckets[i]))
 			return -EIO;
@@ -149,6 +164,18 @@ void rt__grad_sync_owned(const struct trainer *t, struct rt_span *whole,
 	}
 }
 
+double rt__grad_sync_sumsq(const struct trainer *t, const struct rt_span *sp, int n)
+{
+	double sumsq = 0.0;
+	int i;
+
+	if (t->sharded)
+		return rt_sumsq(t->shard.grads, t->shard.floats);
+	for (i = 0; i < n; i++)
+		sumsq += rt_sumsq(t->st.grads + sp[i].first, sp[i].count);
+	return sumsq;
+}
+
 bool rt__grad_sync_sums_stats(const struct trainer *t)
 {
 	return t->dp.split;
@@ -159,6 +186,11 @@ int rt__grad_sync_sums(struct trainer *t, double stats[2], double *sumsq)
 	double t0 = now_s();
 	int rc;
 
+	if (t->sharded) {
+		MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, sumsq, 1, MPI_DOUBLE, MPI_SUM, t->g->data_comm));
+		t->tm.grad += now_s() - t0;
+		return 0;
+	}
 	if (!t->dp.split)
 		return t->dp.shared ? rt_dp_sum_parts(&t->dp, sumsq, t->err) : 0;
 	rc = rt_dp_step_sums(&t->dp, stats, 2, sumsq, t->err);
@@ -169,6 +201,9 @@ int rt__grad_sync_sums(struct trainer *t, double stats[2], double *sumsq)
 double rt__grad_sync_update(struct trainer *t, const struct rt_span *sp, int n, double lr,
 			    float scale)
 {
+	if (t->sharded)
+		return rt_optim_step_pieces(&t->opt, t->st.params, t->shard.grads, t->shard.pieces,
+					    t->shard.n_tensors, lr, scale);
 	if (t->dp.fuse) /* shared, one node, no clipping (runtime/dp.h) */
 		return rt_optim_step_sum(&t->opt, t->st.params, t->dp.slot, t->dp.locals, sp[0].first,
 					 sp[0].count, lr);
@@ -177,6 +212,13 @@ double rt__grad_sync_update(struct trainer *t, const struct rt_span *sp, int n, 
 
 int rt__grad_sync_publish(struct trainer *t, bool clipped)
 {
+	if (t->sharded) {
+		double t0 = now_s();
+
+		MPI_CHECK(t, rt_shard_gather(&t->shard, &t->st));
+		t->tm.grad += now_s() - t0;
+		return 0;
+	}
 	/* split without clipping: the sums after the update are the hand-over */
 	return t->dp.shared && (clipped || !t->dp.split) ? rt_dp_publish(&t->dp, t->err) : 0;
 }

@@ -98,6 +98,9 @@ void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int6
 		       "schedule %s, %d micro-batches%s\n", s->name, (size_t)rt_model_params(s), copies,
 		       (long long)total, (long long)per_epoch, s->parallel.schedule, t->micro,
 		       step ? ", resumed" : "");
+		if (t->sharded)
+			printf("dtrain-run: optimizer: sharded over the %d replicas of each stage, each updating its 1/%d with its 1/%d of the state (gradients reduce-scattered, parameters all-gathered)\n",
+			       t->replicas, t->replicas, t->replicas);
 		if (t->tsplit)
 			printf("dtrain-run: threads: each of the %d threads of a rank computes a block of "
 			       "every layer\n", rt_pool_gang_size(&t->pool));

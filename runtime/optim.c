@@ -238,6 +238,8 @@ struct pass {
 	float *const *slots;
 	int n_slots;
 	bool take;          /* zero grads as they are read */
+	size_t shift;       /* element off of params goes with off - shift of
+			     * grads, m and v (a piece: first - at) */
 };
 
 /* Elements of the slots' sum made at a time, in L1, before their update. */
@@ -279,20 +281,21 @@ static double chunk_of_sum(const struct pass *ps, const struct upd *u, size_t of
 static double range(const struct pass *ps, const struct upd *u, size_t off, size_t len)
 {
 	struct rt_optim *o = ps->o;
-	float *w = ps->params + off, *m = o->m + off;
+	size_t so = off - ps->shift; /* in grads and the state */
+	float *w = ps->params + off, *m = o->m + so;
 	const float *g;
 
 	if (ps->n_slots == 2 && o->type == RT_OPTIM_SGD)
 		return sgd_take2(*u, w, ps->slots[0] + off, ps->slots[1] + off, m, len);
 	if (ps->n_slots > 0)
 		return chunk_of_sum(ps, u, off, len);
-	g = ps->grads + off;
+	g = ps->grads + so;
 	if (ps->take && o->type == RT_OPTIM_ADAMW)
-		return adamw_take(*u, w, (float *)g, m, o->v + off, len);
+		return adamw_take(*u, w, (float *)g, m, o->v + so, len);
 	if (ps->take)
 		return sgd_take(*u, w, (float *)g, m, len);
 	if (o->type == RT_OPTIM_ADAMW)
-		return adamw_keep(*u, w, g, m, o->v + off, len);
+		return adamw_keep(*u, w, g, m, o->v + so, len);
 	return sgd_keep(*u, w, g, m, len);
 }
 
@@ -344,10 +347,11 @@ static void chunk(void *ctx, long c)
  * chunk's sum of squares is kept and they are added in chunk order, so the
  * result does not depend on the thread count. */
 static double chunks(struct rt_optim *o, const struct upd *u, float *params, const float *grads,
-		     float *const *slots, int n_slots, size_t first, size_t n, bool take)
+		     float *const *slots, int n_slots, size_t first, size_t n, bool take,
+		     size_t shift)
 {
 	struct upd u_nd = *u;
-	struct pass ps = { o, u, &u_nd, params, grads, first, n, slots, n_slots, take };
+	struct pass ps = { o, u, &u_nd, params, grads, first, n, slots, n_slots, take, shift };
 	long nc = (long)((n + RT_CHUNK - 1) / RT_CHUNK), c;
 	double total = 0.0;
 
@@ -402,7 +406,7 @@ static double step(struct rt_optim *o, float *params, const float *grads, float 
 	clamp(o, &first, &n);
 	o->step++;
 	u = upd_of(o, lr, scale);
-	return chunks(o, &u, params, grads, slots, n_slots, first, n, take);
+	return chunks(o, &u, params, grads, slots, n_slots, first, n, take, 0);
 }
 
 double rt_optim_step_spans(struct rt_optim *o, float *params, float *grads,
@@ -418,7 +422,28 @@ double rt_optim_step_spans(struct rt_optim *o, float *params, float *grads,
 		size_t first = spans[i].first, n = spans[i].count;
 
 		clamp(o, &first, &n);
-		total += chunks(o, &u, params, grads, NULL, 0, first, n, true);
+		total += chunks(o, &u, params, grads, NULL, 0, first, n, true, 0);
+	}
+	return total;
+}
+
+double rt_optim_step_pieces(struct rt_optim *o, float *params, const float *grads,
+			    const struct rt_optim_piece *pieces, int n_pieces, double lr,
+			    float scale)
+{
+	double total = 0.0;
+	struct upd u;
+	int i;
+
+	o->step++;
+	u = upd_of(o, lr, scale);
+	for (i = 0; i < n_pieces; i++) {
+		size_t at = pieces[i].at, n = pieces[i].count;
+
+		clamp(o, &at, &n); /* within the state */
+		if (n > 0 && at <= pieces[i].first)
+			total += chunks(o, &u, params, grads, NULL, 0, pieces[i].first, n, false,
+					pieces[i].first - at);
 	}
 	return total;
 }

@@ -101,34 +101,45 @@ int rt__ties_init(struct trainer *t)
 	return 0;
 }
 
+float *rt__grad_of(const struct trainer *t, int i, size_t *n)
+{
+	if (t->sharded)
+		return rt_shard_grad(&t->shard, i, n);
+	*n = t->st.tensors[i].n;
+	return t->st.grads + t->st.tensors[i].offset;
+}
+
+/* With a sharded optimizer each replica holds the sum of its rows of each
+ * copy: the same rows of both (same shape, cut alike), which it swaps
+ * with the same replica of the other stage. */
 int rt__ties_sum(struct trainer *t)
 {
 	int i;
-	size_t k;
+	size_t k, n, n1;
 
 	for (i = 0; t->ties && i < t->ties->n; i++) {
 		struct tie_here *c = &t->ties->c[i];
 		int mine = c->tensor[0] >= 0 ? 0 : 1;
-		float *g = t->st.grads + t->st.tensors[c->tensor[mine]].offset;
+		float *g = rt__grad_of(t, c->tensor[mine], &n);
 
 		if (c->peer < 0) {
-			float *g1 = t->st.grads + t->st.tensors[c->tensor[1]].offset;
+			float *g1 = rt__grad_of(t, c->tensor[1], &n1);
 
-			for (k = 0; k < c->n; k++)
+			for (k = 0; k < n; k++)
 				g1[k] = g[k] = g[k] + g1[k];
 			continue;
 		}
-		if (c->n > (size_t)INT_MAX)
+		if (n > (size_t)INT_MAX)
 			return dt_err_add(t->err, "rank %d: a tied tensor of %zu floats is more than one message carries",
-					  t->g->rank, c->n), -EINVAL;
-		MPI_CHECK(t, MPI_Sendrecv(g, (int)c->n, MPI_FLOAT, c->peer, TAG_TIES + c->index, c->buf,
-					  (int)c->n, MPI_FLOAT, c->peer, TAG_TIES + c->index, t->g->pipe_comm,
+					  t->g->rank, n), -EINVAL;
+		MPI_CHECK(t, MPI_Sendrecv(g, (int)n, MPI_FLOAT, c->peer, TAG_TIES + c->index, c->buf,
+					  (int)n, MPI_FLOAT, c->peer, TAG_TIES + c->index, t->g->pipe_comm,
 					  MPI_STATUS_IGNORE));
 		if (mine == 0)
-			for (k = 0; k < c->n; k++)
+			for (k = 0; k < n; k++)
 				g[k] = g[k] + c->buf[k];
 		else
-			for (k = 0; k < c->n; k++)
+			for (k = 0; k < n; k++)
 				g[k] = c->buf[k] + g[k];
 	}
 	return 0;
@@ -141,9 +152,10 @@ double rt__ties_dup_sumsq(const struct trainer *t)
 
 	for (i = 0; t->ties && i < t->ties->n; i++) {
 		const struct tie_here *c = &t->ties->c[i];
+		size_t n = 0;
 
 		if (c->tensor[1] >= 0)
-			s += rt_sumsq(t->st.grads + t->st.tensors[c->tensor[1]].offset, c->n);
+			s += rt_sumsq(rt__grad_of(t, c->tensor[1], &n), n);
 	}
 	return s;
 }

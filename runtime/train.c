@@ -193,7 +193,15 @@ static int build_stage(struct trainer *t)
 		return rc;
 	t->in = t->st.in;
 	t->out = t->st.out;
-	rc = rt_optim_init(&t->opt, s, t->st.n_params, t->err);
+	/* sharded: the state of this replica's rows only (runtime/shard.h) */
+	t->sharded = s->parallel.optimizer && !strcmp(s->parallel.optimizer, "sharded") &&
+		     t->replicas > 1;
+	if (t->sharded) {
+		rc = rt_shard_init(&t->shard, &t->st, t->g->data_comm, t->replicas, t->replica, t->err);
+		if (rc)
+			return rc;
+	}
+	rc = rt_optim_init(&t->opt, s, t->sharded ? t->shard.floats : t->st.n_params, t->err);
 	if (!rc)
 		rc = exempt_from_decay(t);
 	rt_pool_init(&t->pool, (int)s->resources.cpus_per_task);
@@ -270,6 +278,7 @@ static void free_trainer(struct trainer *t, bool together)
 	else
 		rt_dp_abandon(&t->dp, &t->st, &t->opt);
 	rt_optim_free(&t->opt);
+	rt_shard_free(&t->shard);
 	rt_pool_free(&t->pool);
 	rt_stage_free(&t->st);
 	rt_sampler_free(&t->sampler);
@@ -409,15 +418,13 @@ static int update(struct trainer *t, int64_t step, double stats[2], int64_t batc
 	const struct rt_span *sp;
 	double clip = t->s->train.grad_clip, sumsq = 0.0;
 	double dup = rt__ties_dup_sumsq(t); /* a tied parameter counts once */
-	int n, rc = 0, i;
+	int n, rc = 0;
 
 	rt__grad_sync_owned(t, &whole, &sp, &n);
 	if (!rt__grad_sync_sums_stats(t) && (rc = reduce_stats(t, stats)))
 		return rc;
 	if (clip > 0) {
-		for (i = 0; i < n; i++)
-			sumsq += rt_sumsq(t->st.grads + sp[i].first, sp[i].count);
-		sumsq -= dup;
+		sumsq = rt__grad_sync_sumsq(t, sp, n) - dup;
 		rc = rt__grad_sync_sums(t, stats, &sumsq);
 		if (!rc)
 			rc = reduce_norm(t, sumsq, norm);
@@ -670,11 +677,14 @@ static void report_rank(struct trainer *t)
 	struct rusage ru;
 	size_t total = rt_model_params(t->s);
 
+	double state = (double)t->opt.n * (t->opt.v ? 2.0 : 1.0) * sizeof(float);
+
 	getrusage(RUSAGE_SELF, &ru);
-	printf("dtrain-run: rank %d stage %d/%d %ss %d-%d params %zu (%.1f%% of %zu) peak_rss_mib %.1f\n",
+	printf("dtrain-run: rank %d stage %d/%d %ss %d-%d params %zu (%.1f%% of %zu) optimizer_mib %.3f%s peak_rss_mib %.1f\n",
 	       t->g->rank, t->stage, t->stages, t->st.ops->block_noun, t->st.first_block,
 	       t->st.first_block + t->st.n_blocks - 1, t->st.n_params,
-	       100.0 * (double)t->st.n_params / (double)total, total, (double)ru.ru_maxrss / 1024.0);
+	       100.0 * (double)t->st.n_params / (double)total, total, state / 1048576.0,
+	       t->sharded ? " (sharded)" : "", (double)ru.ru_maxrss / 1024.0);
 	fflush(stdout);
 }
 
@@ -761,8 +771,8 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	if (rc)
 		goto out;
 	rt__open_metrics(&t);
-	rc = rt_ckpt_init(&t.ck, s, g, &t.st, &t.opt, &t.dp, t.first, t.train.n, t.metrics, opts->quiet,
-			  err);
+	rc = rt_ckpt_init(&t.ck, s, g, &t.st, &t.opt, &t.dp, t.sharded ? &t.shard : NULL, t.first,
+			  t.train.n, t.metrics, opts->quiet, err);
 	if (!rc) {
 		struct rt_ckpt_pos pos = { 0, rt_sampler_steps(&t.sampler), total_steps(&t) };
 

@@ -6,8 +6,9 @@
  *                  the schedules (gpipe, 1f1b) over a step's micro-batches
  *   grad_sync.c    parallel.grad_sync's three ways behind one interface:
  *                  buckets allreduced during the last backward, the node's
- *                  shared parameters, or every block split; the update of
- *                  what this replica owns
+ *                  shared parameters, or every block split; or the sharded
+ *                  optimizer's reduce-scatter and all-gather (shard.h);
+ *                  the update of what this replica owns
  *   tied.c         tied tensors' copies given the same gradient
  *   split_step.c   a step with every block cut into parts between the
  *                  node's replicas and/or the rank's threads
@@ -35,6 +36,7 @@
 #include "runtime/optim.h"
 #include "runtime/pool.h"
 #include "runtime/sampler.h"
+#include "runtime/shard.h"
 #include "runtime/train.h"
 
 /* --- state --- */
@@ -90,6 +92,8 @@ struct trainer {
 	struct rt_stage st;
 	struct rt_optim opt;
 	struct rt_dp dp;   /* how replicas sum gradients; shared parameters on a node */
+	bool sharded;      /* parallel.optimizer "sharded" over replicas > 1 */
+	struct rt_shard shard; /* sharded: this replica's rows, its gradient shard */
 	struct rt_acts split_acts; /* dp.split: the node's micro-batch, in dp's window */
 	unsigned long long split_slow_ms; /* DTRAIN_FAULT_SPLIT on this rank, or 0 */
 	bool tsplit;       /* the rank's threads each compute a part of every block */
@@ -164,22 +168,28 @@ void rt__block_done(void *ctx, int block);
  * the node's barrier and sums). */
 int rt__grad_sync_finish(struct trainer *t);
 /* What this replica updates: *sp [*n] ranges of the stage's parameters
- * (whole, owned by the caller, may be the one). */
+ * (whole, owned by the caller, may be the one); sharded: unused (the
+ * shard's pieces). */
 void rt__grad_sync_owned(const struct trainer *t, struct rt_span *whole,
 			 const struct rt_span **sp, int *n);
+/* The sum of squares of the summed gradient this replica updates (sp [n]
+ * from rt__grad_sync_owned; sharded: its shard). */
+double rt__grad_sync_sumsq(const struct trainer *t, const struct rt_span *sp, int n);
 /* The step's stats travel with the norm's sums (split) rather than in a
  * reduction of their own. */
 bool rt__grad_sync_sums_stats(const struct trainer *t);
 /* This replica's share of the sum of squares (and, split, the stats)
- * summed over the node's replicas (shared, split; nothing to do for
- * allreduce, whose replicas hold the whole sum). */
+ * summed over the node's replicas (shared, split) or all replicas
+ * (sharded); nothing to do for allreduce, whose replicas hold the whole
+ * sum. */
 int rt__grad_sync_sums(struct trainer *t, double stats[2], double *sumsq);
 /* The update of sp [n] at lr, gradients times scale; the sum of squares
  * of the gradients it read (before scale). */
 double rt__grad_sync_update(struct trainer *t, const struct rt_span *sp, int n, double lr,
 			    float scale);
 /* After the update: this replica's part handed to the node's others
- * (shared; split when clipped, since then no sums follow the update). */
+ * (shared; split when clipped, since then no sums follow the update), or
+ * (sharded) every replica's rows all-gathered. */
 int rt__grad_sync_publish(struct trainer *t, bool clipped);
 
 /* --- tied tensors (tied.c) --- */
@@ -191,8 +201,11 @@ void rt__ties_free(struct trainer *t);
 /* After the replicas' sums: both copies of each tie get copy 0 + copy 1
  * (collective between the two stages that hold them). */
 int rt__ties_sum(struct trainer *t);
+/* Where the summed gradient of the stage's tensor i lies, that this
+ * replica updates: *n floats (sharded: its rows, in the shard). */
+float *rt__grad_of(const struct trainer *t, int i, size_t *n);
 /* The sum of squares of the copies 1 on this stage: what the gradient
- * norm must not count twice. */
+ * norm must not count twice (sharded: of this replica's rows). */
 double rt__ties_dup_sumsq(const struct trainer *t);
 
 /* --- a step (pipeline.c, split_step.c) --- */
