@@ -111,12 +111,16 @@ int rt_shard_reduce_block(struct rt_shard *sh, const struct rt_stage *st, int l)
 
 int rt_shard_reduce_finish(struct rt_shard *sh, struct rt_stage *st)
 {
-	int i, rc;
+	int i, l, rc;
 
-	/* the order of the backward pass: tensors of later blocks first */
-	for (i = sh->n_tensors - 1; i >= 0; i--)
-		if (!sh->started[i] && (rc = start_tensor(sh, st, i)) != MPI_SUCCESS)
-			return rc;
+	/* the order of rt_shard_reduce_block in the backward pass (later
+	 * blocks first, a block's tensors in order), which the other replicas
+	 * may have followed: collectives start in the same order everywhere
+	 * (a replica whose last micro-batch was empty starts them all here) */
+	for (l = st->n_blocks - 1; l >= 0; l--)
+		for (i = sh->tensor_first[l]; i < sh->tensor_first[l + 1]; i++)
+			if (!sh->started[i] && (rc = start_tensor(sh, st, i)) != MPI_SUCCESS)
+				return rc;
 	rc = MPI_Waitall(sh->n_tensors, sh->req, MPI_STATUSES_IGNORE);
 	if (rc != MPI_SUCCESS)
 		return rc;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Preemption on the local cluster, as an unlucky user meets it: a 2-node x
-# 2-task training job (an MLP, or with argument gpt a GPT) in the low partition is preempted twice by a job in
+# 2-task training job (an MLP, or with argument gpt a GPT whose optimizer is
+# sharded over its 2 replicas) in the low partition is preempted twice by a job in
 # the high partition that needs every CPU, at moments picked at random; each
 # time Slurm sends SIGTERM, dtrain-run saves at the next step boundary and
 # exits 75, Slurm requeues the job, and it resumes from its checkpoint. Then
@@ -12,9 +13,12 @@
 site=$(write_site)
 
 # MODEL (the first argument): mlp, or gpt (a byte-level GPT on fortunes,
-# its tied embedding across the two stages)
+# its tied embedding across the two stages, parallel.optimizer "sharded":
+# each replica saves and resumes its own optimizer piece)
 model=${1:-mlp}
+optimizer=replicated
 if [ "$model" = gpt ]; then
+	optimizer=sharded
 	"$DTRAIN_BIN/dtrain-data" text /usr/share/games/fortunes/fortunes "$T/text" >/dev/null ||
 		fail "dtrain-data text"
 	# 150 to 400 steps/s here on 4 ranks, as busy as the host is: like the
@@ -41,7 +45,7 @@ final_name=step-$(printf %08d $total)
 cat >"$T/job.json" <<JSON
 { "name": "preempt", $model_json
   "resources": { "nodes": 2, "tasks_per_node": 2, "partition": "low" },
-  "parallel": { "data": 2, "pipeline": 2, "micro_batches": 2 },
+  "parallel": { "data": 2, "pipeline": 2, "micro_batches": 2, "optimizer": "$optimizer" },
   $train_json
   "checkpoint": { "every_steps": 100, "keep": 2 } }
 JSON
@@ -115,6 +119,11 @@ must_contain "$log" "dtrain-run: done:"
 grep -q '"event":"first_step"' "$dir/metrics.jsonl" || fail "metrics lack the first step after a resume"
 final=$dir/checkpoints/$final_name
 "$DTRAIN_BIN/dtrain-ckpt" verify "$final" >/dev/null || fail "final checkpoint does not verify"
+if [ "$optimizer" = sharded ]; then
+	for f in optim-0-0 optim-0-1 optim-1-0 optim-1-1; do
+		[ -f "$final/$f.h5" ] || { ls "$final"; fail "sharded: no optimizer piece $f.h5"; }
+	done
+fi
 for obj in /model /optimizer; do
 	h5diff "$T/ref/checkpoints/$final_name/model.h5" "$final/model.h5" "$obj" "$obj" >"$T/diff.out" 2>&1 ||
 		{ cat "$T/diff.out"; fail "final $obj differ from the uninterrupted run's"; }

@@ -3,7 +3,9 @@
  * helpers of runtime/optim.h: SGD with momentum and AdamW against values
  * worked out by hand for three steps, the same rules on a long vector
  * against a double-precision reference, the fused training-loop update
- * against the separate steps, ranges exempt from weight decay, the
+ * against the separate steps, the sharded optimizer's packed pieces
+ * against the same elements of a whole update, ranges exempt from weight
+ * decay, the
  * schedule at its landmarks, and the errors
  * of a bad optimizer spec.
  *
@@ -530,6 +532,93 @@ static void test_step_spans(void **state)
 	rt_pool_free(&pool);
 }
 
+/* The sharded optimizer's update (rt_optim_step_pieces): pieces of the
+ * parameters whose gradient and state lie packed elsewhere end bitwise
+ * as a whole-array update of the same elements (with weight decay exempt
+ * by the parameters' index, a piece across a chunk boundary, a scale),
+ * the elements outside every piece unchanged, the packed gradient left
+ * as it was; the sum of squares is the pieces' gradient's. */
+static void test_step_pieces(void **state)
+{
+	static const char *types[] = { "sgd", "adamw" };
+	const size_t n = 2 * RT_CHUNK + 50;
+	/* first, count, at: packed in order, a gap between, one across a chunk */
+	const struct rt_optim_piece pieces[3] = {
+		{ 10, 90, 0 }, { RT_CHUNK - 20, 100, 90 }, { 2 * RT_CHUNK + 5, 45, 190 } };
+	const size_t packed = 235;
+	struct rt_span exempt[1] = { { RT_CHUNK - 5, 10 } };
+	struct opt_spec os;
+	struct rt_pool pool;
+	size_t t, i;
+
+	(void)state;
+	rt_pool_init(&pool, 2);
+	for (t = 0; t < 2; t++) {
+		struct rt_optim whole, shard;
+		float *w1 = malloc(n * sizeof(float)), *w2 = malloc(n * sizeof(float));
+		float *g1 = malloc(n * sizeof(float)), *gs = malloc(packed * sizeof(float));
+		float *keep = malloc(packed * sizeof(float));
+		struct rt_rng r;
+		int step, p;
+
+		assert_true(w1 && w2 && g1 && gs && keep);
+		opt_set(&os, types[t], 0.05, 0.9, 0.1);
+		optim_ok(&whole, &os.s, n);
+		optim_ok(&shard, &os.s, packed);
+		shard.pool = &pool;
+		assert_int_equal(rt_optim_no_decay(&whole, exempt, 1), 0);
+		assert_int_equal(rt_optim_no_decay(&shard, exempt, 1), 0);
+		rt_rng_seed(&r, 13, t);
+		for (i = 0; i < n; i++)
+			w1[i] = w2[i] = rt_rng_normal(&r);
+		for (step = 0; step < 3; step++) {
+			float scale = step == 1 ? 0.25f : 1.0f;
+			double want = 0.0, got;
+
+			for (i = 0; i < n; i++)
+				g1[i] = 0.0f;
+			for (p = 0; p < 3; p++)
+				for (i = 0; i < pieces[p].count; i++)
+					g1[pieces[p].first + i] = gs[pieces[p].at + i] = rt_rng_normal(&r);
+			memcpy(keep, gs, packed * sizeof(float));
+			for (p = 0; p < 3; p++)
+				want += rt_sumsq(gs + pieces[p].at, pieces[p].count);
+			/* the reference: only the pieces' elements move (their
+			 * gradient; the others' gradient is zero, but AdamW and
+			 * decay would still move them: skip them by spans) */
+			{
+				struct rt_span sp[3];
+
+				for (p = 0; p < 3; p++)
+					sp[p] = (struct rt_span){ pieces[p].first, pieces[p].count };
+				rt_optim_step_spans(&whole, w1, g1, sp, 3, 0.05, scale);
+			}
+			got = rt_optim_step_pieces(&shard, w2, gs, pieces, 3, 0.05, scale);
+			assert_int_equal(shard.step, whole.step);
+			if (!(fabs(got - want) <= 1e-12 * want))
+				fail_msg("%s step %d: sum of squares %.17g, want %.17g", types[t], step, got, want);
+			assert_memory_equal(gs, keep, packed * sizeof(float));
+			for (i = 0; i < n; i++)
+				if (memcmp(&w2[i], &w1[i], sizeof(float)))
+					fail_msg("%s step %d: parameter %zu: %.9g, want %.9g", types[t], step, i,
+						 w2[i], w1[i]);
+			for (p = 0; p < 3; p++)
+				for (i = 0; i < pieces[p].count; i++) {
+					size_t a = pieces[p].first + i, b = pieces[p].at + i;
+
+					if (memcmp(&shard.m[b], &whole.m[a], sizeof(float)) ||
+					    (shard.v && memcmp(&shard.v[b], &whole.v[a], sizeof(float))))
+						fail_msg("%s step %d: state of parameter %zu differs", types[t],
+							 step, a);
+				}
+		}
+		rt_optim_free(&whole);
+		rt_optim_free(&shard);
+		free(w1); free(w2); free(g1); free(gs); free(keep);
+	}
+	rt_pool_free(&pool);
+}
+
 /* Ranges exempt from weight decay (rt_optim_no_decay): their elements end
  * bitwise as with weight_decay 0, the others as with it, with a span that
  * crosses a chunk boundary, through the fused, the summing and the spans
@@ -644,6 +733,7 @@ int main(void)
 		cmocka_unit_test(test_fused_update),
 		cmocka_unit_test(test_step_sum),
 		cmocka_unit_test(test_step_spans),
+		cmocka_unit_test(test_step_pieces),
 		cmocka_unit_test(test_no_decay),
 		cmocka_unit_test(test_errors),
 	};
