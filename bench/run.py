@@ -92,6 +92,7 @@ class Bench:
         self.quick = quick
         self.cores = os.cpu_count() or 1
         self.runs = 0
+        self.last_out = None  # the last dtrain-run's output (rank_memory)
         os.makedirs(self.work, exist_ok=True)
         for prog in ("dtrain-run", "dtrain-submit", "dtrain-data", "dtrain-bench-sgemm",
                      "dtrain-bench-allreduce", "dtrain-bench-membw"):
@@ -211,7 +212,7 @@ class Bench:
             os.unlink(raw)
         return path
 
-    def dtrain_gpt(self, cfg, data=1, threads=1, steps=20, window=5):
+    def dtrain_gpt(self, cfg, data=1, threads=1, steps=20, window=5, extra=()):
         """dtrain-run of a GPT config under mpirun; the step events after the first window."""
         c = GPTS[cfg]
         self.runs += 1
@@ -226,7 +227,7 @@ class Bench:
                 "resources.cpus_per_task=%d" % threads, "train.global_batch=%d" % c["batch"],
                 "train.epochs=1000", "train.max_steps=%d" % (steps + window), "train.log_every=%d" % window,
                 "train.eval_every=0", "train.optimizer.lr=0.0006", "train.lr_schedule.warmup_steps=0",
-                "checkpoint.every_steps=0", "checkpoint.resume=never"]
+                "checkpoint.every_steps=0", "checkpoint.resume=never"] + list(extra)
         return self.run_spec(name, run_dir, "gpt-tiny-2x2.json", sets, data, threads)
 
     # --- dtrain ---
@@ -265,9 +266,9 @@ class Bench:
         with open(spec, "w") as f:
             f.write(sh(cmd, what="dtrain-submit validate"))
         bind = "core" if threads == 1 and ranks <= self.cores else "none"
-        sh(["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", bind, "-np",
-            str(ranks), self.bin + "/dtrain-run", "--quiet", spec],
-           env={"OMPI_MCA_mpi_yield_when_idle": "1"}, what="dtrain-run (%s)" % name)
+        self.last_out = sh(["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", bind, "-np",
+                            str(ranks), self.bin + "/dtrain-run", "--quiet", spec],
+                           env={"OMPI_MCA_mpi_yield_when_idle": "1"}, what="dtrain-run (%s)" % name)
         with open(os.path.join(run_dir, "metrics.jsonl")) as f:
             ev = [json.loads(l) for l in f if '"event":"step"' in l]
         # every run ends with a save (a trained model out): 294 MB for the
@@ -277,6 +278,19 @@ class Bench:
         if len(ev) < 2:
             die("%s: fewer than 2 step windows in %s/metrics.jsonl" % (name, run_dir))
         return ev[1:]  # the first window warms up
+
+    def rank_memory(self):
+        """The last run's ranks: the most optimizer state and peak RSS (MiB)
+        any rank reported (dtrain-run's closing line per rank)."""
+        opt, rss = [], []
+        for line in (self.last_out or "").splitlines():
+            f = line.split()
+            if "optimizer_mib" in f and "peak_rss_mib" in f:
+                opt.append(float(f[f.index("optimizer_mib") + 1]))
+                rss.append(float(f[f.index("peak_rss_mib") + 1]))
+        if not opt:
+            die("the last run reported no memory per rank")
+        return max(opt), max(rss)
 
     @staticmethod
     def rate(ev):
@@ -313,7 +327,7 @@ def main():
     ap = argparse.ArgumentParser(description="dtrain's benchmarks against their peers (make bench)")
     ap.add_argument("build", help="the build directory (make build)")
     ap.add_argument("--quick", action="store_true", help="fewer steps and rounds (a smoke run)")
-    ap.add_argument("--only", default="throughput,compute,grad,gpt,pipeline,checkpoint,startup,nosite",
+    ap.add_argument("--only", default="throughput,compute,grad,gpt,shard,pipeline,checkpoint,startup,nosite",
                     help="comma list of sections to run (default: all)")
     a = ap.parse_args()
     only = set(a.only.split(","))
@@ -672,6 +686,39 @@ def main():
             "peer: sgemm on the step's products (dtrain-bench-sgemm gpt), 1 thread; medians of triplets")
 
     section("gpt", gpt_rows)
+
+    # --- 4c. the sharded optimizer (issue #21) ---
+    # GPT-2 small, one stage, D = 2 and 4 replicas (one sequence of 64
+    # tokens each at D = 4), AdamW replicated against sharded: the most
+    # optimizer state and peak RSS any rank reported, and the rate; rounds
+    # alternate the modes; medians of the rounds.
+    def shard_rows():
+        if "shard" not in only:
+            return
+        got = {}
+        for r in range(rounds):
+            for d in (2, 4):
+                for mode in ("replicated", "sharded"):
+                    progress("shard: GPT-2 small, %d replicas, optimizer %s, round %d/%d" % (d, mode, r + 1, rounds))
+                    e = b.dtrain_gpt("gpt2-small", data=d, threads=1, steps=2, window=2,
+                                     extra=["parallel.optimizer=" + mode])
+                    opt, rss = b.rank_memory()
+                    got.setdefault((d, mode), []).append((statistics.median(x["tokens_per_s"] for x in e), opt, rss))
+        res["shard_runs"] = [{"data": k[0], "optimizer": k[1], "runs": v} for k, v in got.items()]
+        for d in (2, 4):
+            med = {m: [statistics.median(x[i] for x in got[(d, m)]) for i in range(3)]
+                   for m in ("replicated", "sharded")}
+            sh_, rp = med["sharded"], med["replicated"]
+            row("shard", "GPT-2 small, %d replicas: optimizer state per rank (MiB)" % d, sh_[1], rp[1], "MiB",
+                sh_[1] / rp[1], 1.0 / d + 0.01, "sharded / replicated; target 1/%d" % d, target_is_max=True)
+            # AdamW's two moments: the peak falls by them times (D - 1) / D
+            want = (rp[2] - rp[1] * (d - 1) / d) / rp[2]
+            row("shard", "  peak RSS per rank (MiB)", sh_[2], rp[2], "MiB", sh_[2] / rp[2], want + 0.02,
+                "sharded / replicated; target: the replicated peak less the state's (D-1)/D", target_is_max=True)
+            row("shard", "  step rate (tokens/s)", sh_[0], rp[0], "tokens/s", sh_[0] / rp[0], None,
+                "sharded / replicated, %d processes on %d cores" % (d, cores))
+
+    section("shard", shard_rows)
 
     # --- 5. pipeline bubble ---
     def pipeline_rows():
