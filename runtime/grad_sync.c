@@ -169,8 +169,11 @@ double rt__grad_sync_sumsq(const struct trainer *t, const struct rt_span *sp, in
 	double sumsq = 0.0;
 	int i;
 
-	if (t->sharded)
-		return rt_sumsq(t->shard.grads, t->shard.floats);
+	if (t->sharded) {
+		for (i = 0; i < t->shard.n_tensors; i++)
+			sumsq += rt_sumsq(t->st.grads + t->shard.pieces[i].grad, t->shard.pieces[i].count);
+		return sumsq;
+	}
 	for (i = 0; i < n; i++)
 		sumsq += rt_sumsq(t->st.grads + sp[i].first, sp[i].count);
 	return sumsq;
@@ -202,7 +205,7 @@ double rt__grad_sync_update(struct trainer *t, const struct rt_span *sp, int n, 
 			    float scale)
 {
 	if (t->sharded)
-		return rt_optim_step_pieces(&t->opt, t->st.params, t->shard.grads, t->shard.pieces,
+		return rt_optim_step_pieces(&t->opt, t->st.params, t->st.grads, t->shard.pieces,
 					    t->shard.n_tensors, lr, scale);
 	if (t->dp.fuse) /* shared, one node, no clipping (runtime/dp.h) */
 		return rt_optim_step_sum(&t->opt, t->st.params, t->dp.slot, t->dp.locals, sp[0].first,

@@ -239,7 +239,8 @@ struct pass {
 	int n_slots;
 	bool take;          /* zero grads as they are read */
 	size_t shift;       /* element off of params goes with off - shift of
-			     * grads, m and v (a piece: first - at) */
+			     * m and v (a piece: first - at) */
+	size_t gshift;      /* and with off - gshift of grads (first - grad) */
 };
 
 /* Elements of the slots' sum made at a time, in L1, before their update. */
@@ -281,7 +282,7 @@ static double chunk_of_sum(const struct pass *ps, const struct upd *u, size_t of
 static double range(const struct pass *ps, const struct upd *u, size_t off, size_t len)
 {
 	struct rt_optim *o = ps->o;
-	size_t so = off - ps->shift; /* in grads and the state */
+	size_t so = off - ps->shift, go = off - ps->gshift; /* in the state, in grads */
 	float *w = ps->params + off, *m = o->m + so;
 	const float *g;
 
@@ -289,7 +290,7 @@ static double range(const struct pass *ps, const struct upd *u, size_t off, size
 		return sgd_take2(*u, w, ps->slots[0] + off, ps->slots[1] + off, m, len);
 	if (ps->n_slots > 0)
 		return chunk_of_sum(ps, u, off, len);
-	g = ps->grads + so;
+	g = ps->grads + go;
 	if (ps->take && o->type == RT_OPTIM_ADAMW)
 		return adamw_take(*u, w, (float *)g, m, o->v + so, len);
 	if (ps->take)
@@ -348,10 +349,10 @@ static void chunk(void *ctx, long c)
  * result does not depend on the thread count. */
 static double chunks(struct rt_optim *o, const struct upd *u, float *params, const float *grads,
 		     float *const *slots, int n_slots, size_t first, size_t n, bool take,
-		     size_t shift)
+		     size_t shift, size_t gshift)
 {
 	struct upd u_nd = *u;
-	struct pass ps = { o, u, &u_nd, params, grads, first, n, slots, n_slots, take, shift };
+	struct pass ps = { o, u, &u_nd, params, grads, first, n, slots, n_slots, take, shift, gshift };
 	long nc = (long)((n + RT_CHUNK - 1) / RT_CHUNK), c;
 	double total = 0.0;
 
@@ -406,7 +407,7 @@ static double step(struct rt_optim *o, float *params, const float *grads, float 
 	clamp(o, &first, &n);
 	o->step++;
 	u = upd_of(o, lr, scale);
-	return chunks(o, &u, params, grads, slots, n_slots, first, n, take, 0);
+	return chunks(o, &u, params, grads, slots, n_slots, first, n, take, 0, 0);
 }
 
 double rt_optim_step_spans(struct rt_optim *o, float *params, float *grads,
@@ -422,12 +423,12 @@ double rt_optim_step_spans(struct rt_optim *o, float *params, float *grads,
 		size_t first = spans[i].first, n = spans[i].count;
 
 		clamp(o, &first, &n);
-		total += chunks(o, &u, params, grads, NULL, 0, first, n, true, 0);
+		total += chunks(o, &u, params, grads, NULL, 0, first, n, true, 0, 0);
 	}
 	return total;
 }
 
-double rt_optim_step_pieces(struct rt_optim *o, float *params, const float *grads,
+double rt_optim_step_pieces(struct rt_optim *o, float *params, float *grads,
 			    const struct rt_optim_piece *pieces, int n_pieces, double lr,
 			    float scale)
 {
@@ -441,9 +442,9 @@ double rt_optim_step_pieces(struct rt_optim *o, float *params, const float *grad
 		size_t at = pieces[i].at, n = pieces[i].count;
 
 		clamp(o, &at, &n); /* within the state */
-		if (n > 0 && at <= pieces[i].first)
-			total += chunks(o, &u, params, grads, NULL, 0, pieces[i].first, n, false,
-					pieces[i].first - at);
+		if (n > 0 && at <= pieces[i].first && pieces[i].grad <= pieces[i].first)
+			total += chunks(o, &u, params, grads, NULL, 0, pieces[i].first, n, true,
+					pieces[i].first - at, pieces[i].first - pieces[i].grad);
 	}
 	return total;
 }

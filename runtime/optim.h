@@ -117,20 +117,23 @@ double rt_optim_step_take(struct rt_optim *o, float *params, float *grads, size_
 double rt_optim_step_spans(struct rt_optim *o, float *params, float *grads,
 			   const struct rt_span *spans, int n_spans, double lr, float scale);
 /* A range of a stage's parameters whose gradient and optimizer state lie
- * elsewhere, packed (runtime/shard.h: a replica's rows of each tensor). */
+ * elsewhere (runtime/shard.h: a replica's rows of each tensor, their
+ * summed gradient where the reduce-scatter left it, their state packed). */
 struct rt_optim_piece {
 	size_t first;  /* its first parameter, in the stage's params */
 	size_t count;  /* floats */
-	size_t at;     /* its first float in grads and in m and v (o->n of them) */
+	size_t grad;   /* its first float in grads (<= first) */
+	size_t at;     /* its first float in m and v (o->n of them; <= first) */
 };
 /* One update (step += 1 once) of the parameters of pieces [n_pieces] from
- * grads (read only) times scale, with the optimizer state of o->n floats
- * holding only the pieces (the sharded optimizer's): element first + i of
- * params goes with element at + i of grads, m and v. Weight decay follows
- * the parameters' index (rt_optim_no_decay). Each element is updated
- * exactly as rt_optim_step_take would update it. Returns the sum of
- * squares of the pieces' gradients (before scale). */
-double rt_optim_step_pieces(struct rt_optim *o, float *params, const float *grads,
+ * grads times scale, with the optimizer state of o->n floats holding only
+ * the pieces (the sharded optimizer's): element first + i of params goes
+ * with element grad + i of grads and at + i of m and v; each gradient is
+ * left zero once read (as rt_optim_step_take). Weight decay follows the
+ * parameters' index (rt_optim_no_decay). Each element is updated exactly
+ * as rt_optim_step_take would update it. Returns the sum of squares of
+ * the pieces' gradients (before scale). */
+double rt_optim_step_pieces(struct rt_optim *o, float *params, float *grads,
 			    const struct rt_optim_piece *pieces, int n_pieces, double lr,
 			    float scale);
 /* rt_optim_step_take (no clipping) from the sum of n_slots gradient

@@ -50,8 +50,10 @@ int rt_shard_init(struct rt_shard *sh, const struct rt_stage *st, MPI_Comm data,
 			sh->displs[(size_t)i * (size_t)replicas + (size_t)r] = (int)((size_t)first * row);
 			if (r == replica) {
 				sh->rows[i] = (struct rt_shard_rows){ first, rows };
+				/* the in-place reduce-scatter leaves the sum of
+				 * its rows at the tensor's start */
 				sh->pieces[i] = (struct rt_optim_piece){ t->offset + (size_t)first * row,
-									 (size_t)rows * row, at };
+									 (size_t)rows * row, t->offset, at };
 				at += (size_t)rows * row;
 			}
 		}
@@ -64,10 +66,6 @@ int rt_shard_init(struct rt_shard *sh, const struct rt_stage *st, MPI_Comm data,
 			i++;
 		sh->tensor_first[l] = i;
 	}
-	sh->grads = calloc(at ? at : 1, sizeof(float));
-	if (!sh->grads)
-		return dt_err_add(err, "replica %d: out of memory for its gradient shard (%zu floats)",
-				  replica, at), -ENOMEM;
 	return 0;
 }
 
@@ -80,7 +78,6 @@ void rt_shard_free(struct rt_shard *sh)
 	free(sh->tensor_first);
 	free(sh->req);
 	free(sh->started);
-	free(sh->grads);
 	memset(sh, 0, sizeof(*sh));
 }
 
@@ -91,8 +88,8 @@ static int start_tensor(struct rt_shard *sh, const struct rt_stage *st, int i)
 	const int *counts = sh->counts + (size_t)i * (size_t)sh->replicas;
 
 	sh->started[i] = true;
-	return MPI_Ireduce_scatter(st->grads + st->tensors[i].offset, sh->grads + sh->pieces[i].at,
-				   counts, MPI_FLOAT, MPI_SUM, sh->data, &sh->req[i]);
+	return MPI_Ireduce_scatter(MPI_IN_PLACE, st->grads + st->tensors[i].offset, counts, MPI_FLOAT,
+				   MPI_SUM, sh->data, &sh->req[i]);
 }
 
 int rt_shard_reduce_block(struct rt_shard *sh, const struct rt_stage *st, int l)
@@ -124,9 +121,15 @@ int rt_shard_reduce_finish(struct rt_shard *sh, struct rt_stage *st)
 	rc = MPI_Waitall(sh->n_tensors, sh->req, MPI_STATUSES_IGNORE);
 	if (rc != MPI_SUCCESS)
 		return rc;
-	for (i = 0; i < sh->n_tensors; i++)
+	/* past each tensor's sum, what the collective left: zero for the next
+	 * backward (the update zeroes the sum as it reads it) */
+	for (i = 0; i < sh->n_tensors; i++) {
+		const struct rt_tensor *t = &st->tensors[i];
+
 		sh->started[i] = false;
-	memset(st->grads, 0, st->n_params * sizeof(float));
+		memset(st->grads + t->offset + sh->pieces[i].count, 0,
+		       (t->n - sh->pieces[i].count) * sizeof(float));
+	}
 	return MPI_SUCCESS;
 }
 
@@ -148,8 +151,8 @@ int rt_shard_gather(struct rt_shard *sh, struct rt_stage *st)
 
 /* --- queries --- */
 
-float *rt_shard_grad(const struct rt_shard *sh, int i, size_t *n)
+float *rt_shard_grad(const struct rt_shard *sh, const struct rt_stage *st, int i, size_t *n)
 {
 	*n = sh->pieces[i].count;
-	return sh->grads + sh->pieces[i].at;
+	return st->grads + sh->pieces[i].grad;
 }

@@ -11,21 +11,21 @@
  * tensor's two copies (same shape) are cut alike wherever they live. A
  * step, on every replica (runtime/README.md has the figure):
  *	backward: as each block's gradients are complete, its tensors'
- *		gradients are reduce-scattered (MPI_Ireduce_scatter, one per
- *		tensor, in block order, last block first): replica r receives
- *		the sum over replicas of its rows, into its shard of the
- *		gradient (grads); the stage's full gradient is then zeroed
- *		for the next step's backward to add to;
- *	update: replica r updates its rows of the parameters with its
- *		shard of the gradient and its shard of the optimizer state
- *		(rt_optim_step_pieces); the gradient norm is the sum of every
- *		replica's part (one allreduce);
+ *		gradients are reduce-scattered (MPI_Ireduce_scatter in place,
+ *		one per tensor, in block order, last block first): replica r
+ *		gets the sum over replicas of its rows at the start of the
+ *		tensor's gradient; the rest of it is then zeroed for the next
+ *		step's backward to add to;
+ *	update: replica r updates its rows of the parameters with that sum
+ *		and its shard of the optimizer state (rt_optim_step_pieces,
+ *		which zeroes the sum as it reads it); the gradient norm is the
+ *		sum of every replica's part (one allreduce);
  *	all-gather: every tensor's rows go to every replica
  *		(MPI_Iallgatherv in place), so that all hold the whole
  *		updated parameters for the next forward pass.
- * Memory per replica: the parameters and the gradient whole, the
- * optimizer state and a gradient shard 1/D each (AdamW: 2n/D + n/D for
- * 2n replicated).
+ * Memory per replica: the parameters and the gradient whole, the optimizer
+ * state 1/D (AdamW: 2n/D floats for 2n replicated; no gradient shard of
+ * its own).
  *
  * Results: the update is elementwise, so a replica's rows are updated
  * exactly as a replicated optimizer would update them from the same
@@ -59,15 +59,15 @@ struct rt_shard {
 	int n_tensors;         /* the stage's */
 	struct rt_shard_rows *rows;    /* [n_tensors], owned */
 	struct rt_optim_piece *pieces; /* [n_tensors], owned: the same rows as
-					* floats: first in the stage's buffers,
-					* at in the shard's, count */
+					* floats: first in the stage's params,
+					* grad (the tensor's start) in its
+					* grads, at in the state, count */
 	int *counts, *displs;  /* [n_tensors][replicas], owned: floats of tensor
 				* i each replica holds, and where they start in
 				* the tensor */
 	int *tensor_first;     /* [stage blocks + 1], owned: block l's tensors
 				* are [tensor_first[l], tensor_first[l + 1]) */
 	size_t floats;         /* floats of this replica's shard */
-	float *grads;          /* [floats], owned: the summed gradient of its rows */
 	MPI_Request *req;      /* [n_tensors], owned: each tensor's collective */
 	bool *started;         /* [n_tensors], owned: the reduce-scatter started */
 };
@@ -75,8 +75,8 @@ struct rt_shard {
 /* --- life cycle --- */
 
 /* The shard of replica `replica` of `replicas` (data_comm's rank and size)
- * of stage st, its gradient shard allocated. The optimizer's state is the
- * caller's (rt_optim_init for sh->floats). Free with rt_shard_free(), also
+ * of stage st. The optimizer's state is the caller's (rt_optim_init for
+ * sh->floats). Free with rt_shard_free(), also
  * after a failure. 0, -EINVAL (a tensor larger than one MPI count) or
  * -ENOMEM, with a message naming the rank. */
 int rt_shard_init(struct rt_shard *sh, const struct rt_stage *st, MPI_Comm data, int replicas,
@@ -93,8 +93,10 @@ void rt_shard_free(struct rt_shard *sh);
  * progress the ones in flight. */
 int rt_shard_reduce_block(struct rt_shard *sh, const struct rt_stage *st, int l);
 /* After the step's backward: starts the blocks not started yet, last
- * first, waits for all, and zeroes st->grads (the next backward adds to
- * it). sh->grads then holds this replica's rows of the replicas' sum. */
+ * first, and waits for all. Each tensor's gradient in st->grads then
+ * starts with this replica's rows of the replicas' sum (rt_shard_grad),
+ * and is zero past them (the update zeroes the sum it reads: the next
+ * backward adds to a zero gradient). */
 int rt_shard_reduce_finish(struct rt_shard *sh, struct rt_stage *st);
 /* After the update of this replica's rows of st->params: every replica's
  * rows to all (in place), waited for. */
@@ -102,7 +104,8 @@ int rt_shard_gather(struct rt_shard *sh, struct rt_stage *st);
 
 /* --- queries --- */
 
-/* Where this replica's summed gradient of tensor i lies: *n floats. */
-float *rt_shard_grad(const struct rt_shard *sh, int i, size_t *n);
+/* Where this replica's summed gradient of tensor i lies in st->grads,
+ * after rt_shard_reduce_finish: *n floats. */
+float *rt_shard_grad(const struct rt_shard *sh, const struct rt_stage *st, int i, size_t *n);
 
 #endif

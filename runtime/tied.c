@@ -104,14 +104,14 @@ int rt__ties_init(struct trainer *t)
 float *rt__grad_of(const struct trainer *t, int i, size_t *n)
 {
 	if (t->sharded)
-		return rt_shard_grad(&t->shard, i, n);
+		return rt_shard_grad(&t->shard, &t->st, i, n);
 	*n = t->st.tensors[i].n;
 	return t->st.grads + t->st.tensors[i].offset;
 }
 
 /* With a sharded optimizer each replica holds the sum of its rows of each
- * copy: the same rows of both (same shape, cut alike), which it swaps
- * with the same replica of the other stage. */
+ * copy (rt__grad_of): the same rows of both (same shape, cut alike), which
+ * it swaps with the same replica of the other stage. */
 int rt__ties_sum(struct trainer *t)
 {
 	int i;
