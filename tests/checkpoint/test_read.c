@@ -1,7 +1,8 @@
 /*
  * test_read.c - the read side of checkpoints (checkpoint/ckpt.h): manifests
  * both ways (format 1 still read), verifying, finding the latest usable
- * checkpoint, reading tensors back exactly, export and inspect; and every kind of damaged or hostile
+ * checkpoint, reading tensors back exactly (also a sharded optimizer's
+ * state, in pieces of rows), export and inspect; and every kind of damaged or hostile
  * checkpoint refused with an error naming the file, never read out of
  * bounds (run the sanitizer build too).
  *
@@ -106,11 +107,56 @@ static void make_meta(struct ckpt_meta *m, const char *optimizer, int64_t step)
 	assert_int_equal(ckpt_meta_finish(m, &err), 0);
 }
 
+/* Writes optimizer piece p of stage k (view v, its states' values in
+ * bufs[1..]) into tmp, as a sharded trainer's replica p does: each
+ * tensor's rows of the piece, packed. */
+static void save_piece(const char *tmp, const struct ckpt_meta *m, const struct ckpt_stage_view *sv,
+		       float **bufs, int p, struct ckpt_file *f)
+{
+	struct ckpt_shard_writer w = { 0 };
+	struct ckpt_stage_view v = *sv;
+	struct dt_err err = { 0 };
+	float *packed[CKPT_MAX_STATES] = { NULL };
+	int64_t first, rows;
+	size_t at = 0, row;
+	int i, t;
+
+	for (t = 0; t < m->n_states; t++)
+		assert_non_null(packed[t] = malloc(sv->n * sizeof(float)));
+	for (i = 0; i < v.n_tensors; i++) {
+		row = ckpt_tensor_floats(&v.tensors[i]) / (size_t)v.tensors[i].shape[0];
+		ckpt_piece_rows(v.tensors[i].shape[0], p, m->optimizer_shards, &first, &rows);
+		for (t = 0; t < m->n_states; t++)
+			memcpy(packed[t] + at, bufs[t + 1] + v.tensors[i].offset + (size_t)first * row,
+			       (size_t)rows * row * sizeof(float));
+		at += (size_t)rows * row;
+	}
+	v.is_piece = true;
+	v.piece = p;
+	v.n = at;
+	v.params = NULL;
+	for (t = 0; t < m->n_states; t++)
+		v.states[t] = packed[t];
+	if (ckpt_shard_begin(&w, tmp, m, &v, &err) || ckpt_shard_write(&w, &err))
+		fail_msg("piece %d of stage %d: %s", p, v.stage, err.msg);
+	memset(f, 0, sizeof(*f));
+	ckpt_piece_name(v.stage, p, f->name, sizeof(f->name));
+	f->stage = v.stage;
+	f->is_piece = true;
+	f->piece = p;
+	f->size = w.size;
+	f->crc = w.crc;
+	ckpt_shard_free(&w);
+	for (t = 0; t < m->n_states; t++)
+		free(packed[t]);
+}
+
 /* Saves a checkpoint of meta under dir with the values of `mark`, through
- * the write API and the commit; returns its path (caller frees). */
+ * the write API and the commit (with m->optimizer_shards > 1, the states
+ * in pieces); returns its path (caller frees). */
 static char *save(const char *dir, const struct ckpt_meta *m, int mark)
 {
-	struct ckpt_file files[8] = { 0 }; /* the root and a shard per stage: 3 at most */
+	struct ckpt_file files[16] = { 0 }; /* the root, a shard per stage, pieces: 11 at most */
 	struct ckpt_tensor all[N_TENSORS];
 	struct dt_err err = { 0 };
 	char tmp[4096], path[4200], *final;
@@ -152,6 +198,8 @@ static char *save(const char *dir, const struct ckpt_meta *m, int mark)
 		files[n_files].crc = w.crc;
 		n_files++;
 		ckpt_shard_free(&w);
+		for (l = 0; m->optimizer_shards > 1 && l < m->optimizer_shards; l++)
+			save_piece(tmp, m, &v, bufs, l, &files[n_files++]);
 		for (t = 0; t <= m->n_states; t++)
 			free(bufs[t]);
 	}
@@ -633,6 +681,74 @@ static void round_trip(const char *optimizer, int mark)
 	assert_int_equal(warn.count, 0);
 	free(m);
 	free(ckpt);
+	free(dir);
+}
+
+/* A sharded optimizer's checkpoint (optimizer_shards 3: every stage's
+ * state in 3 pieces of rows, tensors of 5, 4 and 3 rows): it verifies;
+ * the shards hold the parameters only; whole tensors read back through
+ * the pieces, and so do rows across pieces' edges, and model.h5's virtual
+ * datasets; a piece missing from the manifest, or a piece key on a shard,
+ * is refused. */
+static void test_sharded_state(void **state)
+{
+	struct ckpt_meta m;
+	struct ckpt_reader r = { 0 };
+	struct ckpt_tensor t[N_TENSORS];
+	struct dt_err err = { 0 };
+	char *dir = path_of("sharded"), *ck, *p;
+	float out[30];
+	hid_t file, set;
+	int64_t i;
+	int s;
+
+	(void)state;
+	make_meta(&m, "adamw", 20);
+	m.data = 3;
+	m.optimizer_shards = 3;
+	ck = save(dir, &m, 4);
+	if (ckpt_verify(ck, false, &err))
+		fail_msg("%s", err.msg);
+	p = path_of("sharded/step-00000020/optim-1-2.h5");
+	assert_int_equal(access(p, F_OK), 0);
+	free(p);
+	check_values(ck, &m, 4);
+	/* rows 1..3 of 0.weight [5][6]: pieces hold rows 0, 1..2, 3..4 */
+	tm_tensors(widths, 0, 3, t);
+	assert_int_equal(ckpt_reader_open(&r, ck, &err), 0);
+	assert_int_equal(r.m->meta.optimizer_shards, 3);
+	for (s = -1; s < 2; s++) {
+		assert_int_equal(ckpt_read_rows(&r, &t[0], s, 1, 3, out, &err), 0);
+		for (i = 0; i < 18; i++)
+			if (out[i] != value(4, s + 1, 0, (size_t)(6 + i)))
+				fail_msg("state %d: element %lld of rows 1..3: %g", s, (long long)i, out[i]);
+	}
+	assert_int_equal(ckpt_read_rows(&r, &t[0], 0, 3, 3, out, &err), -EINVAL);
+	assert_true(tu_has(&err, "tensor \"0.weight\": no state 0 or rows 3..5 of 5"));
+	ckpt_reader_close(&r);
+	/* the root's virtual dataset: the whole of a piece-wise state */
+	p = path_of("sharded/step-00000020/model.h5");
+	file = H5Fopen(p, H5F_ACC_RDONLY, H5P_DEFAULT);
+	assert_true(file >= 0);
+	set = H5Dopen2(file, "/optimizer/exp_avg/2.weight", H5P_DEFAULT);
+	assert_true(set >= 0);
+	assert_true(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) >= 0);
+	for (i = 0; i < 20; i++) /* 2.weight [4][5], layer 1 */
+		if (out[i] != value(4, 1, 1, (size_t)i))
+			fail_msg("model.h5: optimizer/exp_avg/2.weight element %lld: %g", (long long)i, out[i]);
+	H5Dclose(set);
+	H5Fclose(file);
+	free(p);
+	/* a piece left out of the manifest: the count is wrong */
+	p = path_of("sharded/step-00000020/MANIFEST.json");
+	replace_in(p, "\"optim-0-0.h5\"", "\"optim-0-9.h5\"");
+	assert_int_equal(ckpt_verify(ck, true, &err), -EINVAL);
+	assert_true(tu_has(&err, "must be named \"optim-0-0.h5\""));
+	free(p);
+	dt_err_clear(&err);
+	assert_int_equal(parse_edited("files[1].piece", json_object_new_int(0), &err), -EINVAL);
+	assert_true(tu_has(&err, "files[1].piece: only a stage's optimizer pieces have one"));
+	free(ck);
 	free(dir);
 }
 
@@ -1355,6 +1471,7 @@ int main(void)
 		cmocka_unit_test(test_manifest_refusals),
 		cmocka_unit_test(test_round_trip_sgd),
 		cmocka_unit_test(test_round_trip_adamw),
+		cmocka_unit_test(test_sharded_state),
 		cmocka_unit_test(test_reader),
 		cmocka_unit_test(test_damage),
 		cmocka_unit_test(test_manifest_too_large),
