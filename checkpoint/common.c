@@ -256,9 +256,11 @@ int ckpt_meta_finish(struct ckpt_meta *meta, struct dt_err *err)
 		meta->optimizer_shards = 1; /* written before optimizers were sharded */
 	if (meta->optimizer_shards < 1 || meta->optimizer_shards > meta->data ||
 	    (meta->optimizer_shards > 1 &&
-	     (int64_t)meta->pipeline * (meta->optimizer_shards + 1) + 1 > CKPT_MAX_FILES))
-		return dt_err_add(err, "checkpoint meta: optimizer_shards must be 1..%d, the data-parallel replicas, with at most %d files (got %d on %d stages)",
-				  meta->data, CKPT_MAX_FILES, meta->optimizer_shards, meta->pipeline);
+	     ((int64_t)meta->pipeline * (meta->optimizer_shards + 1) + 1 > CKPT_MAX_FILES ||
+	      meta->n_states < 1)))
+		return dt_err_add(err, "checkpoint meta: optimizer_shards must be 1..%d, the data-parallel replicas, with optimizer states and at most %d files (got %d on %d stages, %d states)",
+				  meta->data, CKPT_MAX_FILES, meta->optimizer_shards, meta->pipeline,
+				  meta->n_states);
 	if (meta->stage_first[0] != 0 || meta->stage_first[meta->pipeline] != meta->n_blocks)
 		return dt_err_add(err, "checkpoint meta: stage_first must run from 0 to %d",
 				  meta->n_blocks);

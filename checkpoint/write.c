@@ -292,7 +292,8 @@ static int check_view(const struct ckpt_meta *meta, const struct ckpt_stage_view
 	for (i = 0; i < view->n_tensors; i++) {
 		const struct ckpt_tensor *t = &view->tensors[i];
 
-		if (t->ndim < 1 || t->ndim > CKPT_MAX_DIMS || !memchr(t->name, 0, sizeof(t->name)))
+		if (t->ndim < 1 || t->ndim > CKPT_MAX_DIMS || !memchr(t->name, 0, sizeof(t->name)) ||
+		    t->shape[0] < 1)
 			return dt_err_add(err, "%s: stage %d: tensor %d has no name or %d dimensions",
 					  path, view->stage, i, t->ndim);
 		if (t->block < view->first_block || t->block >= view->first_block + view->n_blocks ||
@@ -488,10 +489,12 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 
 		for (t = 0, at = 0; t < view->n_tensors; t++) {
 			struct ckpt_tensor part = view->tensors[t];
-			size_t len = piece_floats(meta, &part, piece_of(view), &part.shape[0]);
+			int64_t rows;
+			size_t len = piece_floats(meta, &part, piece_of(view), &rows);
 
 			if (len == 0)
 				continue; /* no rows in this piece */
+			part.shape[0] = rows;
 			rc = add_tensor(w, file, gcpl, dcpl, meta, &part, s < 0 ? NULL : meta->states[s],
 					src + (view->is_piece ? at : part.offset), why);
 			if (rc) {

@@ -305,6 +305,12 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 	 * per replica of each (ckpt_meta_finish bounds their number) */
 	c->n_files = g->size[RT_DIM_PIPE] + 1 +
 		     (shard ? g->size[RT_DIM_PIPE] * g->size[RT_DIM_DATA] : 0);
+	if (c->n_files > CKPT_MAX_FILES) { /* every rank alike */
+		if (g->rank == 0)
+			dt_err_add(err, "parallel.optimizer: \"sharded\" over %d replicas on %d stages would make checkpoints of %d files, more than %d (hint: \"replicated\", or fewer replicas)",
+				   g->size[RT_DIM_DATA], g->size[RT_DIM_PIPE], c->n_files, CKPT_MAX_FILES);
+		return -EINVAL;
+	}
 	c->files = calloc((size_t)c->n_files, sizeof(*c->files));
 	if (!c->meta || !c->files || tensor_tables(c, err))
 		return dt_err_add(err, "rank %d: out of memory for the checkpoint's tables", g->rank),
@@ -468,7 +474,7 @@ static int load_state(struct rt_ckpt *c, const char *path, struct dt_err *err)
 			const struct ckpt_tensor *t = &c->stage_tensors[i];
 			float *states[CKPT_MAX_STATES];
 
-			for (k = 0; k < n_states; k++)
+			for (k = 0; !c->shard && k < n_states; k++)
 				states[k] = bufs[k] + t->offset;
 			if (!c->shard)
 				rc = ckpt_read_tensor(&r, t, c->st->params + t->offset, states, &e);

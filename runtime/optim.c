@@ -441,7 +441,7 @@ double rt_optim_step_pieces(struct rt_optim *o, float *params, float *grads,
 	for (i = 0; i < n_pieces; i++) {
 		size_t at = pieces[i].at, n = pieces[i].count;
 
-		clamp(o, &at, &n); /* within the state */
+		clamp(o, &at, &n); /* within the state; runtime/shard.c's pieces always are */
 		if (n > 0 && at <= pieces[i].first && pieces[i].grad <= pieces[i].first)
 			total += chunks(o, &u, params, grads, NULL, 0, pieces[i].first, n, true,
 					pieces[i].first - at, pieces[i].first - pieces[i].grad);

@@ -81,8 +81,9 @@ struct rt_shard {
  * -ENOMEM, with a message naming the rank. */
 int rt_shard_init(struct rt_shard *sh, const struct rt_stage *st, MPI_Comm data, int replicas,
 		  int replica, struct dt_err *err);
-/* Frees what sh owns; safe on a zeroed struct. Not collective (no request
- * is left in flight by the step functions). */
+/* Frees what sh owns; safe on a zeroed struct. Not collective. After a
+ * step function failed, requests may be left in flight: the job is then
+ * aborted, never continued. */
 void rt_shard_free(struct rt_shard *sh);
 
 /* --- the step (collective over data_comm, in the same order on every

@@ -86,8 +86,11 @@ int rt__ties_init(struct trainer *t)
 		c->peer = -1;
 		c->index = i;
 		c->n = len[0] ? len[0] : len[1];
-		if (c->tensor[0] >= 0 && c->tensor[1] >= 0 && len[0] != len[1])
-			return dt_err_add(t->err, "model: tied tensors \"%s\" and \"%s\" differ in size",
+		/* a sharded optimizer cuts both copies by rows alike */
+		if (c->tensor[0] >= 0 && c->tensor[1] >= 0 &&
+		    (len[0] != len[1] || t->st.tensors[c->tensor[0]].shape[0] !=
+					     t->st.tensors[c->tensor[1]].shape[0]))
+			return dt_err_add(t->err, "model: tied tensors \"%s\" and \"%s\" differ in shape",
 					  tie[i].name[0], tie[i].name[1]), -EINVAL;
 		if (c->tensor[0] < 0 || c->tensor[1] < 0) {
 			c->peer = stage_of(t, tie[i].block[c->tensor[0] < 0 ? 0 : 1]);

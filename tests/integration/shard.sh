@@ -4,7 +4,8 @@
 # layout:
 #  - a GPT on 4 replicas x 1 stage and on 2 x 2 (its tied embedding across
 #    the stages), and an MLP with SGD on 4 replicas without clipping,
-#    whose last step leaves two replicas without rows:
+#    whose last step leaves two replicas without rows, and whose output
+#    layer of 3 rows has none for one replica:
 #    the loss curves agree within 1e-6 relative over 50 steps, and so do
 #    the final parameters and optimizer states (h5py reads model.h5,
 #    whose optimizer state maps the replicas' pieces);
@@ -32,11 +33,12 @@ cat >"$T/gpt.json" <<JSON
   "checkpoint": { "every_steps": 25, "keep": 5 } }
 JSON
 # 2002 rows in steps of 40: the last step's 2 rows leave 2 of 4 replicas
-# without any, which still take part in every collective, in order
-"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 2002 --features 64 --classes 10 >/dev/null ||
+# without any, which still take part in every collective, in order; 3
+# classes: the output layer's 3 rows leave a replica none of its rows
+"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 2002 --features 64 --classes 3 >/dev/null ||
 	fail "dtrain-data synthetic"
 cat >"$T/mlp.json" <<JSON
-{ "name": "mlp", "model": { "inputs": 64, "hidden": [128, 64], "outputs": 10 },
+{ "name": "mlp", "model": { "inputs": 64, "hidden": [128, 64], "outputs": 3 },
   "data": { "train": "$T/syn.h5" },
   "train": { "epochs": 1, "global_batch": 40, "log_every": 1,
              "optimizer": { "type": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 1e-4 } },
