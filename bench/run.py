@@ -640,7 +640,7 @@ def main():
     def gpt_rows():
         if "gpt" not in only:
             return
-        rates, peer = {}, {}
+        rates, peer, sharded = {}, {}, {}
         for r in range(rounds):
             for cfg, c in GPTS.items():
                 st, win_ = (max(4, c["steps"] // 2), max(2, c["window"] // 2)) if a.quick else (c["steps"], c["window"])
@@ -652,18 +652,30 @@ def main():
                         peer.setdefault((cfg, procs, th), []).append(b.torch_gpt(cfg, procs, th, st))
                         if (cfg, procs, th) == ("gpt2-small", 1, 1):
                             res.setdefault("gpt_small_1x1_times", []).append(b.times(e))
-        res["gpt_runs"] = [{"config": k[0], "procs": k[1], "threads": k[2], "dtrain": v, "pytorch": peer[k]}
-                           for k, v in rates.items()]
+                        if procs > 1:  # and with the optimizer sharded (issue #21)
+                            progress("gpt %s, %d processes, optimizer sharded, round %d/%d" % (cfg, procs, r + 1, rounds))
+                            e = b.dtrain_gpt(cfg, data=procs, threads=th, steps=st, window=win_,
+                                             extra=["parallel.optimizer=sharded"])
+                            sharded.setdefault((cfg, procs, th), []).append(
+                                statistics.median(x["tokens_per_s"] for x in e))
+        res["gpt_runs"] = [{"config": k[0], "procs": k[1], "threads": k[2], "dtrain": v, "pytorch": peer[k],
+                            "dtrain_sharded": sharded.get(k)} for k, v in rates.items()]
         for cfg in GPTS:
             for procs in (1, 2):
                 keys = [k for k in rates if k[0] == cfg and k[1] == procs]
                 bo = max(keys, key=lambda k: statistics.median(rates[k]))
                 bp = max(keys, key=lambda k: statistics.median(peer[k]))
                 o, p = statistics.median(rates[bo]), statistics.median(peer[bp])
+                opt = ""
+                if bo in sharded:  # dtrain's best optimizer too
+                    so = statistics.median(sharded[bo])
+                    opt = ", optimizer %s (replicated %.0f, sharded %.0f)" % (
+                        "sharded" if so > o else "replicated", o, so)
+                    o = max(o, so)
                 row("gpt", "GPT %s, %d process%s (tokens/s)" % (cfg, procs, "es" if procs > 1 else ""),
                     o, p, "tokens/s", o / p, 1.3,
-                    "threads/process: dtrain %d, PyTorch %d (each its best); vs %s" % (
-                        bo[2], bp[2], "DDP over gloo" if procs > 1 else "one process"))
+                    "threads/process: dtrain %d, PyTorch %d (each its best)%s; vs %s" % (
+                        bo[2], bp[2], opt, "DDP over gloo" if procs > 1 else "one process"))
         # compute efficiency: the step's products at sgemm's rate on their shapes
         c = GPTS["gpt2-small"]
         shapes = ["gpt"] + [str(c[k]) for k in ("batch", "context", "embd", "layers", "vocab", "heads")]
