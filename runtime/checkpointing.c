@@ -821,14 +821,38 @@ static int commit_now(struct rt_ckpt *c, struct dt_err *err)
 	return result ? -ECANCELED : 0;
 }
 
+/* This stage's state as the checkpoint module sees it: the stage's shard
+ * (piece -1: its parameters, and its states unless they are in pieces),
+ * or (sharded) this replica's optimizer piece, packed as the optimizer
+ * holds it. A sync save writes before training goes on: no copy needed;
+ * an async one copies on its writer thread. */
+static void stage_view(const struct rt_ckpt *c, int piece, struct ckpt_stage_view *v)
+{
+	const char *names[CKPT_MAX_STATES];
+	float *bufs[CKPT_MAX_STATES];
+	int k, n = optim_states(c->opt, names, bufs);
+
+	memset(v, 0, sizeof(*v));
+	v->stage = c->st->stage;
+	v->is_piece = piece >= 0;
+	v->piece = piece >= 0 ? piece : 0;
+	v->first_block = c->st->first_block;
+	v->n_blocks = c->st->n_blocks;
+	v->tensors = c->stage_tensors;
+	v->n_tensors = c->n_stage_tensors;
+	v->n = piece >= 0 ? c->shard->floats : c->st->n_params;
+	v->params = piece >= 0 ? NULL : c->st->params;
+	for (k = 0; k < n; k++)
+		v->states[k] = bufs[k];
+	v->borrow = !c->async;
+	v->defer_copy = c->async;
+}
+
 /* The main-thread part of a save: meta, HDF5 metadata (an async save's
  * snapshot is allocated here and copied by writer_main). */
 static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
 {
-	const char *names[CKPT_MAX_STATES];
-	float *bufs[CKPT_MAX_STATES];
 	struct ckpt_stage_view v;
-	int k, n;
 
 	dt_err_clear(&c->local_err);
 	c->local_rc = 0;
@@ -847,39 +871,11 @@ static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
 		return;
 	}
 	if (c->writer) {
-		n = optim_states(c->opt, names, bufs);
-		memset(&v, 0, sizeof(v));
-		v.stage = c->st->stage;
-		v.first_block = c->st->first_block;
-		v.n_blocks = c->st->n_blocks;
-		v.tensors = c->stage_tensors;
-		v.n_tensors = c->n_stage_tensors;
-		v.n = c->st->n_params;
-		v.params = c->st->params;
-		for (k = 0; k < n; k++)
-			v.states[k] = bufs[k];
-		/* a sync save writes before training goes on: no copy needed;
-		 * an async one copies on its writer thread */
-		v.borrow = !c->async;
-		v.defer_copy = c->async;
+		stage_view(c, -1, &v);
 		c->local_rc = ckpt_shard_begin(&c->w, c->tmp, c->meta, &v, &c->local_err);
 	}
 	if (!c->local_rc && c->shard) {
-		/* this replica's rows of the state, packed as the optimizer's */
-		n = optim_states(c->opt, names, bufs);
-		memset(&v, 0, sizeof(v));
-		v.stage = c->st->stage;
-		v.is_piece = true;
-		v.piece = c->shard->replica;
-		v.first_block = c->st->first_block;
-		v.n_blocks = c->st->n_blocks;
-		v.tensors = c->stage_tensors;
-		v.n_tensors = c->n_stage_tensors;
-		v.n = c->shard->floats;
-		for (k = 0; k < n; k++)
-			v.states[k] = bufs[k];
-		v.borrow = !c->async;
-		v.defer_copy = c->async;
+		stage_view(c, c->shard->replica, &v);
 		c->local_rc = ckpt_shard_begin(&c->wp, c->tmp, c->meta, &v, &c->local_err);
 	}
 	if (!c->local_rc && c->g->rank == 0)

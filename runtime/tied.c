@@ -155,10 +155,13 @@ double rt__ties_dup_sumsq(const struct trainer *t)
 
 	for (i = 0; t->ties && i < t->ties->n; i++) {
 		const struct tie_here *c = &t->ties->c[i];
-		size_t n = 0;
+		const float *g;
+		size_t n;
 
-		if (c->tensor[1] >= 0)
-			s += rt_sumsq(rt__grad_of(t, c->tensor[1], &n), n);
+		if (c->tensor[1] < 0)
+			continue;
+		g = rt__grad_of(t, c->tensor[1], &n); /* sets n: not in the call's arguments */
+		s += rt_sumsq(g, n);
 	}
 	return s;
 }

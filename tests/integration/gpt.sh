@@ -42,28 +42,6 @@ run() {
 		"$T/$name.json" >"$T/$name.out" 2>&1 || { cat "$T/$name.out"; fail "run $name"; }
 }
 
-losses() { jq -r 'select(.event == "step") | "\(.step) \(.loss)"' "$T/$1/metrics.jsonl"; }
-
-# same_curve A B: every step both logged, within 1e-5 relative; at least MIN steps
-same_curve() {
-	local worst
-	worst=$(awk -v min="${MIN:-50}" 'NR == FNR { a[$1] = $2; next }
-		($1 in a) { d = (a[$1] - $2) / a[$1]; if (d < 0) d = -d; if (d > m) m = d; n++ }
-		END { if (n < min) { print "only " n " steps"; exit } printf "%.3g\n", m }' <(losses "$1") <(losses "$2"))
-	case $worst in only*) fail "$1 vs $2: $worst" ;; esac
-	awk -v w="$worst" 'BEGIN { exit !(w <= 1e-5) }' || fail "$1 vs $2: loss curves differ by $worst relative (> 1e-5)"
-	echo "  $2 vs $1: loss within $worst relative"
-}
-
-# tied CKPT: lm_head.weight equals transformer.wte.weight bitwise
-tied() {
-	local ck=$1 first last
-	first=$ck/shard-0.h5
-	last=$(ls "$ck"/shard-*.h5 | sort -V | tail -n 1)
-	h5diff "$first" "$last" /model/transformer.wte.weight /model/lm_head.weight >"$T/tied.out" 2>&1 ||
-		{ cat "$T/tied.out"; fail "$ck: lm_head.weight differs from transformer.wte.weight"; }
-}
-
 run l11 1 1 1
 run p2 1 2 2
 run p4 1 4 4

@@ -94,3 +94,30 @@ run_dir_of() {
 solo() {
 	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 "$@"
 }
+
+# --- comparing runs (RUN: a run directory under $T) ---
+
+# losses RUN: "step loss" for each step event of $T/RUN/metrics.jsonl.
+losses() { jq -r 'select(.event == "step") | "\(.step) \(.loss)"' "$T/$1/metrics.jsonl"; }
+
+# same_curve A B: every step both runs logged has losses within TOL
+# relative (default 1e-5), over at least MIN steps (default 50).
+same_curve() {
+	local worst tol=${TOL:-1e-5}
+	worst=$(awk -v min="${MIN:-50}" 'NR == FNR { a[$1] = $2; next }
+		($1 in a) { d = (a[$1] - $2) / a[$1]; if (d < 0) d = -d; if (d > m) m = d; n++ }
+		END { if (n < min) { print "only " n " steps"; exit } printf "%.3g\n", m }' <(losses "$1") <(losses "$2"))
+	case $worst in only*) fail "$1 vs $2: $worst" ;; esac
+	awk -v w="$worst" -v t="$tol" 'BEGIN { exit !(w <= t) }' ||
+		fail "$1 vs $2: loss curves differ by $worst relative (> $tol)"
+	echo "  $2 vs $1: loss within $worst relative"
+}
+
+# tied CKPT: a GPT checkpoint's lm_head.weight (last stage) equals its
+# transformer.wte.weight (stage 0) bitwise.
+tied() {
+	local ck=$1
+	h5diff "$ck/shard-0.h5" "$(ls "$ck"/shard-*.h5 | sort -V | tail -n 1)" \
+		/model/transformer.wte.weight /model/lm_head.weight >"$T/tied.out" 2>&1 ||
+		{ cat "$T/tied.out"; fail "$ck: lm_head.weight differs from transformer.wte.weight"; }
+}

@@ -19,6 +19,7 @@
 #  - "sharded" with grad_sync "shared" is refused, naming both keys.
 . "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3 # Debian's, with python3-h5py
+TOL=1e-6            # same_curve's (lib.sh)
 
 corpus=/usr/share/games/fortunes
 [ -f "$corpus/fortunes" ] || fail "$corpus/fortunes is missing (Debian package fortunes; make deps installs it)"
@@ -58,19 +59,6 @@ run() {
 }
 sharded() { echo --set parallel.optimizer=sharded; }
 
-losses() { jq -r 'select(.event == "step") | "\(.step) \(.loss)"' "$T/$1/metrics.jsonl"; }
-
-# same_curve A B: every step both logged, within 1e-6 relative; at least MIN steps
-same_curve() {
-	local worst
-	worst=$(awk -v min="${MIN:-50}" 'NR == FNR { a[$1] = $2; next }
-		($1 in a) { d = (a[$1] - $2) / a[$1]; if (d < 0) d = -d; if (d > m) m = d; n++ }
-		END { if (n < min) { print "only " n " steps"; exit } printf "%.3g\n", m }' <(losses "$1") <(losses "$2"))
-	case $worst in only*) fail "$1 vs $2: $worst" ;; esac
-	awk -v w="$worst" 'BEGIN { exit !(w <= 1e-6) }' || fail "$1 vs $2: loss curves differ by $worst relative (> 1e-6)"
-	echo "  $2 vs $1: loss within $worst relative"
-}
-
 # same_state A B STEP: every dataset of the two checkpoints' model.h5 (read
 # through its virtual datasets by h5py) within 1e-6 of the largest value
 same_state() {
@@ -93,14 +81,6 @@ PY
 
 # optimizer_mib RUN: the largest optimizer state a rank of RUN reported
 optimizer_mib() { sed -n 's/.* optimizer_mib \([0-9.]*\).*/\1/p' "$T/$1.out" | sort -g | tail -n 1; }
-
-# tied CKPT: lm_head.weight equals transformer.wte.weight bitwise
-tied() {
-	local ck=$1
-	h5diff "$ck/shard-0.h5" "$(ls "$ck"/shard-*.h5 | sort -V | tail -n 1)" \
-		/model/transformer.wte.weight /model/lm_head.weight >"$T/tied.out" 2>&1 ||
-		{ cat "$T/tied.out"; fail "$ck: lm_head.weight differs from transformer.wte.weight"; }
-}
 
 # --- 4 replicas x 1 stage: the same training, a quarter of the state ---
 run gpt r41 4 1
