@@ -6,6 +6,7 @@
 #ifndef DTRAIN_LAUNCHER_INTERNAL_H
 #define DTRAIN_LAUNCHER_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/util.h"
@@ -27,7 +28,16 @@ struct launch__proc {
 	struct dt_buf *out;         /* its stdout is appended here; NULL: ours */
 	enum launch__stderr err_mode;
 	struct dt_buf *err;         /* LAUNCH__STDERR_CAPTURE: appended here */
+	bool slurm_env_off;         /* the child's environment without any
+				     * SBATCH_* or SLURM_* variable but
+				     * SLURM_CONF (launch__slurm_input) */
 };
+
+/* An environment variable ("NAME=value") through which a submitting shell
+ * could set sbatch's options or the job's Slurm settings behind the job
+ * script's back (SBATCH_ACCOUNT, SLURM_PARTITION, ...): every SBATCH_* and
+ * SLURM_* but SLURM_CONF, which says which cluster to talk to. */
+bool launch__slurm_input(const char *entry);
 
 /* Run and wait. *status is the exit code, or 128+N when killed by signal N.
  * -ENOENT (line in err) when argv[0] is not on $PATH, -errno on a failed

@@ -1,9 +1,10 @@
 /*
  * proc.c - run a program the way dtrain-submit runs sbatch, squeue, scontrol,
  * scancel and bash: found on $PATH, started with fork/exec and an argv (never
- * a shell), stdin fed from memory, stdout (and stderr) captured or passed on.
+ * a shell), stdin fed from memory, stdout (and stderr) captured or passed on,
+ * in our environment or (sbatch) in it without Slurm's input variables.
  *
- * Sections: PATH lookup, the run loop.
+ * Sections: the environment, PATH lookup, the run loop.
  */
 #include "launcher/internal.h"
 
@@ -16,6 +17,34 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
+
+/* --- the environment --- */
+
+bool launch__slurm_input(const char *entry)
+{
+	return (!strncmp(entry, "SBATCH_", 7) || !strncmp(entry, "SLURM_", 6)) &&
+	       strncmp(entry, "SLURM_CONF=", 11) != 0;
+}
+
+/* environ without the Slurm inputs: a NULL-terminated array of borrowed
+ * strings (caller frees the array), or NULL when out of memory. */
+static char **env_without_slurm(void)
+{
+	size_t n = 0, k = 0;
+	char **out;
+
+	while (environ[n])
+		n++;
+	out = calloc(n + 1, sizeof(*out));
+	if (!out)
+		return NULL;
+	for (n = 0; environ[n]; n++)
+		if (!launch__slurm_input(environ[n]))
+			out[k++] = environ[n];
+	return out;
+}
 
 /* --- PATH lookup --- */
 
@@ -104,7 +133,7 @@ int launch__run(const struct launch__proc *p, int *status, struct dt_err *err)
 	struct sigaction ign = {0}, old_pipe;
 	bool pipe_ignored = false;
 	size_t in_off = 0;
-	char *path = NULL;
+	char *path = NULL, **envp = NULL;
 	pid_t pid = -1;
 	int rc = 0, wst = 0, exec_errno = 0;
 
@@ -113,6 +142,11 @@ int launch__run(const struct launch__proc *p, int *status, struct dt_err *err)
 	if (!path) {
 		dt_err_add(err, "%s: command not found on PATH", p->argv[0]);
 		rc = -ENOENT;
+		goto out;
+	}
+	if (p->slurm_env_off && !(envp = env_without_slurm())) {
+		rc = -ENOMEM;
+		dt_err_add(err, "%s: out of memory for its environment", p->argv[0]);
 		goto out;
 	}
 	if ((p->in && pipe2(in, O_CLOEXEC) < 0) || (p->out && pipe2(out, O_CLOEXEC) < 0) ||
@@ -140,7 +174,7 @@ int launch__run(const struct launch__proc *p, int *status, struct dt_err *err)
 		    (p->err_mode == LAUNCH__STDERR_QUIET && child_redirect(-1, 2, O_WRONLY) < 0))
 			e = errno;
 		else {
-			execv(path, (char *const *)p->argv);
+			execve(path, (char *const *)p->argv, envp ? envp : environ);
 			e = errno;
 		}
 		/* Tell the parent why, through the close-on-exec pipe. */
@@ -241,6 +275,7 @@ out:
 	close_fd(&eo[1]);
 	close_fd(&ex[0]);
 	close_fd(&ex[1]);
+	free(envp);
 	free(path);
 	return rc;
 }

@@ -169,7 +169,7 @@ static int input_error(int rc, const char *what, const char *path, struct dt_err
 
 int launch_plan(const struct launch_args *a, struct launch_plan *p, struct dt_err *err)
 {
-	const char *site_path;
+	const char *site_path, *user_site;
 	struct spec_policy policy;
 	struct spec_input in;
 	char *exe_dir = NULL;
@@ -177,8 +177,10 @@ int launch_plan(const struct launch_args *a, struct launch_plan *p, struct dt_er
 	int rc;
 
 	*p = (struct launch_plan){0};
-	site_path = site_find(a->site_path);
-	rc = site_load(site_path, &p->site, err);
+	site_find(a->site_path, &site_path, &user_site);
+	rc = site_load_policy(site_path, user_site, &p->site, err);
+	if (!site_path)
+		site_path = user_site; /* for the message below */
 	if (rc) {
 		rc = input_error(rc, "site file", site_path, err);
 		goto out;
@@ -389,8 +391,12 @@ int launch_submit(struct launch_plan *p, struct launch_job *job,
 	{
 		const char *argv[] = { sbatch, "--parsable", job_sh.p, NULL };
 
+		/* No SBATCH_* or SLURM_* of the submitting shell may override
+		 * what the job script says (the site's locks, the resolved
+		 * spec); sbatch also passes its environment on to the job. */
 		rc = launch__run(&(struct launch__proc){ .argv = argv, .out = &out,
-							 .err_mode = LAUNCH__STDERR_PASS },
+							 .err_mode = LAUNCH__STDERR_PASS,
+							 .slurm_env_off = true },
 				 &status, err);
 	}
 	if (rc || status != 0) {

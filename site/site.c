@@ -8,9 +8,11 @@
 #include "site/site.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -46,17 +48,12 @@ static const struct spec_field site_fields[] = {
 
 #define N_SITE_FIELDS (sizeof(site_fields) / sizeof(site_fields[0]))
 
-const char *site_find(const char *explicit_path)
+void site_find(const char *explicit_path, const char **system, const char **user)
 {
 	const char *env = getenv("DTRAIN_SITE");
 
-	if (explicit_path)
-		return explicit_path;
-	if (env && *env)
-		return env;
-	if (access(SITE_DEFAULT_PATH, F_OK) == 0)
-		return SITE_DEFAULT_PATH;
-	return NULL;
+	*system = access(SITE_DEFAULT_PATH, F_OK) == 0 ? SITE_DEFAULT_PATH : NULL;
+	*user = explicit_path ? explicit_path : env && *env ? env : NULL;
 }
 
 static const struct spec_field *site_field(const char *path)
@@ -243,7 +240,162 @@ void site_free(struct site *s)
 		spec_field_free(&site_fields[i], s);
 	json_object_put(s->defaults);
 	free(s->path);
+	free(s->user_path);
 	memset(s, 0, sizeof(*s));
+}
+
+/* --- a user's file under the system's --- */
+
+/* under's keys that top lacks, added to top (deep copies), objects merged
+ * key by key: top's values win. *top may be NULL (it becomes a copy). */
+static int merge_under(json_object **top, json_object *under)
+{
+	if (!under)
+		return 0;
+	if (!*top)
+		return json_object_deep_copy(under, top, NULL) ? -ENOMEM : 0;
+	if (!json_object_is_type(*top, json_type_object) || !json_object_is_type(under, json_type_object))
+		return 0;
+	json_object_object_foreach(under, key, val) {
+		json_object *mine = NULL, *copy = NULL;
+
+		if (!json_object_object_get_ex(*top, key, &mine)) {
+			if (json_object_deep_copy(val, &copy, NULL) ||
+			    json_object_object_add(*top, key, copy)) {
+				json_object_put(copy);
+				return -ENOMEM;
+			}
+		} else if (merge_under(&mine, val)) {
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* The stricter of two limits where 0 (or, lowest = -1, -1) means none. */
+static long stricter(long a, long b, long none)
+{
+	if (a == none)
+		return b;
+	if (b == none)
+		return a;
+	return a < b ? a : b;
+}
+
+static int add_str(struct spec_strs *l, const char *v)
+{
+	char **grown, *copy;
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i], v))
+			return 0;
+	copy = strdup(v);
+	grown = copy ? realloc(l->v, (l->n + 1) * sizeof(*grown)) : NULL;
+	if (!grown) {
+		free(copy);
+		return -ENOMEM;
+	}
+	l->v = grown;
+	l->v[l->n++] = copy;
+	return 0;
+}
+
+/* The partitions both allow (either list empty: the other's). */
+static int both_allow(struct spec_strs *sys, const struct spec_strs *user)
+{
+	size_t i, j, k = 0;
+
+	if (!user->n)
+		return 0;
+	if (!sys->n) {
+		for (i = 0; i < user->n; i++)
+			if (add_str(sys, user->v[i]))
+				return -ENOMEM;
+		return 0;
+	}
+	for (i = 0; i < sys->n; i++) {
+		for (j = 0; j < user->n && strcmp(sys->v[i], user->v[j]); j++)
+			;
+		if (j < user->n)
+			sys->v[k++] = sys->v[i];
+		else
+			free(sys->v[i]);
+	}
+	sys->n = k;
+	return 0;
+}
+
+/* What the user's file u may add to the system's s (see site.h). */
+static int layer_user(struct site *s, const struct site *u, struct dt_err *err)
+{
+	const char *refused[4] = { NULL };
+	int n = 0, i, rc = 0;
+	size_t k;
+
+	if (u->env.n)
+		refused[n++] = "env";
+	if (u->sbatch_extra.n)
+		refused[n++] = "sbatch_extra";
+	if (u->srun_extra.n)
+		refused[n++] = "srun_extra";
+	if (u->setup.n)
+		refused[n++] = "setup";
+	for (i = 0; i < n; i++)
+		rc = dt_err_add(err, "%s: %s: a user's site file cannot set it under the system policy %s, only add defaults, locks and limits (hint: env and setup go in the job spec)",
+				u->path, refused[i], s->path);
+	if (rc)
+		return -EINVAL;
+	if (merge_under(&s->defaults, u->defaults))
+		return -ENOMEM;
+	for (k = 0; k < u->locked.n; k++)
+		if (add_str(&s->locked, u->locked.v[k]))
+			return -ENOMEM;
+	s->limits.max_nodes = stricter(s->limits.max_nodes, u->limits.max_nodes, 0);
+	s->limits.max_tasks_per_node = stricter(s->limits.max_tasks_per_node,
+						u->limits.max_tasks_per_node, 0);
+	s->limits.max_cpus_per_task = stricter(s->limits.max_cpus_per_task,
+					       u->limits.max_cpus_per_task, 0);
+	s->limits.max_gpus_per_node = stricter(s->limits.max_gpus_per_node,
+					       u->limits.max_gpus_per_node, -1);
+	s->limits.max_time_s = stricter(s->limits.max_time_s, u->limits.max_time_s, 0);
+	if (both_allow(&s->limits.partitions, &u->limits.partitions))
+		return -ENOMEM;
+	s->user_path = strdup(u->path);
+	return s->user_path ? 0 : -ENOMEM;
+}
+
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return !strcmp(a, b) || (stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+				 sa.st_ino == sb.st_ino);
+}
+
+int site_load_policy(const char *system_path, const char *user_path, struct site *out,
+		     struct dt_err *err)
+{
+	struct site user;
+	int rc;
+
+	if (!system_path || !user_path || same_file(system_path, user_path))
+		return site_load(system_path ? system_path : user_path, out, err);
+	rc = site_load(system_path, out, err);
+	if (rc)
+		return rc;
+	rc = site_load(user_path, &user, err);
+	if (rc) {
+		site_free(out);
+		return rc;
+	}
+	rc = layer_user(out, &user, err);
+	if (rc == -ENOMEM)
+		dt_err_add(err, "%s: out of memory while reading the site policy", user_path);
+	site_free(&user);
+	if (rc)
+		site_free(out);
+	return rc;
 }
 
 const char *site_locked(const struct site *s, const char *path)

@@ -3,10 +3,19 @@
  * user spec, hard limits, keys users may not set, and what every batch script
  * gets (environment, extra #SBATCH options, extra srun options, setup lines).
  *
- * The site file is found by --site, then $DTRAIN_SITE, then
- * /etc/dtrain/site.json; no file found means no policy. It is validated as
- * strictly as a job spec: unknown keys are errors with a hint, `defaults`
- * may hold only job-spec keys, `locked` only job-spec paths.
+ * The system's site file, /etc/dtrain/site.json, when it exists, is the
+ * policy. A user's file (--site, else $DTRAIN_SITE) can only add to it:
+ * defaults under the system's (the system's win where both set a key),
+ * more locks, stricter limits; its env, sbatch_extra, srun_extra and setup
+ * are refused (a job spec has env and setup of its own). Without a system
+ * file, the user's file is the policy; with neither, there is none. Every
+ * file is validated as strictly as a job spec: unknown keys are errors
+ * with a hint, `defaults` may hold only job-spec keys, `locked` only
+ * job-spec paths.
+ *
+ * These locks are guard rails for dtrain's own jobs: a user can still run
+ * sbatch by hand. What must hold against anyone is Slurm's: accounts,
+ * QOS, partition limits (site/README.md).
  */
 #ifndef DTRAIN_SITE_SITE_H
 #define DTRAIN_SITE_SITE_H
@@ -30,7 +39,9 @@ struct site_limits {
 };
 
 struct site {
-	char *path;                  /* the file it came from; NULL: no site file */
+	char *path;                  /* the file it came from (the system's when
+				      * layered); NULL: no site file */
+	char *user_path;             /* the user's file layered under it, or NULL */
 	struct json_object *defaults; /* job-spec fragment; NULL: none */
 	struct site_limits limits;
 	struct spec_strs locked;     /* job-spec paths users may not set */
@@ -43,14 +54,20 @@ struct site {
 
 /* --- life cycle --- */
 
-/* Pick the site file: explicit (from --site) if not NULL, else $DTRAIN_SITE,
- * else SITE_DEFAULT_PATH if it exists. Returns the path (static or borrowed
- * from the arguments/environment), or NULL when there is none. */
-const char *site_find(const char *explicit_path);
+/* The site files: *system = SITE_DEFAULT_PATH if it exists, else NULL;
+ * *user = explicit (from --site) if not NULL, else $DTRAIN_SITE if set and
+ * not empty, else NULL. Static or borrowed strings. */
+void site_find(const char *explicit_path, const char **system, const char **user);
 
 /* Load and validate a site file; path NULL gives the empty policy.
  * Caller frees with site_free(). 0, -EINVAL (every problem in err), -errno. */
 int site_load(const char *path, struct site *out, struct dt_err *err);
+/* The policy of a system file and a user's file (either may be NULL; the
+ * same file twice is loaded once): see the top. Caller frees with
+ * site_free(). 0, -EINVAL (every problem in err, a refused section of the
+ * user's file naming both files), -errno. */
+int site_load_policy(const char *system_path, const char *user_path, struct site *out,
+		     struct dt_err *err);
 void site_free(struct site *s);
 
 /* --- the policy, for spec_resolve() --- */

@@ -511,6 +511,36 @@ static void test_setup_lines_run_in_order(void **state)
 	dt_buf_free(&out);
 }
 
+/* A setup line cannot undo the site's environment: the site's exports
+ * come again after the setup lines (and before them, so that the lines
+ * see them); what a setup line exports that the site does not set stays. */
+static void test_setup_cannot_override_site_env(void **state)
+{
+	static char *site_keys[] = { "NCCL_IB_HCA" }, *site_vals[] = { "mlx5_0" };
+	static char *job_setup[] = { "echo \"$NCCL_IB_HCA\" >> order", "export NCCL_IB_HCA=evil",
+				     "export OWN_SETTING=kept" };
+	struct spec s = base_spec();
+	struct site site = {0};
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+	char path[600], *text;
+
+	(void)state;
+	reset_outputs();
+	s.setup = (struct spec_strs){ job_setup, 3 };
+	site.env = (struct spec_map){ site_keys, site_vals, 1 };
+	assert_int_equal(render(&s, &site, run_dir_ok, &out, &err), 0);
+	assert_int_equal(run_script(out.p, "0", "0", "0"), 0);
+	assert_env("NCCL_IB_HCA", "mlx5_0");
+	assert_env("OWN_SETTING", "kept");
+	snprintf(path, sizeof(path), "%s/order", tmp);
+	text = tu_read(path, NULL);
+	assert_non_null(text);
+	assert_string_equal(text, "mlx5_0\n");
+	free(text);
+	dt_buf_free(&out);
+}
+
 static void test_setup_syntax_error(void **state)
 {
 	static char *job_setup[] = { "echo fine", "echo )" };
@@ -645,6 +675,7 @@ int main(void)
 		cmocka_unit_test(test_every_problem_reported),
 		cmocka_unit_test(test_hostile_values_stay_data),
 		cmocka_unit_test(test_setup_lines_run_in_order),
+		cmocka_unit_test(test_setup_cannot_override_site_env),
 		cmocka_unit_test(test_setup_syntax_error),
 		cmocka_unit_test(test_requeue_below_limit),
 		cmocka_unit_test(test_requeue_at_limit),

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "launcher/internal.h"
 #include "launcher/launch.h"
 #include "tests/testutil.h"
 #include "base/util.h"
@@ -296,6 +297,46 @@ static void test_submit_takes_next_name_on_race(void **state)
 	launch_plan_free(&p);
 }
 
+/* sbatch runs without the submitting shell's SBATCH_* and SLURM_*
+ * variables (they would override the job script's #SBATCH lines: the
+ * site's locks, the resolved spec), but with SLURM_CONF and the rest. */
+static void test_sbatch_env_has_no_slurm_inputs(void **state)
+{
+	struct launch_args a = args_for(spec_path, NULL, 0);
+	struct launch_plan p;
+	struct launch_job job;
+	struct dt_err err = {0}, warn = {0};
+	char *text;
+
+	(void)state;
+	fake_sbatch("env | grep -E '^(SBATCH_|SLURM_|DTRAIN_UNIT_)' | sort >> \"$(dirname \"$0\")/../sbatch.env\"; echo '4243'");
+	setenv("SBATCH_ACCOUNT", "evil", 1);
+	setenv("SBATCH_PARTITION", "evil", 1);
+	setenv("SLURM_ACCOUNT", "evil", 1);
+	setenv("SLURM_CONF", "/nonexistent/slurm.conf", 1);
+	setenv("DTRAIN_UNIT_KEPT", "yes", 1);
+	assert_int_equal(launch_plan(&a, &p, &err), 0);
+	use_fake_dtrain_run(&p);
+	assert_int_equal(launch_submit(&p, &job, &warn, &err), 0);
+	text = slurp(tmp, "sbatch.env");
+	assert_non_null(text);
+	assert_string_equal(text, "DTRAIN_UNIT_KEPT=yes\nSLURM_CONF=/nonexistent/slurm.conf\n");
+	free(text);
+	/* the rule itself */
+	assert_true(launch__slurm_input("SBATCH_QOS=x"));
+	assert_true(launch__slurm_input("SLURM_JOB_ID=1"));
+	assert_false(launch__slurm_input("SLURM_CONF=/etc/slurm/slurm.conf"));
+	assert_false(launch__slurm_input("SLURMX=1"));
+	assert_false(launch__slurm_input("MY_SBATCH_X=1"));
+	unsetenv("SBATCH_ACCOUNT");
+	unsetenv("SBATCH_PARTITION");
+	unsetenv("SLURM_ACCOUNT");
+	unsetenv("SLURM_CONF");
+	unsetenv("DTRAIN_UNIT_KEPT");
+	launch_job_free(&job);
+	launch_plan_free(&p);
+}
+
 /* --- failures --- */
 
 static void test_sbatch_refusal_leaves_nothing(void **state)
@@ -370,6 +411,7 @@ int main(void)
 		cmocka_unit_test_setup(test_plan_run_dir_taken, reset),
 		cmocka_unit_test_setup(test_submit_creates_run_dir, reset),
 		cmocka_unit_test_setup(test_submit_takes_next_name_on_race, reset),
+		cmocka_unit_test_setup(test_sbatch_env_has_no_slurm_inputs, reset),
 		cmocka_unit_test_setup(test_sbatch_refusal_leaves_nothing, reset),
 		cmocka_unit_test_setup(test_sbatch_garbage_output, reset),
 		cmocka_unit_test_setup(test_no_sbatch_on_path, reset),

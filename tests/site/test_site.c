@@ -1,6 +1,7 @@
 /*
- * test_site.c - the site policy: finding the file, its own validation,
- * defaults under the user's spec, locked keys, limits.
+ * test_site.c - the site policy: finding the files, their own validation,
+ * defaults under the user's spec, locked keys, limits, a user's file
+ * layered under the system's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -186,16 +187,101 @@ static void no_site_file_means_no_policy(void **state)
 
 static void site_file_search_order(void **state)
 {
+	const char *sys, *user;
+
 	(void)state;
 	setenv("DTRAIN_SITE", "/from/env.json", 1);
-	assert_string_equal(site_find("/explicit.json"), "/explicit.json");
-	assert_string_equal(site_find(NULL), "/from/env.json");
+	site_find("/explicit.json", &sys, &user);
+	assert_string_equal(user, "/explicit.json");
+	site_find(NULL, &sys, &user);
+	assert_string_equal(user, "/from/env.json");
 	unsetenv("DTRAIN_SITE");
-	/* Without either, /etc/dtrain/site.json if it exists, else none. */
+	site_find(NULL, &sys, &user);
+	assert_null(user);
+	/* the system's: /etc/dtrain/site.json if it exists, whatever the user's */
 	if (access(SITE_DEFAULT_PATH, F_OK) == 0)
-		assert_string_equal(site_find(NULL), SITE_DEFAULT_PATH);
+		assert_string_equal(sys, SITE_DEFAULT_PATH);
 	else
-		assert_null(site_find(NULL));
+		assert_null(sys);
+}
+
+/* A user's file under the system's (--site or $DTRAIN_SITE with
+ * /etc/dtrain/site.json there): it adds defaults under the system's, locks
+ * and stricter limits; it removes nothing, and what it cannot set
+ * (env, sbatch_extra, srun_extra, setup) is refused naming both files. */
+static void user_site_adds_under_the_system(void **state)
+{
+	struct fixture *fx = *state;
+	struct site lay = {0};
+	struct spec_policy policy;
+	struct spec s;
+	struct dt_err e = {0};
+	char user[512], bad[512], want[1400];
+	const char *sets[] = { "resources.account=evil" };
+	struct spec_input in = { NULL, &policy, sets, 1 };
+
+	snprintf(user, sizeof(user), "%s",
+		 tu_write("user-site.json",
+			  "{\"defaults\": {\"resources\": {\"partition\": \"high\", \"qos\": \"mine\"},"
+			  "              \"train\": {\"log_every\": 7, \"epochs\": 3}},"
+			  " \"limits\": {\"max_nodes\": 9, \"max_tasks_per_node\": 2,"
+			  "            \"partitions\": [\"low\", \"gpu\"]},"
+			  " \"locked\": [\"train.epochs\"]}"));
+	assert_int_equal(site_load_policy(fx->site_path, user, &lay, &e), 0);
+	assert_string_equal(lay.path, fx->site_path);
+	assert_string_equal(lay.user_path, user);
+	/* the system's locks, limits and policy stay; the user's add */
+	assert_int_equal(lay.locked.n, 4);
+	assert_non_null(site_locked(&lay, "resources.account"));
+	assert_non_null(site_locked(&lay, "train.epochs"));
+	assert_int_equal(lay.limits.max_nodes, 2);          /* the system's is stricter */
+	assert_int_equal(lay.limits.max_tasks_per_node, 2); /* the user's is */
+	assert_int_equal(lay.limits.max_time_s, 86400);
+	assert_int_equal(lay.limits.partitions.n, 1);       /* both allow */
+	assert_string_equal(lay.limits.partitions.v[0], "low");
+	assert_string_equal(lay.env.key[0], "SITE_ENV");
+	assert_string_equal(lay.setup.v[0], "module load mpi");
+	/* defaults: the system's win, the user's fill in */
+	site_policy(&lay, &policy);
+	in.path = tu_write("job.json", "{}");
+	assert_int_equal(spec_resolve(&in, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "--set: resources.account: locked by the site"));
+	dt_err_clear(&e);
+	in.n_sets = 0;
+	if (spec_resolve(&in, &s, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(e.count, 0);
+	assert_string_equal(s.resources.partition, "low");
+	assert_string_equal(s.resources.account, "physics");
+	assert_string_equal(s.resources.qos, "mine");
+	assert_int_equal(s.train.log_every, 50);
+	assert_int_equal(s.train.epochs, 3);
+	spec_free(&s);
+	site_free(&lay);
+
+	/* what only the system may set */
+	snprintf(bad, sizeof(bad), "%s",
+		 tu_write("user-bad.json", "{\"env\": {\"NCCL_IB_HCA\": \"evil\"}, \"setup\": [\"true\"],"
+					   " \"sbatch_extra\": [\"--account=evil\"]}"));
+	dt_err_clear(&e);
+	assert_int_equal(site_load_policy(fx->site_path, bad, &lay, &e), -EINVAL);
+	snprintf(want, sizeof(want), "%s: env: a user's site file cannot set it under the system policy %s",
+		 bad, fx->site_path);
+	assert_true(tu_has(&e, want));
+	assert_true(tu_has(&e, "sbatch_extra: a user's site file cannot set it"));
+	assert_true(tu_has(&e, "setup: a user's site file cannot set it"));
+	assert_null(lay.path);
+	/* alone (no system file), a user's file is the policy, env and all */
+	dt_err_clear(&e);
+	assert_int_equal(site_load_policy(NULL, bad, &lay, &e), 0);
+	assert_string_equal(lay.env.key[0], "NCCL_IB_HCA");
+	assert_null(lay.user_path);
+	site_free(&lay);
+	/* the system's file named again by the user: loaded once */
+	assert_int_equal(site_load_policy(fx->site_path, fx->site_path, &lay, &e), 0);
+	assert_null(lay.user_path);
+	assert_int_equal(lay.locked.n, 3);
+	site_free(&lay);
 }
 
 static void lock_coverage(void **state)
@@ -235,6 +321,7 @@ int main(void)
 		cmocka_unit_test(bad_site_files),
 		cmocka_unit_test(no_site_file_means_no_policy),
 		cmocka_unit_test(site_file_search_order),
+		cmocka_unit_test(user_site_adds_under_the_system),
 		cmocka_unit_test(example_site_file_is_valid),
 	};
 	int rc = cmocka_run_group_tests_name("site", tests, setup, teardown);
