@@ -115,6 +115,10 @@ struct spec {
 		long lead_seconds;
 		long max_requeues;
 	} preemption;
+	struct spec_recovery {
+		long max_crashes;       /* job steps started again after a rank died */
+		long max_node_failures; /* Slurm's requeues after a node failed */
+	} recovery;
 };
 
 /* --- the declarative table --- */

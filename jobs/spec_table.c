@@ -153,6 +153,12 @@ static const struct spec_field fields[] = {
 	  "seconds before the end that the signal arrives" },
 	{ "preemption.max_requeues", SPEC_INT, F(preemption.max_requeues), "3", 0, 1000, 0, 0, NULL, 0,
 	  "times the job requeues itself after saving; then it stops" },
+
+	/* --- recovery from failures (a site may lock them: a cap) --- */
+	{ "recovery.max_crashes", SPEC_INT, F(recovery.max_crashes), "3", 0, 1000, 0, 0, NULL, 0,
+	  "times the batch script starts dtrain-run again, from the newest checkpoint, after a rank died or failed (an exit other than 0, 2, 3, 4 or 75); then the job fails" },
+	{ "recovery.max_node_failures", SPEC_INT, F(recovery.max_node_failures), "3", 0, 1000, 0, 0, NULL, 0,
+	  "times a job requeued by Slurm after losing a node starts again (counted apart from preemptions and its own requeues); then it fails at start" },
 };
 
 const struct spec_field *spec_fields(size_t *n)

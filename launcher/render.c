@@ -339,6 +339,24 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 		}
 	}
 
+	put(r, "# --- recovery: counters kept in the run dir across requeues ---\n"
+	       "# Slurm counts every requeue (SLURM_RESTART_COUNT); this script writes down\n"
+	       "# those it asked for (a saved stop before the time limit), the stops it saw\n"
+	       "# (SIGTERM: preemption or scancel) and the crashes it restarted. A requeue\n"
+	       "# none of those explains was Slurm's after a node failed.\n"
+	       "dtrain_count() { cat \"$DTRAIN_RUN_DIR/recovery/$1\" 2>/dev/null || echo 0; }\n"
+	       "dtrain_bump() { mkdir -p \"$DTRAIN_RUN_DIR/recovery\" && echo \"$(($(dtrain_count \"$1\") + 1))\" >\"$DTRAIN_RUN_DIR/recovery/$1\"; }\n"
+	       "dtrain_node_failures=$((dtrain_restarts - $(dtrain_count requeued) - $(dtrain_count stopped)))\n"
+	       "if [ \"$dtrain_node_failures\" -gt %ld ]; then\n"
+	       "\techo \"dtrain: the job was requeued $dtrain_node_failures times after losing a node (recovery.max_node_failures = %ld); not started again\" >&2\n"
+	       "\texit 1\n"
+	       "elif [ \"$dtrain_node_failures\" -gt \"$(dtrain_count node_failures)\" ]; then\n"
+	       "\techo \"dtrain: started again after losing a node (node failure $dtrain_node_failures of at most %ld)\" >&2\n"
+	       "\tmkdir -p \"$DTRAIN_RUN_DIR/recovery\" && echo \"$dtrain_node_failures\" >\"$DTRAIN_RUN_DIR/recovery/node_failures\"\n"
+	       "fi\n\n",
+	    s->recovery.max_node_failures, s->recovery.max_node_failures,
+	    s->recovery.max_node_failures);
+
 	put(r, "# --- launch ---\n"
 	       "# On preemption or scancel Slurm sends SIGTERM to this shell and to the job\n"
 	       "# step at once; srun passes it on and dtrain-run saves its state. This shell\n"
@@ -347,10 +365,16 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "# srun returns. The time-limit warning (--signal) goes to the step only.\n"
 	       "# Since Slurm 22.05 srun does not inherit --cpus-per-task from sbatch: a\n"
 	       "# rank's threads would share one CPU. It is given again.\n"
+	       "# A crash (a rank killed or failed: any exit but 0, 2 usage, 3 invalid\n"
+	       "# spec, 4 diverged, 75 saved) starts the step again in this allocation,\n"
+	       "# from the newest checkpoint, at most recovery.max_crashes times in all.\n"
 	       "dtrain_term=0\n"
 	       "trap 'dtrain_term=1' TERM\n"
-	       "echo \"dtrain: job ${dtrain_job_id:-none}, restart ${dtrain_restarts}, starting $(date -u +%%FT%%TZ)\"\n"
-	       "srun --mpi=pmix --cpus-per-task=%ld", r->spec->resources.cpus_per_task);
+	       "dtrain_srun_err=\"$DTRAIN_RUN_DIR/srun.err\"\n"
+	       "[ -d \"$DTRAIN_RUN_DIR\" ] || dtrain_srun_err=/dev/null\n"
+	       "while :; do\n"
+	       "\techo \"dtrain: job ${dtrain_job_id:-none}, restart ${dtrain_restarts}, starting $(date -u +%%FT%%TZ)\"\n"
+	       "\tsrun --mpi=pmix --cpus-per-task=%ld", r->spec->resources.cpus_per_task);
 	for (i = 0; i < site->srun_extra.n; i++) {
 		put(r, " ");
 		put_quoted(r, site->srun_extra.v[i]);
@@ -365,7 +389,26 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 		put_quoted(r, dt_buf_str(&spec_json));
 		dt_buf_free(&spec_json);
 	}
-	put(r, "\ndtrain_rc=$?\n\n");
+	/* srun's messages to the log as they come, and to a file to read the
+	 * dead rank from; tee ignores SIGTERM, so that srun's writes still find
+	 * it while the step saves after a preemption */
+	put(r, " 2> >(trap '' TERM; exec tee \"$dtrain_srun_err\" >&2)\n"
+	       "\tdtrain_rc=$?\n"
+	       "\twait # for the tee of srun's messages\n"
+	       "\t[ \"$dtrain_term\" -eq 0 ] || break\n"
+	       "\tcase \"$dtrain_rc\" in 0|2|3|4|%d) break ;; esac\n"
+	       "\t# srun names the first task that died and its node\n"
+	       "\tdtrain_died=$(sed -n 's/^srun: error: \\([^:]*\\): tasks\\{0,1\\} \\([0-9,-]*\\): \\(.*\\)$/rank \\2 on node \\1: \\3/p' \"$dtrain_srun_err\" 2>/dev/null | head -n 1)\n"
+	       "\techo \"dtrain: the job step failed (exit $dtrain_rc)${dtrain_died:+; first to die: $dtrain_died}\" >&2\n"
+	       "\tif [ \"$(dtrain_count crashes)\" -ge %ld ]; then\n"
+	       "\t\techo \"dtrain: not restarted: the job crashed $(dtrain_count crashes) times before (recovery.max_crashes = %ld)\" >&2\n"
+	       "\t\tbreak\n"
+	       "\tfi\n"
+	       "\tdtrain_bump crashes\n"
+	       "\techo \"dtrain: restarting from the newest checkpoint (crash $(dtrain_count crashes) of at most %ld)\" >&2\n"
+	       "done\n\n",
+	    DT_EXIT_REQUEUE, s->recovery.max_crashes, s->recovery.max_crashes,
+	    s->recovery.max_crashes);
 
 	put(r, "# --- requeue ---\n"
 	       "# dtrain-run exits %d after saving its state when it must stop early (the\n"
@@ -374,20 +417,24 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "# a cancelled job must stay cancelled, and Slurm requeues a preempted job\n"
 	       "# itself (PreemptMode=REQUEUE).\n",
 	    DT_EXIT_REQUEUE);
-	put(r, "if [ \"$dtrain_rc\" -eq %d ]; then\n"
+	put(r, "if [ \"$dtrain_term\" -ne 0 ]; then\n"
+	       "\tdtrain_bump stopped\n"
+	       "fi\n"
+	       "if [ \"$dtrain_rc\" -eq %d ]; then\n"
 	       "\tif [ \"$dtrain_term\" -ne 0 ]; then\n"
 	       "\t\techo \"dtrain: state saved; the job was terminated (scancel or preemption), not requeued by this script\" >&2\n"
 	       "\t\texit %d\n"
 	       "\tfi\n"
-	       "\tif [ \"$dtrain_restarts\" -lt %ld ]; then\n"
-	       "\t\techo \"dtrain: state saved; requeueing job $dtrain_job_id (restart $((dtrain_restarts + 1)) of %ld)\" >&2\n"
+	       "\tif [ \"$(dtrain_count requeued)\" -lt %ld ]; then\n"
+	       "\t\tdtrain_bump requeued\n"
+	       "\t\techo \"dtrain: state saved; requeueing job $dtrain_job_id (restart $((dtrain_restarts + 1)), its own requeue $(dtrain_count requeued) of %ld)\" >&2\n"
 	       "\t\tif scontrol requeue \"$dtrain_job_id\"; then\n"
 	       "\t\t\texit 0\n"
 	       "\t\tfi\n"
 	       "\t\techo \"dtrain: scontrol requeue failed; submit the spec again to resume\" >&2\n"
 	       "\t\texit %d\n"
 	       "\tfi\n"
-	       "\techo \"dtrain: state saved, but the job was restarted $dtrain_restarts times (preemption.max_requeues = %ld); submit the spec again to resume\" >&2\n"
+	       "\techo \"dtrain: state saved, but the job requeued itself $(dtrain_count requeued) times (preemption.max_requeues = %ld); submit the spec again to resume\" >&2\n"
 	       "\texit %d\n"
 	       "fi\n"
 	       "exit \"$dtrain_rc\"\n",

@@ -43,7 +43,9 @@ final=step-00000100
 [ -d "$T/ref/checkpoints/$final" ] || { ls "$T/ref/checkpoints"; fail "reference has no final checkpoint"; }
 
 # --- the job that crashes: every write call sleeps 150 ms ---
-expect_rc 0 $SUBMIT "$T/job.json" --site "$site" --set env.DTRAIN_FAULT_WRITE=slow@150
+# recovery.max_crashes 0: the job fails at the crash, and is resumed by hand
+expect_rc 0 $SUBMIT "$T/job.json" --site "$site" --set env.DTRAIN_FAULT_WRITE=slow@150 \
+	--set recovery.max_crashes=0
 id=$(cat "$T/out")
 dir=$(run_dir_of crash)
 wait_state "$id" 120 RUNNING

@@ -113,7 +113,7 @@ state=$(job_state "$id")
 must_contain "$log" "User defined signal 1 received: saving at step"
 grep -q '"event":"stop","step":[0-9]*,"signal":"USR1"' "$dir/metrics.jsonl" ||
 	fail "metrics lack the stop event of the time-limit signal (USR1)"
-must_contain "$log" "dtrain: state saved; requeueing job $id (restart 3 of"
+must_contain "$log" "dtrain: state saved; requeueing job $id (restart 3, its own requeue 1 of"
 must_contain "$log" "dtrain-run: done:"
 [ "$(grep -c '"event":"stop"' "$dir/metrics.jsonl")" -ge 3 ] || fail "metrics lack the stop events"
 grep -q '"event":"first_step"' "$dir/metrics.jsonl" || fail "metrics lack the first step after a resume"

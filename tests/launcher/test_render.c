@@ -117,6 +117,52 @@ static void reset_outputs(void)
 		snprintf(path, sizeof(path), "%s/%s", tmp, names[i]);
 		unlink(path);
 	}
+	dt_remove_tree(run_dir_ok); /* the recovery counters */
+	assert_int_equal(dt_mkdirs(run_dir_ok, 0755), 0);
+}
+
+/* Sets the batch script's recovery counter `name` in run_dir_ok. */
+static void set_counter(const char *name, int n)
+{
+	char path[700], text[32];
+
+	snprintf(path, sizeof(path), "%s/recovery", run_dir_ok);
+	assert_int_equal(dt_mkdirs(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/recovery/%s", run_dir_ok, name);
+	snprintf(text, sizeof(text), "%d\n", n);
+	tu_write_path(path, text, 0644);
+}
+
+/* The counter `name` the script left, or -1 when absent. */
+static int counter(const char *name)
+{
+	char path[700], *text;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/recovery/%s", run_dir_ok, name);
+	text = tu_read(path, NULL);
+	if (!text)
+		return -1;
+	n = atoi(text);
+	free(text);
+	return n;
+}
+
+/* How many times the script ran srun. */
+static int srun_runs(void)
+{
+	char path[600], *text, *p;
+	size_t len;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/srun.args", tmp);
+	text = tu_read(path, &len);
+	if (!text)
+		return 0;
+	for (p = text; p < text + len; p += strlen(p) + 1)
+		n += !strcmp(p, "--mpi=pmix");
+	free(text);
+	return n;
 }
 
 static int render(const struct spec *s, const struct site *site, const char *run_dir,
@@ -220,7 +266,7 @@ static void assert_word(const char *file, int i, const char *want)
 static void assert_no_stray_files(void)
 {
 	static const char *allowed[] = { "bin", "run.args", "run.env", "srun.args",
-					 "scontrol.log", "job.sh", "order" };
+					 "scontrol.log", "job.sh", "order", "run" };
 	struct dirent *de;
 	DIR *d = opendir(tmp);
 
@@ -567,8 +613,12 @@ static char *scontrol_log(void)
 	return tu_read(path, NULL);
 }
 
-static void requeue_case(const char *restarts, const char *rc, const char *term,
-			 int want_exit, const char *want_scontrol)
+/* The script of a spec with preemption.max_requeues 3 and recovery's
+ * defaults (3 crashes, 3 node failures), run with Slurm's restart count,
+ * dtrain-run's exit code and maybe a SIGTERM; requeued and stopped: the
+ * script's own requeues and the stops it saw so far. */
+static void requeue_case(const char *restarts, int requeued, int stopped, const char *rc,
+			 const char *term, int want_exit, const char *want_scontrol)
 {
 	struct spec s = base_spec();
 	struct dt_buf out = {0};
@@ -577,6 +627,12 @@ static void requeue_case(const char *restarts, const char *rc, const char *term,
 
 	reset_outputs();
 	s.preemption.max_requeues = 3;
+	s.recovery.max_crashes = 3;
+	s.recovery.max_node_failures = 3;
+	if (requeued)
+		set_counter("requeued", requeued);
+	if (stopped)
+		set_counter("stopped", stopped);
 	assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
 	assert_int_equal(run_script(out.p, restarts, rc, term), want_exit);
 	log = scontrol_log();
@@ -593,30 +649,74 @@ static void requeue_case(const char *restarts, const char *rc, const char *term,
 static void test_requeue_below_limit(void **state)
 {
 	(void)state;
-	requeue_case("0", "75", "0", 0, "requeue 42\n");
-	requeue_case("2", "75", "0", 0, "requeue 42\n");
+	requeue_case("0", 0, 0, "75", "0", 0, "requeue 42\n");
+	assert_int_equal(counter("requeued"), 1);
+	requeue_case("2", 2, 0, "75", "0", 0, "requeue 42\n");
+	assert_int_equal(counter("requeued"), 3);
+	/* preemptions do not count against the script's own requeues */
+	requeue_case("5", 0, 5, "75", "0", 0, "requeue 42\n");
 }
 
 static void test_requeue_at_limit(void **state)
 {
 	(void)state;
-	requeue_case("3", "75", "0", 75, NULL);
-	requeue_case("7", "75", "0", 75, NULL);
+	requeue_case("3", 3, 0, "75", "0", 75, NULL);
+	requeue_case("7", 7, 0, "75", "0", 75, NULL);
 }
 
 static void test_no_requeue_on_other_exits(void **state)
 {
 	(void)state;
-	requeue_case("0", "0", "0", 0, NULL);
-	requeue_case("0", "7", "0", 7, NULL);
+	requeue_case("0", 0, 0, "0", "0", 0, NULL);
+	assert_int_equal(srun_runs(), 1);
+	/* usage, spec and divergence errors are not crashes: no second start */
+	requeue_case("0", 0, 0, "3", "0", 3, NULL);
+	assert_int_equal(srun_runs(), 1);
+	requeue_case("0", 0, 0, "4", "0", 4, NULL);
+	assert_int_equal(srun_runs(), 1);
+	assert_int_equal(counter("crashes"), -1);
+}
+
+/* A crash (a rank killed: srun exits 137, or MPI_Abort's 1) starts the step
+ * again in the allocation, recovery.max_crashes times in all, counted in
+ * the run dir across requeues; then the job fails with the step's code. */
+static void test_crash_restarts_the_step(void **state)
+{
+	(void)state;
+	requeue_case("0", 0, 0, "137", "0", 137, NULL);
+	assert_int_equal(srun_runs(), 4);
+	assert_int_equal(counter("crashes"), 3);
+	reset_outputs();
+	requeue_case("1", 0, 0, "1", "0", 1, NULL); /* after a node failure, the same */
+	assert_int_equal(srun_runs(), 4);
+	/* two crashes in an earlier start of the job: one more restart left */
+	reset_outputs();
+	set_counter("crashes", 2);
+	{
+		struct spec s = base_spec();
+		struct dt_buf out = {0};
+		struct dt_err err = {0};
+
+		s.recovery.max_crashes = 3;
+		assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
+		assert_int_equal(run_script(out.p, "0", "137", "0"), 137);
+		assert_int_equal(srun_runs(), 2);
+		assert_int_equal(counter("crashes"), 3);
+		dt_buf_free(&out);
+	}
 }
 
 static void test_no_requeue_after_sigterm(void **state)
 {
 	(void)state;
 	/* The batch shell got SIGTERM (scancel or preemption) while srun ran:
-	 * it survives to see 75, and leaves requeueing to Slurm. */
-	requeue_case("0", "75", "1", 75, NULL);
+	 * it survives to see 75, and leaves requeueing to Slurm; it writes
+	 * the stop down, so that Slurm's requeue is not taken for a node
+	 * failure. A crash under SIGTERM is not restarted either. */
+	requeue_case("0", 0, 0, "75", "1", 75, NULL);
+	assert_int_equal(counter("stopped"), 1);
+	requeue_case("0", 0, 0, "137", "1", 137, NULL);
+	assert_int_equal(srun_runs(), 1);
 }
 
 static void test_requeue_limit_zero(void **state)
@@ -636,32 +736,34 @@ static void test_requeue_limit_zero(void **state)
 	dt_buf_free(&out);
 }
 
-static void test_env_cannot_fake_restart_count(void **state)
+/* Slurm's requeues that neither the script's own requeues nor the stops
+ * it saw explain were after a lost node: at most max_node_failures of
+ * them; a job env cannot fake Slurm's count (the script reads it before
+ * exporting the job's env). */
+static void test_node_failures_are_counted(void **state)
 {
-	/* A job env that sets SLURM_RESTART_COUNT must not lift the limit:
-	 * the script reads Slurm's value before exporting the job's env. */
 	static char *keys[] = { "SLURM_RESTART_COUNT", "SLURM_JOB_ID" };
 	static char *vals[] = { "0", "1" };
 	struct spec s = base_spec();
 	struct dt_buf out = {0};
 	struct dt_err err = {0};
-	char *log;
 
 	(void)state;
 	reset_outputs();
+	s.recovery.max_node_failures = 2;
 	s.env = (struct spec_map){ keys, vals, 2 };
 	assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
-	assert_int_equal(run_script(out.p, "3", "75", "0"), 75);
-	log = scontrol_log();
-	assert_null(log);
-	dt_buf_free(&out);
+	assert_int_equal(run_script(out.p, "2", "0", "0"), 0); /* 2 of 2 */
+	assert_int_equal(counter("node_failures"), 2);
+	assert_int_equal(srun_runs(), 1);
+	assert_int_equal(run_script(out.p, "3", "0", "0"), 1); /* a third: no start */
+	assert_int_equal(srun_runs(), 1);
+	/* a requeue of its own and a preemption explain two of three */
 	reset_outputs();
-	assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
-	assert_int_equal(run_script(out.p, "1", "75", "0"), 0);
-	log = scontrol_log();
-	assert_non_null(log);
-	assert_string_equal(log, "requeue 42\n");
-	free(log);
+	set_counter("requeued", 1);
+	set_counter("stopped", 1);
+	assert_int_equal(run_script(out.p, "3", "0", "0"), 0);
+	assert_int_equal(counter("node_failures"), 1);
 	dt_buf_free(&out);
 }
 
@@ -682,7 +784,8 @@ int main(void)
 		cmocka_unit_test(test_no_requeue_on_other_exits),
 		cmocka_unit_test(test_no_requeue_after_sigterm),
 		cmocka_unit_test(test_requeue_limit_zero),
-		cmocka_unit_test(test_env_cannot_fake_restart_count),
+		cmocka_unit_test(test_crash_restarts_the_step),
+		cmocka_unit_test(test_node_failures_are_counted),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

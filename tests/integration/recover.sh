@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# A job that recovers by itself, on the local cluster: a 2-node x 2-task
+# training job (data 2 x pipeline 2) has a random rank killed with SIGKILL
+# at a random moment, three times. Each time its batch script names the
+# dead rank and its node, starts the step again in the same allocation
+# (recovery.max_crashes, default 3), and dtrain-run resumes from the newest
+# checkpoint. The job must end COMPLETED, its final parameters and
+# optimizer state bitwise those of the same spec run without interruption.
+# (A crash beyond the limit, and the counting across requeues, are
+# test_launch_render's.)
+. "$(dirname "$0")/lib.sh"
+: "${SLURM_CONF:?needs the local cluster}"
+site=$(write_site)
+
+"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 12000 --features 784 --classes 10 --seed 11 >/dev/null ||
+	fail "dtrain-data synthetic"
+# 9000 steps: each round waits for the restart and two more checkpoints,
+# then up to 3 s (see preempt.sh for the rates here)
+total=9000
+cat >"$T/job.json" <<JSON
+{ "name": "recover", "model": { "inputs": 784, "hidden": [256, 256], "outputs": 10 },
+  "data": { "train": "$T/syn.h5" },
+  "resources": { "nodes": 2, "tasks_per_node": 2, "partition": "low" },
+  "parallel": { "data": 2, "pipeline": 2, "micro_batches": 2 },
+  "train": { "epochs": 90, "global_batch": 120, "log_every": 50,
+             "optimizer": { "type": "sgd", "lr": 0.05, "momentum": 0.9 } },
+  "checkpoint": { "every_steps": 100, "keep": 2 } }
+JSON
+final_name=step-$(printf %08d $total)
+
+# --- the reference: the same spec, uninterrupted (mpirun on this host) ---
+$SUBMIT validate "$T/job.json" --site "$site" --set run_dir="$T/ref" >"$T/ref.json" 2>"$T/ref.err" ||
+	{ cat "$T/ref.err"; fail "spec ref"; }
+mkdir -p "$T/ref"
+OMPI_MCA_mpi_yield_when_idle=1 mpirun --allow-run-as-root --oversubscribe -np 4 \
+	"$DTRAIN_BIN/dtrain-run" --quiet "$T/ref.json" >"$T/ref.out" 2>&1 || { cat "$T/ref.out"; fail "reference run"; }
+[ -d "$T/ref/checkpoints/$final_name" ] || { ls "$T/ref/checkpoints"; fail "reference has no final checkpoint"; }
+
+# --- the job, a rank killed three times ---
+expect_rc 0 $SUBMIT "$T/job.json" --site "$site"
+id=$(cat "$T/out")
+dir=$(run_dir_of recover)
+log=$dir/slurm-$id.out
+count() { [ -f "$dir/metrics.jsonl" ] && grep -c "\"event\":\"$1\"" "$dir/metrics.jsonl" || echo 0; }
+last_step() {
+	local s=
+	[ -f "$dir/metrics.jsonl" ] && s=$(sed -n 's/.*"event":"step","step":\([0-9]*\),.*/\1/p' "$dir/metrics.jsonl" | tail -n 1)
+	echo "${s:-0}"
+}
+wait_state "$id" 120 RUNNING
+for round in 1 2 3; do
+	# this round's start, then two checkpoints after it; then a random moment
+	saves=-1
+	for ((i = 0; i < 600; i++)); do
+		if [ "$(count start)" -ge "$round" ]; then
+			[ "$saves" -ge 0 ] || saves=$(count checkpoint)
+			[ "$(count checkpoint)" -ge $((saves + 2)) ] && break
+		fi
+		[ "$(job_state "$id")" = RUNNING ] || { cat "$log"; fail "job $id is $(job_state "$id") before crash $round"; }
+		sleep 0.2
+	done
+	[ "$(last_step)" -lt $total ] || fail "the job finished before crash $round (make it longer)"
+	sleep "$((RANDOM % 3)).$((RANDOM % 10))"
+	victim=$(pgrep -f "^[^ ]*/dtrain-run $dir/spec.json" | shuf -n 1)
+	[ -n "$victim" ] || { cat "$log"; fail "no dtrain-run process of job $id (round $round)"; }
+	kill -KILL "$victim"
+	for ((i = 0; i < 300; i++)); do
+		grep -q "restarting from the newest checkpoint (crash $round of at most 3)" "$log" && break
+		sleep 0.2
+	done
+	must_contain "$log" "restarting from the newest checkpoint (crash $round of at most 3)"
+	echo "  crash $round: pid $victim killed near step $(last_step)"
+done
+
+wait_state "$id" 300 COMPLETED FAILED CANCELLED TIMEOUT ENDED
+state=$(job_state "$id")
+[ "$state" = COMPLETED ] || [ "$state" = ENDED ] || { cat "$log"; fail "job ended $state"; }
+[ "$(grep -c '^dtrain: the job step failed (exit [0-9]*); first to die: rank [0-9]* on node n[12]: ' "$log")" -eq 3 ] ||
+	{ cat "$log"; fail "the log does not name the dead rank and its node three times"; }
+[ "$(grep -c '^dtrain-run: resuming from ' "$log")" -ge 3 ] || { cat "$log"; fail "fewer than 3 resumes in the log"; }
+grep '^dtrain: the job step failed' "$log" | sed 's/^/  /'
+must_contain "$log" "dtrain-run: done:"
+final=$dir/checkpoints/$final_name
+"$DTRAIN_BIN/dtrain-ckpt" verify "$final" >/dev/null || fail "final checkpoint does not verify"
+for obj in /model /optimizer; do
+	h5diff "$T/ref/checkpoints/$final_name/model.h5" "$final/model.h5" "$obj" "$obj" >"$T/diff.out" 2>&1 ||
+		{ cat "$T/diff.out"; fail "final $obj differ from the uninterrupted run's"; }
+done
+pass "three ranks killed: the job recovered by itself each time and ended bitwise equal to an uninterrupted run"
