@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <json-c/json.h>
 
@@ -344,6 +345,29 @@ static int get_str(const struct at *at, json_object *obj, const char *parent, co
 		return rc;
 	join(name, parent, key);
 	return str_value(at, v, name, out, cap);
+}
+
+/* A time stamp as dtrain writes one, "2026-11-21T10:00:00Z" (UTC), or ""
+ * (none known): informational, but shown to people and compared by them,
+ * so nothing else is taken. */
+static int get_created(const struct at *at, json_object *obj, char *out, size_t cap)
+{
+	static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
+	struct tm tm;
+	size_t i;
+	int rc = get_str(at, obj, "", "created", out, cap);
+
+	if (rc || !out[0])
+		return rc;
+	for (i = 0; shape[i] && out[i]; i++)
+		if (shape[i] == 'd' ? !isdigit((unsigned char)out[i]) : out[i] != shape[i])
+			break;
+	memset(&tm, 0, sizeof(tm));
+	if (shape[i] || out[i] || !strptime(out, "%Y-%m-%dT%H:%M:%SZ", &tm) ||
+	    tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+		return dt_err_add(at->err, "%s: created: expected a UTC time like \"2026-11-21T10:00:00Z\" or \"\" (got \"%s\")",
+				  at->path, out);
+	return 0;
 }
 
 /* An array member with min..max elements. */
@@ -754,7 +778,7 @@ int ckpt__manifest_parse(const char *text, const char *path, struct ckpt_manifes
 	    parse_optimizer(&at, root, meta) ||
 	    get_hash(&at, root, "spec_hash", meta->spec_hash) ||
 	    get_hash(&at, root, "model_hash", stored) || parse_layout(&at, root, meta) ||
-	    get_str(&at, root, "", "created", meta->created, sizeof(meta->created)) ||
+	    get_created(&at, root, meta->created, sizeof(meta->created)) ||
 	    get_str(&at, root, "", "job_id", meta->job_id, sizeof(meta->job_id)))
 		goto out;
 	rc = meta->format_version == 1 ? parse_model_v1(&at, root, stored, m) :

@@ -499,6 +499,16 @@ static void test_manifest_refusals(void **state)
 
 	assert_int_equal(parse_edited("step", json_object_new_string("7"), &err), -EINVAL);
 	assert_true(tu_has(&err, "D/MANIFEST.json: step: must be an integer (got a string)"));
+	/* created: a UTC time as dtrain writes it, or "" */
+	assert_int_equal(parse_edited("created", json_object_new_string(""), &err), 0);
+	assert_int_equal(parse_edited("created", json_object_new_string("2026-02-29T25:00:00Z"), &err),
+			 -EINVAL);
+	assert_true(tu_has(&err, "D/MANIFEST.json: created: expected a UTC time like \"2026-11-21T10:00:00Z\" or \"\" (got \"2026-02-29T25:00:00Z\")"));
+	assert_int_equal(parse_edited("created", json_object_new_string("yesterday"), &err), -EINVAL);
+	assert_int_equal(parse_edited("created", json_object_new_string("2026-11-21T10:00:00Z; rm"), &err),
+			 -EINVAL);
+	assert_int_equal(parse_edited("created", json_object_new_string("2026-13-01T10:00:00Z"), &err),
+			 -EINVAL);
 	assert_int_equal(parse_edited("step", json_object_new_int(-1), &err), -EINVAL);
 	assert_true(tu_has(&err, "D/MANIFEST.json: step: must be"));
 	assert_int_equal(parse_edited("epoch", NULL, &err), -EINVAL);
