@@ -353,7 +353,8 @@ static int get_str(const struct at *at, json_object *obj, const char *parent, co
 static int get_created(const struct at *at, json_object *obj, char *out, size_t cap)
 {
 	static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
-	struct tm tm;
+	struct tm tm, back;
+	time_t t;
 	size_t i;
 	int rc = get_str(at, obj, "", "created", out, cap);
 
@@ -363,8 +364,14 @@ static int get_created(const struct at *at, json_object *obj, char *out, size_t 
 		if (shape[i] == 'd' ? !isdigit((unsigned char)out[i]) : out[i] != shape[i])
 			break;
 	memset(&tm, 0, sizeof(tm));
+	if (!shape[i] && !out[i] && strptime(out, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
+		back = tm;
+		t = timegm(&back); /* normalises: 31 February comes back as March */
+		gmtime_r(&t, &back);
+	}
 	if (shape[i] || out[i] || !strptime(out, "%Y-%m-%dT%H:%M:%SZ", &tm) ||
-	    tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+	    back.tm_year != tm.tm_year || back.tm_mon != tm.tm_mon || back.tm_mday != tm.tm_mday ||
+	    back.tm_hour != tm.tm_hour || back.tm_min != tm.tm_min || back.tm_sec != tm.tm_sec)
 		return dt_err_add(at->err, "%s: created: expected a UTC time like \"2026-11-21T10:00:00Z\" or \"\" (got \"%s\")",
 				  at->path, out);
 	return 0;

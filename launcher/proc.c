@@ -35,12 +35,12 @@ static char **env_without_slurm(void)
 	size_t n = 0, k = 0;
 	char **out;
 
-	while (environ[n])
+	while (environ && environ[n])
 		n++;
 	out = calloc(n + 1, sizeof(*out));
 	if (!out)
 		return NULL;
-	for (n = 0; environ[n]; n++)
+	for (n = 0; environ && environ[n]; n++)
 		if (!launch__slurm_input(environ[n]))
 			out[k++] = environ[n];
 	return out;

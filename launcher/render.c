@@ -257,15 +257,21 @@ static void render_header(struct render *r)
 
 /* --- body --- */
 
-static void render_env(struct render *r, const struct spec_map *env)
+/* export lines; again: after the setup lines, through the builtin (a
+ * setup line may have defined a function "export"), ending the job if one
+ * cannot be set (a setup line made it read-only). */
+static void render_env(struct render *r, const struct spec_map *env, bool again)
 {
 	size_t i;
 
 	for (i = 0; i < env->n; i++) {
 		if (env_name_refusal(env->key[i]))
 			continue; /* reported by check_env() */
-		put(r, "export %s=", env->key[i]);
+		put(r, "%sexport %s=", again ? "builtin " : "", env->key[i]);
 		put_quoted(r, env->val[i] ? env->val[i] : "");
+		if (again)
+			put(r, " || { echo \"dtrain: a setup line made %s read-only; the site sets it\" >&2; exit 1; }",
+			    env->key[i]);
 		put(r, "\n");
 	}
 }
@@ -311,13 +317,17 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "readonly dtrain_job_id=\"${SLURM_JOB_ID:-}\" dtrain_restarts=\"${SLURM_RESTART_COUNT:-0}\"\n"
 	       "# when this start of the job began: dtrain-run reports its first step after a\n"
 	       "# resume against it\n"
-	       "export DTRAIN_JOB_START=\"$(date +%%s.%%N)\"\n\n");
+	       "export DTRAIN_JOB_START=\"$(date +%%s.%%N)\"\n"
+	       "# A SIGTERM (preemption, scancel) from here on is noted, and acted on\n"
+	       "# where this script can (below); the job step gets its own.\n"
+	       "dtrain_term=0\n"
+	       "trap 'dtrain_term=1' TERM\n\n");
 
 	put(r, "# --- environment: the job spec's env, then the site's, so the site wins ---\n");
-	render_env(r, &s->env);
+	render_env(r, &s->env, false);
 	if (site->env.n)
 		put(r, "# site\n");
-	render_env(r, &site->env);
+	render_env(r, &site->env, false);
 	put(r, "export DTRAIN_RUN_DIR=");
 	put_quoted(r, r->run_dir);
 	put(r, "\n\n");
@@ -334,7 +344,7 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 		if (site->env.n) {
 			/* a setup line's export must not undo the site's */
 			put(r, "# --- the site's environment again: setup lines cannot change it ---\n");
-			render_env(r, &site->env);
+			render_env(r, &site->env, true);
 			put(r, "\n");
 		}
 	}
@@ -344,15 +354,27 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "# those it asked for (a saved stop before the time limit), the stops it saw\n"
 	       "# (SIGTERM: preemption or scancel) and the crashes it restarted. A requeue\n"
 	       "# none of those explains was Slurm's after a node failed.\n"
-	       "dtrain_count() { cat \"$DTRAIN_RUN_DIR/recovery/$1\" 2>/dev/null || echo 0; }\n"
-	       "dtrain_bump() { mkdir -p \"$DTRAIN_RUN_DIR/recovery\" && echo \"$(($(dtrain_count \"$1\") + 1))\" >\"$DTRAIN_RUN_DIR/recovery/$1\"; }\n"
+	       "# A counter is a file holding a number; one missing, empty or damaged\n"
+	       "# reads as 0. Written whole (a temporary file, then mv); a counter that\n"
+	       "# cannot be written stops the restart or requeue it would count.\n"
+	       "dtrain_count() {\n"
+	       "\tlocal v\n"
+	       "\tv=$(cat \"$DTRAIN_RUN_DIR/recovery/$1\" 2>/dev/null) || v=0\n"
+	       "\tcase $v in '' | *[!0-9]* | ?????????*) v=0 ;; esac\n"
+	       "\techo $((10#$v))\n"
+	       "}\n"
+	       "dtrain_bump() {\n"
+	       "\tmkdir -p \"$DTRAIN_RUN_DIR/recovery\" &&\n"
+	       "\t\techo \"$(($(dtrain_count \"$1\") + 1))\" >\"$DTRAIN_RUN_DIR/recovery/.$1.tmp\" &&\n"
+	       "\t\tmv -f \"$DTRAIN_RUN_DIR/recovery/.$1.tmp\" \"$DTRAIN_RUN_DIR/recovery/$1\"\n"
+	       "}\n"
 	       "dtrain_node_failures=$((dtrain_restarts - $(dtrain_count requeued) - $(dtrain_count stopped)))\n"
 	       "if [ \"$dtrain_node_failures\" -gt %ld ]; then\n"
 	       "\techo \"dtrain: the job was requeued $dtrain_node_failures times after losing a node (recovery.max_node_failures = %ld); not started again\" >&2\n"
 	       "\texit 1\n"
 	       "elif [ \"$dtrain_node_failures\" -gt \"$(dtrain_count node_failures)\" ]; then\n"
 	       "\techo \"dtrain: started again after losing a node (node failure $dtrain_node_failures of at most %ld)\" >&2\n"
-	       "\tmkdir -p \"$DTRAIN_RUN_DIR/recovery\" && echo \"$dtrain_node_failures\" >\"$DTRAIN_RUN_DIR/recovery/node_failures\"\n"
+	       "\tmkdir -p \"$DTRAIN_RUN_DIR/recovery\" && echo \"$dtrain_node_failures\" >\"$DTRAIN_RUN_DIR/recovery/node_failures\" || true\n"
 	       "fi\n\n",
 	    s->recovery.max_node_failures, s->recovery.max_node_failures,
 	    s->recovery.max_node_failures);
@@ -368,13 +390,12 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "# A crash (a rank killed or failed: any exit but 0, 2 usage, 3 invalid\n"
 	       "# spec, 4 diverged, 75 saved) starts the step again in this allocation,\n"
 	       "# from the newest checkpoint, at most recovery.max_crashes times in all.\n"
-	       "dtrain_term=0\n"
-	       "trap 'dtrain_term=1' TERM\n"
 	       "dtrain_srun_err=\"$DTRAIN_RUN_DIR/srun.err\"\n"
 	       "[ -d \"$DTRAIN_RUN_DIR\" ] || dtrain_srun_err=/dev/null\n"
-	       "while :; do\n"
+	       "dtrain_rc=0\n"
+	       "while [ \"$dtrain_term\" -eq 0 ]; do\n"
 	       "\techo \"dtrain: job ${dtrain_job_id:-none}, restart ${dtrain_restarts}, starting $(date -u +%%FT%%TZ)\"\n"
-	       "\tsrun --mpi=pmix --cpus-per-task=%ld", r->spec->resources.cpus_per_task);
+	       "\t{ srun --mpi=pmix --cpus-per-task=%ld", r->spec->resources.cpus_per_task);
 	for (i = 0; i < site->srun_extra.n; i++) {
 		put(r, " ");
 		put_quoted(r, site->srun_extra.v[i]);
@@ -392,9 +413,9 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	/* srun's messages to the log as they come, and to a file to read the
 	 * dead rank from; tee ignores SIGTERM, so that srun's writes still find
 	 * it while the step saves after a preemption */
-	put(r, " 2> >(trap '' TERM; exec tee \"$dtrain_srun_err\" >&2)\n"
+	put(r, "; } 2> >(trap '' TERM; exec tee \"$dtrain_srun_err\" >&2)\n"
 	       "\tdtrain_rc=$?\n"
-	       "\twait # for the tee of srun's messages\n"
+	       "\t[ -z \"${!:-}\" ] || wait \"$!\" # the tee of srun's messages, written out\n"
 	       "\t[ \"$dtrain_term\" -eq 0 ] || break\n"
 	       "\tcase \"$dtrain_rc\" in 0|2|3|4|%d) break ;; esac\n"
 	       "\t# srun names the first task that died and its node\n"
@@ -404,7 +425,10 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "\t\techo \"dtrain: not restarted: the job crashed $(dtrain_count crashes) times before (recovery.max_crashes = %ld)\" >&2\n"
 	       "\t\tbreak\n"
 	       "\tfi\n"
-	       "\tdtrain_bump crashes\n"
+	       "\tif ! dtrain_bump crashes; then\n"
+	       "\t\techo \"dtrain: not restarted: cannot count crashes in $DTRAIN_RUN_DIR/recovery\" >&2\n"
+	       "\t\tbreak\n"
+	       "\tfi\n"
 	       "\techo \"dtrain: restarting from the newest checkpoint (crash $(dtrain_count crashes) of at most %ld)\" >&2\n"
 	       "done\n\n",
 	    DT_EXIT_REQUEUE, s->recovery.max_crashes, s->recovery.max_crashes,
@@ -418,7 +442,7 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "# itself (PreemptMode=REQUEUE).\n",
 	    DT_EXIT_REQUEUE);
 	put(r, "if [ \"$dtrain_term\" -ne 0 ]; then\n"
-	       "\tdtrain_bump stopped\n"
+	       "\tdtrain_bump stopped || true\n"
 	       "fi\n"
 	       "if [ \"$dtrain_rc\" -eq %d ]; then\n"
 	       "\tif [ \"$dtrain_term\" -ne 0 ]; then\n"
@@ -426,7 +450,10 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "\t\texit %d\n"
 	       "\tfi\n"
 	       "\tif [ \"$(dtrain_count requeued)\" -lt %ld ]; then\n"
-	       "\t\tdtrain_bump requeued\n"
+	       "\t\tif ! dtrain_bump requeued; then\n"
+	       "\t\t\techo \"dtrain: state saved, but not requeued: cannot count requeues in $DTRAIN_RUN_DIR/recovery; submit the spec again to resume\" >&2\n"
+	       "\t\t\texit %d\n"
+	       "\t\tfi\n"
 	       "\t\techo \"dtrain: state saved; requeueing job $dtrain_job_id (restart $((dtrain_restarts + 1)), its own requeue $(dtrain_count requeued) of %ld)\" >&2\n"
 	       "\t\tif scontrol requeue \"$dtrain_job_id\"; then\n"
 	       "\t\t\texit 0\n"
@@ -438,7 +465,7 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "\texit %d\n"
 	       "fi\n"
 	       "exit \"$dtrain_rc\"\n",
-	    DT_EXIT_REQUEUE, DT_EXIT_REQUEUE, s->preemption.max_requeues,
+	    DT_EXIT_REQUEUE, DT_EXIT_REQUEUE, s->preemption.max_requeues, DT_EXIT_REQUEUE,
 	    s->preemption.max_requeues, DT_EXIT_REQUEUE, s->preemption.max_requeues,
 	    DT_EXIT_REQUEUE);
 }

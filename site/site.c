@@ -52,7 +52,10 @@ void site_find(const char *explicit_path, const char **system, const char **user
 {
 	const char *env = getenv("DTRAIN_SITE");
 
-	*system = access(SITE_DEFAULT_PATH, F_OK) == 0 ? SITE_DEFAULT_PATH : NULL;
+	/* absent only when it is not there: one that cannot be read is still
+	 * the policy (and loading it says why it cannot be) */
+	*system = access(SITE_DEFAULT_PATH, F_OK) == 0 || (errno != ENOENT && errno != ENOTDIR) ?
+			  SITE_DEFAULT_PATH : NULL;
 	*user = explicit_path ? explicit_path : env && *env ? env : NULL;
 }
 
@@ -265,7 +268,7 @@ static int merge_under(json_object **top, json_object *under)
 				json_object_put(copy);
 				return -ENOMEM;
 			}
-		} else if (merge_under(&mine, val)) {
+		} else if (mine && merge_under(&mine, val)) { /* top's null stays */
 			return -ENOMEM;
 		}
 	}
@@ -301,7 +304,8 @@ static int add_str(struct spec_strs *l, const char *v)
 	return 0;
 }
 
-/* The partitions both allow (either list empty: the other's). */
+/* The partitions both allow (either list empty: the other's). None in
+ * common is -EINVAL (an empty list would mean "any"). */
 static int both_allow(struct spec_strs *sys, const struct spec_strs *user)
 {
 	size_t i, j, k = 0;
@@ -323,7 +327,31 @@ static int both_allow(struct spec_strs *sys, const struct spec_strs *user)
 			free(sys->v[i]);
 	}
 	sys->n = k;
-	return 0;
+	return k ? 0 : -EINVAL;
+}
+
+/* Every leaf path of a defaults fragment that a lock covers is refused:
+ * a locked key's value is the system's default (or the built-in one),
+ * never a user's file's. */
+static int defaults_unlocked(const struct site *s, const struct site *u, json_object *obj,
+			     const char *prefix, struct dt_err *err)
+{
+	char path[512];
+	const char *lock;
+	int rc = 0;
+
+	if (!obj || !json_object_is_type(obj, json_type_object))
+		return 0;
+	json_object_object_foreach(obj, key, val) {
+		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", key);
+		lock = site_locked(s, path);
+		if (lock)
+			rc = dt_err_add(err, "%s: defaults.%s: locked by the system policy %s (locked: \"%s\"); a user's site file cannot set a default there",
+					u->path, path, s->path, lock);
+		else if (defaults_unlocked(s, u, val, path, err))
+			rc = -EINVAL;
+	}
+	return rc;
 }
 
 /* What the user's file u may add to the system's s (see site.h). */
@@ -344,7 +372,7 @@ static int layer_user(struct site *s, const struct site *u, struct dt_err *err)
 	for (i = 0; i < n; i++)
 		rc = dt_err_add(err, "%s: %s: a user's site file cannot set it under the system policy %s, only add defaults, locks and limits (hint: env and setup go in the job spec)",
 				u->path, refused[i], s->path);
-	if (rc)
+	if (rc || defaults_unlocked(s, u, u->defaults, "", err))
 		return -EINVAL;
 	if (merge_under(&s->defaults, u->defaults))
 		return -ENOMEM;
@@ -359,7 +387,11 @@ static int layer_user(struct site *s, const struct site *u, struct dt_err *err)
 	s->limits.max_gpus_per_node = stricter(s->limits.max_gpus_per_node,
 					       u->limits.max_gpus_per_node, -1);
 	s->limits.max_time_s = stricter(s->limits.max_time_s, u->limits.max_time_s, 0);
-	if (both_allow(&s->limits.partitions, &u->limits.partitions))
+	rc = both_allow(&s->limits.partitions, &u->limits.partitions);
+	if (rc == -EINVAL)
+		return dt_err_add(err, "%s: limits.partitions: none of them is one the system policy %s allows",
+				  u->path, s->path), -EINVAL;
+	if (rc)
 		return -ENOMEM;
 	s->user_path = strdup(u->path);
 	return s->user_path ? 0 : -ENOMEM;

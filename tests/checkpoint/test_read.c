@@ -509,6 +509,9 @@ static void test_manifest_refusals(void **state)
 			 -EINVAL);
 	assert_int_equal(parse_edited("created", json_object_new_string("2026-13-01T10:00:00Z"), &err),
 			 -EINVAL);
+	assert_int_equal(parse_edited("created", json_object_new_string("2026-02-31T10:00:00Z"), &err),
+			 -EINVAL);
+	assert_int_equal(parse_edited("created", json_object_new_string("2028-02-29T23:59:59Z"), &err), 0);
 	assert_int_equal(parse_edited("step", json_object_new_int(-1), &err), -EINVAL);
 	assert_true(tu_has(&err, "D/MANIFEST.json: step: must be"));
 	assert_int_equal(parse_edited("epoch", NULL, &err), -EINVAL);

@@ -6,8 +6,8 @@
 #    SLURM_ACCOUNT say (scontrol shows the job's);
 #  - a user's site file under /etc/dtrain/site.json (run as root, when the
 #    machine has none; the test puts one there and takes it away): it adds
-#    its defaults and locks, and cannot unlock, change a limit upward, or
-#    set env or setup; DTRAIN_SITE the same.
+#    its defaults and locks, and cannot unlock, change a limit upward, set
+#    a default under a lock, or set env or setup; DTRAIN_SITE the same.
 . "$(dirname "$0")/lib.sh"
 : "${SLURM_CONF:?needs the local cluster}"
 site=$(write_site)
@@ -42,13 +42,19 @@ cat >"$T/mine.json" <<'JSON'
 { "locked": [], "limits": { "max_nodes": 64 }, "env": { "NCCL_IB_HCA": "evil" } }
 JSON
 cat >"$T/adds.json" <<'JSON'
-{ "defaults": { "train": { "log_every": 7 }, "resources": { "account": "mine" } },
+{ "defaults": { "train": { "log_every": 7 } },
   "locked": ["train.epochs"], "limits": { "max_nodes": 64 } }
+JSON
+# and one that sets a default where the system locked the key
+cat >"$T/under-lock.json" <<'JSON'
+{ "defaults": { "resources": { "account": "mine" } } }
 JSON
 expect_rc 3 $SUBMIT validate "$T/job.json" --site "$T/mine.json"
 must_contain "$T/err" "$T/mine.json: env: a user's site file cannot set it under the system policy $system"
 DTRAIN_SITE="$T/mine.json" expect_rc 3 $SUBMIT validate "$T/job.json"
 must_contain "$T/err" "$T/mine.json: env: a user's site file cannot set it"
+expect_rc 3 $SUBMIT validate "$T/job.json" --site "$T/under-lock.json"
+must_contain "$T/err" "$T/under-lock.json: defaults.resources.account: locked by the system policy $system"
 for how in --site DTRAIN_SITE; do
 	if [ $how = --site ]; then run=($SUBMIT validate "$T/job.json" --site "$T/adds.json"); else
 		run=(env DTRAIN_SITE="$T/adds.json" $SUBMIT validate "$T/job.json"); fi

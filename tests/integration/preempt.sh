@@ -71,7 +71,11 @@ last_step() {
 	[ -f "$dir/metrics.jsonl" ] && s=$(sed -n 's/.*"event":"step","step":\([0-9]*\),.*/\1/p' "$dir/metrics.jsonl" | tail -n 1)
 	echo "${s:-0}"
 }
-starts() { [ -f "$dir/metrics.jsonl" ] && grep -c '"event":"start"' "$dir/metrics.jsonl" || echo 0; }
+starts() {
+	local n=0
+	[ -f "$dir/metrics.jsonl" ] && n=$(grep -c '"event":"start"' "$dir/metrics.jsonl")
+	echo "${n:-0}"
+}
 
 for round in 1 2 3; do
 	wait_state "$id" 120 RUNNING

@@ -41,7 +41,12 @@ expect_rc 0 $SUBMIT "$T/job.json" --site "$site"
 id=$(cat "$T/out")
 dir=$(run_dir_of recover)
 log=$dir/slurm-$id.out
-count() { [ -f "$dir/metrics.jsonl" ] && grep -c "\"event\":\"$1\"" "$dir/metrics.jsonl" || echo 0; }
+# events of kind $1 in metrics.jsonl so far (grep -c prints 0 itself)
+count() {
+	local n=0
+	[ -f "$dir/metrics.jsonl" ] && n=$(grep -c "\"event\":\"$1\"" "$dir/metrics.jsonl")
+	echo "${n:-0}"
+}
 last_step() {
 	local s=
 	[ -f "$dir/metrics.jsonl" ] && s=$(sed -n 's/.*"event":"step","step":\([0-9]*\),.*/\1/p' "$dir/metrics.jsonl" | tail -n 1)

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "launcher/launch.h"
@@ -767,6 +768,56 @@ static void test_node_failures_are_counted(void **state)
 	dt_buf_free(&out);
 }
 
+/* Damaged counters (a shell killed while writing one leaves it empty)
+ * read as 0: the script goes on, and writes them whole again. */
+static void test_damaged_counters_read_as_zero(void **state)
+{
+	static const char *damage[][2] = { { "requeued", "abc\n" }, { "stopped", "" },
+					   { "crashes", "08x" }, { "node_failures", "99999999999999" } };
+	struct spec s = base_spec();
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+	char path[800], *log;
+	size_t i;
+
+	(void)state;
+	reset_outputs();
+	set_counter("requeued", 0); /* makes the directory */
+	for (i = 0; i < sizeof(damage) / sizeof(damage[0]); i++) {
+		snprintf(path, sizeof(path), "%s/recovery/%s", run_dir_ok, damage[i][0]);
+		tu_write_path(path, damage[i][1], 0644);
+	}
+	s.preemption.max_requeues = 3;
+	assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
+	assert_int_equal(run_script(out.p, "0", "75", "0"), 0);
+	log = scontrol_log();
+	assert_non_null(log);
+	assert_string_equal(log, "requeue 42\n");
+	free(log);
+	assert_int_equal(counter("requeued"), 1);
+	dt_buf_free(&out);
+}
+
+/* A setup line that leaves a program running in the background: the
+ * script does not wait for it after the job step (only for its own tee). */
+static void test_background_setup_job_not_waited_for(void **state)
+{
+	static char *job_setup[] = { "sleep 15 >/dev/null 2>&1 &" };
+	struct spec s = base_spec();
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+	time_t t0;
+
+	(void)state;
+	reset_outputs();
+	s.setup = (struct spec_strs){ job_setup, 1 };
+	assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
+	t0 = time(NULL);
+	assert_int_equal(run_script(out.p, "0", "0", "0"), 0);
+	assert_true(time(NULL) - t0 < 10);
+	dt_buf_free(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -786,6 +837,8 @@ int main(void)
 		cmocka_unit_test(test_requeue_limit_zero),
 		cmocka_unit_test(test_crash_restarts_the_step),
 		cmocka_unit_test(test_node_failures_are_counted),
+		cmocka_unit_test(test_damaged_counters_read_as_zero),
+		cmocka_unit_test(test_background_setup_job_not_waited_for),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

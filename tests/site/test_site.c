@@ -277,6 +277,21 @@ static void user_site_adds_under_the_system(void **state)
 	assert_string_equal(lay.env.key[0], "NCCL_IB_HCA");
 	assert_null(lay.user_path);
 	site_free(&lay);
+	/* no partition in common: none allowed, not any */
+	snprintf(bad, sizeof(bad), "%s", tu_write("user-parts.json", "{\"limits\": {\"partitions\": [\"gpu\"]}}"));
+	dt_err_clear(&e);
+	assert_int_equal(site_load_policy(fx->site_path, bad, &lay, &e), -EINVAL);
+	assert_true(tu_has(&e, "limits.partitions: none of them is one the system policy"));
+	/* a default under a system lock (the system's or the built-in value
+	 * holds there), also inside a locked section */
+	snprintf(bad, sizeof(bad), "%s",
+		 tu_write("user-locked.json", "{\"defaults\": {\"checkpoint\": {\"keep\": 99},"
+					      " \"env\": {\"SITE_LOCK\": \"x\", \"FREE\": \"y\"}}}"));
+	dt_err_clear(&e);
+	assert_int_equal(site_load_policy(fx->site_path, bad, &lay, &e), -EINVAL);
+	assert_true(tu_has(&e, "defaults.checkpoint: locked by the system policy"));
+	assert_true(tu_has(&e, "defaults.env.SITE_LOCK: locked by the system policy"));
+	assert_false(tu_has(&e, "FREE"));
 	/* the system's file named again by the user: loaded once */
 	assert_int_equal(site_load_policy(fx->site_path, fx->site_path, &lay, &e), 0);
 	assert_null(lay.user_path);
