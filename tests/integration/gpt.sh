@@ -30,17 +30,8 @@ cat >"$T/base.json" <<JSON
   "checkpoint": { "every_steps": 25, "keep": 5 } }
 JSON
 
-# run NAME DATA PIPE MICRO [--set KEY=VALUE...]: train in $T/NAME
-run() {
-	local name=$1 d=$2 p=$3 m=$4 np=$(($2 * $3))
-	shift 4
-	$SUBMIT validate "$T/base.json" --set run_dir="$T/$name" --set resources.tasks_per_node=$np \
-		--set parallel.data=$d --set parallel.pipeline=$p --set parallel.micro_batches=$m \
-		"$@" >"$T/$name.json" 2>"$T/$name.err" || { cat "$T/$name.err"; fail "spec $name"; }
-	mkdir -p "$T/$name"
-	mpirun --allow-run-as-root --oversubscribe -np $np "$DTRAIN_BIN/dtrain-run" \
-		"$T/$name.json" >"$T/$name.out" 2>&1 || { cat "$T/$name.out"; fail "run $name"; }
-}
+# run NAME DATA PIPE MICRO [--set KEY=VALUE...]: train $T/base.json in $T/NAME
+run() { mpi_run base "$@"; }
 
 run l11 1 1 1
 run p2 1 2 2

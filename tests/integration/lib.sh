@@ -121,3 +121,40 @@ tied() {
 		/model/transformer.wte.weight /model/lm_head.weight >"$T/tied.out" 2>&1 ||
 		{ cat "$T/tied.out"; fail "$ck: lm_head.weight differs from transformer.wte.weight"; }
 }
+
+# mpi_run SPEC NAME DATA PIPE MICRO [--set KEY=VALUE...]: $T/SPEC.json
+# resolved with that layout into $T/NAME.json and trained under mpirun
+# (this host, no cluster) in $T/NAME; its output in $T/NAME.out.
+mpi_run() {
+	local spec=$1 name=$2 d=$3 p=$4 m=$5 np=$(($3 * $4))
+	shift 5
+	$SUBMIT validate "$T/$spec.json" --set run_dir="$T/$name" --set resources.tasks_per_node=$np \
+		--set parallel.data=$d --set parallel.pipeline=$p --set parallel.micro_batches=$m \
+		"$@" >"$T/$name.json" 2>"$T/$name.err" || { cat "$T/$name.err"; fail "spec $name"; }
+	mkdir -p "$T/$name"
+	mpirun --allow-run-as-root --oversubscribe -np $np "$DTRAIN_BIN/dtrain-run" \
+		"$T/$name.json" >"$T/$name.out" 2>&1 || { cat "$T/$name.out"; fail "run $name"; }
+}
+
+# reference_run SITE FINAL: $T/job.json (a 4-rank job) run without
+# interruption by mpirun on this host in $T/ref, which must end with the
+# checkpoint FINAL (step-<8 digits>).
+reference_run() {
+	$SUBMIT validate "$T/job.json" --site "$1" --set run_dir="$T/ref" >"$T/ref.json" 2>"$T/ref.err" ||
+		{ cat "$T/ref.err"; fail "spec ref"; }
+	mkdir -p "$T/ref"
+	OMPI_MCA_mpi_yield_when_idle=1 mpirun --allow-run-as-root --oversubscribe -np 4 \
+		"$DTRAIN_BIN/dtrain-run" --quiet "$T/ref.json" >"$T/ref.out" 2>&1 || { cat "$T/ref.out"; fail "reference run"; }
+	[ -d "$T/ref/checkpoints/$2" ] || { ls "$T/ref/checkpoints"; fail "reference has no final checkpoint"; }
+}
+
+# same_as_reference CKPT: CKPT verifies, and its parameters and optimizer
+# state are bitwise the reference run's checkpoint of the same name.
+same_as_reference() {
+	local obj
+	"$DTRAIN_BIN/dtrain-ckpt" verify "$1" >/dev/null || fail "final checkpoint does not verify"
+	for obj in /model /optimizer; do
+		h5diff "$T/ref/checkpoints/$(basename "$1")/model.h5" "$1/model.h5" "$obj" "$obj" >"$T/diff.out" 2>&1 ||
+			{ cat "$T/diff.out"; fail "final $obj differ from the uninterrupted run's"; }
+	done
+}

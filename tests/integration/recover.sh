@@ -29,12 +29,7 @@ JSON
 final_name=step-$(printf %08d $total)
 
 # --- the reference: the same spec, uninterrupted (mpirun on this host) ---
-$SUBMIT validate "$T/job.json" --site "$site" --set run_dir="$T/ref" >"$T/ref.json" 2>"$T/ref.err" ||
-	{ cat "$T/ref.err"; fail "spec ref"; }
-mkdir -p "$T/ref"
-OMPI_MCA_mpi_yield_when_idle=1 mpirun --allow-run-as-root --oversubscribe -np 4 \
-	"$DTRAIN_BIN/dtrain-run" --quiet "$T/ref.json" >"$T/ref.out" 2>&1 || { cat "$T/ref.out"; fail "reference run"; }
-[ -d "$T/ref/checkpoints/$final_name" ] || { ls "$T/ref/checkpoints"; fail "reference has no final checkpoint"; }
+reference_run "$site" "$final_name"
 
 # --- the job, a rank killed three times ---
 expect_rc 0 $SUBMIT "$T/job.json" --site "$site"
@@ -86,9 +81,5 @@ state=$(job_state "$id")
 grep '^dtrain: the job step failed' "$log" | sed 's/^/  /'
 must_contain "$log" "dtrain-run: done:"
 final=$dir/checkpoints/$final_name
-"$DTRAIN_BIN/dtrain-ckpt" verify "$final" >/dev/null || fail "final checkpoint does not verify"
-for obj in /model /optimizer; do
-	h5diff "$T/ref/checkpoints/$final_name/model.h5" "$final/model.h5" "$obj" "$obj" >"$T/diff.out" 2>&1 ||
-		{ cat "$T/diff.out"; fail "final $obj differ from the uninterrupted run's"; }
-done
+same_as_reference "$final"
 pass "three ranks killed: the job recovered by itself each time and ended bitwise equal to an uninterrupted run"

@@ -46,16 +46,12 @@ cat >"$T/mlp.json" <<JSON
   "checkpoint": { "every_steps": 25, "keep": 5 } }
 JSON
 
-# run SPEC NAME DATA PIPE [--set KEY=VALUE...]: train in $T/NAME
+# run SPEC NAME DATA PIPE [--set KEY=VALUE...]: train $T/SPEC.json in
+# $T/NAME, a micro-batch per stage
 run() {
-	local spec=$1 name=$2 d=$3 p=$4 np=$(($3 * $4))
+	local spec=$1 name=$2 d=$3 p=$4
 	shift 4
-	$SUBMIT validate "$T/$spec.json" --set run_dir="$T/$name" --set resources.tasks_per_node=$np \
-		--set parallel.data=$d --set parallel.pipeline=$p --set parallel.micro_batches=$p \
-		"$@" >"$T/$name.json" 2>"$T/$name.err" || { cat "$T/$name.err"; fail "spec $name"; }
-	mkdir -p "$T/$name"
-	mpirun --allow-run-as-root --oversubscribe -np $np "$DTRAIN_BIN/dtrain-run" \
-		"$T/$name.json" >"$T/$name.out" 2>&1 || { cat "$T/$name.out"; fail "run $name"; }
+	mpi_run "$spec" "$name" "$d" "$p" "$p" "$@"
 }
 sharded() { echo --set parallel.optimizer=sharded; }
 
