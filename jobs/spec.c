@@ -948,12 +948,11 @@ static int check_rules(const struct spec *s, const char *file, struct dt_err *er
 	if (s->parallel.grad_sync && !strcmp(s->parallel.grad_sync, "split") && s->parallel.pipeline > 1)
 		rc = dt_err_add(err, "%s: parallel.grad_sync: \"split\" cuts every layer between the replicas of a node and needs parallel.pipeline = 1 (got %ld); use \"shared\" or \"auto\" with a pipeline",
 				file, s->parallel.pipeline);
-	if (s->parallel.optimizer && !strcmp(s->parallel.optimizer, "sharded") && s->parallel.grad_sync &&
+	if (spec_optimizer_sharded(s) && s->parallel.grad_sync &&
 	    (!strcmp(s->parallel.grad_sync, "shared") || !strcmp(s->parallel.grad_sync, "split")))
 		rc = dt_err_add(err, "%s: parallel.optimizer: \"sharded\" reduce-scatters gradients between the replicas and cannot be combined with parallel.grad_sync \"%s\", which shares one copy per node; use \"allreduce\" or \"auto\"",
 				file, s->parallel.grad_sync);
-	if (s->parallel.optimizer && !strcmp(s->parallel.optimizer, "sharded") &&
-	    !strcmp(s->train.device, "cuda"))
+	if (spec_optimizer_sharded(s) && !strcmp(s->train.device, "cuda"))
 		rc = dt_err_add(err, "%s: parallel.optimizer: \"sharded\" runs on train.device \"cpu\" only (the GPU path keeps its state replicated); use \"replicated\"",
 				file);
 	if (s->parallel.threads && !strcmp(s->parallel.threads, "split") && s->parallel.pipeline > 1)
@@ -1133,6 +1132,11 @@ long spec_layers(const struct spec *s)
 	if (s->model.type && !strcmp(s->model.type, "gpt"))
 		return s->model.layers + 2;
 	return (long)s->model.hidden.n + 1;
+}
+
+bool spec_optimizer_sharded(const struct spec *s)
+{
+	return s->parallel.optimizer && !strcmp(s->parallel.optimizer, "sharded");
 }
 
 

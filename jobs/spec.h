@@ -238,6 +238,8 @@ int spec_doc_markdown(struct dt_buf *out);
  * mlp: its layers (hidden + output); gpt: the embedding, model.layers
  * transformer blocks and the head. */
 long spec_layers(const struct spec *s);
+/* parallel.optimizer is "sharded" (runtime/shard.h). */
+bool spec_optimizer_sharded(const struct spec *s);
 /* Slurm time string ("D-HH:MM:SS" or "HH:MM:SS") of seconds into buf. */
 void spec_format_time(long seconds, char *buf, size_t size);
 /* Parse a Slurm time string; 0 or -EINVAL. */

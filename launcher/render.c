@@ -363,18 +363,19 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "\tcase $v in '' | *[!0-9]* | ?????????*) v=0 ;; esac\n"
 	       "\techo $((10#$v))\n"
 	       "}\n"
-	       "dtrain_bump() {\n"
+	       "dtrain_set() {\n"
 	       "\tmkdir -p \"$DTRAIN_RUN_DIR/recovery\" &&\n"
-	       "\t\techo \"$(($(dtrain_count \"$1\") + 1))\" >\"$DTRAIN_RUN_DIR/recovery/.$1.tmp\" &&\n"
+	       "\t\techo \"$2\" >\"$DTRAIN_RUN_DIR/recovery/.$1.tmp\" &&\n"
 	       "\t\tmv -f \"$DTRAIN_RUN_DIR/recovery/.$1.tmp\" \"$DTRAIN_RUN_DIR/recovery/$1\"\n"
 	       "}\n"
+	       "dtrain_bump() { dtrain_set \"$1\" \"$(($(dtrain_count \"$1\") + 1))\"; }\n"
 	       "dtrain_node_failures=$((dtrain_restarts - $(dtrain_count requeued) - $(dtrain_count stopped)))\n"
 	       "if [ \"$dtrain_node_failures\" -gt %ld ]; then\n"
 	       "\techo \"dtrain: the job was requeued $dtrain_node_failures times after losing a node (recovery.max_node_failures = %ld); not started again\" >&2\n"
 	       "\texit 1\n"
 	       "elif [ \"$dtrain_node_failures\" -gt \"$(dtrain_count node_failures)\" ]; then\n"
 	       "\techo \"dtrain: started again after losing a node (node failure $dtrain_node_failures of at most %ld)\" >&2\n"
-	       "\tmkdir -p \"$DTRAIN_RUN_DIR/recovery\" && echo \"$dtrain_node_failures\" >\"$DTRAIN_RUN_DIR/recovery/node_failures\" || true\n"
+	       "\tdtrain_set node_failures \"$dtrain_node_failures\" || true\n"
 	       "fi\n\n",
 	    s->recovery.max_node_failures, s->recovery.max_node_failures,
 	    s->recovery.max_node_failures);

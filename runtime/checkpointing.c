@@ -92,6 +92,16 @@ static int optim_states(const struct rt_optim *o, const char *names[CKPT_MAX_STA
 	return 1;
 }
 
+/* "replicated", or "sharded over N replicas", into buf. */
+static const char *shards_str(int shards, char *buf, size_t size)
+{
+	if (shards > 1)
+		snprintf(buf, size, "sharded over %d replicas", shards);
+	else
+		snprintf(buf, size, "replicated");
+	return buf;
+}
+
 /* The same optimizer states, by name and in order. */
 static bool same_states(const struct ckpt_meta *a, const struct ckpt_meta *b)
 {
@@ -474,14 +484,17 @@ static int load_state(struct rt_ckpt *c, const char *path, struct dt_err *err)
 			const struct ckpt_tensor *t = &c->stage_tensors[i];
 			float *states[CKPT_MAX_STATES];
 
-			for (k = 0; !c->shard && k < n_states; k++)
-				states[k] = bufs[k] + t->offset;
-			if (!c->shard)
+			if (!c->shard) { /* parameters and state, broadcast below */
+				for (k = 0; k < n_states; k++)
+					states[k] = bufs[k] + t->offset;
 				rc = ckpt_read_tensor(&r, t, c->st->params + t->offset, states, &e);
-			else if (c->g->coord[RT_DIM_DATA] == 0) /* the parameters, broadcast below */
+				continue;
+			}
+			/* sharded: replica 0 the parameters (broadcast below), every
+			 * replica its own rows of the state */
+			if (c->g->coord[RT_DIM_DATA] == 0)
 				rc = ckpt_read_tensor(&r, t, c->st->params + t->offset, NULL, &e);
-			/* sharded: every replica its own rows of the state */
-			for (k = 0; c->shard && !rc && k < n_states; k++)
+			for (k = 0; !rc && k < n_states; k++)
 				rc = ckpt_read_rows(&r, t, k, c->shard->rows[i].row0,
 						    c->shard->rows[i].rows,
 						    bufs[k] + c->shard->pieces[i].at, &e);
@@ -583,14 +596,13 @@ int rt_ckpt_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, int64_t *st
 		say(c, "resuming from %s: step %lld of %lld, epoch %lld (loaded in %.2f s)", path,
 		    (long long)m->meta.step, (long long)pos->total_steps,
 		    (long long)m->meta.epoch + 1, now_s() - t0);
-	if (m->meta.optimizer_shards != ours->optimizer_shards)
-		say(c, "the optimizer state was %s%.0d%s, now %s%.0d%s: re-sharded as it loaded",
-		    m->meta.optimizer_shards > 1 ? "sharded over " : "replicated",
-		    m->meta.optimizer_shards > 1 ? m->meta.optimizer_shards : 0,
-		    m->meta.optimizer_shards > 1 ? " replicas" : "",
-		    ours->optimizer_shards > 1 ? "sharded over " : "replicated",
-		    ours->optimizer_shards > 1 ? ours->optimizer_shards : 0,
-		    ours->optimizer_shards > 1 ? " replicas" : "");
+	if (m->meta.optimizer_shards != ours->optimizer_shards) {
+		char was[48], now[48];
+
+		say(c, "the optimizer state was %s, now %s: re-sharded as it loaded",
+		    shards_str(m->meta.optimizer_shards, was, sizeof(was)),
+		    shards_str(ours->optimizer_shards, now, sizeof(now)));
+	}
 	if (m->meta.total_steps != pos->total_steps)
 		say(c, "note: the checkpoint's run had %lld steps, this one has %lld: the learning "
 		       "rate schedule follows the new length", (long long)m->meta.total_steps,

@@ -150,7 +150,7 @@ int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
 		return 0; /* every rank decides alike from the spec and the grid */
 	/* a sharded optimizer reduce-scatters over data_comm (runtime/shard.h):
 	 * "auto" is that (the spec refuses "shared" and "split" with it) */
-	if (s->parallel.optimizer && !strcmp(s->parallel.optimizer, "sharded"))
+	if (spec_optimizer_sharded(s))
 		return 0;
 	/* tied tensors (runtime/tied.c) take the replicas' whole sums */
 	if (rt_model_ties(s, ties) > 0) {

@@ -194,8 +194,7 @@ static int build_stage(struct trainer *t)
 	t->in = t->st.in;
 	t->out = t->st.out;
 	/* sharded: the state of this replica's rows only (runtime/shard.h) */
-	t->sharded = s->parallel.optimizer && !strcmp(s->parallel.optimizer, "sharded") &&
-		     t->replicas > 1;
+	t->sharded = spec_optimizer_sharded(s) && t->replicas > 1;
 	if (t->sharded) {
 		rc = rt_shard_init(&t->shard, &t->st, t->g->data_comm, t->replicas, t->replica, t->err);
 		if (rc)
