@@ -118,6 +118,9 @@ struct spec {
 	struct spec_recovery {
 		long max_crashes;       /* job steps started again after a rank died */
 		long max_node_failures; /* Slurm's requeues after a node failed */
+		bool watchdog;             /* end a job step that stops making progress */
+		long step_timeout_seconds; /* a step's bound; 0: automatic */
+		long timeout_seconds;      /* start-up, first step, eval, save; 0: none */
 	} recovery;
 };
 

@@ -159,6 +159,12 @@ static const struct spec_field fields[] = {
 	  "times the batch script starts dtrain-run again, from the newest checkpoint, after a rank died or failed (an exit other than 0, 2, 3, 4 or 75); then the job fails" },
 	{ "recovery.max_node_failures", SPEC_INT, F(recovery.max_node_failures), "3", 0, 1000, 0, 0, NULL, 0,
 	  "times a job requeued by Slurm after losing a node starts again (counted apart from preemptions and its own requeues); then it fails at start" },
+	{ "recovery.watchdog", SPEC_BOOL, F(recovery.watchdog), "true", 0, 0, 0, 0, NULL, 0,
+	  "end a job step that stops making progress (a rank hung, stopped or cut off with its node): the ranks still alive name the ranks they wait for and exit 5, and the step starts again as after a crash" },
+	{ "recovery.step_timeout_seconds", SPEC_INT, F(recovery.step_timeout_seconds), "0", 0, 1e7, 0, 0, NULL, 0,
+	  "seconds a training step may take before the watchdog ends the job step; 0: automatic, 10 times the slowest of the last 32 steps and at least 60" },
+	{ "recovery.timeout_seconds", SPEC_INT, F(recovery.timeout_seconds), "900", 0, 1e7, 0, 0, NULL, 0,
+	  "seconds the watchdog allows start-up and resume, the first step of each start, an evaluation or a checkpoint save; 0: no bound" },
 };
 
 const struct spec_field *spec_fields(size_t *n)

@@ -389,14 +389,17 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "# Since Slurm 22.05 srun does not inherit --cpus-per-task from sbatch: a\n"
 	       "# rank's threads would share one CPU. It is given again.\n"
 	       "# A crash (a rank killed or failed: any exit but 0, 2 usage, 3 invalid\n"
-	       "# spec, 4 diverged, 75 saved) starts the step again in this allocation,\n"
+	       "# spec, 4 diverged, 75 saved; 5 is dtrain-run's watchdog ending a step\n"
+	       "# that stopped making progress) starts the step again in this allocation,\n"
 	       "# from the newest checkpoint, at most recovery.max_crashes times in all.\n"
+	       "# --kill-on-bad-exit: the first rank to fail ends the step (the others\n"
+	       "# would wait for it, or for a rank that hangs, forever).\n"
 	       "dtrain_srun_err=\"$DTRAIN_RUN_DIR/srun.err\"\n"
 	       "[ -d \"$DTRAIN_RUN_DIR\" ] || dtrain_srun_err=/dev/null\n"
 	       "dtrain_rc=0\n"
 	       "while [ \"$dtrain_term\" -eq 0 ]; do\n"
 	       "\techo \"dtrain: job ${dtrain_job_id:-none}, restart ${dtrain_restarts}, starting $(date -u +%%FT%%TZ)\"\n"
-	       "\t{ srun --mpi=pmix --cpus-per-task=%ld", r->spec->resources.cpus_per_task);
+	       "\t{ srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=%ld", r->spec->resources.cpus_per_task);
 	for (i = 0; i < site->srun_extra.n; i++) {
 		put(r, " ");
 		put_quoted(r, site->srun_extra.v[i]);
@@ -419,9 +422,15 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "\t[ -z \"${!:-}\" ] || wait \"$!\" # the tee of srun's messages, written out\n"
 	       "\t[ \"$dtrain_term\" -eq 0 ] || break\n"
 	       "\tcase \"$dtrain_rc\" in 0|2|3|4|%d) break ;; esac\n"
-	       "\t# srun names the first task that died and its node\n"
+	       "\t# the watchdog names the ranks the others waited for; else srun names\n"
+	       "\t# the first task that died and its node\n"
+	       "\tdtrain_hung=$(sed -n 's/^dtrain-run: watchdog: //p' \"$dtrain_srun_err\" 2>/dev/null | head -n 1)\n"
 	       "\tdtrain_died=$(sed -n 's/^srun: error: \\([^:]*\\): tasks\\{0,1\\} \\([0-9,-]*\\): \\(.*\\)$/rank \\2 on node \\1: \\3/p' \"$dtrain_srun_err\" 2>/dev/null | head -n 1)\n"
-	       "\techo \"dtrain: the job step failed (exit $dtrain_rc)${dtrain_died:+; first to die: $dtrain_died}\" >&2\n"
+	       "\tif [ -n \"$dtrain_hung\" ]; then\n"
+	       "\t\techo \"dtrain: the job step stopped making progress (exit $dtrain_rc); the watchdog: $dtrain_hung\" >&2\n"
+	       "\telse\n"
+	       "\t\techo \"dtrain: the job step failed (exit $dtrain_rc)${dtrain_died:+; first to die: $dtrain_died}\" >&2\n"
+	       "\tfi\n"
 	       "\tif [ \"$(dtrain_count crashes)\" -ge %ld ]; then\n"
 	       "\t\techo \"dtrain: not restarted: the job crashed $(dtrain_count crashes) times before (recovery.max_crashes = %ld)\" >&2\n"
 	       "\t\tbreak\n"

@@ -24,6 +24,7 @@
 #include "runtime/grid.h"
 #include "runtime/preempt.h"
 #include "runtime/train.h"
+#include "runtime/watchdog.h"
 #include "base/cli.h"
 #include "base/util.h"
 
@@ -65,6 +66,8 @@ static const char usage_text[] =
 	"  3   invalid job spec, or the spec does not match the number of ranks or\n"
 	"      its data sets\n"
 	"  4   training diverged: the loss or gradient norm became NaN or infinite\n"
+	"  5   the watchdog ended this rank: it waited past recovery.*_seconds for\n"
+	"      other ranks, and named them on stderr (runtime/watchdog.h)\n"
 	"  75  a stop signal arrived (SIGTERM or preemption.signal): the state was\n"
 	"      saved at the next step boundary; requeue me\n"
 	"\n"
@@ -106,6 +109,7 @@ int main(int argc, char **argv)
 	struct rt_proc proc = { 0 };
 	struct rt_grid grid = { 0 };
 	struct rt_train_opts topts = { 0 };
+	struct rt_watchdog wd = { 0 };
 	bool mpi_up = false, together = false;
 	char prefix[32];
 	int c, rc, bad, status = DT_EXIT_FAIL;
@@ -182,6 +186,19 @@ int main(int argc, char **argv)
 		print_err(&err, prefix);
 		goto out;
 	}
+	/* From here on a rank that waits too long for the others ends the
+	 * job step, naming whom it waited for (watchdog.h). */
+	rc = rt_watchdog_start(&wd, &spec, proc.rank, proc.size, proc.node, &err);
+	if (rt_mpi_first_failure(rc != 0, &bad, &err2)) {
+		print_err(&err2, prefix);
+		goto out;
+	}
+	if (bad >= 0) {
+		if (proc.rank == bad)
+			print_err(&err, "");
+		together = true;
+		goto out;
+	}
 	/* A rank without its device (no GPU visible) ends every rank: the
 	 * first failing rank reports (its message names it), all exit 1. */
 	rc = rt_device_open(&spec, &proc, &err);
@@ -216,6 +233,7 @@ int main(int argc, char **argv)
 	}
 
 	topts.proc = &proc;
+	topts.watchdog = &wd;
 	rc = rt_train(&spec, &grid, &topts, &together, &err);
 	if (err.count)
 		print_err(&err, rc == -ERANGE ? "" : prefix);
@@ -223,6 +241,7 @@ int main(int argc, char **argv)
 	status = rc == 0 ? DT_EXIT_OK : rc == -ERANGE ? DT_EXIT_DIVERGED :
 		 rc == -EINVAL ? DT_EXIT_SPEC : rc == -EAGAIN ? DT_EXIT_REQUEUE : DT_EXIT_FAIL;
 out:
+	rt_watchdog_stop(&wd);
 	rt_grid_free(&grid);
 	if (mpi_up) {
 		if (status == DT_EXIT_FAIL && !together)

@@ -476,14 +476,17 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 		}
 		dt_json_line(t->metrics, "{\"event\":\"stop\",\"step\":%lld,\"signal\":\"%s\"}", (long long)step,
 		       sigabbrev_np(sig));
+		rt_watchdog_beat(t->wd, step, DT_PHASE_SAVE);
 		rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
 		if (rc == -ECANCELED && t->g->rank == 0)
 			dt_err_add(t->err, "stopped at step %lld without saving it (see above); a resume "
 				   "starts from the newest saved checkpoint", (long long)step);
 		return rc ? rc : -EAGAIN;
 	}
-	if (s->checkpoint.every_steps > 0 && step % s->checkpoint.every_steps == 0 && step < total)
+	if (s->checkpoint.every_steps > 0 && step % s->checkpoint.every_steps == 0 && step < total) {
+		rt_watchdog_beat(t->wd, step, DT_PHASE_SAVE);
 		return rt_ckpt_save(&t->ck, &pos, !s->checkpoint.async, t->err);
+	}
 	return 0;
 }
 
@@ -572,7 +575,10 @@ static int evaluate_at(struct trainer *t, int64_t step, int64_t epoch, bool quie
 static int final_save(struct trainer *t, int64_t step, int64_t per_epoch, int64_t total)
 {
 	struct rt_ckpt_pos pos = { step, per_epoch, total };
-	int rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
+	int rc;
+
+	rt_watchdog_beat(t->wd, step, DT_PHASE_SAVE);
+	rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
 
 	if (rc == -ECANCELED && t->g->rank == 0)
 		dt_err_add(t->err, "training finished, but its final checkpoint (step %lld) could "
@@ -597,6 +603,7 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 	rt__log_start(t, &pg, step, total, per_epoch);
 	while (step < total) {
 		epoch = step / per_epoch;
+		rt_watchdog_beat(t->wd, step + 1, DT_PHASE_STEP);
 		rc = next_batch(t, step, per_epoch, mbs, &batch_rows);
 		if (!rc)
 			rc = forward_backward(t, mbs, batch_rows);
@@ -609,9 +616,11 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 		if (!rc && t->has_test && eval_due(t, step, per_epoch, total)) {
 			double t_eval = now_s();
 
+			rt_watchdog_beat(t->wd, step, DT_PHASE_EVAL);
 			rc = evaluate_at(t, step, epoch, opts->quiet);
 			pg.tw += now_s() - t_eval; /* not in the training rate */
 		}
+		rt_watchdog_beat(t->wd, step, DT_PHASE_SYNC);
 		if (!rc)
 			rc = checkpoint_point(t, step, total, per_epoch, opts);
 		if (rc)
@@ -619,6 +628,7 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 	}
 	if (!rc)
 		rc = final_save(t, step, per_epoch, total);
+	rt_watchdog_beat(t->wd, step, DT_PHASE_END);
 	if (!rc)
 		rt__log_end(t, &pg, step);
 	free(mbs);
@@ -735,6 +745,7 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	t.t_proc = now_s();
 	t.s = s;
 	t.g = g;
+	t.wd = opts->watchdog;
 	t.err = err;
 	t.stage = g->coord[RT_DIM_PIPE];
 	t.stages = g->size[RT_DIM_PIPE];

@@ -29,12 +29,14 @@
 #include "base/util.h"
 
 struct rt_proc;
+struct rt_watchdog;
 
 struct rt_train_opts {
 	const char *save_params; /* directory for the final parameters, or NULL */
 	bool quiet;              /* no progress lines (metrics are still written) */
 	const struct rt_proc *proc; /* this process (bootstrap.h): how many ranks share
 				     * its machine's CPUs */
+	struct rt_watchdog *watchdog; /* told each phase of the loop (watchdog.h), or NULL */
 };
 
 /* Train as the spec says, on this rank's place in the grid (communicators

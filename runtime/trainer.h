@@ -38,6 +38,7 @@
 #include "runtime/sampler.h"
 #include "runtime/shard.h"
 #include "runtime/train.h"
+#include "runtime/watchdog.h"
 
 /* --- state --- */
 
@@ -101,6 +102,7 @@ struct trainer {
 	struct rt_data train, test;
 	int has_test;
 	struct rt_sampler sampler;
+	struct rt_watchdog *wd; /* told each phase of the loop; NULL: none */
 	struct slot *slots;
 	int n_slots;
 	struct bucket *buckets;

@@ -93,6 +93,7 @@ static int group_setup(void **state)
 			 "for a in \"$@\"; do printf '%%s\\0' \"$a\" >> '%s/run.args'; done\n"
 			 "env -0 > '%s/run.env'\n"
 			 "if [ \"${FAKE_TERM:-0}\" = 1 ]; then kill -TERM $PPID; sleep 0.2; fi\n"
+			 "if [ -n \"${FAKE_SAY:-}\" ]; then echo \"$FAKE_SAY\" >&2; fi\n"
 			 "exit \"${FAKE_RC:-0}\"\n", tmp, tmp);
 		tu_write_path(fake_run, text, 0755);
 	}
@@ -110,7 +111,7 @@ static int group_teardown(void **state)
 static void reset_outputs(void)
 {
 	const char *names[] = { "srun.args", "scontrol.log", "run.args", "run.env", "job.sh",
-				"order" };
+				"order", "script.err" };
 	char path[600];
 	size_t i;
 
@@ -175,10 +176,15 @@ static int render(const struct spec *s, const struct site *site, const char *run
 
 /* Write the script to tmp/job.sh, run it with bash in tmp with a clean
  * environment; returns its exit status. */
+/* What the fake dtrain-run prints on stderr (NULL: nothing); the script's
+ * stderr is in tmp/script.err. */
+static const char *fake_say;
+
 static int run_script(const char *script, const char *restarts, const char *fake_rc,
 		      const char *fake_term)
 {
 	char path[600], env_path[700], env_rc[64], env_restart[64], env_term[64], env_home[300];
+	char env_say[512], err_path[600];
 	pid_t pid;
 	int st;
 
@@ -189,13 +195,18 @@ static int run_script(const char *script, const char *restarts, const char *fake
 	snprintf(env_restart, sizeof(env_restart), "SLURM_RESTART_COUNT=%s", restarts);
 	snprintf(env_term, sizeof(env_term), "FAKE_TERM=%s", fake_term);
 	snprintf(env_home, sizeof(env_home), "HOME=%s", tmp);
+	snprintf(env_say, sizeof(env_say), "FAKE_SAY=%s", fake_say ? fake_say : "");
+	snprintf(err_path, sizeof(err_path), "%s/script.err", tmp);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		char *argv[] = { "bash", path, NULL };
 		char *envp[] = { env_path, env_rc, env_restart, env_term, env_home,
-				 "SLURM_JOB_ID=42", NULL };
+				 "SLURM_JOB_ID=42", env_say, NULL };
+		int fd = open(err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
 
+		if (fd >= 0)
+			dup2(fd, STDERR_FILENO);
 		if (chdir(tmp) == 0)
 			execve("/bin/bash", argv, envp);
 		_exit(126);
@@ -267,7 +278,7 @@ static void assert_word(const char *file, int i, const char *want)
 static void assert_no_stray_files(void)
 {
 	static const char *allowed[] = { "bin", "run.args", "run.env", "srun.args",
-					 "scontrol.log", "job.sh", "order", "run" };
+					 "scontrol.log", "job.sh", "order", "run", "script.err" };
 	struct dirent *de;
 	DIR *d = opendir(tmp);
 
@@ -340,7 +351,7 @@ static void test_sbatch_all(void **state)
 	/* sbatch stops reading options at the first command: all come first. */
 	assert_true(strstr(out.p, "#SBATCH --mail-type=END") < strstr(out.p, "set -u"));
 	/* srun no longer inherits it from sbatch (Slurm 22.05) */
-	assert_non_null(strstr(out.p, "srun --mpi=pmix --cpus-per-task=1 "));
+	assert_non_null(strstr(out.p, "srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=1 "));
 	assert_int_equal(launch_check_syntax(out.p, &err), 0);
 	dt_buf_free(&out);
 }
@@ -517,15 +528,16 @@ static void test_hostile_values_stay_data(void **state)
 	assert_env("SITE_SUBST", site_vals[0]);
 	assert_env("SHARED", "from-the-site"); /* the site wins */
 	assert_env("DTRAIN_RUN_DIR", run_dir);
-	/* srun got exactly: --mpi=pmix, --cpus-per-task, the site's extras,
+	/* srun got exactly: --mpi=pmix, --kill-on-bad-exit, --cpus-per-task, the site's extras,
 	 * dtrain-run, spec.json. */
 	assert_word("srun.args", 0, "--mpi=pmix");
-	assert_word("srun.args", 1, "--cpus-per-task=1");
-	assert_word("srun.args", 2, srun_extra[0]);
-	assert_word("srun.args", 3, srun_extra[1]);
-	assert_word("srun.args", 4, fake_run);
-	assert_word("srun.args", 5, spec_json);
-	assert_null(nth_word("srun.args", 6));
+	assert_word("srun.args", 1, "--kill-on-bad-exit=1");
+	assert_word("srun.args", 2, "--cpus-per-task=1");
+	assert_word("srun.args", 3, srun_extra[0]);
+	assert_word("srun.args", 4, srun_extra[1]);
+	assert_word("srun.args", 5, fake_run);
+	assert_word("srun.args", 6, spec_json);
+	assert_null(nth_word("srun.args", 7));
 	assert_word("run.args", 0, spec_json);
 	assert_null(nth_word("run.args", 1));
 	assert_no_stray_files();
@@ -707,6 +719,31 @@ static void test_crash_restarts_the_step(void **state)
 	}
 }
 
+/* A step the watchdog ended (exit 5) is restarted as a crash; the log
+ * names the ranks waited for, from the watchdog's line, not the rank that
+ * exited first (the watchdog's own). */
+static void test_watchdog_exit_restarts_and_names(void **state)
+{
+	char path[600], *text;
+	size_t len;
+
+	(void)state;
+	fake_say = "dtrain-run: watchdog: rank 1 on node n1 waited 8.0 s in step 41 (step; bound 8 s); "
+		   "waiting for rank 3 on node n2: silent for 7.9 s, last in step 41 (step); ending the job step";
+	requeue_case("0", 0, 0, "5", "0", 5, NULL);
+	fake_say = NULL;
+	assert_int_equal(srun_runs(), 4);
+	assert_int_equal(counter("crashes"), 3);
+	snprintf(path, sizeof(path), "%s/script.err", tmp);
+	text = tu_read(path, &len);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "dtrain: the job step stopped making progress (exit 5); the watchdog: "
+				     "rank 1 on node n1 waited 8.0 s in step 41 (step; bound 8 s); waiting for rank 3 on node n2: silent"));
+	assert_null(strstr(text, "first to die"));
+	assert_non_null(strstr(text, "restarting from the newest checkpoint (crash 3 of at most 3)"));
+	free(text);
+}
+
 static void test_no_requeue_after_sigterm(void **state)
 {
 	(void)state;
@@ -836,6 +873,7 @@ int main(void)
 		cmocka_unit_test(test_no_requeue_after_sigterm),
 		cmocka_unit_test(test_requeue_limit_zero),
 		cmocka_unit_test(test_crash_restarts_the_step),
+		cmocka_unit_test(test_watchdog_exit_restarts_and_names),
 		cmocka_unit_test(test_node_failures_are_counted),
 		cmocka_unit_test(test_damaged_counters_read_as_zero),
 		cmocka_unit_test(test_background_setup_job_not_waited_for),

@@ -1,0 +1,75 @@
+/*
+ * heartbeat.h - the heartbeat files of a running job, one per rank:
+ * <run_dir>/heartbeat/rank-<r>. dtrain-run's watchdog (runtime/watchdog.h)
+ * rewrites its rank's file every second or so with what the rank is doing
+ * and since when; the watchdogs of the other ranks read them to say whom
+ * they wait for, and `dtrain-submit status` to say when the last step began
+ * and whether the job still makes progress.
+ *
+ * Format: one line of text, rewritten whole at offset 0 and always
+ * DT_HEARTBEAT_BYTES long (spaces pad it before its '\n'):
+ *
+ *   dtrain-heartbeat 1 rank R world W pid P node NAME start T0 step S
+ *       phase PHASE since T1 at T2 bound B
+ *
+ * (one line). Times are Unix seconds (CLOCK_REALTIME) with 3 decimals:
+ * start when this start of the job began on the rank, since when the phase
+ * began, at when the line was written. step is the step being worked on
+ * (1-based, as the progress lines count), bound the seconds the phase may
+ * last before the watchdog ends the job step (0: no bound). A reader that
+ * catches a line half rewritten sees it fail to parse (-EINVAL): read again.
+ */
+#ifndef DTRAIN_BASE_HEARTBEAT_H
+#define DTRAIN_BASE_HEARTBEAT_H
+
+#include <stddef.h>
+
+#define DT_HEARTBEAT_BYTES 256
+#define DT_HEARTBEAT_VERSION 1
+
+/* What a rank is doing; in the file as its name. */
+enum dt_phase {
+	DT_PHASE_START, /* start-up and resume, until the first step */
+	DT_PHASE_STEP,  /* forward, backward and update of a training step */
+	DT_PHASE_SYNC,  /* between steps: agreeing on a stop signal */
+	DT_PHASE_EVAL,  /* evaluating the test set */
+	DT_PHASE_SAVE,  /* saving a checkpoint */
+	DT_PHASE_END,   /* training done (or failed); no bound */
+	DT_PHASE_COUNT
+};
+
+struct dt_heartbeat {
+	int rank, world;
+	long pid;
+	char node[64];   /* the Slurm node (or host) name; spaces become '?' */
+	double start;    /* Unix s: this start of the job began (on this rank) */
+	long long step;  /* the step worked on, 1-based; 0 before the first */
+	enum dt_phase phase;
+	double since;    /* Unix s: the phase began */
+	double at;       /* Unix s: the line was written */
+	double bound;    /* s the phase may last; 0: no bound */
+};
+
+/* "start", "step", "sync", "eval", "save", "end" ("?" out of range). */
+const char *dt_phase_name(enum dt_phase phase);
+
+/* Unix time now, in seconds (CLOCK_REALTIME). */
+double dt_wall_s(void);
+
+/* <dir>/rank-<rank> into buf. 0, or -ENAMETOOLONG when it does not fit. */
+int dt_heartbeat_path(const char *dir, int rank, char *buf, size_t size);
+
+/* The line for h, DT_HEARTBEAT_BYTES with its '\n', into buf (at least
+ * DT_HEARTBEAT_BYTES + 1 bytes: a NUL follows). 0, or -ENAMETOOLONG when the
+ * fields do not fit. */
+int dt_heartbeat_format(const struct dt_heartbeat *h, char *buf, size_t size);
+
+/* Parse one line (a NUL-terminated string). 0, or -EINVAL when it is not a
+ * heartbeat of this version (torn, damaged, another format). */
+int dt_heartbeat_parse(const char *line, struct dt_heartbeat *h);
+
+/* Read rank's file in dir, retrying a torn line a few times. 0; -ENOENT
+ * when there is none; -EINVAL when it does not parse; -errno else. */
+int dt_heartbeat_read(const char *dir, int rank, struct dt_heartbeat *h);
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * watchdog.h - ends a job step that has stopped making progress, so that
+ * recovery can start it again: a rank hung, stopped (SIGSTOP) or cut off
+ * with its node, while the others wait for it in a collective forever.
+ *
+ * One thread per rank. The training loop says what the rank is doing
+ * (rt_watchdog_beat: a step begins, the ranks agree on a stop signal, an
+ * evaluation, a save); the thread rewrites the rank's heartbeat file
+ * (base/heartbeat.h, <run_dir>/heartbeat/rank-<r>) every period and checks
+ * how long the current phase has lasted. Past the phase's bound it reads
+ * the other ranks' heartbeats, prints on stderr which ranks this one waits
+ * for:
+ *
+ *   dtrain-run: watchdog: rank 0 on node n1 waited 8.0 s in step 41 (bound
+ *   8 s); waiting for rank 3 on node n2: silent for 7.9 s, last in step 41
+ *   (step); ending the job step
+ *
+ * (one line; "silent": its heartbeat stopped, so the whole process stopped
+ * or its node is gone; "behind": it is in an earlier step or phase), and
+ * ends the process with exit code DT_EXIT_HUNG (5). srun
+ * --kill-on-bad-exit then ends the job step, and the batch script starts
+ * it again from the newest checkpoint (recovery.max_crashes).
+ *
+ * Bounds (spec recovery.*, all in seconds):
+ *   a training step, and the agreement after it: step_timeout_seconds, or
+ *     when 0 ten times the slowest of this start's last 32 steps, and at
+ *     least 60 s;
+ *   start-up and resume, the first step of a start (one-time set-up),
+ *     an evaluation, a checkpoint save: timeout_seconds (0: no bound);
+ *   recovery.watchdog false: no bound at all (heartbeats are still written).
+ * The heartbeats are written every tenth of the bound (0.2 to 5 s): a rank
+ * is "silent" after three of its periods and a second without one.
+ */
+#ifndef DTRAIN_RUNTIME_WATCHDOG_H
+#define DTRAIN_RUNTIME_WATCHDOG_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "jobs/spec.h"
+#include "base/heartbeat.h"
+#include "base/util.h"
+
+#define RT_WATCHDOG_RECENT 32   /* steps the automatic bound looks back on */
+#define RT_WATCHDOG_FACTOR 10.0 /* automatic bound: this times the slowest */
+#define RT_WATCHDOG_MIN_S 60.0  /* and never below this */
+
+struct rt_watchdog {
+	bool running;       /* the thread runs; rt_watchdog_stop joins it */
+	pthread_t thread;
+	pthread_mutex_t mu; /* guards hb, mono_since, stop, wake, period */
+	pthread_cond_t cv;  /* wakes the thread early to stop */
+	bool stop;
+	bool wake;              /* a beat shortened the period: wake now */
+	double period;          /* s the thread sleeps between heartbeats now */
+	struct dt_heartbeat hb; /* what the file says; at is set when written */
+	double mono_since;      /* CLOCK_MONOTONIC s: the phase began */
+	/* the limits, from the spec */
+	bool enabled;
+	double step_fixed_s;    /* recovery.step_timeout_seconds; 0: automatic */
+	double timeout_s;       /* recovery.timeout_seconds; 0: none */
+	/* the main thread's own: the step durations of this start */
+	double recent[RT_WATCHDOG_RECENT]; /* s, a ring */
+	int n_recent, next_recent;
+	char *dir; /* <run_dir>/heartbeat, or NULL: no run_dir, no files */
+	int fd;    /* this rank's heartbeat file, or -1 */
+};
+
+/* --- life cycle --- */
+
+/* Start the watchdog of rank `rank` of `world` on node `node` (copied), in
+ * phase "start" with the spec's bounds. Creates <run_dir>/heartbeat when
+ * s->run_dir is set. 0, or -errno with a line in err (the directory or
+ * file cannot be made, no thread). */
+int rt_watchdog_start(struct rt_watchdog *w, const struct spec *s, int rank, int world,
+		      const char *node, struct dt_err *err);
+
+/* Stop the thread (the file says phase "end") and free what start made.
+ * Safe on a zeroed or already stopped watchdog. */
+void rt_watchdog_stop(struct rt_watchdog *w);
+
+/* --- operations (main thread) --- */
+
+/* The rank begins `phase` of step `step` (the step worked on for
+ * DT_PHASE_STEP, 1-based; the last one done for the others). A step's
+ * duration counts from its DT_PHASE_STEP beat to the next beat. No-op for
+ * w NULL or not running. */
+void rt_watchdog_beat(struct rt_watchdog *w, long long step, enum dt_phase phase);
+
+/* --- the rules, apart for tests --- */
+
+/* The bound of a training step: fixed_s when > 0, else RT_WATCHDOG_FACTOR
+ * times the slowest of recent[0..n), at least RT_WATCHDOG_MIN_S. */
+double rt_watchdog_step_bound(double fixed_s, const double *recent, int n);
+
+/* Seconds between heartbeats for a phase of this bound (0: none). */
+double rt_watchdog_period(double bound);
+
+/* The report of `me`, which has waited past its bound at time now, from
+ * the other ranks' heartbeats: peers[r] valid where rc[r] is 0 (else
+ * -ENOENT or -EINVAL: none readable), world entries (me's own skipped);
+ * peers NULL: not known (no run_dir). One line, no '\n', into buf. */
+void rt_watchdog_verdict(const struct dt_heartbeat *me, const struct dt_heartbeat *peers,
+			 const int *rc, double now, char *buf, size_t size);
+
+#endif

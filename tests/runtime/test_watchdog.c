@@ -1,0 +1,355 @@
+/*
+ * test_watchdog.c - the watchdog (runtime/watchdog.h) and its heartbeat
+ * files (base/heartbeat.h): the bounds, the line's format, the report of
+ * whom a rank waits for, and the thread in a child process: it ends a rank
+ * that waits past its bound (exit 5, naming the silent peer), leaves one
+ * that beats alone, and does not blame its peers for its own stop.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/heartbeat.h"
+#include "runtime/watchdog.h"
+#include "tests/testutil.h"
+
+/* --- the rules --- */
+
+static void step_bound_rules(void **state)
+{
+	double recent[3] = { 1.0, 9.0, 2.0 };
+
+	(void)state;
+	assert_true(rt_watchdog_step_bound(5, recent, 3) == 5);       /* fixed */
+	assert_true(rt_watchdog_step_bound(0, recent, 3) == 90);      /* 10 x slowest */
+	assert_true(rt_watchdog_step_bound(0, recent, 1) == 60);      /* at least 60 s */
+	assert_true(rt_watchdog_step_bound(0, NULL, 0) == 60);
+	assert_true(rt_watchdog_period(0) == 5);                      /* no bound */
+	assert_true(rt_watchdog_period(1000) == 5);
+	assert_true(fabs(rt_watchdog_period(8) - 0.8) < 1e-12);
+	assert_true(fabs(rt_watchdog_period(1) - 0.2) < 1e-12);
+}
+
+/* --- the heartbeat line --- */
+
+static struct dt_heartbeat beat_of(int rank, int world, long long step, enum dt_phase phase,
+				   double since, double at, double bound)
+{
+	struct dt_heartbeat h = { .rank = rank, .world = world, .pid = 1000 + rank,
+				  .start = 1.7e9, .step = step, .phase = phase, .since = since,
+				  .at = at, .bound = bound };
+
+	snprintf(h.node, sizeof(h.node), "n%d", 1 + rank / 2);
+	return h;
+}
+
+static void heartbeat_round_trip(void **state)
+{
+	struct dt_heartbeat h = beat_of(3, 4, 41, DT_PHASE_SAVE, 1.7e9 + 5.25, 1.7e9 + 6.5, 900), back;
+	char line[DT_HEARTBEAT_BYTES + 1], torn[DT_HEARTBEAT_BYTES + 1];
+
+	(void)state;
+	snprintf(h.node, sizeof(h.node), "node with space");
+	assert_int_equal(dt_heartbeat_format(&h, line, sizeof(line)), 0);
+	assert_int_equal(strlen(line), DT_HEARTBEAT_BYTES);
+	assert_int_equal(line[DT_HEARTBEAT_BYTES - 1], '\n');
+	assert_int_equal(dt_heartbeat_parse(line, &back), 0);
+	assert_int_equal(back.rank, 3);
+	assert_int_equal(back.world, 4);
+	assert_int_equal(back.pid, 1003);
+	assert_string_equal(back.node, "node?with?space");
+	assert_int_equal(back.step, 41);
+	assert_int_equal(back.phase, DT_PHASE_SAVE);
+	assert_true(fabs(back.since - h.since) < 1e-3 && fabs(back.at - h.at) < 1e-3);
+	assert_true(back.bound == 900);
+	/* a line cut short (caught while rewritten), or of another version */
+	memcpy(torn, line, 100);
+	torn[100] = '\0';
+	assert_int_equal(dt_heartbeat_parse(torn, &back), -EINVAL);
+	memcpy(torn, line, sizeof(line));
+	torn[DT_HEARTBEAT_BYTES - 1] = ' ';
+	assert_int_equal(dt_heartbeat_parse(torn, &back), -EINVAL);
+	memcpy(torn, line, sizeof(line));
+	torn[17] = '2'; /* "dtrain-heartbeat 2" */
+	assert_int_equal(dt_heartbeat_parse(torn, &back), -EINVAL);
+	assert_string_equal(dt_phase_name(DT_PHASE_STEP), "step");
+	assert_string_equal(dt_phase_name(DT_PHASE_COUNT), "?");
+}
+
+/* --- the report --- */
+
+static void verdict_names_the_silent_rank(void **state)
+{
+	double now = 1.7e9 + 100;
+	struct dt_heartbeat hb[4] = {
+		beat_of(0, 4, 41, DT_PHASE_STEP, now - 8, now - 0.1, 8), /* me */
+		beat_of(1, 4, 41, DT_PHASE_STEP, now - 8, now - 0.2, 8),
+		beat_of(2, 4, 41, DT_PHASE_STEP, now - 8, now - 0.3, 8),
+		beat_of(3, 4, 41, DT_PHASE_STEP, now - 8, now - 7.9, 8), /* stopped */
+	};
+	int rc[4] = { 0, 0, 0, 0 };
+	char buf[1024];
+
+	(void)state;
+	rt_watchdog_verdict(&hb[0], hb, rc, now, buf, sizeof(buf));
+	assert_string_equal(buf, "rank 0 on node n1 waited 8.0 s in step 41 (step; bound 8 s); "
+				 "waiting for rank 3 on node n2: silent for 7.9 s, last in step 41 (step); "
+				 "ending the job step");
+	/* no file: it never got as far as its watchdog */
+	rc[2] = -ENOENT;
+	rt_watchdog_verdict(&hb[0], hb, rc, now, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "waiting for rank 2: no heartbeat (it never got this far); rank 3 on node n2: silent"));
+}
+
+static void verdict_names_ranks_behind(void **state)
+{
+	double now = 1.7e9 + 100;
+	struct dt_heartbeat hb[3] = {
+		beat_of(0, 3, 41, DT_PHASE_SYNC, now - 70, now - 0.1, 60),
+		beat_of(1, 3, 41, DT_PHASE_STEP, now - 75, now - 0.2, 60), /* alive, in the step */
+		beat_of(2, 3, 41, DT_PHASE_SYNC, now - 70, now - 0.3, 60),
+	};
+	int rc[3] = { 0, 0, 0 };
+	char buf[1024];
+
+	(void)state;
+	rt_watchdog_verdict(&hb[0], hb, rc, now, buf, sizeof(buf));
+	assert_string_equal(buf, "rank 0 on node n1 waited 70.0 s in step 41 (sync; bound 60 s); "
+				 "waiting for rank 1 on node n1: behind, in step 41 (step) for 75.0 s; "
+				 "ending the job step");
+	/* all alike: nobody to blame by heartbeats */
+	hb[1] = beat_of(1, 3, 41, DT_PHASE_SYNC, now - 70, now - 0.2, 60);
+	rt_watchdog_verdict(&hb[0], hb, rc, now, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "; no rank is silent or behind: a collective or a message that never completed; ending the job step"));
+	/* no run_dir: no heartbeats to read */
+	rt_watchdog_verdict(&hb[0], NULL, NULL, now, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "whom it waits for is not known (no run_dir, no heartbeats)"));
+}
+
+/* --- the thread, in a child --- */
+
+static struct spec spec_in(const char *run_dir, long step_s, long timeout_s)
+{
+	struct spec s = { 0 };
+
+	s.run_dir = (char *)run_dir;
+	s.recovery.watchdog = true;
+	s.recovery.step_timeout_seconds = step_s;
+	s.recovery.timeout_seconds = timeout_s;
+	return s;
+}
+
+static double mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Run body in a child (its stderr into <scratch>/NAME.err); its wait status
+ * and the seconds it ran. */
+static int in_child(const char *name, void (*body)(void), void (*meanwhile)(pid_t), double *ran)
+{
+	char path[600];
+	double t0 = mono();
+	pid_t pid;
+	int st = 0;
+
+	snprintf(path, sizeof(path), "%s/%s.err", tu_scratch(), name);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (fd >= 0)
+			dup2(fd, STDERR_FILENO);
+		body();
+		_exit(0);
+	}
+	if (meanwhile)
+		meanwhile(pid);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	*ran = mono() - t0;
+	return st;
+}
+
+static char run_dir[512];
+
+/* Rank 0 of 2, whose peer rank 1 wrote its last heartbeat long ago. */
+static void hung_peer(void)
+{
+	struct spec s = spec_in(run_dir, 1, 1);
+	struct rt_watchdog w;
+	struct dt_err err = { 0 };
+	struct dt_heartbeat peer = beat_of(1, 2, 3, DT_PHASE_STEP, dt_wall_s() - 30,
+					   dt_wall_s() - 30, 1);
+	char line[DT_HEARTBEAT_BYTES + 1], path[600];
+
+	snprintf(path, sizeof(path), "%s/heartbeat/rank-1", run_dir);
+	if (rt_watchdog_start(&w, &s, 0, 2, "n1", &err))
+		_exit(100);
+	if (dt_heartbeat_format(&peer, line, sizeof(line)) ||
+	    dt_write_file_atomic(path, line, strlen(line), 0644))
+		_exit(101);
+	rt_watchdog_beat(&w, 3, DT_PHASE_STEP);
+	sleep(20); /* waits for rank 1 "forever" */
+	_exit(102);
+}
+
+static void ends_a_rank_that_waits_too_long(void **state)
+{
+	char path[600], *err;
+	double ran;
+	int st;
+
+	(void)state;
+	snprintf(run_dir, sizeof(run_dir), "%s/run-hung", tu_scratch());
+	assert_int_equal(dt_mkdirs(run_dir, 0755), 0);
+	st = in_child("hung", hung_peer, NULL, &ran);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), DT_EXIT_HUNG);
+	assert_true(ran < 5); /* the bound is 1 s, the period 0.2 s */
+	snprintf(path, sizeof(path), "%s/hung.err", tu_scratch());
+	err = tu_read(path, NULL);
+	assert_non_null(err);
+	assert_non_null(strstr(err, "dtrain-run: watchdog: rank 0 on node n1 waited 1."));
+	assert_non_null(strstr(err, "in step 3 (step; bound 1 s); waiting for rank 1 on node n1: silent for 3"));
+	free(err);
+	/* its own heartbeat file says where it was */
+	{
+		struct dt_heartbeat h;
+		char dir[600];
+
+		snprintf(dir, sizeof(dir), "%s/heartbeat", run_dir);
+		assert_int_equal(dt_heartbeat_read(dir, 0, &h), 0);
+		assert_int_equal(h.step, 3);
+		assert_int_equal(h.phase, DT_PHASE_STEP);
+		assert_int_equal(h.world, 2);
+		assert_true(h.bound == 1);
+	}
+}
+
+/* A rank that beats every 50 ms for 3 s, steps of bound 1 s: never ended. */
+static void steady(void)
+{
+	struct spec s = spec_in(run_dir, 1, 1);
+	struct rt_watchdog w;
+	struct dt_err err = { 0 };
+	int i;
+
+	if (rt_watchdog_start(&w, &s, 0, 1, "n1", &err))
+		_exit(100);
+	for (i = 0; i < 60; i++) {
+		rt_watchdog_beat(&w, i + 1, DT_PHASE_STEP);
+		usleep(50000);
+	}
+	rt_watchdog_beat(&w, 60, DT_PHASE_END);
+	sleep(2); /* no bound at the end */
+	rt_watchdog_stop(&w);
+	_exit(0);
+}
+
+static void leaves_a_steady_rank(void **state)
+{
+	struct dt_heartbeat h;
+	char dir[600];
+	double ran;
+	int st;
+
+	(void)state;
+	snprintf(run_dir, sizeof(run_dir), "%s/run-steady", tu_scratch());
+	assert_int_equal(dt_mkdirs(run_dir, 0755), 0);
+	st = in_child("steady", steady, NULL, &ran);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	snprintf(dir, sizeof(dir), "%s/heartbeat", run_dir);
+	assert_int_equal(dt_heartbeat_read(dir, 0, &h), 0);
+	assert_int_equal(h.phase, DT_PHASE_END);
+	assert_int_equal(h.step, 60);
+	assert_int_equal(dt_heartbeat_read(dir, 1, &h), -ENOENT);
+}
+
+/* Stopped for 3 s in the middle of a step of bound 2 s: its own stop is
+ * not its peers' fault; it says so and goes on. */
+static void stop_it(pid_t pid)
+{
+	usleep(500000);
+	kill(pid, SIGSTOP);
+	sleep(3);
+	kill(pid, SIGCONT);
+}
+
+static void stopped_itself(void)
+{
+	struct spec s = spec_in(run_dir, 2, 2);
+	struct rt_watchdog w;
+	struct dt_err err = { 0 };
+	int i;
+
+	if (rt_watchdog_start(&w, &s, 0, 1, "n1", &err))
+		_exit(100);
+	rt_watchdog_beat(&w, 1, DT_PHASE_STEP);
+	for (i = 0; i < 50; i++) { /* 5 s of steps of 100 ms */
+		usleep(100000);
+		rt_watchdog_beat(&w, i + 2, DT_PHASE_STEP);
+	}
+	rt_watchdog_stop(&w);
+	_exit(0);
+}
+
+static void own_stop_is_not_a_hang(void **state)
+{
+	char path[600], *err;
+	double ran;
+	int st;
+
+	(void)state;
+	snprintf(run_dir, sizeof(run_dir), "%s/run-stopped", tu_scratch());
+	assert_int_equal(dt_mkdirs(run_dir, 0755), 0);
+	st = in_child("stopped", stopped_itself, stop_it, &ran);
+	snprintf(path, sizeof(path), "%s/stopped.err", tu_scratch());
+	err = tu_read(path, NULL);
+	assert_non_null(err);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fprintf(stderr, "child's stderr: %s\n", err);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_non_null(strstr(err, "dtrain-run: rank 0 on node n1 did not run for 3."));
+	assert_null(strstr(err, "watchdog:"));
+	free(err);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tu_cleanup();
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(step_bound_rules),
+		cmocka_unit_test(heartbeat_round_trip),
+		cmocka_unit_test(verdict_names_the_silent_rank),
+		cmocka_unit_test(verdict_names_ranks_behind),
+		cmocka_unit_test(ends_a_rank_that_waits_too_long),
+		cmocka_unit_test(leaves_a_steady_rank),
+		cmocka_unit_test(own_stop_is_not_a_hang),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, teardown);
+}
