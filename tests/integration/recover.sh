@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # A job that recovers by itself, on the local cluster: a 2-node x 2-task
-# training job (data 2 x pipeline 2) has a random rank killed with SIGKILL
-# at a random moment, three times. Each time its batch script names the
-# dead rank and its node, starts the step again in the same allocation
+# training job (data 2 x pipeline 2) has a random rank hit at a random
+# moment, three times:
+#   recover.sh [kill]  SIGKILL: the batch script names the dead rank and its
+#                      node (srun's message);
+#   recover.sh stop    SIGSTOP for good (a hung rank): the watchdog of the
+#                      ranks still alive ends the step within its bound
+#                      (recovery.step_timeout_seconds 5 here) and names the
+#                      stopped rank, silent, and its node.
+# Each time the batch script starts the step again in the same allocation
 # (recovery.max_crashes, default 3), and dtrain-run resumes from the newest
 # checkpoint. The job must end COMPLETED, its final parameters and
 # optimizer state bitwise those of the same spec run without interruption.
@@ -10,6 +16,12 @@
 # test_launch_render's.)
 . "$(dirname "$0")/lib.sh"
 : "${SLURM_CONF:?needs the local cluster}"
+mode=${1:-kill}
+case $mode in
+kill) sig=KILL ;;
+stop) sig=STOP ;;
+*) fail "usage: recover.sh [kill|stop]" ;;
+esac
 site=$(write_site)
 
 "$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 12000 --features 784 --classes 10 --seed 11 >/dev/null ||
@@ -24,7 +36,8 @@ cat >"$T/job.json" <<JSON
   "parallel": { "data": 2, "pipeline": 2, "micro_batches": 2 },
   "train": { "epochs": 90, "global_batch": 120, "log_every": 50,
              "optimizer": { "type": "sgd", "lr": 0.05, "momentum": 0.9 } },
-  "checkpoint": { "every_steps": 100, "keep": 2 } }
+  "checkpoint": { "every_steps": 100, "keep": 2 },
+  "recovery": { "step_timeout_seconds": 5, "timeout_seconds": 60 } }
 JSON
 final_name=step-$(printf %08d $total)
 
@@ -63,23 +76,41 @@ for round in 1 2 3; do
 	sleep "$((RANDOM % 3)).$((RANDOM % 10))"
 	victim=$(pgrep -f "^[^ ]*/dtrain-run $dir/spec.json" | shuf -n 1)
 	[ -n "$victim" ] || { cat "$log"; fail "no dtrain-run process of job $id (round $round)"; }
-	kill -KILL "$victim"
+	# its rank and node, from its heartbeat file (base/heartbeat.h)
+	who=$(grep -l " pid $victim " "$dir"/heartbeat/rank-* | head -n 1)
+	[ -n "$who" ] || { cat "$dir"/heartbeat/rank-*; fail "no heartbeat names pid $victim"; }
+	who=$(sed -n 's/^dtrain-heartbeat 1 rank \([0-9]*\) world [0-9]* pid [0-9]* node \([^ ]*\) .*/rank \1 on node \2/p' "$who")
+	t0=$SECONDS
+	kill -$sig "$victim"
 	for ((i = 0; i < 300; i++)); do
 		grep -q "restarting from the newest checkpoint (crash $round of at most 3)" "$log" && break
 		sleep 0.2
 	done
 	must_contain "$log" "restarting from the newest checkpoint (crash $round of at most 3)"
-	echo "  crash $round: pid $victim killed near step $(last_step)"
+	echo "  crash $round: $who (pid $victim) got SIG$sig near step $(last_step); restarted $((SECONDS - t0)) s later"
+	if [ $mode = stop ]; then
+		# the bound (5 s), the heartbeats' staleness, srun's kill of the step
+		# (KillWait 10 s for the stopped rank): well inside 30 s
+		[ $((SECONDS - t0)) -le 30 ] || fail "the step ended $((SECONDS - t0)) s after the stop (> 30 s)"
+		grep "^dtrain: the job step stopped making progress (exit [0-9]*); the watchdog: rank [0-9]* on node n[12] waited [0-9.]* s in step [0-9]* ([a-z]*; bound [0-9]* s); waiting for $who: silent for " "$log" |
+			tail -n +$round | head -n 1 | grep -q . || { cat "$log"; fail "round $round: the log does not name $who as silent"; }
+	fi
 done
 
 wait_state "$id" 300 COMPLETED FAILED CANCELLED TIMEOUT ENDED
 state=$(job_state "$id")
 [ "$state" = COMPLETED ] || [ "$state" = ENDED ] || { cat "$log"; fail "job ended $state"; }
-[ "$(grep -c '^dtrain: the job step failed (exit [0-9]*); first to die: rank [0-9]* on node n[12]: ' "$log")" -eq 3 ] ||
-	{ cat "$log"; fail "the log does not name the dead rank and its node three times"; }
+if [ $mode = kill ]; then
+	[ "$(grep -c '^dtrain: the job step failed (exit [0-9]*); first to die: rank [0-9]* on node n[12]: ' "$log")" -eq 3 ] ||
+		{ cat "$log"; fail "the log does not name the dead rank and its node three times"; }
+	grep '^dtrain: the job step failed' "$log" | sed 's/^/  /'
+else
+	[ "$(grep -c '^dtrain: the job step stopped making progress' "$log")" -eq 3 ] ||
+		{ cat "$log"; fail "the log does not report three steps that stopped making progress"; }
+	grep '^dtrain: the job step stopped making progress' "$log" | sed 's/^/  /'
+fi
 [ "$(grep -c '^dtrain-run: resuming from ' "$log")" -ge 3 ] || { cat "$log"; fail "fewer than 3 resumes in the log"; }
-grep '^dtrain: the job step failed' "$log" | sed 's/^/  /'
 must_contain "$log" "dtrain-run: done:"
 final=$dir/checkpoints/$final_name
 same_as_reference "$final"
-pass "three ranks killed: the job recovered by itself each time and ended bitwise equal to an uninterrupted run"
+pass "three ranks hit by SIG$sig: the job recovered by itself each time and ended bitwise equal to an uninterrupted run"
