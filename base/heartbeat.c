@@ -20,6 +20,20 @@ const char *dt_phase_name(enum dt_phase phase)
 	return phase >= 0 && phase < DT_PHASE_COUNT ? phase_names[phase] : "?";
 }
 
+double dt_heartbeat_period(double bound)
+{
+	double p = bound / 10;
+
+	if (bound <= 0 || p > 5)
+		return 5;
+	return p < 0.2 ? 0.2 : p;
+}
+
+bool dt_heartbeat_silent(const struct dt_heartbeat *h, double now)
+{
+	return h->phase != DT_PHASE_END && now - h->at > 3 * dt_heartbeat_period(h->bound) + 1.0;
+}
+
 double dt_wall_s(void)
 {
 	struct timespec ts;

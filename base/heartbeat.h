@@ -22,6 +22,7 @@
 #ifndef DTRAIN_BASE_HEARTBEAT_H
 #define DTRAIN_BASE_HEARTBEAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define DT_HEARTBEAT_BYTES 256
@@ -49,6 +50,15 @@ struct dt_heartbeat {
 	double at;       /* Unix s: the line was written */
 	double bound;    /* s the phase may last; 0: no bound */
 };
+
+/* Seconds between a rank's heartbeats in a phase of this bound (0: none):
+ * a tenth of it, 0.2 to 5 s. */
+double dt_heartbeat_period(double bound);
+
+/* Whether h's writer has stopped writing at time now: nothing for three of
+ * its periods and a second (its process stopped, hung whole, or gone with
+ * its node). A rank in phase "end" is never silent. */
+bool dt_heartbeat_silent(const struct dt_heartbeat *h, double now);
 
 /* "start", "step", "sync", "eval", "save", "end" ("?" out of range). */
 const char *dt_phase_name(enum dt_phase phase);

@@ -11,6 +11,8 @@
  * Sections: progress, status table, status of one job, cancel, logs.
  */
 #include "launcher/launch.h"
+
+#include "base/heartbeat.h"
 #include "launcher/internal.h"
 
 #include <errno.h>
@@ -69,6 +71,27 @@ out:
 	return rc;
 }
 
+/* When the newest step began, for a running job: "3 s ago", or
+ * "STALLED 40 s" when the heartbeats say it makes no progress; "-" when
+ * not running or unknown. */
+static void last_step_text(const struct launch_job *job, const char *state,
+			   struct launch_liveness *lv, char *buf, size_t size)
+{
+	double now = dt_wall_s();
+
+	memset(lv, 0, sizeof(*lv));
+	snprintf(buf, size, "-");
+	if (!job->run_dir || strcmp(state, "RUNNING"))
+		return;
+	launch_liveness_read(job->run_dir, now, lv);
+	if (!lv->known)
+		return;
+	if (lv->stalled)
+		snprintf(buf, size, "STALLED %.0f s", now - lv->progress_at);
+	else
+		snprintf(buf, size, "%.0f s ago", now - lv->step_at);
+}
+
 /* --- status table --- */
 
 /* What one row shows; add fields here for new columns. */
@@ -76,6 +99,7 @@ struct status_row {
 	const struct launch_job *job;
 	char state[32];
 	struct launch_progress_text prog;
+	char last[48]; /* last_step_text */
 };
 
 struct status_col {
@@ -97,6 +121,7 @@ static const char *col_loss(const struct status_row *r) { return r->prog.loss; }
 static const char *col_acc(const struct status_row *r) { return r->prog.acc; }
 static const char *col_rate(const struct status_row *r) { return r->prog.rate; }
 static const char *col_eta(const struct status_row *r) { return r->prog.eta; }
+static const char *col_last(const struct status_row *r) { return r->last; }
 static const char *col_run_dir(const struct status_row *r) { return or_dash(r->job->run_dir); }
 
 /* In display order; the last column is not padded. */
@@ -110,6 +135,7 @@ static const struct status_col status_cols[] = {
 	{ "ACC", col_acc },
 	{ "SAMPLES/S", col_rate },
 	{ "ETA", col_eta },
+	{ "LAST STEP", col_last },
 	{ "RUN_DIR", col_run_dir },
 };
 #define N_COLS (sizeof(status_cols) / sizeof(status_cols[0]))
@@ -167,6 +193,11 @@ static int status_all(struct dt_err *err)
 			dt_err_add(err, "status: out of memory");
 			goto out;
 		}
+		{
+			struct launch_liveness lv;
+
+			last_step_text(r->job, r->state, &lv, r->last, sizeof(r->last));
+		}
 		for (c = 0; c < N_COLS; c++) {
 			int w = (int)strlen(status_cols[c].get(r));
 
@@ -191,8 +222,9 @@ static int status_one(const char *arg, struct dt_err *err)
 {
 	struct launch_job job = {0};
 	struct launch_progress_text prog;
+	struct launch_liveness lv;
 	struct dt_err warn = {0};
-	char state[32];
+	char state[32], last[48];
 	int rc;
 
 	rc = launch_resolve_job(arg, &job, err);
@@ -221,6 +253,19 @@ static int status_one(const char *arg, struct dt_err *err)
 	if (strcmp(prog.tokens, "-"))
 		printf("tokens/s:      %s\n", prog.tokens);
 	printf("eta:           %s\n", prog.eta);
+	last_step_text(&job, state, &lv, last, sizeof(last));
+	if (lv.known) { /* running */
+		char when[32];
+		time_t t = (time_t)lv.step_at;
+		struct tm tm;
+
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+		printf("last step:     %lld, began %s (%.0f s ago)\n", lv.step, when,
+		       dt_wall_s() - lv.step_at);
+		if (lv.stalled)
+			printf("NO PROGRESS:   for %.0f s: %s; the watchdog ends such a step (recovery.*_seconds)\n",
+			       dt_wall_s() - lv.progress_at, lv.why);
+	}
 	print_warnings(&warn);
 out:
 	launch_job_free(&job);

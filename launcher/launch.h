@@ -217,4 +217,26 @@ struct launch_progress_text {
 void launch_progress_format(const struct launch_progress *p, bool running,
 			    struct launch_progress_text *out);
 
+/* --- liveness: <run_dir>/heartbeat/rank-<r>, rewritten by each rank's
+ * watchdog (base/heartbeat.h, runtime/watchdog.h) ---
+ * When the newest step began, and whether the job still makes progress:
+ * "stalled" when a rank's heartbeat has stopped (dt_heartbeat_silent) or a
+ * rank has been in one phase longer than the watchdog's bound for it (the
+ * watchdog should have ended the step: a stopped process cannot). Only
+ * meaningful while the job runs. */
+struct launch_liveness {
+	bool known;            /* rank 0's heartbeat was read; the rest is valid */
+	int world;             /* ranks of the run, from rank 0's heartbeat */
+	int read;              /* heartbeats read, of world */
+	long long step;        /* the newest step any rank is in */
+	double step_at;        /* Unix s: the latest phase change of that step */
+	double progress_at;    /* Unix s: the latest phase change of any rank */
+	bool stalled;
+	char why[256];         /* stalled: "rank 3 on node n2 silent for 7.9 s (last in step 41)" */
+};
+
+/* The liveness of the run in run_dir at Unix time now. Never fails: no
+ * heartbeats (none yet, or written by an older dtrain) leave known false. */
+void launch_liveness_read(const char *run_dir, double now, struct launch_liveness *out);
+
 #endif

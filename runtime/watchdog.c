@@ -33,15 +33,6 @@ double rt_watchdog_step_bound(double fixed_s, const double *recent, int n)
 								  : RT_WATCHDOG_MIN_S;
 }
 
-double rt_watchdog_period(double bound)
-{
-	double p = bound / 10;
-
-	if (bound <= 0 || p > 5)
-		return 5;
-	return p < 0.2 ? 0.2 : p;
-}
-
 /* The bound of a phase, from the spec's limits and this start's steps. */
 static double phase_bound(const struct rt_watchdog *w, enum dt_phase phase)
 {
@@ -68,12 +59,6 @@ static double position(const struct dt_heartbeat *h)
 {
 	/* a step's own phase comes before the sync, eval and save after it */
 	return (double)h->step * DT_PHASE_COUNT + (double)h->phase;
-}
-
-/* Whether a peer's heartbeat stopped: three of its periods and a second. */
-static bool silent(const struct dt_heartbeat *h, double now)
-{
-	return now - h->at > 3 * rt_watchdog_period(h->bound) + 1.0;
 }
 
 static size_t add(char *buf, size_t size, size_t at, const char *fmt, ...)
@@ -114,7 +99,7 @@ void rt_watchdog_verdict(const struct dt_heartbeat *me, const struct dt_heartbea
 
 			if (r == me->rank)
 				continue;
-			hit = pass == 0 ? rc[r] != 0 || silent(h, now)
+			hit = pass == 0 ? rc[r] != 0 || dt_heartbeat_silent(h, now)
 					: rc[r] == 0 && position(h) < position(me);
 			if (!hit)
 				continue;
@@ -233,7 +218,7 @@ static void *watch(void *arg)
 		if (h.bound > 0 && waited > h.bound)
 			fire(w, &h);
 
-		period = rt_watchdog_period(h.bound);
+		period = dt_heartbeat_period(h.bound);
 		pthread_mutex_lock(&w->mu);
 		w->period = period;
 		clock_gettime(CLOCK_MONOTONIC, &until);
@@ -276,7 +261,7 @@ int rt_watchdog_start(struct rt_watchdog *w, const struct spec *s, int rank, int
 	w->hb.start = w->hb.since = dt_wall_s();
 	w->mono_since = mono_s();
 	w->hb.bound = phase_bound(w, DT_PHASE_START);
-	w->period = rt_watchdog_period(w->hb.bound);
+	w->period = dt_heartbeat_period(w->hb.bound);
 
 	if (s->run_dir) {
 		if (asprintf(&w->dir, "%s/heartbeat", s->run_dir) < 0) {
@@ -367,7 +352,7 @@ void rt_watchdog_beat(struct rt_watchdog *w, long long step, enum dt_phase phase
 	w->mono_since = mono;
 	w->hb.bound = phase_bound(w, phase);
 	/* a shorter period than the thread sleeps now: from now on */
-	if (rt_watchdog_period(w->hb.bound) < w->period) {
+	if (dt_heartbeat_period(w->hb.bound) < w->period) {
 		w->wake = true;
 		pthread_cond_signal(&w->cv);
 	}

@@ -29,7 +29,8 @@
  *     an evaluation, a checkpoint save: timeout_seconds (0: no bound);
  *   recovery.watchdog false: no bound at all (heartbeats are still written).
  * The heartbeats are written every tenth of the bound (0.2 to 5 s): a rank
- * is "silent" after three of its periods and a second without one.
+ * is "silent" after three of its periods and a second without one
+ * (dt_heartbeat_period, dt_heartbeat_silent).
  */
 #ifndef DTRAIN_RUNTIME_WATCHDOG_H
 #define DTRAIN_RUNTIME_WATCHDOG_H
@@ -93,9 +94,6 @@ void rt_watchdog_beat(struct rt_watchdog *w, long long step, enum dt_phase phase
 /* The bound of a training step: fixed_s when > 0, else RT_WATCHDOG_FACTOR
  * times the slowest of recent[0..n), at least RT_WATCHDOG_MIN_S. */
 double rt_watchdog_step_bound(double fixed_s, const double *recent, int n);
-
-/* Seconds between heartbeats for a phase of this bound (0: none). */
-double rt_watchdog_period(double bound);
 
 /* The report of `me`, which has waited past its bound at time now, from
  * the other ranks' heartbeats: peers[r] valid where rc[r] is 0 (else

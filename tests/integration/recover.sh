@@ -80,8 +80,32 @@ for round in 1 2 3; do
 	who=$(grep -l " pid $victim " "$dir"/heartbeat/rank-* | head -n 1)
 	[ -n "$who" ] || { cat "$dir"/heartbeat/rank-*; fail "no heartbeat names pid $victim"; }
 	who=$(sed -n 's/^dtrain-heartbeat 1 rank \([0-9]*\) world [0-9]* pid [0-9]* node \([^ ]*\) .*/rank \1 on node \2/p' "$who")
+	if [ $mode = stop ]; then
+		# status while it runs: when the last step began, no flag
+		$SUBMIT status "$id" >"$T/status" 2>&1 || { cat "$T/status"; fail "status $id"; }
+		grep -q '^last step:     [0-9]*, began 20[0-9-]*T[0-9:]*Z ([0-9]* s ago)$' "$T/status" ||
+			{ cat "$T/status"; fail "status does not say when the last step began"; }
+		must_not_contain "$T/status" "NO PROGRESS"
+	fi
+	reports=$(grep -c '^dtrain: the job step stopped making progress' "$log" || true)
 	t0=$SECONDS
 	kill -$sig "$victim"
+	if [ $mode = stop ]; then
+		# status flags the job before the watchdog ends the step: one rank
+		# silent, in the job's view and in the table
+		one= table=
+		for ((i = 0; i < 100; i++)); do
+			$SUBMIT status "$id" >"$T/status" 2>&1 || true
+			grep -q "^NO PROGRESS:   for [0-9]* s: $who silent for " "$T/status" && one=1
+			$SUBMIT status >"$T/table" 2>&1 || true
+			grep -q "^$id .* STALLED [0-9]* s " "$T/table" && table=1
+			[ -n "$one" ] && [ -n "$table" ] && break
+			grep -q "restarting from the newest checkpoint (crash $round" "$log" && break
+			sleep 0.2
+		done
+		[ -n "$one" ] || { cat "$T/status"; fail "round $round: status $id never said NO PROGRESS naming $who"; }
+		[ -n "$table" ] || { cat "$T/table"; fail "round $round: the status table never said STALLED"; }
+	fi
 	for ((i = 0; i < 300; i++)); do
 		grep -q "restarting from the newest checkpoint (crash $round of at most 3)" "$log" && break
 		sleep 0.2
@@ -92,8 +116,10 @@ for round in 1 2 3; do
 		# the bound (5 s), the heartbeats' staleness, srun's kill of the step
 		# (KillWait 10 s for the stopped rank): well inside 30 s
 		[ $((SECONDS - t0)) -le 30 ] || fail "the step ended $((SECONDS - t0)) s after the stop (> 30 s)"
-		grep "^dtrain: the job step stopped making progress (exit [0-9]*); the watchdog: rank [0-9]* on node n[12] waited [0-9.]* s in step [0-9]* ([a-z]*; bound [0-9]* s); waiting for $who: silent for " "$log" |
-			tail -n +$round | head -n 1 | grep -q . || { cat "$log"; fail "round $round: the log does not name $who as silent"; }
+		# this round's report: the one after the earlier rounds'
+		grep '^dtrain: the job step stopped making progress' "$log" | sed -n "$((reports + 1))p" |
+			grep -q "(exit [0-9]*); the watchdog: rank [0-9]* on node n[12] waited [0-9.]* s in step [0-9]* ([a-z]*; bound [0-9]* s); waiting for $who: silent for " ||
+			{ cat "$log"; fail "round $round: the log does not name $who as silent"; }
 	fi
 done
 

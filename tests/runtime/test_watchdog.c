@@ -36,10 +36,10 @@ static void step_bound_rules(void **state)
 	assert_true(rt_watchdog_step_bound(0, recent, 3) == 90);      /* 10 x slowest */
 	assert_true(rt_watchdog_step_bound(0, recent, 1) == 60);      /* at least 60 s */
 	assert_true(rt_watchdog_step_bound(0, NULL, 0) == 60);
-	assert_true(rt_watchdog_period(0) == 5);                      /* no bound */
-	assert_true(rt_watchdog_period(1000) == 5);
-	assert_true(fabs(rt_watchdog_period(8) - 0.8) < 1e-12);
-	assert_true(fabs(rt_watchdog_period(1) - 0.2) < 1e-12);
+	assert_true(dt_heartbeat_period(0) == 5);                      /* no bound */
+	assert_true(dt_heartbeat_period(1000) == 5);
+	assert_true(fabs(dt_heartbeat_period(8) - 0.8) < 1e-12);
+	assert_true(fabs(dt_heartbeat_period(1) - 0.2) < 1e-12);
 }
 
 /* --- the heartbeat line --- */
