@@ -24,6 +24,11 @@
 #define LAUNCH_VERSION_STR "unknown"
 #endif
 
+/* Seconds a one-task-a-node step may take to start after a crash before the
+ * batch script takes a node for lost: enough for the last step's ranks to
+ * be killed (KillWait, 30 s by default, often less) on a healthy node. */
+#define PROBE_S 20
+
 /* Everything one render needs; rc is sticky so that each line of output
  * needs no check of its own. */
 struct render {
@@ -394,8 +399,8 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "# from the newest checkpoint, at most recovery.max_crashes times in all.\n"
 	       "# --kill-on-bad-exit: the first rank to fail ends the step (the others\n"
 	       "# would wait for it, or for a rank that hangs, forever).\n"
-	       "dtrain_srun_err=\"$DTRAIN_RUN_DIR/srun.err\"\n"
-	       "[ -d \"$DTRAIN_RUN_DIR\" ] || dtrain_srun_err=/dev/null\n"
+	       "dtrain_srun_err=\"$DTRAIN_RUN_DIR/srun.err\" dtrain_probe_err=\"$DTRAIN_RUN_DIR/probe.err\"\n"
+	       "[ -d \"$DTRAIN_RUN_DIR\" ] || dtrain_srun_err=/dev/null dtrain_probe_err=/dev/null\n"
 	       "dtrain_rc=0\n"
 	       "while [ \"$dtrain_term\" -eq 0 ]; do\n"
 	       "\techo \"dtrain: job ${dtrain_job_id:-none}, restart ${dtrain_restarts}, starting $(date -u +%%FT%%TZ)\"\n"
@@ -431,6 +436,22 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "\telse\n"
 	       "\t\techo \"dtrain: the job step failed (exit $dtrain_rc)${dtrain_died:+; first to die: $dtrain_died}\" >&2\n"
 	       "\tfi\n"
+	       "\t# Before starting again: does every node of the allocation answer? A\n"
+	       "\t# step that cannot start on all of them within %d s (srun retries while a\n"
+	       "\t# node that is gone still holds the last step) means a node is lost:\n"
+	       "\t# requeue, to start again where every node answers. Slurm counts the\n"
+	       "\t# requeue, this script does not: the next start counts it a node failure.\n"
+	       "\tif ! timeout %d srun --nodes=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks-per-node=1 --cpus-per-task=1 --mpi=none --kill-on-bad-exit=1 true 2>\"$dtrain_probe_err\"; then\n"
+	       "\t\t[ \"$dtrain_term\" -eq 0 ] || break\n"
+	       "\t\tdtrain_why=$(grep -v '^srun: Job [0-9]* step creation' \"$dtrain_probe_err\" 2>/dev/null | tail -n 1)\n"
+	       "\t\techo \"dtrain: a node of the allocation does not answer: no job step could start on all ${SLURM_JOB_NUM_NODES:-1} nodes within %d s${dtrain_why:+ ($dtrain_why)}; requeueing job $dtrain_job_id to start again where every node answers (a node failure, recovery.max_node_failures = %ld)\" >&2\n"
+	       "\t\tif scontrol requeue \"$dtrain_job_id\"; then\n"
+	       "\t\t\texit 0\n"
+	       "\t\tfi\n"
+	       "\t\techo \"dtrain: scontrol requeue failed; submit the spec again to resume\" >&2\n"
+	       "\t\tbreak\n"
+	       "\tfi\n"
+	       "\t[ \"$dtrain_term\" -eq 0 ] || break\n"
 	       "\tif [ \"$(dtrain_count crashes)\" -ge %ld ]; then\n"
 	       "\t\techo \"dtrain: not restarted: the job crashed $(dtrain_count crashes) times before (recovery.max_crashes = %ld)\" >&2\n"
 	       "\t\tbreak\n"
@@ -441,8 +462,8 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "\tfi\n"
 	       "\techo \"dtrain: restarting from the newest checkpoint (crash $(dtrain_count crashes) of at most %ld)\" >&2\n"
 	       "done\n\n",
-	    DT_EXIT_REQUEUE, s->recovery.max_crashes, s->recovery.max_crashes,
-	    s->recovery.max_crashes);
+	    DT_EXIT_REQUEUE, PROBE_S, PROBE_S, PROBE_S, s->recovery.max_node_failures,
+	    s->recovery.max_crashes, s->recovery.max_crashes, s->recovery.max_crashes);
 
 	put(r, "# --- requeue ---\n"
 	       "# dtrain-run exits %d after saving its state when it must stop early (the\n"

@@ -42,6 +42,8 @@ usage: site/cluster.sh up|down|status [--dir DIR]
   up      start munged, slurmctld, slurmd n1 and n2 from DIR (a no-op when they already
           run and are healthy), wait until both nodes are idle, then print one line on
           stdout: export SLURM_CONF=DIR/slurm.conf   (use: eval "\$(site/cluster.sh up)")
+          When only nodes are gone (their slurmd killed), it starts those again from
+          clean files and keeps the queue: a job requeued after losing one runs again.
   down    cancel the cluster's jobs, stop the daemons named by DIR's pid files (TERM,
           then KILL after 10 s), remove stale pid files; succeeds when nothing runs
   status  list our daemons and the nodes' states
@@ -122,6 +124,63 @@ show_logs() {
   local f
   for f in "$DIR"/log/*; do [[ -s $f ]] && { echo "---- tail $f"; tail -n 15 "$f"; } >&2; done
   return 0
+}
+
+# --- a node back --------------------------------------------------------------------
+# A node whose slurmd was killed with its slurmstepds and tasks (a lost node) leaves
+# files behind that fail the next step of the same id there, and a requeued job keeps
+# its id and counts its steps from 0 again: the steps' sockets in the node's spool
+# (the pmix plugin's stepd.slurm.pmix.<job>.<step>: "Cannot bind() UNIX socket ...
+# Address already in use"), their pmix.<job>.<step>, hwloc_topo_<job>.<step>.xml and
+# TmpFS spmix_appdir_<uid>_<job>.<step>, and Open MPI's shared-memory files of the
+# tasks. A socket no process has bound (none in /proc/net/unix) is stale, and so are
+# its step's files; a shared-memory file no process maps or holds open is stale.
+# A slurmstepd that outlived its slurmd keeps its socket bound, and its files.
+
+# in_use FILE: some process maps FILE or holds it open.
+in_use() {
+  grep -qsF " $1" /proc/[0-9]*/maps && return 0
+  find /proc/[0-9]*/fd -lname "$1" 2>/dev/null | grep -q .
+}
+
+clean_node() {
+  local n=$1 f name step bound
+  bound=$(awk 'NR > 1 && NF >= 8 { print $8 }' /proc/net/unix)
+  for f in "$DIR/spool/$n"/*; do
+    [[ -S $f ]] || continue
+    grep -qxF "$f" <<<"$bound" && continue
+    name=${f##*/}
+    case $name in
+      stepd.slurm.pmix.*) step=${name#stepd.slurm.pmix.} ;;
+      "${n}_"*) step=${name#"${n}_"} ;;
+      *) step="" ;;
+    esac
+    rm -f "$f"
+    if [[ $step =~ ^[0-9]+\.[0-9a-z_]+$ ]]; then
+      rm -rf "$DIR/spool/$n/pmix.$step" "$DIR/spool/$n/hwloc_topo_$step.xml" "$DIR/tmp/$n"/spmix_appdir_*_"$step"
+    fi
+    log "$n: removed the stale socket $name of a killed step"
+  done
+  for f in "$SHM/$n"/*; do
+    [[ -f $f ]] || continue
+    in_use "$f" && continue
+    rm -f "$f" && log "$n: removed the stale shared-memory file ${f##*/}"
+  done
+}
+
+# The daemons but the nodes' answer: start each node whose slurmd is gone again,
+# from clean files; the jobs in the queue stay (a job requeued after losing the node
+# starts again once it is back).
+repair_nodes() {
+  local n
+  for n in "${NODES[@]}"; do
+    pid_of "slurmd-$n" >/dev/null && continue
+    log "slurmd $n is not running: starting it again (a node back)"
+    clean_node "$n"
+    mkdir -p "$DIR/spool/$n" "$DIR/tmp/$n" "$SHM/$n" && chmod 1777 "$SHM/$n"
+    launch "slurmd-$n" slurmd -N "$n" -f "$DIR/slurm.conf"
+  done
+  [[ -x $DIR/task-prolog ]] || write_task_prolog
 }
 
 # --- up ---------------------------------------------------------------------------
@@ -208,6 +267,13 @@ fail_up() {
   exit 1
 }
 
+# wait_nodes: true once every slurmd runs and both nodes answer, within WAIT_S s.
+wait_nodes() {
+  local i
+  for ((i = 0; i < WAIT_S * 5; i++)); do healthy && return 0; sleep 0.2; done
+  return 1
+}
+
 # wait_for WHAT CMD...: run CMD until it succeeds, for at most WAIT_S seconds.
 wait_for() {
   local what=$1 i; shift
@@ -229,6 +295,17 @@ cmd_up() {
     log "already up in $DIR"
     echo "export SLURM_CONF=$DIR/slurm.conf"
     return 0
+  fi
+  # munged and slurmctld answer: bring back only the nodes that are gone
+  if pid_of munged >/dev/null && pid_of slurmctld >/dev/null && munge_ok && ctld_ok &&
+    [[ -s $DIR/slurm.conf ]]; then
+    repair_nodes
+    if wait_nodes; then
+      log "up again in $((SECONDS - t0)) s: $(node_states | tr '\n' ' ')"
+      echo "export SLURM_CONF=$DIR/slurm.conf"
+      return 0
+    fi
+    log "the nodes did not come back within $WAIT_S s: restarting the whole cluster"
   fi
   log "(re)starting the cluster in $DIR"
   cmd_down || die 1 "could not stop the remains of an earlier cluster in $DIR"

@@ -79,6 +79,9 @@ static int group_setup(void **state)
 		snprintf(text, sizeof(text),
 			 "#!/bin/bash\n"
 			 "for a in \"$@\"; do printf '%%s\\0' \"$a\" >> '%s/srun.args'; done\n"
+			 "if [ \"${FAKE_LOST:-0}\" = 1 ] && [[ \" $* \" == *' --mpi=none '* ]]; then\n"
+			 "  echo 'srun: error: Task launch for StepId=42.1 failed on node n2: Communication connection failure' >&2; exit 1\n"
+			 "fi\n"
 			 "while [ $# -gt 0 ]; do case $1 in -*) shift;; *) break;; esac; done\n"
 			 "exec \"$@\"\n", tmp);
 		tu_write_path(path, text, 0755);
@@ -177,8 +180,10 @@ static int render(const struct spec *s, const struct site *site, const char *run
 /* Write the script to tmp/job.sh, run it with bash in tmp with a clean
  * environment; returns its exit status. */
 /* What the fake dtrain-run prints on stderr (NULL: nothing); the script's
- * stderr is in tmp/script.err. */
+ * stderr is in tmp/script.err. fake_lost: the fake srun fails the batch
+ * script's probe of the nodes (--mpi=none), as with a node gone. */
 static const char *fake_say;
+static bool fake_lost;
 
 static int run_script(const char *script, const char *restarts, const char *fake_rc,
 		      const char *fake_term)
@@ -202,7 +207,8 @@ static int run_script(const char *script, const char *restarts, const char *fake
 	if (pid == 0) {
 		char *argv[] = { "bash", path, NULL };
 		char *envp[] = { env_path, env_rc, env_restart, env_term, env_home,
-				 "SLURM_JOB_ID=42", env_say, NULL };
+				 "SLURM_JOB_ID=42", env_say,
+				 fake_lost ? "FAKE_LOST=1" : "FAKE_LOST=0", NULL };
 		int fd = open(err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
 
 		if (fd >= 0)
@@ -744,6 +750,36 @@ static void test_watchdog_exit_restarts_and_names(void **state)
 	free(text);
 }
 
+/* A crash after which no step can start on every node: a node is lost;
+ * the job is requeued (Slurm's restart count, not this script's counters,
+ * makes it a node failure at the next start), not restarted here. */
+static void test_lost_node_requeues(void **state)
+{
+	char path[600], *text;
+	size_t len;
+
+	(void)state;
+	fake_lost = true;
+	requeue_case("0", 0, 0, "5", "0", 0, "requeue 42\n");
+	fake_lost = false;
+	assert_int_equal(srun_runs(), 1);
+	assert_true(counter("crashes") <= 0); /* -1: no file yet, as good as 0 */
+	assert_true(counter("requeued") <= 0);
+	snprintf(path, sizeof(path), "%s/script.err", tmp);
+	text = tu_read(path, &len);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "dtrain: a node of the allocation does not answer: no job step could start on all 1 nodes within 20 s "
+				     "(srun: error: Task launch for StepId=42.1 failed on node n2: Communication connection failure); "
+				     "requeueing job 42 to start again where every node answers (a node failure, recovery.max_node_failures = 3)"));
+	free(text);
+	/* the next start is counted a node failure, and not beyond the limit */
+	requeue_case("1", 0, 0, "0", "0", 0, NULL);
+	assert_int_equal(counter("node_failures"), 1);
+	/* a healthy allocation: the probe passes, the step starts again */
+	requeue_case("0", 0, 0, "137", "0", 137, NULL);
+	assert_int_equal(srun_runs(), 4);
+}
+
 static void test_no_requeue_after_sigterm(void **state)
 {
 	(void)state;
@@ -874,6 +910,7 @@ int main(void)
 		cmocka_unit_test(test_requeue_limit_zero),
 		cmocka_unit_test(test_crash_restarts_the_step),
 		cmocka_unit_test(test_watchdog_exit_restarts_and_names),
+		cmocka_unit_test(test_lost_node_requeues),
 		cmocka_unit_test(test_node_failures_are_counted),
 		cmocka_unit_test(test_damaged_counters_read_as_zero),
 		cmocka_unit_test(test_background_setup_job_not_waited_for),

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# A lost node, on the local cluster: node n2 of a 2-node x 2-task training job
+# (data 2 x pipeline 2) loses its slurmd, its slurmstepd and its ranks to
+# SIGKILL at a random moment. The ranks on n1 wait for the silent ranks of n2;
+# their watchdog ends the step within its bound (recovery.step_timeout_seconds
+# 5 here) and names them; srun gives up on n2; the batch script finds that no
+# step can start on every node and requeues the job. The job must stop
+# running within a minute. Then the node comes back (site/cluster.sh up starts
+# its slurmd again, from clean files: the killed step's sockets would fail the
+# requeued job's steps there), the job starts again, counts a node failure,
+# resumes from its newest checkpoint and ends COMPLETED, bitwise equal to the
+# same spec run without interruption.
+. "$(dirname "$0")/lib.sh"
+: "${SLURM_CONF:?needs the local cluster}"
+cluster_dir=$(dirname "$SLURM_CONF")
+[ "$(id -u)" -eq 0 ] || { echo "skipped: killing a node's slurmd needs root"; exit 77; }
+# whatever happens, the node comes back for the tests after this one
+node_back() { bash "$DTRAIN_SOURCE_DIR/site/cluster.sh" up --dir "$cluster_dir" >"$T/cluster-up.out" 2>&1; }
+trap 'rc=$?; node_back || true; [ $rc -eq 0 ] && rm -rf "$T"; [ $rc -ne 0 ] && echo "(test files kept in $T)"; exit $rc' EXIT
+site=$(write_site)
+
+"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 12000 --features 784 --classes 10 --seed 11 >/dev/null ||
+	fail "dtrain-data synthetic"
+total=9000
+cat >"$T/job.json" <<JSON
+{ "name": "nodeloss", "model": { "inputs": 784, "hidden": [256, 256], "outputs": 10 },
+  "data": { "train": "$T/syn.h5" },
+  "resources": { "nodes": 2, "tasks_per_node": 2, "partition": "low" },
+  "parallel": { "data": 2, "pipeline": 2, "micro_batches": 2 },
+  "train": { "epochs": 90, "global_batch": 120, "log_every": 50,
+             "optimizer": { "type": "sgd", "lr": 0.05, "momentum": 0.9 } },
+  "checkpoint": { "every_steps": 100, "keep": 2 },
+  "recovery": { "step_timeout_seconds": 5, "timeout_seconds": 60 } }
+JSON
+final_name=step-$(printf %08d $total)
+reference_run "$site" "$final_name"
+
+expect_rc 0 $SUBMIT "$T/job.json" --site "$site"
+id=$(cat "$T/out")
+dir=$(run_dir_of nodeloss)
+log=$dir/slurm-$id.out
+checkpoints() { local n=0; [ -f "$dir/metrics.jsonl" ] && n=$(grep -c '"event":"checkpoint"' "$dir/metrics.jsonl"); echo "${n:-0}"; }
+wait_state "$id" 120 RUNNING
+for ((i = 0; i < 600; i++)); do
+	[ "$(checkpoints)" -ge 2 ] && break
+	[ "$(job_state "$id")" = RUNNING ] || { cat "$log"; fail "job $id is $(job_state "$id") before the node was lost"; }
+	sleep 0.2
+done
+sleep "$((RANDOM % 3)).$((RANDOM % 10))"
+
+# --- node n2 lost: its ranks, their slurmstepd, its slurmd ---
+ranks=
+for p in $(pgrep -f "^[^ ]*/dtrain-run $dir/spec.json"); do
+	tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx SLURMD_NODENAME=n2 && ranks="$ranks $p"
+done
+[ -n "$ranks" ] || { cat "$log"; fail "no rank of job $id on n2"; }
+stepds=$(for p in $ranks; do ps -o ppid= -p "$p"; done | sort -u)
+slurmd=$(cat "$cluster_dir/run/slurmd-n2.pid")
+t0=$SECONDS
+kill -KILL "$slurmd" $stepds $ranks
+echo "  n2 lost near step $(sed -n 's/.*"event":"step","step":\([0-9]*\),.*/\1/p' "$dir/metrics.jsonl" | tail -n 1): slurmd $slurmd, slurmstepd$stepds, ranks$ranks"
+for ((i = 0; i < 600; i++)); do
+	[ "$(job_state "$id")" = RUNNING ] || break
+	sleep 0.2
+done
+ended=$((SECONDS - t0))
+[ "$(job_state "$id")" != RUNNING ] || { cat "$log"; fail "job $id still RUNNING $ended s after losing n2"; }
+[ "$ended" -le 60 ] || { cat "$log"; fail "job $id ran on for $ended s after losing n2 (> 60 s)"; }
+echo "  job $id stopped running $ended s after losing n2: $(job_state "$id")"
+grep -q "^dtrain: the job step stopped making progress (exit [0-9]*); the watchdog: rank [01] on node n1 waited [0-9.]* s in step [0-9]* ([a-z]*; bound 5 s); waiting for rank [23] on node n2: silent" "$log" ||
+	{ cat "$log"; fail "the log does not name the silent ranks of n2"; }
+must_contain "$log" "dtrain: a node of the allocation does not answer: no job step could start on all 2 nodes within 20 s"
+must_contain "$log" "requeueing job $id to start again where every node answers"
+
+# --- n2 back: the job runs again and resumes ---
+node_back || { cat "$T/cluster-up.out"; fail "site/cluster.sh up did not bring n2 back"; }
+must_contain "$T/cluster-up.out" "slurmd n2 is not running: starting it again (a node back)"
+must_contain "$T/cluster-up.out" "n2: removed the stale socket stepd.slurm.pmix.$id.0 of a killed step"
+wait_state "$id" 300 COMPLETED FAILED CANCELLED TIMEOUT ENDED
+state=$(job_state "$id")
+[ "$state" = COMPLETED ] || [ "$state" = ENDED ] || { cat "$log"; fail "job ended $state"; }
+must_contain "$log" "dtrain: started again after losing a node (node failure 1 of at most 3)"
+[ "$(grep -c '^dtrain-run: resuming from ' "$log")" -ge 1 ] || { cat "$log"; fail "no resume in the log"; }
+must_contain "$log" "dtrain-run: done:"
+same_as_reference "$dir/checkpoints/$final_name"
+pass "node n2 lost: the job stopped within $ended s, ran again once n2 was back, and ended bitwise equal to an uninterrupted run"
