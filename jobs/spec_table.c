@@ -156,9 +156,9 @@ static const struct spec_field fields[] = {
 
 	/* --- recovery from failures (a site may lock them: a cap) --- */
 	{ "recovery.max_crashes", SPEC_INT, F(recovery.max_crashes), "3", 0, 1000, 0, 0, NULL, 0,
-	  "times the batch script starts dtrain-run again, from the newest checkpoint, after a rank died or failed (an exit other than 0, 2, 3, 4 or 75); then the job fails" },
+	  "times the batch script starts dtrain-run again, from the newest checkpoint, after a rank died or failed (an exit other than 0, 2, 3, 4 or 75; the watchdog's 5 too); then the job fails" },
 	{ "recovery.max_node_failures", SPEC_INT, F(recovery.max_node_failures), "3", 0, 1000, 0, 0, NULL, 0,
-	  "times a job requeued by Slurm after losing a node starts again (counted apart from preemptions and its own requeues); then it fails at start" },
+	  "times a job requeued after losing a node (by Slurm, or by its batch script when a node stopped answering) starts again, counted apart from preemptions and its own requeues; then it fails at start" },
 	{ "recovery.watchdog", SPEC_BOOL, F(recovery.watchdog), "true", 0, 0, 0, 0, NULL, 0,
 	  "end a job step that stops making progress (a rank hung, stopped or cut off with its node): the ranks still alive name the ranks they wait for and exit 5, and the step starts again as after a crash" },
 	{ "recovery.step_timeout_seconds", SPEC_INT, F(recovery.step_timeout_seconds), "0", 0, 1e7, 0, 0, NULL, 0,
