@@ -225,6 +225,7 @@ int site_load(const char *path, struct site *out, struct dt_err *err)
 		if (rc)
 			goto out;
 	}
+	out->runs_root_set = out->runs_root != NULL;
 	rc = resolve_runs_root(out, err);
 out:
 	if (rc == -ENOMEM)
@@ -244,6 +245,7 @@ void site_free(struct site *s)
 	json_object_put(s->defaults);
 	free(s->path);
 	free(s->user_path);
+	free(s->label);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -372,8 +374,19 @@ static int layer_user(struct site *s, const struct site *u, struct dt_err *err)
 	for (i = 0; i < n; i++)
 		rc = dt_err_add(err, "%s: %s: a user's site file cannot set it under the system policy %s, only add defaults, locks and limits (hint: env and setup go in the job spec)",
 				u->path, refused[i], s->path);
+	if (u->runs_root_set && site_locked(s, "run_dir"))
+		rc = dt_err_add(err, "%s: runs_root: the system policy %s locks run_dir (locked: \"%s\"); a user's site file cannot move the runs",
+				u->path, s->path, site_locked(s, "run_dir"));
 	if (rc || defaults_unlocked(s, u, u->defaults, "", err))
 		return -EINVAL;
+	if (u->runs_root_set) {
+		char *root = strdup(u->runs_root);
+
+		if (!root)
+			return -ENOMEM;
+		free(s->runs_root);
+		s->runs_root = root;
+	}
 	if (merge_under(&s->defaults, u->defaults))
 		return -ENOMEM;
 	for (k = 0; k < u->locked.n; k++)
@@ -394,7 +407,11 @@ static int layer_user(struct site *s, const struct site *u, struct dt_err *err)
 	if (rc)
 		return -ENOMEM;
 	s->user_path = strdup(u->path);
-	return s->user_path ? 0 : -ENOMEM;
+	if (!s->user_path || asprintf(&s->label, "%s with %s", s->path, u->path) < 0) {
+		s->label = NULL;
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 static bool same_file(const char *a, const char *b)
@@ -444,7 +461,7 @@ static int check_limits(const void *ctx, const struct spec *spec,
 
 void site_policy(const struct site *s, struct spec_policy *out)
 {
-	*out = (struct spec_policy){ .label = s->path, .defaults = s->defaults,
+	*out = (struct spec_policy){ .label = s->label ? s->label : s->path, .defaults = s->defaults,
 				     .locked = &s->locked, .check = check_limits, .ctx = s };
 }
 
@@ -453,7 +470,7 @@ int site_check_limits(const struct site *s, const struct spec *spec,
 		      struct dt_err *err)
 {
 	const struct site_limits *lim = &s->limits;
-	const char *site = s->path ? s->path : "site";
+	const char *site = s->label ? s->label : s->path ? s->path : "site";
 	int rc = 0;
 	size_t i;
 

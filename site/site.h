@@ -6,8 +6,10 @@
  * The system's site file, /etc/dtrain/site.json, when it exists, is the
  * policy. A user's file (--site, else $DTRAIN_SITE) can only add to it:
  * defaults under the system's (the system's win where both set a key),
- * more locks, stricter limits; its env, sbatch_extra, srun_extra and setup
- * are refused (a job spec has env and setup of its own). Without a system
+ * more locks, stricter limits, and its own runs_root (refused when the
+ * system locks run_dir); its env, sbatch_extra, srun_extra and setup
+ * are refused (a job spec has env and setup of its own). Messages about
+ * locks and limits then name both files ("<system> with <user>"). Without a system
  * file, the user's file is the policy; with neither, there is none. Every
  * file is validated as strictly as a job spec: unknown keys are errors
  * with a hint, `defaults` may hold only job-spec keys, `locked` only
@@ -20,6 +22,7 @@
 #ifndef DTRAIN_SITE_SITE_H
 #define DTRAIN_SITE_SITE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "jobs/spec.h"
@@ -42,10 +45,15 @@ struct site {
 	char *path;                  /* the file it came from (the system's when
 				      * layered); NULL: no site file */
 	char *user_path;             /* the user's file layered under it, or NULL */
+	char *label;                 /* layered: "<path> with <user_path>", what
+				      * lock and limit messages name; else NULL */
 	struct json_object *defaults; /* job-spec fragment; NULL: none */
 	struct site_limits limits;
 	struct spec_strs locked;     /* job-spec paths users may not set */
 	char *runs_root;             /* absolute; default $HOME/dtrain-runs */
+	bool runs_root_set;          /* the file set runs_root (a user's file's
+				      * replaces the system's unless run_dir is
+				      * locked) */
 	struct spec_map env;         /* exported after the user's env: site wins */
 	struct spec_strs sbatch_extra; /* each becomes one "#SBATCH <opt>" line */
 	struct spec_strs srun_extra;   /* each is one srun argument (quoted) */

@@ -222,7 +222,8 @@ static void user_site_adds_under_the_system(void **state)
 
 	snprintf(user, sizeof(user), "%s",
 		 tu_write("user-site.json",
-			  "{\"defaults\": {\"resources\": {\"partition\": \"high\", \"qos\": \"mine\"},"
+			  "{\"runs_root\": \"/scratch/me/runs\","
+			  " \"defaults\": {\"resources\": {\"partition\": \"high\", \"qos\": \"mine\"},"
 			  "              \"train\": {\"log_every\": 7, \"epochs\": 3}},"
 			  " \"limits\": {\"max_nodes\": 9, \"max_tasks_per_node\": 2,"
 			  "            \"partitions\": [\"low\", \"gpu\"]},"
@@ -246,6 +247,11 @@ static void user_site_adds_under_the_system(void **state)
 	in.path = tu_write("job.json", "{}");
 	assert_int_equal(spec_resolve(&in, &s, &e), -EINVAL);
 	assert_true(tu_has(&e, "--set: resources.account: locked by the site"));
+	/* lock messages name both files: the lock may be either's */
+	snprintf(want, sizeof(want), "(%s with %s: locked: \"resources.account\")", fx->site_path, user);
+	assert_true(tu_has(&e, want));
+	/* the user's runs_root: where the user's runs go */
+	assert_string_equal(lay.runs_root, "/scratch/me/runs");
 	dt_err_clear(&e);
 	in.n_sets = 0;
 	if (spec_resolve(&in, &s, &e))
@@ -292,6 +298,34 @@ static void user_site_adds_under_the_system(void **state)
 	assert_true(tu_has(&e, "defaults.checkpoint: locked by the system policy"));
 	assert_true(tu_has(&e, "defaults.env.SITE_LOCK: locked by the system policy"));
 	assert_false(tu_has(&e, "FREE"));
+	/* a limit's message names both files too */
+	site_free(&lay);
+	assert_int_equal(site_load_policy(fx->site_path, user, &lay, &e), 0);
+	site_policy(&lay, &policy);
+	{
+		const char *big[] = { "resources.tasks_per_node=3", "resources.nodes=1",
+				      "parallel.data=3" };
+		struct spec_input in2 = { tu_write("job.json", "{}"), &policy, big, 3 };
+
+		dt_err_clear(&e);
+		assert_int_equal(spec_resolve(&in2, &s, &e), -EINVAL);
+		snprintf(want, sizeof(want), "resources.tasks_per_node: 3 exceeds the site limit 2 (%s with %s: limits.max_tasks_per_node)",
+			 fx->site_path, user);
+		if (!tu_has(&e, want))
+			fail_msg("%s", e.msg);
+	}
+	site_free(&lay);
+	/* under a system lock of run_dir, a user's runs_root is refused */
+	{
+		char sys2[512];
+
+		snprintf(sys2, sizeof(sys2), "%s", tu_write("sys-rundir.json", "{\"locked\": [\"run_dir\"]}"));
+		dt_err_clear(&e);
+		assert_int_equal(site_load_policy(sys2, user, &lay, &e), -EINVAL);
+		snprintf(want, sizeof(want), "%s: runs_root: the system policy %s locks run_dir (locked: \"run_dir\")",
+			 user, sys2);
+		assert_true(tu_has(&e, want));
+	}
 	/* the system's file named again by the user: loaded once */
 	assert_int_equal(site_load_policy(fx->site_path, fx->site_path, &lay, &e), 0);
 	assert_null(lay.user_path);
