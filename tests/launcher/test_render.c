@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +96,8 @@ static int group_setup(void **state)
 			 "#!/bin/bash\n"
 			 "for a in \"$@\"; do printf '%%s\\0' \"$a\" >> '%s/run.args'; done\n"
 			 "env -0 > '%s/run.env'\n"
-			 "if [ \"${FAKE_TERM:-0}\" = 1 ]; then kill -TERM $PPID; sleep 0.2; fi\n"
+			 "if [ \"${FAKE_TERM:-0}\" != 0 ]; then kill -TERM \"$FAKE_SHELL\"; sleep 0.2; fi\n"
+			 "if [ \"${FAKE_TERM:-0}\" = 2 ]; then kill -KILL \"$FAKE_SHELL\"; fi\n"
 			 "if [ -n \"${FAKE_SAY:-}\" ]; then echo \"$FAKE_SAY\" >&2; fi\n"
 			 "exit \"${FAKE_RC:-0}\"\n", tmp, tmp);
 		tu_write_path(fake_run, text, 0755);
@@ -208,8 +210,13 @@ static int run_script(const char *script, const char *restarts, const char *fake
 		char *argv[] = { "bash", path, NULL };
 		char *envp[] = { env_path, env_rc, env_restart, env_term, env_home,
 				 "SLURM_JOB_ID=42", env_say,
-				 fake_lost ? "FAKE_LOST=1" : "FAKE_LOST=0", NULL };
+				 fake_lost ? "FAKE_LOST=1" : "FAKE_LOST=0", NULL, NULL };
 		int fd = open(err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		char env_shell[64];
+
+		/* the batch shell, which a preemption's SIGTERM reaches */
+		snprintf(env_shell, sizeof(env_shell), "FAKE_SHELL=%d", (int)getpid());
+		envp[sizeof(envp) / sizeof(envp[0]) - 2] = env_shell;
 
 		if (fd >= 0)
 			dup2(fd, STDERR_FILENO);
@@ -218,6 +225,8 @@ static int run_script(const char *script, const char *restarts, const char *fake
 		_exit(126);
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
 	assert_true(WIFEXITED(st));
 	return WEXITSTATUS(st);
 }
@@ -793,6 +802,29 @@ static void test_no_requeue_after_sigterm(void **state)
 	assert_int_equal(srun_runs(), 1);
 }
 
+/* The stop is written down as the SIGTERM arrives: a save that outlasts
+ * KillWait ends the batch shell with SIGKILL, and Slurm's requeue must
+ * not then count as a node failure. */
+static void test_stop_counted_before_kill(void **state)
+{
+	struct spec s = base_spec();
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+
+	(void)state;
+	reset_outputs();
+	set_counter("stopped", 0);
+	set_counter("requeued", 0);
+	set_counter("node_failures", 0);
+	assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
+	assert_int_equal(run_script(out.p, "0", "75", "2"), 128 + SIGKILL);
+	assert_int_equal(counter("stopped"), 1);
+	/* and the next start, requeued by Slurm, is no node failure */
+	assert_int_equal(run_script(out.p, "1", "0", "0"), 0);
+	assert_true(counter("node_failures") <= 0);
+	dt_buf_free(&out);
+}
+
 static void test_requeue_limit_zero(void **state)
 {
 	struct spec s = base_spec();
@@ -911,6 +943,7 @@ int main(void)
 		cmocka_unit_test(test_crash_restarts_the_step),
 		cmocka_unit_test(test_watchdog_exit_restarts_and_names),
 		cmocka_unit_test(test_lost_node_requeues),
+		cmocka_unit_test(test_stop_counted_before_kill),
 		cmocka_unit_test(test_node_failures_are_counted),
 		cmocka_unit_test(test_damaged_counters_read_as_zero),
 		cmocka_unit_test(test_background_setup_job_not_waited_for),
