@@ -34,6 +34,11 @@ bool dt_heartbeat_silent(const struct dt_heartbeat *h, double now)
 	return h->phase != DT_PHASE_END && now - h->at > 3 * dt_heartbeat_period(h->bound) + 1.0;
 }
 
+bool dt_heartbeat_same_start(const struct dt_heartbeat *a, const struct dt_heartbeat *b)
+{
+	return a->start - b->start < 2.0 && b->start - a->start < 2.0;
+}
+
 double dt_wall_s(void)
 {
 	struct timespec ts;
@@ -49,11 +54,23 @@ int dt_heartbeat_path(const char *dir, int rank, char *buf, size_t size)
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
+/* FNV-1a over the line before its " sum ": a line mixed from two writes
+ * (a read racing a rewrite) does not pass for a heartbeat. */
+static unsigned sum_of(const char *text, size_t len)
+{
+	unsigned h = 2166136261u;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)text[i]) * 16777619u;
+	return h;
+}
+
 int dt_heartbeat_format(const struct dt_heartbeat *h, char *buf, size_t size)
 {
 	char node[sizeof(h->node)];
 	size_t i;
-	int n;
+	int n, m;
 
 	if (size < DT_HEARTBEAT_BYTES + 1)
 		return -ENAMETOOLONG;
@@ -61,11 +78,15 @@ int dt_heartbeat_format(const struct dt_heartbeat *h, char *buf, size_t size)
 		node[i] = h->node[i] > ' ' && h->node[i] < 127 ? h->node[i] : '?';
 	node[i] = '\0';
 	n = snprintf(buf, size,
-		     "dtrain-heartbeat %d rank %d world %d pid %ld node %s start %.3f step %lld phase %s since %.3f at %.3f bound %.3f",
+		     "dtrain-heartbeat %d rank %d world %d pid %ld node %s start %.3f step %lld stepped %.3f phase %s since %.3f at %.3f bound %.3f",
 		     DT_HEARTBEAT_VERSION, h->rank, h->world, h->pid, node[0] ? node : "?", h->start,
-		     h->step, dt_phase_name(h->phase), h->since, h->at, h->bound);
-	if (n < 0 || n >= DT_HEARTBEAT_BYTES)
+		     h->step, h->stepped, dt_phase_name(h->phase), h->since, h->at, h->bound);
+	if (n < 0 || n >= DT_HEARTBEAT_BYTES - 16)
 		return -ENAMETOOLONG;
+	m = snprintf(buf + n, size - (size_t)n, " sum %08x", sum_of(buf, (size_t)n));
+	if (m < 0 || n + m >= DT_HEARTBEAT_BYTES)
+		return -ENAMETOOLONG;
+	n += m;
 	memset(buf + n, ' ', (size_t)(DT_HEARTBEAT_BYTES - 1 - n));
 	buf[DT_HEARTBEAT_BYTES - 1] = '\n';
 	buf[DT_HEARTBEAT_BYTES] = '\0';
@@ -76,12 +97,14 @@ int dt_heartbeat_parse(const char *line, struct dt_heartbeat *h)
 {
 	struct dt_heartbeat v = { 0 };
 	char phase[16];
-	int version = 0, used = 0, p;
+	unsigned sum = 0;
+	int version = 0, body = 0, used = 0, p;
 
 	if (sscanf(line,
-		   "dtrain-heartbeat %d rank %d world %d pid %ld node %63s start %lf step %lld phase %15s since %lf at %lf bound %lf%n",
-		   &version, &v.rank, &v.world, &v.pid, v.node, &v.start, &v.step, phase, &v.since,
-		   &v.at, &v.bound, &used) != 11 || version != DT_HEARTBEAT_VERSION)
+		   "dtrain-heartbeat %d rank %d world %d pid %ld node %63s start %lf step %lld stepped %lf phase %15s since %lf at %lf bound %lf%n sum %8x%n",
+		   &version, &v.rank, &v.world, &v.pid, v.node, &v.start, &v.step, &v.stepped, phase,
+		   &v.since, &v.at, &v.bound, &body, &sum, &used) != 13 ||
+	    version != DT_HEARTBEAT_VERSION || used == 0 || sum != sum_of(line, (size_t)body))
 		return -EINVAL;
 	/* all of it: padding, then the '\n' that ends a whole line */
 	while (line[used] == ' ')

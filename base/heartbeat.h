@@ -10,14 +10,18 @@
  * DT_HEARTBEAT_BYTES long (spaces pad it before its '\n'):
  *
  *   dtrain-heartbeat 1 rank R world W pid P node NAME start T0 step S
- *       phase PHASE since T1 at T2 bound B
+ *       stepped T1 phase PHASE since T2 at T3 bound B sum XXXXXXXX
  *
  * (one line). Times are Unix seconds (CLOCK_REALTIME) with 3 decimals:
- * start when this start of the job began on the rank, since when the phase
- * began, at when the line was written. step is the step being worked on
- * (1-based, as the progress lines count), bound the seconds the phase may
- * last before the watchdog ends the job step (0: no bound). A reader that
- * catches a line half rewritten sees it fail to parse (-EINVAL): read again.
+ * start when this start of the job step began (the batch script's
+ * DTRAIN_STEP_START, the same on every rank; else the process's start),
+ * stepped when step S began, since when the phase began, at when the line
+ * was written. step is the step being worked on (1-based, as the progress
+ * lines count; 0 before the first), bound the seconds the phase may last
+ * before the watchdog ends the job step (0: no bound). sum is FNV-1a (32
+ * bits, hex) of the line before " sum ": a reader that catches a line
+ * half rewritten, or mixed from two writes, sees it fail to parse
+ * (-EINVAL) and reads again.
  */
 #ifndef DTRAIN_BASE_HEARTBEAT_H
 #define DTRAIN_BASE_HEARTBEAT_H
@@ -25,7 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define DT_HEARTBEAT_BYTES 256
+#define DT_HEARTBEAT_BYTES 384
 #define DT_HEARTBEAT_VERSION 1
 
 /* What a rank is doing; in the file as its name. */
@@ -43,8 +47,9 @@ struct dt_heartbeat {
 	int rank, world;
 	long pid;
 	char node[64];   /* the Slurm node (or host) name; spaces become '?' */
-	double start;    /* Unix s: this start of the job began (on this rank) */
+	double start;    /* Unix s: this start of the job step began */
 	long long step;  /* the step worked on, 1-based; 0 before the first */
+	double stepped;  /* Unix s: that step began; 0 before the first */
 	enum dt_phase phase;
 	double since;    /* Unix s: the phase began */
 	double at;       /* Unix s: the line was written */
@@ -59,6 +64,11 @@ double dt_heartbeat_period(double bound);
  * its periods and a second (its process stopped, hung whole, or gone with
  * its node). A rank in phase "end" is never silent. */
 bool dt_heartbeat_silent(const struct dt_heartbeat *h, double now);
+
+/* Whether a and b were written by the same start of a job step: starts
+ * within 2 s (ranks under srun share DTRAIN_STEP_START exactly; under
+ * mpirun each has its own process start). */
+bool dt_heartbeat_same_start(const struct dt_heartbeat *a, const struct dt_heartbeat *b);
 
 /* "start", "step", "sync", "eval", "save", "end" ("?" out of range). */
 const char *dt_phase_name(enum dt_phase phase);

@@ -88,8 +88,10 @@ static void last_step_text(const struct launch_job *job, const char *state,
 		return;
 	if (lv->stalled)
 		snprintf(buf, size, "STALLED %.0f s", now - lv->progress_at);
-	else
+	else if (lv->step > 0)
 		snprintf(buf, size, "%.0f s ago", now - lv->step_at);
+	else
+		snprintf(buf, size, "starting");
 }
 
 /* --- status table --- */
@@ -259,9 +261,13 @@ static int status_one(const char *arg, struct dt_err *err)
 		time_t t = (time_t)lv.step_at;
 		struct tm tm;
 
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
-		printf("last step:     %lld, began %s (%.0f s ago)\n", lv.step, when,
-		       dt_wall_s() - lv.step_at);
+		if (lv.step > 0) {
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+			printf("last step:     %lld, began %s (%.0f s ago)\n", lv.step, when,
+			       dt_wall_s() - lv.step_at);
+		} else {
+			printf("last step:     none yet: starting (for %.0f s)\n", dt_wall_s() - lv.start);
+		}
 		if (lv.stalled)
 			printf("NO PROGRESS:   for %.0f s: %s; the watchdog ends such a step (recovery.*_seconds)\n",
 			       dt_wall_s() - lv.progress_at, lv.why);

@@ -222,17 +222,20 @@ void launch_progress_format(const struct launch_progress *p, bool running,
  * When the newest step began, and whether the job still makes progress:
  * "stalled" when a rank's heartbeat has stopped (dt_heartbeat_silent) or a
  * rank has been in one phase longer than the watchdog's bound for it (the
- * watchdog should have ended the step: a stopped process cannot). Only
+ * watchdog should have ended the step: a stopped process cannot). Only the
+ * files of the newest start of the job step count (a rank not started
+ * again yet has its earlier file), of the first 4096 ranks. Only
  * meaningful while the job runs. */
 struct launch_liveness {
 	bool known;            /* rank 0's heartbeat was read; the rest is valid */
 	int world;             /* ranks of the run, from rank 0's heartbeat */
-	int read;              /* heartbeats read, of world */
-	long long step;        /* the newest step any rank is in */
-	double step_at;        /* Unix s: the latest phase change of that step */
+	int read;              /* heartbeats of this start read, of world */
+	double start;          /* Unix s: this start of the job step began */
+	long long step;        /* the newest step any rank is in; 0: none yet */
+	double step_at;        /* Unix s: that step began (the latest rank's) */
 	double progress_at;    /* Unix s: the latest phase change of any rank */
 	bool stalled;
-	char why[256];         /* stalled: "rank 3 on node n2 silent for 7.9 s (last in step 41)" */
+	char why[256];         /* stalled: "rank 3 on node n2 silent for 8 s (last in step 41, step)" */
 };
 
 /* The liveness of the run in run_dir at Unix time now. Never fails: no

@@ -25,8 +25,10 @@
 #endif
 
 /* Seconds a one-task-a-node step may take to start after a crash before the
- * batch script takes a node for lost: enough for the last step's ranks to
- * be killed (KillWait, 30 s by default, often less) on a healthy node. */
+ * batch script takes a node for lost. srun returns once the failed step's
+ * tasks are gone (or after KillWait + 2 s), so on a healthy allocation the
+ * probe starts at once; a node that is gone still holds the failed step,
+ * and step creation waits on it. */
 #define PROBE_S 20
 
 /* Everything one render needs; rc is sticky so that each line of output
@@ -383,6 +385,11 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "\tdtrain_bump stopped || true\n"
 	       "}\n"
 	       "trap dtrain_on_term TERM\n"
+	       "# Its own requeue makes Slurm send this shell SIGTERM too: not a stop.\n"
+	       "dtrain_requeue() {\n"
+	       "\ttrap 'dtrain_term=1' TERM\n"
+	       "\tscontrol requeue \"$dtrain_job_id\"\n"
+	       "}\n"
 	       "if [ \"$dtrain_term\" -ne 0 ]; then # one before the trap above\n"
 	       "\tdtrain_term=0\n"
 	       "\tdtrain_on_term\n"
@@ -397,6 +404,19 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "fi\n\n",
 	    s->recovery.max_node_failures, s->recovery.max_node_failures,
 	    s->recovery.max_node_failures);
+
+	if (s->preemption.signal)
+		put(r, "# --- the time limit ---\n"
+		       "# The warning before it (--signal) reaches only the job step running when\n"
+		       "# Slurm sends it: a step started again after a crash would miss it. So\n"
+		       "# dtrain-run also stops by itself, as if warned, preemption.lead_seconds\n"
+		       "# before the job's end time (squeue's, fixed at this start).\n"
+		       "dtrain_end=$(SLURM_TIME_FORMAT=%%s squeue -h -j \"$dtrain_job_id\" -o %%e 2>/dev/null) || dtrain_end=\n"
+		       "case \"$dtrain_end\" in\n"
+		       "'' | *[!0-9]*) ;;\n"
+		       "*) export DTRAIN_STOP_AT=$((dtrain_end - %ld)) ;;\n"
+		       "esac\n\n",
+		    s->preemption.lead_seconds);
 
 	put(r, "# --- launch ---\n"
 	       "# On preemption or scancel Slurm sends SIGTERM to this shell and to the job\n"
@@ -419,6 +439,8 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "dtrain_rc=0\n"
 	       "while [ \"$dtrain_term\" -eq 0 ]; do\n"
 	       "\techo \"dtrain: job ${dtrain_job_id:-none}, restart ${dtrain_restarts}, starting $(date -u +%%FT%%TZ)\"\n"
+	       "\t# this start of the step, the same for every rank (their heartbeats)\n"
+	       "\texport DTRAIN_STEP_START=\"$(date +%%s.%%N)\"\n"
 	       "\t(\n"
 	       "\t\ttrap : TERM # outlive a SIGTERM, to report srun's exit (not trap '')\n"
 	       "\t\t{ srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=%ld", r->spec->resources.cpus_per_task);
@@ -452,13 +474,19 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "\t\tdtrain_rc=$?\n"
 	       "\t\tkill -0 \"$dtrain_step\" 2>/dev/null || break\n"
 	       "\tdone\n"
+	       "\t# the step ended right after an interrupted wait: its own status\n"
+	       "\tif [ \"$dtrain_rc\" -gt 128 ]; then\n"
+	       "\t\twait \"$dtrain_step\" 2>/dev/null\n"
+	       "\t\tdtrain_again=$?\n"
+	       "\t\t[ \"$dtrain_again\" -eq 127 ] || dtrain_rc=$dtrain_again\n"
+	       "\tfi\n"
 	       "\t[ \"$dtrain_term\" -eq 0 ] || break\n"
 	       "\tcase \"$dtrain_rc\" in 0|2|3|4|%d) break ;; esac\n"
-	       "\t# the watchdog names the ranks the others waited for; else srun names\n"
-	       "\t# the first task that died and its node\n"
+	       "\t# srun names the first task that ended and its node; when that was the\n"
+	       "\t# watchdog's exit (5), the watchdog names the ranks it waited for\n"
 	       "\tdtrain_hung=$(sed -n 's/^dtrain-run: watchdog: //p' \"$dtrain_srun_err\" 2>/dev/null | head -n 1)\n"
 	       "\tdtrain_died=$(sed -n 's/^srun: error: \\([^:]*\\): tasks\\{0,1\\} \\([0-9,-]*\\): \\(.*\\)$/rank \\2 on node \\1: \\3/p' \"$dtrain_srun_err\" 2>/dev/null | head -n 1)\n"
-	       "\tif [ -n \"$dtrain_hung\" ]; then\n"
+	       "\tif [ -n \"$dtrain_hung\" ] && case \"$dtrain_died\" in '' | *': Exited with exit code %d') true ;; *) false ;; esac; then\n"
 	       "\t\techo \"dtrain: the job step stopped making progress (exit $dtrain_rc); the watchdog: $dtrain_hung\" >&2\n"
 	       "\telse\n"
 	       "\t\techo \"dtrain: the job step failed (exit $dtrain_rc)${dtrain_died:+; first to die: $dtrain_died}\" >&2\n"
@@ -468,11 +496,18 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "\t# node that is gone still holds the last step) means a node is lost:\n"
 	       "\t# requeue, to start again where every node answers. Slurm counts the\n"
 	       "\t# requeue, this script does not: the next start counts it a node failure.\n"
-	       "\tif ! timeout %d srun --nodes=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks-per-node=1 --cpus-per-task=1 --mpi=none --kill-on-bad-exit=1 true 2>\"$dtrain_probe_err\"; then\n"
+	       "\tif ! timeout -k 5 %d srun",
+	    DT_EXIT_REQUEUE, DT_EXIT_HUNG, PROBE_S, PROBE_S);
+	/* the site's srun options first: the probe's own win */
+	for (i = 0; i < site->srun_extra.n; i++) {
+		put(r, " ");
+		put_quoted(r, site->srun_extra.v[i]);
+	}
+	put(r, " --nodes=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks-per-node=1 --cpus-per-task=1 --mpi=none --kill-on-bad-exit=1 true 2>\"$dtrain_probe_err\"; then\n"
 	       "\t\t[ \"$dtrain_term\" -eq 0 ] || break\n"
 	       "\t\tdtrain_why=$(grep -v '^srun: Job [0-9]* step creation' \"$dtrain_probe_err\" 2>/dev/null | tail -n 1)\n"
 	       "\t\techo \"dtrain: a node of the allocation does not answer: no job step could start on all ${SLURM_JOB_NUM_NODES:-1} nodes within %d s${dtrain_why:+ ($dtrain_why)}; requeueing job $dtrain_job_id to start again where every node answers (a node failure, recovery.max_node_failures = %ld)\" >&2\n"
-	       "\t\tif scontrol requeue \"$dtrain_job_id\"; then\n"
+	       "\t\tif dtrain_requeue; then\n"
 	       "\t\t\texit 0\n"
 	       "\t\tfi\n"
 	       "\t\techo \"dtrain: scontrol requeue failed; submit the spec again to resume\" >&2\n"
@@ -489,7 +524,7 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "\tfi\n"
 	       "\techo \"dtrain: restarting from the newest checkpoint (crash $(dtrain_count crashes) of at most %ld)\" >&2\n"
 	       "done\n\n",
-	    DT_EXIT_REQUEUE, PROBE_S, PROBE_S, PROBE_S, s->recovery.max_node_failures,
+	    PROBE_S, s->recovery.max_node_failures,
 	    s->recovery.max_crashes, s->recovery.max_crashes, s->recovery.max_crashes);
 
 	put(r, "# --- requeue ---\n"
@@ -510,7 +545,7 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "\t\t\texit %d\n"
 	       "\t\tfi\n"
 	       "\t\techo \"dtrain: state saved; requeueing job $dtrain_job_id (restart $((dtrain_restarts + 1)), its own requeue $(dtrain_count requeued) of %ld)\" >&2\n"
-	       "\t\tif scontrol requeue \"$dtrain_job_id\"; then\n"
+	       "\t\tif dtrain_requeue; then\n"
 	       "\t\t\texit 0\n"
 	       "\t\tfi\n"
 	       "\t\techo \"dtrain: scontrol requeue failed; submit the spec again to resume\" >&2\n"

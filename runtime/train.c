@@ -34,6 +34,7 @@
 #include "runtime/model.h"
 #include "runtime/optim.h"
 #include "runtime/pool.h"
+#include "runtime/preempt.h"
 #include "runtime/sampler.h"
 #include "runtime/tokens.h"
 
@@ -314,6 +315,7 @@ static int evaluate(struct trainer *t, struct rt_data *d, double *loss, double *
 		struct mb m = { idx + done, count - done < t->max_rows ? count - done : t->max_rows,
 				TAG_EVAL + (int)(c % 1000000), d };
 
+		rt_watchdog_progress(t->wd); /* a large test set is many chunks */
 		rc = rt__forward_mb(t, &t->slots[c % t->n_slots], &m, &tot[0], &correct, 0);
 		if (rc)
 			goto out;
@@ -470,8 +472,12 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 		return rc;
 	if (sig) {
 		if (t->g->rank == 0 && !opts->quiet) {
-			printf("dtrain-run: %s received: saving at step %lld, then exiting for a requeue\n",
-			       strsignal(sig), (long long)step);
+			if (rt_preempt_by_deadline())
+				printf("dtrain-run: the job's time limit is near (DTRAIN_STOP_AT): saving at step %lld, then exiting for a requeue\n",
+				       (long long)step);
+			else
+				printf("dtrain-run: %s received: saving at step %lld, then exiting for a requeue\n",
+				       strsignal(sig), (long long)step);
 			fflush(stdout);
 		}
 		dt_json_line(t->metrics, "{\"event\":\"stop\",\"step\":%lld,\"signal\":\"%s\"}", (long long)step,

@@ -3,30 +3,33 @@
  * recovery can start it again: a rank hung, stopped (SIGSTOP) or cut off
  * with its node, while the others wait for it in a collective forever.
  *
- * One thread per rank. The training loop says what the rank is doing
- * (rt_watchdog_beat: a step begins, the ranks agree on a stop signal, an
- * evaluation, a save); the thread rewrites the rank's heartbeat file
- * (base/heartbeat.h, <run_dir>/heartbeat/rank-<r>) every period and checks
- * how long the current phase has lasted. Past the phase's bound it reads
- * the other ranks' heartbeats, prints on stderr which ranks this one waits
- * for:
+ * Two threads per rank. The training loop says what the rank is doing
+ * (rt_watchdog_beat: a step begins, its evaluation, the ranks' agreement
+ * on a stop signal, a save); the writer rewrites the rank's heartbeat file
+ * (base/heartbeat.h, <run_dir>/heartbeat/rank-<r>) every period; the judge
+ * checks how long the current phase has lasted. Past the phase's bound it
+ * reads the other ranks' heartbeats, prints on stderr which ranks this one
+ * waits for:
  *
- *   dtrain-run: watchdog: rank 0 on node n1 waited 8.0 s in step 41 (bound
- *   8 s); waiting for rank 3 on node n2: silent for 7.9 s, last in step 41
- *   (step); ending the job step
+ *   dtrain-run: watchdog: rank 0 on node n1 waited 8.0 s in step 41 (step;
+ *   bound 8 s); waiting for rank 3 on node n2: silent for 7.9 s, last in
+ *   step 41 (step); ending the job step
  *
- * (one line; "silent": its heartbeat stopped, so the whole process stopped
- * or its node is gone; "behind": it is in an earlier step or phase), and
- * ends the process with exit code DT_EXIT_HUNG (5). srun
- * --kill-on-bad-exit then ends the job step, and the batch script starts
- * it again from the newest checkpoint (recovery.max_crashes).
+ * (one line; "silent": its heartbeat stopped, so the whole process stopped,
+ * its file system hangs or its node is gone; "behind": it is in an earlier
+ * step or phase), and ends the process with exit code DT_EXIT_HUNG (5).
+ * srun --kill-on-bad-exit then ends the job step, and the batch script
+ * starts it again from the newest checkpoint (recovery.max_crashes). The
+ * judge does no file I/O but that report, which has RT_WATCHDOG_REPORT_S.
  *
- * Bounds (spec recovery.*, all in seconds):
- *   a training step, and the agreement after it: step_timeout_seconds, or
- *     when 0 ten times the slowest of this start's last 32 steps, and at
- *     least 60 s;
- *   start-up and resume, the first step of a start (one-time set-up),
- *     an evaluation, a checkpoint save: timeout_seconds (0: no bound);
+ * Bounds (spec recovery.*, all in seconds, never under 2):
+ *   a training step, and what follows it until the next: step_timeout_seconds,
+ *     or when 0 ten times the slowest of this start's last 32 steps (not
+ *     its first), and at least 60 s; an evaluation, per chunk of rows, and a
+ *     checkpoint save: timeout_seconds;
+ *   from the watchdog's start (after MPI_Init, the spec and the
+ *     communicators) through the resume, and the first step of a start
+ *     (one-time set-up): timeout_seconds (0: no bound);
  *   recovery.watchdog false: no bound at all (heartbeats are still written).
  * The heartbeats are written every tenth of the bound (0.2 to 5 s): a rank
  * is "silent" after three of its periods and a second without one
@@ -46,26 +49,34 @@
 #define RT_WATCHDOG_RECENT 32   /* steps the automatic bound looks back on */
 #define RT_WATCHDOG_FACTOR 10.0 /* automatic bound: this times the slowest */
 #define RT_WATCHDOG_MIN_S 60.0  /* and never below this */
+#define RT_WATCHDOG_FLOOR_S 2.0 /* no bound is shorter (a stopped peer must
+				 * look silent by then) */
+#define RT_WATCHDOG_REPORT_S 10 /* s to read the peers' heartbeats when firing */
 
 struct rt_watchdog {
-	bool running;       /* the thread runs; rt_watchdog_stop joins it */
-	pthread_t thread;
-	pthread_mutex_t mu; /* guards hb, mono_since, stop, wake, period */
-	pthread_cond_t cv;  /* wakes the thread early to stop */
+	bool running;       /* the threads run; rt_watchdog_stop joins them */
+	pthread_t judge;    /* checks the bound, fires */
+	pthread_t writer;   /* rewrites the heartbeat file */
+	pthread_mutex_t mu; /* guards hb, mono_since, stop, gen, period and
+			     * the step times below */
+	pthread_cond_t cv;  /* wakes the threads: to stop, or a shorter period */
 	bool stop;
-	bool wake;              /* a beat shortened the period: wake now */
-	double period;          /* s the thread sleeps between heartbeats now */
+	unsigned gen;           /* bumped by a beat that shortens the period */
+	double period;          /* s the threads sleep between rounds now */
 	struct dt_heartbeat hb; /* what the file says; at is set when written */
 	double mono_since;      /* CLOCK_MONOTONIC s: the phase began */
 	/* the limits, from the spec */
 	bool enabled;
 	double step_fixed_s;    /* recovery.step_timeout_seconds; 0: automatic */
 	double timeout_s;       /* recovery.timeout_seconds; 0: none */
-	/* the main thread's own: the step durations of this start */
-	double recent[RT_WATCHDOG_RECENT]; /* s, a ring */
+	/* this start's steps */
+	long long steps_begun;
+	double recent[RT_WATCHDOG_RECENT]; /* s, a ring (not the first step) */
 	int n_recent, next_recent;
 	char *dir; /* <run_dir>/heartbeat, or NULL: no run_dir, no files */
 	int fd;    /* this rank's heartbeat file, or -1 */
+	struct dt_heartbeat *peers; /* [world], for the report (made at start) */
+	int *peer_rc;               /* [world] */
 };
 
 /* --- life cycle --- */
@@ -88,6 +99,10 @@ void rt_watchdog_stop(struct rt_watchdog *w);
  * duration counts from its DT_PHASE_STEP beat to the next beat. No-op for
  * w NULL or not running. */
 void rt_watchdog_beat(struct rt_watchdog *w, long long step, enum dt_phase phase);
+
+/* The phase goes on and has made progress (an evaluation's chunk): its
+ * clock starts over. No-op for w NULL or not running. */
+void rt_watchdog_progress(struct rt_watchdog *w);
 
 /* --- the rules, apart for tests --- */
 

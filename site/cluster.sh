@@ -140,7 +140,8 @@ show_logs() {
 # in_use FILE: some process maps FILE or holds it open.
 in_use() {
   grep -qsF " $1" /proc/[0-9]*/maps && return 0
-  find /proc/[0-9]*/fd -lname "$1" 2>/dev/null | grep -q .
+  # not `find | grep -q`: find fails on fds that vanish, and pipefail with it
+  [[ -n $(find /proc/[0-9]*/fd -lname "$1" -print -quit 2>/dev/null) ]]
 }
 
 clean_node() {
@@ -166,6 +167,11 @@ clean_node() {
     in_use "$f" && continue
     rm -f "$f" && log "$n: removed the stale shared-memory file ${f##*/}"
   done
+}
+
+all_slurmds_run() {
+  local n
+  for n in "${NODES[@]}"; do pid_of "slurmd-$n" >/dev/null || return 1; done
 }
 
 # The daemons but the nodes' answer: start each node whose slurmd is gone again,
@@ -296,9 +302,9 @@ cmd_up() {
     echo "export SLURM_CONF=$DIR/slurm.conf"
     return 0
   fi
-  # munged and slurmctld answer: bring back only the nodes that are gone
+  # munged and slurmctld answer, a slurmd is gone: bring back only the nodes
   if pid_of munged >/dev/null && pid_of slurmctld >/dev/null && munge_ok && ctld_ok &&
-    [[ -s $DIR/slurm.conf ]]; then
+    [[ -s $DIR/slurm.conf ]] && ! all_slurmds_run; then
     repair_nodes
     if wait_nodes; then
       log "up again in $((SECONDS - t0)) s: $(node_states | tr '\n' ' ')"

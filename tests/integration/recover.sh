@@ -37,7 +37,7 @@ cat >"$T/job.json" <<JSON
   "train": { "epochs": 90, "global_batch": 120, "log_every": 50,
              "optimizer": { "type": "sgd", "lr": 0.05, "momentum": 0.9 } },
   "checkpoint": { "every_steps": 100, "keep": 2 },
-  "recovery": { "step_timeout_seconds": 5, "timeout_seconds": 60 } }
+  "recovery": { "step_timeout_seconds": 5, "timeout_seconds": 10 } }
 JSON
 final_name=step-$(printf %08d $total)
 

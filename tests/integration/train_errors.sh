@@ -58,3 +58,16 @@ spec --set resources.tasks_per_node=4 --set parallel.data=2 --set parallel.pipel
 expect_rc 3 timeout 60 $MPI 3 "$RUN" "$T/s.json"
 must_contain "$T/err" "world size 3 does not match parallel.data x parallel.pipeline = 2 x 2 = 4"
 pass "world size mismatch: exit 3"
+
+# The batch script's deadline (DTRAIN_STOP_AT: the job's end less
+# preemption.lead_seconds), for a step started again after the time-limit
+# warning went by: dtrain-run saves and asks for a requeue as if warned.
+spec --set train.epochs=100000 --set resources.tasks_per_node=2 --set parallel.data=2 --set run_dir="$T/deadline"
+mkdir -p "$T/deadline"
+expect_rc 75 env DTRAIN_STOP_AT=$(($(date +%s) + 2)) timeout 120 $MPI 2 "$RUN" "$T/s.json"
+grep -q "^dtrain-run: the job's time limit is near (DTRAIN_STOP_AT): saving at step [0-9]*, then exiting for a requeue$" "$T/out" ||
+	{ cat "$T/out" "$T/err"; fail "no deadline message"; }
+step=$(sed -n "s/^dtrain-run: the job's time limit is near (DTRAIN_STOP_AT): saving at step \([0-9]*\),.*/\1/p" "$T/out")
+"$DTRAIN_BIN/dtrain-ckpt" verify "$T/deadline/checkpoints/step-$(printf %08d "$step")" >/dev/null ||
+	fail "no valid checkpoint of step $step"
+pass "DTRAIN_STOP_AT passed: saved at step $step, exit 75"

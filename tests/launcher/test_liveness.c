@@ -23,8 +23,8 @@ static const double now = 1.8e9;
 static void put(int rank, long long step, enum dt_phase phase, double since, double at, double bound)
 {
 	struct dt_heartbeat h = { .rank = rank, .world = 3, .pid = 100 + rank, .start = now - 500,
-				  .step = step, .phase = phase, .since = since, .at = at,
-				  .bound = bound };
+				  .step = step, .stepped = since - 0.5, .phase = phase, .since = since,
+				  .at = at, .bound = bound };
 	char line[DT_HEARTBEAT_BYTES + 1], path[700];
 
 	snprintf(h.node, sizeof(h.node), "n%d", 1 + rank / 2);
@@ -61,7 +61,7 @@ static void steady_run(void **state)
 	assert_int_equal(lv.world, 3);
 	assert_int_equal(lv.read, 3);
 	assert_int_equal(lv.step, 42);
-	assert_true(fabs(lv.step_at - (now - 0.05)) < 1e-3);
+	assert_true(fabs(lv.step_at - (now - 0.55)) < 1e-3); /* when step 42 began */
 	assert_true(fabs(lv.progress_at - (now - 0.05)) < 1e-3);
 	assert_false(lv.stalled);
 	/* a rank that has not written yet is no evidence either way */
@@ -83,6 +83,25 @@ static void silent_rank_stalls(void **state)
 	launch_liveness_read(run_dir, now, &lv);
 	assert_true(lv.stalled);
 	assert_string_equal(lv.why, "rank 2 on node n2 silent for 7 s (last in step 42, step)");
+	/* a file of an earlier start (its rank not started again yet) is no
+	 * evidence about this one */
+	{
+		struct dt_heartbeat h = { .rank = 2, .world = 3, .pid = 7, .start = now - 5000,
+					  .step = 9, .phase = DT_PHASE_STEP, .since = now - 4000,
+					  .at = now - 4000, .bound = 5 };
+		char line[DT_HEARTBEAT_BYTES + 1], path[700];
+
+		put(0, 42, DT_PHASE_STEP, now - 1, now - 0.1, 5);
+		put(1, 42, DT_PHASE_STEP, now - 1, now - 0.1, 5);
+		snprintf(h.node, sizeof(h.node), "n2");
+		assert_int_equal(dt_heartbeat_format(&h, line, sizeof(line)), 0);
+		snprintf(path, sizeof(path), "%s/heartbeat/rank-2", run_dir);
+		tu_write_path(path, line, 0644);
+		launch_liveness_read(run_dir, now, &lv);
+		assert_false(lv.stalled);
+		assert_int_equal(lv.read, 2);
+		assert_int_equal(lv.step, 42);
+	}
 	/* done: not silent, whatever its age */
 	put(2, 42, DT_PHASE_END, now - 700, now - 600, 0);
 	put(0, 42, DT_PHASE_STEP, now - 1, now - 0.1, 5);

@@ -86,6 +86,12 @@ static int group_setup(void **state)
 			 "while [ $# -gt 0 ]; do case $1 in -*) shift;; *) break;; esac; done\n"
 			 "exec \"$@\"\n", tmp);
 		tu_write_path(path, text, 0755);
+		/* squeue: the job's end time, in the format asked for */
+		snprintf(path, sizeof(path), "%s/squeue", fake_bin);
+		tu_write_path(path,
+			      "#!/bin/bash\n"
+			      "if [ \"${SLURM_TIME_FORMAT:-}\" = %s ]; then echo 2000000000; else echo 2033-05-18T03:33:20; fi\n",
+			      0755);
 		snprintf(path, sizeof(path), "%s/scontrol", fake_bin);
 		snprintf(text, sizeof(text),
 			 "#!/bin/bash\nprintf '%%s\\n' \"$*\" >> '%s/scontrol.log'\nexit 0\n", tmp);
@@ -543,6 +549,8 @@ static void test_hostile_values_stay_data(void **state)
 	assert_env("SITE_SUBST", site_vals[0]);
 	assert_env("SHARED", "from-the-site"); /* the site wins */
 	assert_env("DTRAIN_RUN_DIR", run_dir);
+	/* the end time less preemption.lead_seconds: dtrain-run stops then */
+	assert_env("DTRAIN_STOP_AT", "1999999880");
 	/* srun got exactly: --mpi=pmix, --kill-on-bad-exit, --cpus-per-task, the site's extras,
 	 * dtrain-run, spec.json. */
 	assert_word("srun.args", 0, "--mpi=pmix");

@@ -48,8 +48,8 @@ static struct dt_heartbeat beat_of(int rank, int world, long long step, enum dt_
 				   double since, double at, double bound)
 {
 	struct dt_heartbeat h = { .rank = rank, .world = world, .pid = 1000 + rank,
-				  .start = 1.7e9, .step = step, .phase = phase, .since = since,
-				  .at = at, .bound = bound };
+				  .start = 1.7e9, .step = step, .stepped = since - 1, .phase = phase,
+				  .since = since, .at = at, .bound = bound };
 
 	snprintf(h.node, sizeof(h.node), "n%d", 1 + rank / 2);
 	return h;
@@ -84,6 +84,21 @@ static void heartbeat_round_trip(void **state)
 	memcpy(torn, line, sizeof(line));
 	torn[17] = '2'; /* "dtrain-heartbeat 2" */
 	assert_int_equal(dt_heartbeat_parse(torn, &back), -EINVAL);
+	/* two writes mixed (a read racing a rewrite): the sum tells */
+	{
+		struct dt_heartbeat later = h;
+		char other[DT_HEARTBEAT_BYTES + 1];
+		char *at = strstr(line, " at ");
+
+		later.at += 1;
+		assert_int_equal(dt_heartbeat_format(&later, other, sizeof(other)), 0);
+		memcpy(torn, line, sizeof(line));
+		memcpy(torn + (at - line), other + (at - line), 18); /* " at T" of the later write */
+		assert_true(strcmp(torn, line) != 0);
+		assert_int_equal(dt_heartbeat_parse(torn, &back), -EINVAL);
+		assert_int_equal(dt_heartbeat_parse(other, &back), 0);
+	}
+	assert_true(fabs(back.stepped - h.stepped) < 1e-3);
 	assert_string_equal(dt_phase_name(DT_PHASE_STEP), "step");
 	assert_string_equal(dt_phase_name(DT_PHASE_COUNT), "?");
 }
@@ -107,10 +122,13 @@ static void verdict_names_the_silent_rank(void **state)
 	assert_string_equal(buf, "rank 0 on node n1 waited 8.0 s in step 41 (step; bound 8 s); "
 				 "waiting for rank 3 on node n2: silent for 7.9 s, last in step 41 (step); "
 				 "ending the job step");
-	/* no file: it never got as far as its watchdog */
+	/* no file: it never got as far as its watchdog; or an earlier start's */
 	rc[2] = -ENOENT;
 	rt_watchdog_verdict(&hb[0], hb, rc, now, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "waiting for rank 2: no heartbeat (it never got this far); rank 3 on node n2: silent"));
+	rc[2] = -ESTALE;
+	rt_watchdog_verdict(&hb[0], hb, rc, now, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "waiting for rank 2: no heartbeat in this start (it never got this far); rank 3"));
 }
 
 static void verdict_names_ranks_behind(void **state)
@@ -129,6 +147,10 @@ static void verdict_names_ranks_behind(void **state)
 	assert_string_equal(buf, "rank 0 on node n1 waited 70.0 s in step 41 (sync; bound 60 s); "
 				 "waiting for rank 1 on node n1: behind, in step 41 (step) for 75.0 s; "
 				 "ending the job step");
+	/* a step's evaluation comes before the agreement after it */
+	hb[1] = beat_of(1, 3, 41, DT_PHASE_EVAL, now - 75, now - 0.2, 900);
+	rt_watchdog_verdict(&hb[0], hb, rc, now, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "waiting for rank 1 on node n1: behind, in step 41 (eval) for 75.0 s"));
 	/* all alike: nobody to blame by heartbeats */
 	hb[1] = beat_of(1, 3, 41, DT_PHASE_SYNC, now - 70, now - 0.2, 60);
 	rt_watchdog_verdict(&hb[0], hb, rc, now, buf, sizeof(buf));
@@ -191,7 +213,7 @@ static char run_dir[512];
 /* Rank 0 of 2, whose peer rank 1 wrote its last heartbeat long ago. */
 static void hung_peer(void)
 {
-	struct spec s = spec_in(run_dir, 1, 1);
+	struct spec s = spec_in(run_dir, 2, 2);
 	struct rt_watchdog w;
 	struct dt_err err = { 0 };
 	struct dt_heartbeat peer = beat_of(1, 2, 3, DT_PHASE_STEP, dt_wall_s() - 30,
@@ -199,6 +221,7 @@ static void hung_peer(void)
 	char line[DT_HEARTBEAT_BYTES + 1], path[600];
 
 	snprintf(path, sizeof(path), "%s/heartbeat/rank-1", run_dir);
+	peer.start = dt_wall_s() - 1; /* this start's, as its ranks' */
 	if (rt_watchdog_start(&w, &s, 0, 2, "n1", &err))
 		_exit(100);
 	if (dt_heartbeat_format(&peer, line, sizeof(line)) ||
@@ -221,12 +244,12 @@ static void ends_a_rank_that_waits_too_long(void **state)
 	st = in_child("hung", hung_peer, NULL, &ran);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), DT_EXIT_HUNG);
-	assert_true(ran < 5); /* the bound is 1 s, the period 0.2 s */
+	assert_true(ran < 5); /* the bound is 2 s, the period 0.2 s */
 	snprintf(path, sizeof(path), "%s/hung.err", tu_scratch());
 	err = tu_read(path, NULL);
 	assert_non_null(err);
-	assert_non_null(strstr(err, "dtrain-run: watchdog: rank 0 on node n1 waited 1."));
-	assert_non_null(strstr(err, "in step 3 (step; bound 1 s); waiting for rank 1 on node n1: silent for 3"));
+	assert_non_null(strstr(err, "dtrain-run: watchdog: rank 0 on node n1 waited 2."));
+	assert_non_null(strstr(err, "in step 3 (step; bound 2 s); waiting for rank 1 on node n1: silent for 3"));
 	free(err);
 	/* its own heartbeat file says where it was */
 	{
@@ -238,11 +261,11 @@ static void ends_a_rank_that_waits_too_long(void **state)
 		assert_int_equal(h.step, 3);
 		assert_int_equal(h.phase, DT_PHASE_STEP);
 		assert_int_equal(h.world, 2);
-		assert_true(h.bound == 1);
+		assert_true(h.bound == 2);
 	}
 }
 
-/* A rank that beats every 50 ms for 3 s, steps of bound 1 s: never ended. */
+/* A rank that beats every 50 ms for 3 s, steps of bound 2 s: never ended. */
 static void steady(void)
 {
 	struct spec s = spec_in(run_dir, 1, 1);
