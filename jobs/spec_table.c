@@ -162,9 +162,9 @@ static const struct spec_field fields[] = {
 	{ "recovery.watchdog", SPEC_BOOL, F(recovery.watchdog), "true", 0, 0, 0, 0, NULL, 0,
 	  "end a job step that stops making progress (a rank hung, stopped or cut off with its node): the ranks still alive name the ranks they wait for and exit 5, and the step starts again as after a crash" },
 	{ "recovery.step_timeout_seconds", SPEC_INT, F(recovery.step_timeout_seconds), "0", 0, 1e7, 0, 0, NULL, 0,
-	  "seconds a training step may take before the watchdog ends the job step; 0: automatic, 10 times the slowest of the last 32 steps and at least 60" },
+	  "seconds a training step may take before the watchdog ends the job step (at least 2 are allowed); 0: automatic, 10 times the slowest of the last 32 steps and at least 60" },
 	{ "recovery.timeout_seconds", SPEC_INT, F(recovery.timeout_seconds), "900", 0, 1e7, 0, 0, NULL, 0,
-	  "seconds the watchdog allows start-up and resume, the first step of each start, an evaluation or a checkpoint save; 0: no bound" },
+	  "seconds the watchdog allows start-up (once MPI is up) and resume, the first step of each start, a chunk of an evaluation, or a checkpoint save; 0: no bound" },
 };
 
 const struct spec_field *spec_fields(size_t *n)
