@@ -158,3 +158,26 @@ same_as_reference() {
 			{ cat "$T/diff.out"; fail "final $obj differ from the uninterrupted run's"; }
 	done
 }
+
+# recovery_job NAME SITE: the 2-node x 2-task MLP job that recover.sh and
+# node_loss.sh hurt (9000 steps, a checkpoint every 100, the watchdog's
+# step bound 5 s, others 10 s) in $T/job.json, its data in $T/syn.h5, and
+# its uninterrupted reference run (mpirun); sets total (its steps) and
+# final_name (its last checkpoint's name).
+recovery_job() {
+	total=9000
+	"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 12000 --features 784 --classes 10 --seed 11 >/dev/null ||
+		fail "dtrain-data synthetic"
+	cat >"$T/job.json" <<JSON
+{ "name": "$1", "model": { "inputs": 784, "hidden": [256, 256], "outputs": 10 },
+  "data": { "train": "$T/syn.h5" },
+  "resources": { "nodes": 2, "tasks_per_node": 2, "partition": "low" },
+  "parallel": { "data": 2, "pipeline": 2, "micro_batches": 2 },
+  "train": { "epochs": 90, "global_batch": 120, "log_every": 50,
+             "optimizer": { "type": "sgd", "lr": 0.05, "momentum": 0.9 } },
+  "checkpoint": { "every_steps": 100, "keep": 2 },
+  "recovery": { "step_timeout_seconds": 5, "timeout_seconds": 10 } }
+JSON
+	final_name=step-$(printf %08d $total)
+	reference_run "$2" "$final_name"
+}

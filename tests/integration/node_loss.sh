@@ -19,21 +19,7 @@ node_back() { bash "$DTRAIN_SOURCE_DIR/site/cluster.sh" up --dir "$cluster_dir" 
 trap 'rc=$?; node_back || true; [ $rc -eq 0 ] && rm -rf "$T"; [ $rc -ne 0 ] && echo "(test files kept in $T)"; exit $rc' EXIT
 site=$(write_site)
 
-"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 12000 --features 784 --classes 10 --seed 11 >/dev/null ||
-	fail "dtrain-data synthetic"
-total=9000
-cat >"$T/job.json" <<JSON
-{ "name": "nodeloss", "model": { "inputs": 784, "hidden": [256, 256], "outputs": 10 },
-  "data": { "train": "$T/syn.h5" },
-  "resources": { "nodes": 2, "tasks_per_node": 2, "partition": "low" },
-  "parallel": { "data": 2, "pipeline": 2, "micro_batches": 2 },
-  "train": { "epochs": 90, "global_batch": 120, "log_every": 50,
-             "optimizer": { "type": "sgd", "lr": 0.05, "momentum": 0.9 } },
-  "checkpoint": { "every_steps": 100, "keep": 2 },
-  "recovery": { "step_timeout_seconds": 5, "timeout_seconds": 10 } }
-JSON
-final_name=step-$(printf %08d $total)
-reference_run "$site" "$final_name"
+recovery_job nodeloss "$site"
 
 expect_rc 0 $SUBMIT "$T/job.json" --site "$site"
 id=$(cat "$T/out")

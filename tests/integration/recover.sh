@@ -24,25 +24,10 @@ stop) sig=STOP ;;
 esac
 site=$(write_site)
 
-"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 12000 --features 784 --classes 10 --seed 11 >/dev/null ||
-	fail "dtrain-data synthetic"
-# 9000 steps: each round waits for the restart and two more checkpoints,
-# then up to 3 s (see preempt.sh for the rates here)
-total=9000
-cat >"$T/job.json" <<JSON
-{ "name": "recover", "model": { "inputs": 784, "hidden": [256, 256], "outputs": 10 },
-  "data": { "train": "$T/syn.h5" },
-  "resources": { "nodes": 2, "tasks_per_node": 2, "partition": "low" },
-  "parallel": { "data": 2, "pipeline": 2, "micro_batches": 2 },
-  "train": { "epochs": 90, "global_batch": 120, "log_every": 50,
-             "optimizer": { "type": "sgd", "lr": 0.05, "momentum": 0.9 } },
-  "checkpoint": { "every_steps": 100, "keep": 2 },
-  "recovery": { "step_timeout_seconds": 5, "timeout_seconds": 10 } }
-JSON
-final_name=step-$(printf %08d $total)
-
-# --- the reference: the same spec, uninterrupted (mpirun on this host) ---
-reference_run "$site" "$final_name"
+# the spec (9000 steps: each round waits for the restart and two more
+# checkpoints, then up to 3 s; see preempt.sh for the rates here), and its
+# uninterrupted reference run (mpirun on this host)
+recovery_job recover "$site"
 
 # --- the job, a rank killed three times ---
 expect_rc 0 $SUBMIT "$T/job.json" --site "$site"
