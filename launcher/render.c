@@ -405,18 +405,25 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	    s->recovery.max_node_failures, s->recovery.max_node_failures,
 	    s->recovery.max_node_failures);
 
-	if (s->preemption.signal)
-		put(r, "# --- the time limit ---\n"
-		       "# The warning before it (--signal) reaches only the job step running when\n"
-		       "# Slurm sends it: a step started again after a crash would miss it. So\n"
-		       "# dtrain-run also stops by itself, as if warned, preemption.lead_seconds\n"
-		       "# before the job's end time (squeue's, fixed at this start).\n"
-		       "dtrain_end=$(SLURM_TIME_FORMAT=%%s squeue -h -j \"$dtrain_job_id\" -o %%e 2>/dev/null) || dtrain_end=\n"
-		       "case \"$dtrain_end\" in\n"
-		       "'' | *[!0-9]*) ;;\n"
-		       "*) export DTRAIN_STOP_AT=$((dtrain_end - %ld)) ;;\n"
-		       "esac\n\n",
-		    s->preemption.lead_seconds);
+	/* the batch script's alone: never the submitting shell's */
+	put(r, "unset DTRAIN_STOP_AT\n"
+	       "# The time-limit warning (--signal) reaches only the job step running when\n"
+	       "# Slurm sends it: a step started again after a crash would miss it. Such a\n"
+	       "# step stops by itself, as if warned, preemption.lead_seconds before the\n"
+	       "# job's end time (squeue's, when the step starts).\n"
+	       "dtrain_stop_at() {\n"
+	       "\tlocal end\n"
+	       "\t[ -n \"$dtrain_job_id\" ] || return 0\n"
+	       "\tend=$(SLURM_TIME_FORMAT=%%s squeue -h -j \"$dtrain_job_id\" -o %%e 2>/dev/null) || return 0\n"
+	       "\tcase \"$end\" in\n"
+	       "\t'' | *[!0-9]*) ;;\n"
+	       "\t*) export DTRAIN_STOP_AT=$((end - %ld)) ;;\n"
+	       "\tesac\n"
+	       "}\n",
+	    s->preemption.lead_seconds);
+	if (!s->preemption.signal) /* no warning to miss */
+		put(r, "dtrain_stop_at() { :; }\n");
+	put(r, "\n");
 
 	put(r, "# --- launch ---\n"
 	       "# On preemption or scancel Slurm sends SIGTERM to this shell and to the job\n"
@@ -441,6 +448,7 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "\techo \"dtrain: job ${dtrain_job_id:-none}, restart ${dtrain_restarts}, starting $(date -u +%%FT%%TZ)\"\n"
 	       "\t# this start of the step, the same for every rank (their heartbeats)\n"
 	       "\texport DTRAIN_STEP_START=\"$(date +%%s.%%N)\"\n"
+	       "\t[ \"$dtrain_term\" -eq 0 ] || break # a SIGTERM while this start was set up\n"
 	       "\t(\n"
 	       "\t\ttrap : TERM # outlive a SIGTERM, to report srun's exit (not trap '')\n"
 	       "\t\t{ srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=%ld", r->spec->resources.cpus_per_task);
@@ -523,6 +531,7 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	       "\t\tbreak\n"
 	       "\tfi\n"
 	       "\techo \"dtrain: restarting from the newest checkpoint (crash $(dtrain_count crashes) of at most %ld)\" >&2\n"
+	       "\tdtrain_stop_at\n"
 	       "done\n\n",
 	    PROBE_S, s->recovery.max_node_failures,
 	    s->recovery.max_crashes, s->recovery.max_crashes, s->recovery.max_crashes);

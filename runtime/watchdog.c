@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,9 +46,12 @@ static double phase_bound(const struct rt_watchdog *w, enum dt_phase phase)
 	switch (phase) {
 	case DT_PHASE_STEP:
 	case DT_PHASE_SYNC:
-		/* the first step of a start sets up what later steps reuse */
-		b = w->n_recent == 0 ? w->timeout_s
-				     : rt_watchdog_step_bound(w->step_fixed_s, w->recent, w->n_recent);
+		/* the first step of a start sets up what later steps reuse; the
+		 * automatic bound needs a step measured */
+		if (w->steps_begun <= 1 || (w->step_fixed_s <= 0 && w->n_recent == 0))
+			b = w->timeout_s;
+		else
+			b = rt_watchdog_step_bound(w->step_fixed_s, w->recent, w->n_recent);
 		break;
 	case DT_PHASE_END:
 		return 0;
@@ -177,20 +181,24 @@ static void nap(struct rt_watchdog *w, unsigned *seen)
 	w->period = dt_heartbeat_period(w->hb.bound);
 }
 
+/* A line to stderr, unless stderr has not taken anything for a second (a
+ * pipe nobody reads: srun stuck on a hung file system). A write to a file
+ * that blocks all the same is what the report's timer is for. */
 static void say(const char *line, size_t len)
 {
+	struct pollfd p = { .fd = STDERR_FILENO, .events = POLLOUT };
+
+	if (poll(&p, 1, 1000) != 1 || !(p.revents & POLLOUT))
+		return;
 	while (write(STDERR_FILENO, line, len) < 0 && errno == EINTR)
 		;
 }
 
-/* The report could not be made in time (a peer's file blocks on a hung
- * file system): end the rank anyway. */
+/* The report could not be made in time (a peer's file, or stderr, blocks
+ * on a hung file system): end the rank anyway, and write nothing more. */
 static void give_up(union sigval v)
 {
-	static const char line[] = "dtrain-run: watchdog: reading the other ranks' heartbeats took too long; ending the job step\n";
-
 	(void)v;
-	say(line, sizeof(line) - 1);
 	_exit(DT_EXIT_HUNG);
 }
 
@@ -224,7 +232,8 @@ static void fire(struct rt_watchdog *w, const struct dt_heartbeat *me)
 
 /* The process itself did not run for a while (SIGSTOP and SIGCONT, a
  * paused machine): what it waited is not the others' fault, and they have
- * judged it already. Say so and start the phase's clock over. */
+ * judged it already. Start the phase's clock over (w->mu held), and say so
+ * (after unlocking: stderr may block). */
 static void note_stopped(struct rt_watchdog *w, double gap)
 {
 	char line[256];
@@ -233,9 +242,12 @@ static void note_stopped(struct rt_watchdog *w, double gap)
 	n = snprintf(line, sizeof(line),
 		     "dtrain-run: rank %d on node %s did not run for %.1f s (stopped, or its machine paused)\n",
 		     w->hb.rank, w->hb.node, gap);
+	w->mono_since = mono_s();
+	w->hb.since = dt_wall_s();
+	pthread_mutex_unlock(&w->mu);
 	if (n > 0)
 		say(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-	w->mono_since = mono_s();
+	pthread_mutex_lock(&w->mu);
 }
 
 static void *judge(void *arg)
@@ -420,19 +432,36 @@ fail:
 	return rc;
 }
 
+/* Join a thread within RT_WATCHDOG_REPORT_S; false when it is stuck (a
+ * write on a hung file system). */
+static bool join_soon(pthread_t t)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += RT_WATCHDOG_REPORT_S;
+	return pthread_timedjoin_np(t, NULL, &until) == 0;
+}
+
 void rt_watchdog_stop(struct rt_watchdog *w)
 {
+	bool joined;
+
 	if (!w->running)
 		return;
 	pthread_mutex_lock(&w->mu);
 	w->stop = true;
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
-	pthread_join(w->judge, NULL);
-	pthread_join(w->writer, NULL);
+	joined = join_soon(w->writer);
+	joined = join_soon(w->judge) && joined;
+	w->running = false;
+	/* a thread stuck in a write still uses them: left as they are, so that
+	 * the caller goes on (to MPI_Abort, say) */
+	if (!joined)
+		return;
 	pthread_cond_destroy(&w->cv);
 	pthread_mutex_destroy(&w->mu);
-	w->running = false;
 	free_files(w);
 }
 

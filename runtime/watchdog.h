@@ -88,8 +88,10 @@ struct rt_watchdog {
 int rt_watchdog_start(struct rt_watchdog *w, const struct spec *s, int rank, int world,
 		      const char *node, struct dt_err *err);
 
-/* Stop the thread (the file says phase "end") and free what start made.
- * Safe on a zeroed or already stopped watchdog. */
+/* Stop the threads (the file says phase "end") and free what start made.
+ * A thread stuck in a write (a hung file system) is given
+ * RT_WATCHDOG_REPORT_S, then left with what it uses, so that the caller
+ * goes on. Safe on a zeroed or already stopped watchdog. */
 void rt_watchdog_stop(struct rt_watchdog *w);
 
 /* --- operations (main thread) --- */

@@ -273,10 +273,10 @@ fail_up() {
   exit 1
 }
 
-# wait_nodes: true once every slurmd runs and both nodes answer, within WAIT_S s.
+# wait_nodes S: true once every slurmd runs and both nodes answer, within S seconds.
 wait_nodes() {
   local i
-  for ((i = 0; i < WAIT_S * 5; i++)); do healthy && return 0; sleep 0.2; done
+  for ((i = 0; i < $1 * 5; i++)); do healthy && return 0; sleep 0.2; done
   return 1
 }
 
@@ -302,16 +302,18 @@ cmd_up() {
     echo "export SLURM_CONF=$DIR/slurm.conf"
     return 0
   fi
-  # munged and slurmctld answer, a slurmd is gone: bring back only the nodes
+  # munged and slurmctld answer: bring back only the nodes that are gone (or
+  # give nodes just started a moment to answer), keeping the queue
   if pid_of munged >/dev/null && pid_of slurmctld >/dev/null && munge_ok && ctld_ok &&
-    [[ -s $DIR/slurm.conf ]] && ! all_slurmds_run; then
-    repair_nodes
-    if wait_nodes; then
+    [[ -s $DIR/slurm.conf ]]; then
+    local wait_s=10
+    all_slurmds_run || { repair_nodes; wait_s=$WAIT_S; }
+    if wait_nodes "$wait_s"; then
       log "up again in $((SECONDS - t0)) s: $(node_states | tr '\n' ' ')"
       echo "export SLURM_CONF=$DIR/slurm.conf"
       return 0
     fi
-    log "the nodes did not come back within $WAIT_S s: restarting the whole cluster"
+    log "the nodes did not answer within $wait_s s: restarting the whole cluster"
   fi
   log "(re)starting the cluster in $DIR"
   cmd_down || die 1 "could not stop the remains of an earlier cluster in $DIR"

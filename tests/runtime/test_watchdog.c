@@ -355,6 +355,63 @@ static void own_stop_is_not_a_hang(void **state)
 	free(err);
 }
 
+/* Step 2 of a start is bounded by step_timeout_seconds already (only the
+ * first gets timeout_seconds, here none). */
+static void second_step_bounded(void)
+{
+	struct spec s = spec_in(NULL, 2, 0);
+	struct rt_watchdog w;
+	struct dt_err err = { 0 };
+
+	if (rt_watchdog_start(&w, &s, 0, 1, "n1", &err))
+		_exit(100);
+	rt_watchdog_beat(&w, 1, DT_PHASE_STEP);
+	usleep(100000);
+	rt_watchdog_beat(&w, 1, DT_PHASE_SYNC);
+	rt_watchdog_beat(&w, 2, DT_PHASE_STEP);
+	sleep(10);
+	_exit(102);
+}
+
+/* stderr a full pipe nobody reads (srun stuck on a hung file system): the
+ * report is dropped, the rank still ends. */
+static void stderr_blocked(void)
+{
+	struct spec s = spec_in(NULL, 2, 2);
+	struct rt_watchdog w;
+	struct dt_err err = { 0 };
+	char junk[4096] = { 0 };
+	int fds[2];
+
+	if (pipe(fds) || fcntl(fds[1], F_SETFL, O_NONBLOCK))
+		_exit(101);
+	while (write(fds[1], junk, sizeof(junk)) > 0)
+		;
+	if (fcntl(fds[1], F_SETFL, 0) || dup2(fds[1], STDERR_FILENO) < 0)
+		_exit(101);
+	if (rt_watchdog_start(&w, &s, 0, 1, "n1", &err))
+		_exit(100);
+	rt_watchdog_beat(&w, 1, DT_PHASE_STEP);
+	sleep(20);
+	_exit(102);
+}
+
+static void bounds_that_must_hold(void **state)
+{
+	double ran;
+	int st;
+
+	(void)state;
+	st = in_child("second", second_step_bounded, NULL, &ran);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), DT_EXIT_HUNG);
+	assert_true(ran < 6);
+	st = in_child("blocked", stderr_blocked, NULL, &ran);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), DT_EXIT_HUNG);
+	assert_true(ran < 8);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -372,6 +429,7 @@ int main(void)
 		cmocka_unit_test(ends_a_rank_that_waits_too_long),
 		cmocka_unit_test(leaves_a_steady_rank),
 		cmocka_unit_test(own_stop_is_not_a_hang),
+		cmocka_unit_test(bounds_that_must_hold),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, teardown);
