@@ -9,12 +9,12 @@
  *   WRITE     enospc@BYTES,      base/util.c: every write and fsync of our
  *             slow@MS            files (a full disk; a save slow enough to
  *                                kill in the middle)
- *   SNAPSHOT  slow@MS            runtime/checkpointing.c: the checkpoint's
+ *   SNAPSHOT  slow@MS            runtime/train/checkpointing.c: the checkpoint's
  *                                snapshot copy (the trainer waits for it)
- *   SPLIT     slow@MS:RANK       runtime/split_step.c (read by rt_train):
+ *   SPLIT     slow@MS:RANK       runtime/train/split_step.c (read by rt_train):
  *                                after every hand-over of the split step (a
  *                                missing barrier changes the bits)
- *   MPI_INIT  slow@MS:RANK       runtime/bootstrap.c: after MPI_Init (no rank
+ *   MPI_INIT  slow@MS:RANK       runtime/world/bootstrap.c: after MPI_Init (no rank
  *                                leaves rt_mpi_init before the late one)
  *
  * The variable is read at each call (a test sets it per process; unset, a

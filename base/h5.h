@@ -1,5 +1,5 @@
 /*
- * h5.h - the HDF5 helpers that data sets (runtime/data.c) and checkpoints
+ * h5.h - the HDF5 helpers that data sets (runtime/data/data.c) and checkpoints
  * (checkpoint/) share: HDF5's own message for a failed call, closing ids
  * once, keeping HDF5 from printing its error stack, and the file access
  * list of every file we open or create.

@@ -1,6 +1,6 @@
 /*
  * heartbeat.h - the heartbeat files of a running job, one per rank:
- * <run_dir>/heartbeat/rank-<r>. dtrain-run's watchdog (runtime/watchdog.h)
+ * <run_dir>/heartbeat/rank-<r>. dtrain-run's watchdog (runtime/world/watchdog.h)
  * rewrites its rank's file every second or so with what the rank is doing
  * and since when; the watchdogs of the other ranks read them to say whom
  * they wait for, and `dtrain-submit status` to say when the last step began

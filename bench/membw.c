@@ -3,7 +3,7 @@
  *
  * The optimizer update of a large model does a few flops per parameter
  * against 24 bytes moved: it reads the gradient, the momentum and the
- * weight, and writes all three back (runtime/optim.c, rt_optim_step_take:
+ * weight, and writes all three back (runtime/model/optim.c, rt_optim_step_take:
  * the gradient is left zero). So its floor is the memory's speed, not the
  * core's. This program measures that speed for the same access pattern:
  *   update N   three arrays of N floats, each read and written in place

@@ -357,7 +357,7 @@ def main():
             sg["mlp_shapes"][m] = {"1x%d" % cores: b.sgemm(shapes, threads=cores),
                                    "1x1": b.sgemm(shapes, threads=1),
                                    "2x1": b.sgemm(half, threads=1, copies=2),
-                                   # the split way's blocks (runtime/dp.h), free (in
+                                   # the split way's blocks (runtime/parallel/dp.h), free (in
                                    # lockstep: the quartets, section 3)
                                    "split_2x1": b.sgemm(shapes, threads=1, copies=2, split=True)}
         # the update's floor: its bytes at the memory's speed
@@ -581,7 +581,7 @@ def main():
                                                  "2x1": b.times(ev[(m, 2)])}
         # the default grad_sync ("auto", here "split": the 2 replicas share
         # the parameters in memory and cut every layer between them,
-        # runtime/dp.h) against "shared" (a gradient slot per replica, each
+        # runtime/parallel/dp.h) against "shared" (a gradient slot per replica, each
         # updates half) and "allreduce" (every replica for itself, MPI)
         for m in MODELS:
             auto = b.rate(ev[(m, 2)])

@@ -6,23 +6,23 @@
  *   mlp BATCH W,...   the matrix products of one training step of an MLP
  *                     with layer widths W0 (inputs) .. Wn (outputs) at that
  *                     batch, with the same shapes and transposes as
- *                     runtime/kernels.c: forward y = x W^T per layer;
+ *                     runtime/kernels/kernels.c: forward y = x W^T per layer;
  *                     backward dW += dy^T x per layer and dx = dy W for every
  *                     layer but the first.
  *   gpt B T C L V NH  the products of one training step of dtrain's GPT
- *                     (runtime/gpt.c) over B sequences of T positions:
+ *                     (runtime/model/gpt.c) over B sequences of T positions:
  *                     per block the four linear layers (forward, weight
  *                     gradient, input gradient) and attention one head of
  *                     one sequence at a time (scores, P V; backward: the
  *                     scores again, dV, dP, dQ, dK), whole T x T squares as
- *                     runtime/transformer.c computes them; then the head.
+ *                     runtime/kernels/transformer.c computes them; then the head.
  * Each runs repeatedly for --seconds after one warm-up round; it prints one
  * JSON object: {"what":..., "threads":..., "flop":..., "seconds":...,
  * "gflops":...}. Several copies started at once measure how the machine's
  * sgemm rate scales over processes (bench/run.py does that).
  *
  * `mlp` with --part K/L runs block K of L of every product, as replica K of
- * dtrain's "split" way does (runtime/dp.h): the forward pass and the
+ * dtrain's "split" way does (runtime/parallel/dp.h): the forward pass and the
  * weight gradient on block K of each layer's outputs, the input gradient on
  * block K of its inputs, over the whole batch; a narrow head (under 2
  * cache lines of outputs per block, rt_part_head_rows) by block K of the
@@ -319,7 +319,7 @@ static void block_of(int width, int k, int L, int *c0, int *c1)
 /* The head (the last layer, n - 1) cut by rows: its forward and input
  * gradient on block o->part of the batch's rows, its weight gradient on
  * that block of its inputs; one barrier, after the input gradient (the
- * split way's, runtime/model.c). Returns the flop count. */
+ * split way's, runtime/model/model.c). Returns the flop count. */
 static double head_rows(const struct opts *o, struct mlp *m, struct lockstep *ls)
 {
 	int b = o->batch, l = o->n_widths - 2, in = o->widths[l], out = o->widths[l + 1], i0, i1;
@@ -400,7 +400,7 @@ static double mm(bool ta, bool tb, int M, int N, int K, const float *a, int lda,
 	return 2.0 * M * N * (double)K;
 }
 
-/* One GPT step's products (runtime/gpt.c, transformer.c): x [N][4C], y
+/* One GPT step's products (runtime/model/gpt.c, transformer.c): x [N][4C], y
  * [N][max(4C, V)], w and dw [max(4C, V)][C] hold any operand; qkv [N][3C]
  * and o [N][C] are attention's strided views; s, dp [T][T]. */
 static double gpt_round(const int *g, float *x, float *y, float *w, float *dw, float *qkv,

@@ -47,7 +47,7 @@
  * read: its manifest's model.widths and model.activation read as model
  * type "mlp" with config {"inputs":I,"hidden":[...],"outputs":O,
  * "activation":"A"}, its layer l as block l with the tensors "<2l>.weight"
- * and "<2l>.bias" (runtime/mlp.h's names), stored at /layers/<l>/weight and
+ * and "<2l>.bias" (runtime/model/mlp.h's names), stored at /layers/<l>/weight and
  * /layers/<l>/bias. New checkpoints are always written in the current
  * version; `dtrain-ckpt export` converts an old one.
  *
@@ -61,7 +61,7 @@
  * hostile file gives an error naming the file, never an out-of-bounds read.
  *
  * This module knows files only: no MPI, no threads of its own. The runtime
- * (runtime/checkpointing.c) decides who writes what and when; ckpt_shard_*
+ * (runtime/train/checkpointing.c) decides who writes what and when; ckpt_shard_*
  * split a shard's write into a fast part (main thread: write the HDF5
  * metadata, and copy the state unless the copy is deferred) and a slow part
  * (any thread: the deferred copy, the bytes, fsync, CRC) that calls no HDF5
@@ -151,7 +151,7 @@ void ckpt_piece_rows(int64_t rows, int piece, int pieces, int64_t *first, int64_
  * for internal consistency (n_blocks in range, stage_first increasing from
  * 0 to n_blocks, state and type names that are plain words, a config that
  * is a JSON object). Which states an optimizer has is the caller's to
- * check (runtime/checkpointing.c). 0 or -EINVAL naming the first bad
+ * check (runtime/train/checkpointing.c). 0 or -EINVAL naming the first bad
  * field. */
 int ckpt_meta_finish(struct ckpt_meta *meta, struct dt_err *err);
 
@@ -193,7 +193,7 @@ void ckpt_piece_name(int stage, int piece, char *out, size_t size);
 
 /* --- writing a shard: fast part, then slow part --- */
 
-/* One stage's state as the runtime lays it out (runtime/model.h): the
+/* One stage's state as the runtime lays it out (runtime/model/model.h): the
  * tensors of blocks first_block .. first_block + n_blocks - 1, each at its
  * offset; the optimizer states have the same layout. With is_piece, the
  * file is optimizer piece `piece` (optim-<stage>-<piece>.h5 of

@@ -568,7 +568,7 @@ static int parse_model_v1(const struct at *at, json_object *root, const char *st
 	snprintf(meta->model_type, sizeof(meta->model_type), "mlp");
 	memcpy(meta->model_config, c.p, c.len + 1);
 	meta->n_blocks = (int)n - 1;
-	/* layer l: "<2l>.weight" [out][in], "<2l>.bias" [out] (runtime/mlp.h) */
+	/* layer l: "<2l>.weight" [out][in], "<2l>.bias" [out] (runtime/model/mlp.h) */
 	m->n_tensors = 2 * meta->n_blocks;
 	for (i = 0; i + 1 < n; i++) {
 		struct ckpt_tensor *w = &m->tensors[2 * i], *b = w + 1;

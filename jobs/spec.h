@@ -76,9 +76,9 @@ struct spec {
 		long pipeline;      /* pipeline stages */
 		long micro_batches; /* per replica per step */
 		char *schedule;     /* "1f1b" | "gpipe" */
-		char *grad_sync;    /* "auto" | "allreduce" | "shared" | "split" (runtime/dp.h) */
-		char *threads;      /* "auto" | "blas" | "split": a rank's threads (runtime/train.c) */
-		char *optimizer;    /* "replicated" | "sharded": optimizer state per replica (runtime/shard.h) */
+		char *grad_sync;    /* "auto" | "allreduce" | "shared" | "split" (runtime/parallel/dp.h) */
+		char *threads;      /* "auto" | "blas" | "split": a rank's threads (runtime/train/train.c) */
+		char *optimizer;    /* "replicated" | "sharded": optimizer state per replica (runtime/parallel/shard.h) */
 		struct spec_ints stage_layers; /* layers per stage; empty: balanced */
 	} parallel;
 	struct spec_train {
@@ -241,7 +241,7 @@ int spec_doc_markdown(struct dt_buf *out);
  * mlp: its layers (hidden + output); gpt: the embedding, model.layers
  * transformer blocks and the head. */
 long spec_layers(const struct spec *s);
-/* parallel.optimizer is "sharded" (runtime/shard.h). */
+/* parallel.optimizer is "sharded" (runtime/parallel/shard.h). */
 bool spec_optimizer_sharded(const struct spec *s);
 /* Slurm time string ("D-HH:MM:SS" or "HH:MM:SS") of seconds into buf. */
 void spec_format_time(long seconds, char *buf, size_t size);

@@ -218,7 +218,7 @@ void launch_progress_format(const struct launch_progress *p, bool running,
 			    struct launch_progress_text *out);
 
 /* --- liveness: <run_dir>/heartbeat/rank-<r>, rewritten by each rank's
- * watchdog (base/heartbeat.h, runtime/watchdog.h) ---
+ * watchdog (base/heartbeat.h, runtime/world/watchdog.h) ---
  * When the newest step began, and whether the job still makes progress:
  * "stalled" when a rank's heartbeat has stopped (dt_heartbeat_silent) or a
  * rank has been in one phase longer than the watchdog's bound for it (the

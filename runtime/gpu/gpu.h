@@ -16,7 +16,7 @@
  * grid.h): the world, our data-parallel group (rank = replica) and our
  * pipeline group (rank = stage). Each group's root (rank 0 of the world,
  * replica 0 of each stage, stage 0 of each replica) makes the group's
- * ncclUniqueId; rt_pmix_share (runtime/bootstrap.h) hands all of them out in
+ * ncclUniqueId; rt_pmix_share (runtime/world/bootstrap.h) hands all of them out in
  * one PMIx fence; then every rank joins its three communicators.
  *
  * Life cycle: rt_gpu_select() (after the grid is built), rt_gpu_comms() (once
@@ -28,8 +28,8 @@
 
 #include <stddef.h>
 
-#include "runtime/bootstrap.h"
-#include "runtime/grid.h"
+#include "runtime/world/bootstrap.h"
+#include "runtime/world/grid.h"
 #include "base/util.h"
 
 struct ncclComm; /* nccl.h's ncclComm_t is a struct ncclComm * */

@@ -31,7 +31,7 @@
 #define WARPS (THREADS / 32)  /* warps per block (softmax: one row each) */
 #define MAX_BLOCKS (1u << 20) /* element-wise kernels loop over the rest */
 
-/* GELU, tanh form: 0.5 x (1 + tanh(k (x + c x^3))), as runtime/kernels.c */
+/* GELU, tanh form: 0.5 x (1 + tanh(k (x + c x^3))), as runtime/kernels/kernels.c */
 #define GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
 #define GELU_C 0.044715f
 
@@ -487,7 +487,7 @@ __global__ void k_scale(float *g, size_t n, float factor)
 		g[i] = __fmul_rn(g[i], factor);
 }
 
-/* rt_clip_factor (runtime/optim.h), as torch.nn.utils.clip_grad_norm_:
+/* rt_clip_factor (runtime/model/optim.h), as torch.nn.utils.clip_grad_norm_:
  * scale by max_norm / (norm + 1e-6) when that is below 1 */
 __global__ void k_clip(float *g, size_t n, const double *sumsq, double max_norm)
 {

@@ -1,6 +1,6 @@
 /*
  * kernels.h - the numerical kernels of the GPU path (train.device "cuda"):
- * the device twins of runtime/kernels.h and runtime/optim.h, each a CUDA
+ * the device twins of runtime/kernels/kernels.h and runtime/model/optim.h, each a CUDA
  * kernel behind a host wrapper that launches it on a caller's stream.
  *
  * Every kernel here mirrors one CPU function and its formula exactly, so that
@@ -24,7 +24,7 @@
  *   - row-major layouts as on the CPU: activations [rows][features], a
  *     weight matrix [out][in];
  *   - parameter gradients (db) are ACCUMULATED (+=), input gradients (dx)
- *     overwritten, as runtime/kernels.h;
+ *     overwritten, as runtime/kernels/kernels.h;
  *   - n == 0 or rows == 0 is allowed and launches nothing;
  *   - return 0, or a negative errno-style code (-EINVAL for a bad argument,
  *     -ENOMEM, -EIO for any other CUDA error) with one line in err naming
@@ -47,8 +47,8 @@
 extern "C" {
 #endif
 
-#include "runtime/kernels.h"
-#include "runtime/optim.h"
+#include "runtime/kernels/kernels.h"
+#include "runtime/model/optim.h"
 #include "base/util.h"
 
 /* --- errors --- */
@@ -58,7 +58,7 @@ extern "C" {
  * adds "gpu: WHAT: CUDA's message (cudaErrorName)" to err. */
 int rt_gpu__check(cudaError_t e, const char *what, struct dt_err *err);
 
-/* --- activations (runtime/kernels.h rt_act_forward / rt_act_backward) --- */
+/* --- activations (runtime/kernels/kernels.h rt_act_forward / rt_act_backward) --- */
 
 /* y[i] = f(x[i]) for i < n; y may equal x. Same GELU (tanh form) as the CPU. */
 int rt_gpu_act_forward(enum rt_act act, const float *x, float *y, size_t n,
@@ -79,7 +79,7 @@ int rt_gpu_bias_fill(const float *b, float *y, int rows, int out, cudaStream_t s
 int rt_gpu_bias_grad(const float *dy, float *db, int rows, int out, cudaStream_t stream,
 		     struct dt_err *err);
 
-/* --- loss (runtime/kernels.h rt_softmax_xent) --- */
+/* --- loss (runtime/kernels/kernels.h rt_softmax_xent) --- */
 
 /* Blocks of a device reduction: partial sums per block, summed in block
  * order by a second one-block kernel (deterministic, no atomics). */
@@ -128,7 +128,7 @@ int rt_gpu_softmax_xent(const float *logits, const int32_t *labels, int rows, in
 			float grad_scale, float *dlogits, struct rt_gpu_xent_acc *acc,
 			cudaStream_t stream, struct dt_err *err);
 
-/* --- optimizers (runtime/optim.h rt_optim_step) --- */
+/* --- optimizers (runtime/model/optim.h rt_optim_step) --- */
 
 /* One update of params [n] from grads [n] with the state m [n] (SGD momentum
  * buffer; AdamW first moment) and v [n] (AdamW second moment; unused, may be
@@ -144,7 +144,7 @@ int rt_gpu_optim_update(const struct rt_optim *o, int64_t t, float *params, cons
 			float *m, float *v, size_t n, double lr, cudaStream_t stream,
 			struct dt_err *err);
 
-/* --- gradient norm (runtime/optim.h rt_sumsq, rt_scale) --- */
+/* --- gradient norm (runtime/model/optim.h rt_sumsq, rt_scale) --- */
 
 /* Device scratch and result of a sum of squares: the caller cudaMallocs
  * sizeof(struct rt_gpu_sum) and zeroes it (rt_gpu_sum_zero) when it wants
@@ -166,7 +166,7 @@ int rt_gpu_scale(float *g, size_t n, float factor, cudaStream_t stream, struct d
 /* Clipping without a trip to the host: with norm = sqrt(*sumsq) (device
  * double, e.g. rt_gpu_sum.value after a sum over all stages), scales g by
  * (float)(max_norm / (norm + 1e-6)) when max_norm > 0 and that is below 1,
- * and leaves it alone otherwise: rt_clip_factor's rule (runtime/optim.h),
+ * and leaves it alone otherwise: rt_clip_factor's rule (runtime/model/optim.h),
  * which train.c applies to train.grad_clip. */
 int rt_gpu_clip(float *g, size_t n, const double *sumsq, double max_norm, cudaStream_t stream,
 		struct dt_err *err);

@@ -1,6 +1,6 @@
 /*
  * stage.h - one pipeline stage of the MLP on the GPU (train.device "cuda"):
- * the device twin of struct rt_stage (runtime/model.h), its activations per
+ * the device twin of struct rt_stage (runtime/model/model.h), its activations per
  * micro-batch, forward and backward with cuBLAS, and the optimizer state on
  * the device.
  *
@@ -60,8 +60,8 @@ extern "C" {
 #endif
 
 #include "jobs/spec.h"
-#include "runtime/mlp.h"
-#include "runtime/optim.h"
+#include "runtime/model/mlp.h"
+#include "runtime/model/optim.h"
 #include "base/util.h"
 
 /* --- stages --- */

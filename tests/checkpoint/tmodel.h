@@ -1,6 +1,6 @@
 /*
  * tmodel.h - the model the checkpoint tests write: an MLP of widths w[0..L]
- * described as runtime/mlp.h describes it to checkpoints (type "mlp", its
+ * described as runtime/model/mlp.h describes it to checkpoints (type "mlp", its
  * compact config, layer l = block l with "<2l>.weight" [out][in] and
  * "<2l>.bias" [out]), so that a format-1 checkpoint of the same widths
  * reads as the same model.

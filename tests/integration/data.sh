@@ -121,7 +121,7 @@ expect_rc 1 $DATA info "$T/cut.h5"
 must_contain "$T/err" "$T/cut.h5: HDF5 cannot open it: truncated file"
 pass "info refuses files that are not dtrain data sets, naming them"
 
-# --- token streams (runtime/tokens.h) ---
+# --- token streams (runtime/data/tokens.h) ---
 
 # text: every byte a token, the files in order, the last tenth held out
 printf 'The quick brown fox.\n%%\nJumps over the lazy dog.\n' >"$T/a.txt"

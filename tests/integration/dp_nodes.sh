@@ -3,7 +3,7 @@
 # pipeline 1), with parallel.grad_sync "auto" (= "split" here): on each node
 # the 2 replicas share the parameters in memory, cut every layer between
 # them over the node's rows and each updates its blocks; each block is
-# allreduced with the other node's (runtime/dp.h); and with "shared" (a
+# allreduced with the other node's (runtime/parallel/dp.h); and with "shared" (a
 # gradient slot per replica, each updates half). Both must train like the
 # same job with "allreduce" (float32 rounding apart: the sums run in
 # another order; GELU, so that no ReLU kink turns rounding into a jump), and

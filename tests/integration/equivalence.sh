@@ -6,7 +6,7 @@
 #    gives the same parameters to float32 rounding;
 #  - another parallel.data gives the same loss curve within 1e-5 relative;
 #  - parallel.grad_sync "shared" (replicas of a stage on one node share the
-#    parameters in memory, runtime/dp.h) against "allreduce": bitwise equal
+#    parameters in memory, runtime/parallel/dp.h) against "allreduce": bitwise equal
 #    with 2 replicas per stage (no clipping: the norm is summed in parts),
 #    to float32 rounding with 3 and 4, and with clipping; "split" (the
 #    node's replicas cut every layer, "auto" on pipeline 1): to float32
@@ -111,7 +111,7 @@ close_losses a d3
 close_losses a d2p2
 pass "data 2, 3 and 2 x pipeline 2: same loss curve within 1e-5"
 
-# the way gradients are summed (runtime/dp.h); the runs above used "auto":
+# the way gradients are summed (runtime/parallel/dp.h); the runs above used "auto":
 # "split" on pipeline 1 (the node's replicas cut every layer between them),
 # "shared" (a gradient slot per replica) with a pipeline
 grad_sync() { sed -n 's/.*"event":"start".*"grad_sync":"\([a-z]*\)","replicas_per_node":\([0-9]*\).*/\1 \2/p' "$T/$1/metrics.jsonl"; }
@@ -134,7 +134,7 @@ same_bits s22 s22a
 pass "grad_sync shared and allreduce: bitwise equal on 2 replicas, without and with a pipeline"
 
 # the split way has barriers only where its data flow needs them
-# (runtime/dp.h): with one replica 4 ms late after every one of them, a
+# (runtime/parallel/dp.h): with one replica 4 ms late after every one of them, a
 # missing barrier would let the other read or overwrite what the late one
 # has not written or read yet; with and without clipping (the update
 # before or after the step's sums), 2 micro-batches

@@ -3,7 +3,7 @@
 # data 2 x pipeline 2 under mpirun (PMIx: puts, one fence, gets), the same
 # with the MPI_Bcast fallback forced, and a singleton (no PMIx: MPI_Bcast).
 # Also: with PMIx, no rank leaves rt_mpi_init while another is still in
-# MPI_Init (runtime/bootstrap.c, fence_after_mpi_init).
+# MPI_Init (runtime/world/bootstrap.c, fence_after_mpi_init).
 . "$(dirname "$0")/lib.sh"
 : "${DTRAIN_BUILD_DIR:?needs the build directory}"
 SHARE=$DTRAIN_BUILD_DIR/tests/pmix_share_main

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fence after MPI_Init (runtime/bootstrap.c) under srun --mpi=pmix on 2
+# The fence after MPI_Init (runtime/world/bootstrap.c) under srun --mpi=pmix on 2
 # nodes of the local cluster, where Slurm's PMIx server runs it: with rank 3
 # (node n2) 1.5 s late out of MPI_Init, the ranks of n1 must not leave
 # rt_mpi_init before it. (Under mpirun, pmix_share.sh checks the same.)

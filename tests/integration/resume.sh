@@ -166,7 +166,7 @@ same_bits ref fromlate
 pass "a snapshot copy 0.5 s late: the update waited for it (stall $(echo $stalls | tr ' ' ,) s), the resume from its step 10 is bitwise equal"
 
 # The same on 2 x 1, the "split" way, without clipping: there the update
-# has no barrier or sum before it (runtime/dp.h), so while a save is in
+# has no barrier or sum before it (runtime/parallel/dp.h), so while a save is in
 # flight the replica that does not write must still wait for the writer's
 # copy of its blocks.
 spec ref21 2 1 --set train.grad_clip=0
@@ -271,7 +271,7 @@ pass "refused: a missing path, not a checkpoint, another model, a damaged explic
 # this model on 600 rows, saved by f6cec4c's dtrain-run. It resumes on its
 # own layout and on 1 x 1 equal to an uninterrupted run of this build to
 # float32 rounding (its first 7 steps ran f6cec4c's GELU, through tanhf;
-# this build's rounds differently, runtime/kernels.c: a wrong step count,
+# this build's rounds differently, runtime/kernels/kernels.c: a wrong step count,
 # moment or sampler position would differ by far more), and the saves that
 # follow are of the current format.
 "$DTRAIN_BIN/dtrain-data" synthetic "$T/syn600.h5" --samples 600 --features 32 --classes 5 --seed 3 >/dev/null ||

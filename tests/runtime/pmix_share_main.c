@@ -1,11 +1,11 @@
 /*
- * pmix_share_main.c - drives rt_pmix_share() (runtime/bootstrap.h) on real
+ * pmix_share_main.c - drives rt_pmix_share() (runtime/world/bootstrap.h) on real
  * ranks; run by tests/integration/pmix_share.sh under `mpirun -np 4` (PMIx)
  * and as a singleton (the MPI fallback).
  *
  * usage: pmix_share_main DATA PIPELINE [--mpi]
  *
- * Lays the world out as DATA x PIPELINE (runtime/grid.h), then shares one
+ * Lays the world out as DATA x PIPELINE (runtime/world/grid.h), then shares one
  * 128-byte blob (the size of an ncclUniqueId) per group, as rt_gpu_comms()
  * does for NCCL: the world's from rank 0, each data-parallel group's from its
  * replica 0, each pipeline group's from its stage 0. Every blob's bytes
@@ -27,8 +27,8 @@
 
 #include <mpi.h>
 
-#include "runtime/bootstrap.h"
-#include "runtime/grid.h"
+#include "runtime/world/bootstrap.h"
+#include "runtime/world/grid.h"
 #include "base/util.h"
 
 #define BLOB 128

@@ -1,5 +1,5 @@
 /*
- * test_data.c - data sets (runtime/data.h): rows written by the writer read
+ * test_data.c - data sets (runtime/data/data.h): rows written by the writer read
  * back exactly, in any order, on both read paths (direct and through HDF5)
  * and from memory; every kind of invalid file refused with an error naming
  * it; atomic writing; the synthetic set's determinism; Fashion-MNIST
@@ -27,8 +27,8 @@
 #include <hdf5.h>
 #include <zlib.h>
 
-#include "runtime/data.h"
-#include "runtime/rng.h"
+#include "runtime/data/data.h"
+#include "base/rng.h"
 #include "tests/testutil.h"
 
 /* --- helpers --- */

@@ -1,5 +1,5 @@
 /*
- * test_gpt.c - the GPT model (runtime/gpt.h) through the model interface:
+ * test_gpt.c - the GPT model (runtime/model/gpt.h) through the model interface:
  * GPT-2 small's tensor table and parameter count, the stage split it gets,
  * the tied head's initial copy, every parameter's gradient of the whole
  * model (embedding, blocks, head, through the loss) against finite
@@ -20,9 +20,9 @@
 
 #include <cmocka.h>
 
-#include "runtime/gpt.h"
-#include "runtime/kernels.h"
-#include "runtime/rng.h"
+#include "runtime/model/gpt.h"
+#include "runtime/kernels/kernels.h"
+#include "base/rng.h"
 
 /* --- helpers --- */
 

@@ -1,7 +1,7 @@
 /*
  * test_gpu_kernels.c - the GPU path's kernels (runtime/gpu/kernels.h) and
  * stage (runtime/gpu/stage.h) against the CPU implementation they mirror
- * (runtime/kernels.h, model.h, optim.h), on random data.
+ * (runtime/kernels/kernels.h, model.h, optim.h), on random data.
  *
  * Without a visible GPU the program says so and exits 77, which ctest counts
  * as skipped (SKIP_RETURN_CODE), never as passed.
@@ -47,10 +47,10 @@
 
 #include "runtime/gpu/kernels.h"
 #include "runtime/gpu/stage.h"
-#include "runtime/kernels.h"
-#include "runtime/mlp.h"
-#include "runtime/optim.h"
-#include "runtime/rng.h"
+#include "runtime/kernels/kernels.h"
+#include "runtime/model/mlp.h"
+#include "runtime/model/optim.h"
+#include "base/rng.h"
 
 /* --- helpers --- */
 

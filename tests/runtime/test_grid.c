@@ -1,5 +1,5 @@
 /*
- * test_grid.c - the process grid's pure arithmetic (runtime/grid.h): every
+ * test_grid.c - the process grid's pure arithmetic (runtime/world/grid.h): every
  * rank of several shapes, rank <-> coordinates round trips, the stages'
  * checkpoint shard writers, the documented rank order and its node
  * locality, and the errors of a world that does not match the spec. No MPI_Init: the
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "runtime/grid.h"
+#include "runtime/world/grid.h"
 
 /* --- helpers --- */
 

@@ -1,7 +1,7 @@
 /*
- * test_kernels.c - the numerical kernels (runtime/kernels.h) against naive
+ * test_kernels.c - the numerical kernels (runtime/kernels/kernels.h) against naive
  * double-precision references, and the PRNG they and the model rely on
- * (runtime/rng.h): known answers, determinism, distributions, permutations.
+ * (base/rng.h): known answers, determinism, distributions, permutations.
  *
  * Sections: helpers, rng, linear layers, activations, softmax
  * cross-entropy, threads, main.
@@ -19,8 +19,8 @@
 #include <cblas.h>
 #include <cmocka.h>
 
-#include "runtime/kernels.h"
-#include "runtime/rng.h"
+#include "runtime/kernels/kernels.h"
+#include "base/rng.h"
 
 /* --- helpers --- */
 

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "runtime/bootstrap.h"
+#include "runtime/world/bootstrap.h"
 
 static void oversubscription(void **state)
 {

@@ -1,5 +1,5 @@
 /*
- * test_model.c - the MLP of runtime/model.h: parameter counts, the stage
+ * test_model.c - the MLP of runtime/model/model.h: parameter counts, the stage
  * split (exact optimum against brute force, the documented examples, a
  * 100M-parameter model), initialisation independent of the split, forward
  * and backward of split models equal to the whole one, a finite-difference
@@ -22,8 +22,8 @@
 
 #include <cmocka.h>
 
-#include "runtime/mlp.h"
-#include "runtime/rng.h"
+#include "runtime/model/mlp.h"
+#include "base/rng.h"
 
 /* --- helpers --- */
 

@@ -1,6 +1,6 @@
 /*
  * test_optim.c - the optimizers, learning-rate schedule and clipping
- * helpers of runtime/optim.h: SGD with momentum and AdamW against values
+ * helpers of runtime/model/optim.h: SGD with momentum and AdamW against values
  * worked out by hand for three steps, the same rules on a long vector
  * against a double-precision reference, the fused training-loop update
  * against the separate steps, the sharded optimizer's packed pieces
@@ -23,10 +23,10 @@
 
 #include <cmocka.h>
 
-#include "runtime/model.h"
-#include "runtime/optim.h"
-#include "runtime/pool.h"
-#include "runtime/rng.h"
+#include "runtime/model/model.h"
+#include "runtime/model/optim.h"
+#include "runtime/world/pool.h"
+#include "base/rng.h"
 
 /* --- helpers --- */
 

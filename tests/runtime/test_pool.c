@@ -1,5 +1,5 @@
 /*
- * test_pool.c - the worker pool (runtime/pool.h): loops run every index
+ * test_pool.c - the worker pool (runtime/world/pool.h): loops run every index
  * once whatever the thread count; a gang runs one index per thread, all at
  * once, and its barrier orders what the threads write; the same with the
  * threads polling between loops (rt_pool_spin) as sleeping.
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "runtime/pool.h"
+#include "runtime/world/pool.h"
 
 /* --- loops --- */
 

@@ -1,5 +1,5 @@
 /*
- * test_sampler.c - the distributed sampler (runtime/sampler.h): slices,
+ * test_sampler.c - the distributed sampler (runtime/data/sampler.h): slices,
  * steps per epoch with the smaller last step, every sample exactly once per
  * epoch over all replicas and micro-batches for many layouts, the global
  * batch independent of the layout, epoch orders (shuffled, reproducible,
@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "runtime/rng.h"
-#include "runtime/sampler.h"
+#include "base/rng.h"
+#include "runtime/data/sampler.h"
 
 static void init_ok(struct rt_sampler *s, int64_t n, int64_t b, uint64_t seed, bool shuffle)
 {

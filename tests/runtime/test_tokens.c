@@ -1,5 +1,5 @@
 /*
- * test_tokens.c - token streams (runtime/tokens.h): a round trip in both
+ * test_tokens.c - token streams (runtime/data/tokens.h): a round trip in both
  * stored widths (uint16 up to a vocabulary of 65536, int32 above), reads of
  * any range, and files refused at open or read with a message naming the
  * file: another format, version or vocabulary, a /tokens of the wrong
@@ -19,7 +19,7 @@
 #include <cmocka.h>
 #include <hdf5.h>
 
-#include "runtime/tokens.h"
+#include "runtime/data/tokens.h"
 #include "tests/testutil.h"
 
 /* --- helpers --- */

@@ -1,5 +1,5 @@
 /*
- * test_transformer.c - the transformer kernels (runtime/transformer.h)
+ * test_transformer.c - the transformer kernels (runtime/kernels/transformer.h)
  * against finite differences: for a loss L = sum(out * r) with fixed random
  * r, the gradient each backward gives equals (L(x + h) - L(x - h)) / 2h for
  * every input and parameter element; plus the properties that pin the
@@ -20,8 +20,8 @@
 
 #include <cmocka.h>
 
-#include "runtime/rng.h"
-#include "runtime/transformer.h"
+#include "base/rng.h"
+#include "runtime/kernels/transformer.h"
 
 /* --- helpers --- */
 

@@ -1,5 +1,5 @@
 /*
- * test_watchdog.c - the watchdog (runtime/watchdog.h) and its heartbeat
+ * test_watchdog.c - the watchdog (runtime/world/watchdog.h) and its heartbeat
  * files (base/heartbeat.h): the bounds, the line's format, the report of
  * whom a rank waits for, and the thread in a child process: it ends a rank
  * that waits past its bound (exit 5, naming the silent peer), leaves one
@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "base/heartbeat.h"
-#include "runtime/watchdog.h"
+#include "runtime/world/watchdog.h"
 #include "tests/testutil.h"
 
 /* --- the rules --- */

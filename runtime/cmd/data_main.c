@@ -1,0 +1,573 @@
+/*
+ * data_main.c - dtrain-data: makes and checks the HDF5 data sets that
+ * dtrain-run trains on (format in runtime/data/data.h, guide in runtime/data/DATA.md).
+ *
+ * Commands: fashion-mnist, synthetic, text, tokens, info, bench. Each parses its command
+ * line, calls runtime/data/data.h and maps errors to exit codes (base/util.h):
+ * 0 success, 1 failure (input missing, unreadable or invalid; I/O error),
+ * 2 usage error.
+ *
+ * Sections: messages, option parsing, commands, main.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/data/data.h"
+#include "base/rng.h"
+#include "runtime/data/tokens.h"
+#include "base/cli.h"
+#include "base/util.h"
+
+#ifndef DTRAIN_VERSION
+#define DTRAIN_VERSION "unknown"
+#endif
+
+#define FM_SRC "/usr/share/datasets/fashion-mnist"
+
+static const char usage_main[] =
+	"usage: dtrain-data [--help] [--version] COMMAND [ARGS]\n"
+	"\n"
+	"Makes and checks dtrain data sets: HDF5 files with /features (float32\n"
+	"[n][features], already normalised) and /labels (int32 [n]), and token\n"
+	"streams for language models (/tokens); see runtime/data/DATA.md for the formats.\n"
+	"\n"
+	"Commands:\n"
+	"  fashion-mnist [--src DIR] OUT_DIR   Fashion-MNIST to OUT_DIR/train.h5, test.h5\n"
+	"  synthetic OUT.h5 [OPTIONS]          a learnable synthetic classification set\n"
+	"  text FILE... OUT_DIR                text as byte-level tokens: OUT_DIR/train.h5, val.h5\n"
+	"  tokens FILE... OUT_DIR              pre-tokenized shards (llm.c, nanoGPT .bin)\n"
+	"  info FILE.h5                        check a data set or token stream and describe it\n"
+	"  bench FILE.h5 [--batch B]           time reading random batches and loading all\n"
+	"\n"
+	"\"dtrain-data COMMAND --help\" shows the options of a command.\n"
+	"\n"
+	"Exit codes:\n"
+	"  0   success\n"
+	"  1   failure: input missing, unreadable or not valid, I/O error\n"
+	"  2   usage error\n";
+
+static const char usage_fm[] =
+	"usage: dtrain-data fashion-mnist [--src DIR] OUT_DIR\n"
+	"\n"
+	"Converts Fashion-MNIST (Xiao, Rasul & Vollgraf 2017) to OUT_DIR/train.h5\n"
+	"(60000 samples) and OUT_DIR/test.h5 (10000), 784 features, 10 classes.\n"
+	"Pixels become p / 255, then are standardised with one scalar mean and std\n"
+	"over all pixels of the training set; the test set uses the same two\n"
+	"numbers, stored as attributes of /features. Every input is checked (IDX\n"
+	"magic numbers, 28 x 28 images, counts, sizes, labels 0..9) before\n"
+	"anything is written; each output appears complete or not at all.\n"
+	"\n"
+	"Options:\n"
+	"  --src DIR   the IDX files {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]\n"
+	"              (default " FM_SRC ",\n"
+	"              Debian package dataset-fashion-mnist)\n"
+	"  -h, --help  this text\n";
+
+static const char usage_syn[] =
+	"usage: dtrain-data synthetic OUT.h5 [--samples N] [--features F] [--classes C]\n"
+	"                             [--seed S] [--stream K]\n"
+	"\n"
+	"Writes a learnable classification set: C centroids with coordinates drawn\n"
+	"from N(0, 8/F) (about 4 noise standard deviations apart), and N samples,\n"
+	"each a uniformly drawn class's centroid plus N(0, 1) noise in every\n"
+	"coordinate. Deterministic in (S, K): the centroids depend on S only, so\n"
+	"another K gives a held-out set of the same problem (e.g. --stream 1 for a\n"
+	"test set). The file records the accuracy of the nearest-centroid rule,\n"
+	"about the best any model can reach.\n"
+	"\n"
+	"Options:\n"
+	"  --samples N   rows (default 10000)\n"
+	"  --features F  values per row (default 100)\n"
+	"  --classes C   classes, 2.. (default 10; C x F <= 1e8)\n"
+	"  --seed S      the problem (default 1)\n"
+	"  --stream K    which draw of samples from it (default 0)\n"
+	"  -h, --help    this text\n";
+
+static const char usage_info[] =
+	"usage: dtrain-data info FILE.h5\n"
+	"\n"
+	"Checks FILE.h5 completely (format, shapes, every label in [0, classes),\n"
+	"every feature finite) and prints its size, source, normalisation, samples\n"
+	"per class and attributes. Exits 1 naming the first problem when the file\n"
+	"is not a valid dtrain data set.\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help  this text\n";
+
+static const char usage_text[] =
+	"usage: dtrain-data text FILE... OUT_DIR [--val-fraction F | --val FILE]...\n"
+	"\n"
+	"Tokenizes text byte-level (vocabulary 256: each byte is a token) into two\n"
+	"token streams, OUT_DIR/train.h5 and OUT_DIR/val.h5. The files are read\n"
+	"in order and concatenated as they are; the last F of the stream is held\n"
+	"out for validation, or the --val files are. Each output appears complete\n"
+	"or not at all.\n"
+	"\n"
+	"Options:\n"
+	"  --val-fraction F  the share held out (default 0.1), 0 < F < 1\n"
+	"  --val FILE        a validation file instead (repeat for several)\n"
+	"  -h, --help        this text\n";
+
+static const char usage_tokens[] =
+	"usage: dtrain-data tokens FILE... OUT_DIR [--vocab V] [--val-fraction F | --val FILE]...\n"
+	"\n"
+	"Imports pre-tokenized shards into two token streams, OUT_DIR/train.h5 and\n"
+	"OUT_DIR/val.h5: llm.c's shards (a header of 256 int32, magic 20240520,\n"
+	"version 1, the token count; then uint16 tokens) and nanoGPT's raw uint16\n"
+	"train.bin / val.bin, told apart by the magic. Every shard is checked\n"
+	"whole before anything is written: the header, the size, and every token\n"
+	"below the vocabulary (an error names the file and the byte offset).\n"
+	"\n"
+	"Options:\n"
+	"  --vocab V         the vocabulary size (default 50257, GPT-2's BPE)\n"
+	"  --val-fraction F  the share held out (default 0.1), 0 < F < 1\n"
+	"  --val FILE        a validation shard instead (repeat for several)\n"
+	"  -h, --help        this text\n";
+
+static const char usage_bench[] =
+	"usage: dtrain-data bench FILE.h5 [--batch B] [--steps K]\n"
+	"\n"
+	"Times what training does with FILE.h5 on this file system: reading K\n"
+	"random batches of B rows (features and labels) from the file, reading\n"
+	"B consecutive rows, loading the whole set into memory, and gathering\n"
+	"random batches from memory.\n"
+	"\n"
+	"Options:\n"
+	"  --batch B   rows per batch (default 64)\n"
+	"  --steps K   batches to time (default 200)\n"
+	"  -h, --help  this text\n";
+
+/* --- messages --- */
+
+static void print_err(const struct dt_err *err)
+{
+	dt_err_print("dtrain-data", "", err);
+}
+
+static int usage_error(const char *usage, const char *fmt, const char *arg)
+{
+	return dt_usage_error("dtrain-data", usage, fmt, arg);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A percentage on a terminal; one line per finished file everywhere. */
+static void progress(void *arg, const char *path, int64_t done, int64_t total)
+{
+	int *tty = arg;
+
+	if (*tty && done < total)
+		fprintf(stderr, "\rdtrain-data: writing %s: %3d%%", path, (int)(100 * done / total));
+	else if (done == total)
+		fprintf(stderr, "%sdtrain-data: wrote %s: %lld samples\n", *tty ? "\r\033[K" : "",
+			path, (long long)total);
+}
+
+/* --- option parsing --- */
+
+/* A decimal integer in [lo, hi], all of s. */
+static int parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	return (errno || end == s || *end || *out < lo || *out > hi) ? -EINVAL : 0;
+}
+
+/* getopt_long over one command's arguments; 1 when --help was asked,
+ * 0 on success, else the usage exit code (message printed). */
+struct opt_int {
+	const char *name;
+	long long *v;
+	long long lo, hi;
+};
+
+static int parse_opts(int argc, char **argv, const char *usage, const struct opt_int *ints,
+		      int n_ints, const char **src, int want_args)
+{
+	struct option opts[8];
+	long long v;
+	int c, i, n = 0;
+
+	for (i = 0; i < n_ints; i++)
+		opts[n++] = (struct option){ ints[i].name, required_argument, NULL, 1000 + i };
+	if (src)
+		opts[n++] = (struct option){ "src", required_argument, NULL, 's' };
+	opts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	opts[n] = (struct option){ NULL, 0, NULL, 0 };
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(usage, stdout);
+			return 1;
+		}
+		if (c == 's') {
+			*src = optarg;
+		} else if (c >= 1000 && c < 1000 + n_ints) {
+			const struct opt_int *o = &ints[c - 1000];
+
+			if (parse_int(optarg, o->lo, o->hi, &v)) {
+				fprintf(stderr, "dtrain-data: --%s: expected an integer in [%lld, %lld] "
+					"(got \"%s\")\n", o->name, o->lo, o->hi, optarg);
+				return DT_EXIT_USAGE;
+			}
+			*o->v = v;
+		} else if (c == ':') {
+			return usage_error(usage, "%s: missing its value", argv[optind - 1]);
+		} else {
+			return usage_error(usage, "unknown option \"%s\"", argv[optind - 1]);
+		}
+	}
+	if (argc - optind != want_args)
+		return usage_error(usage, "%s", argc - optind < want_args ? "missing argument" :
+			      "too many arguments");
+	return 0;
+}
+
+/* --- commands --- */
+
+static int cmd_fashion(int argc, char **argv)
+{
+	const char *src = FM_SRC;
+	struct dt_err err = { 0 };
+	double t0;
+	int rc, tty = isatty(2);
+
+	rc = parse_opts(argc, argv, usage_fm, NULL, 0, &src, 1);
+	if (rc)
+		return rc == 1 ? DT_EXIT_OK : rc;
+	t0 = now_s();
+	fprintf(stderr, "dtrain-data: reading Fashion-MNIST from %s\n", src);
+	if (rt_data_make_fashion_mnist(src, argv[optind], progress, &tty, &err)) {
+		print_err(&err);
+		return DT_EXIT_FAIL;
+	}
+	fprintf(stderr, "dtrain-data: done in %.1f s\n", now_s() - t0);
+	return DT_EXIT_OK;
+}
+
+static int cmd_synthetic(int argc, char **argv)
+{
+	long long n = 10000, f = 100, c = 10, seed = 1, stream = 0;
+	const struct opt_int ints[] = {
+		{ "samples", &n, 1, RT_DATA_MAX_ELEMS },
+		{ "features", &f, 1, RT_DATA_MAX_FEATURES },
+		{ "classes", &c, 2, RT_DATA_MAX_CLASSES },
+		{ "seed", &seed, 0, INT64_MAX },
+		{ "stream", &stream, 0, INT64_MAX },
+	};
+	struct rt_data_synthetic p;
+	struct dt_err err = { 0 };
+	double t0;
+	int rc, tty = isatty(2);
+
+	rc = parse_opts(argc, argv, usage_syn, ints, 5, NULL, 1);
+	if (rc)
+		return rc == 1 ? DT_EXIT_OK : rc;
+	if (n > RT_DATA_MAX_ELEMS / f || c * f > 100000000LL) {
+		fprintf(stderr, "dtrain-data: --samples x --features must be at most 2^46 and "
+			"--classes x --features at most 1e8\n");
+		return DT_EXIT_USAGE;
+	}
+	p = (struct rt_data_synthetic){ n, f, (int)c, (uint64_t)seed, (uint64_t)stream };
+	t0 = now_s();
+	if (rt_data_make_synthetic(argv[optind], &p, progress, &tty, &err)) {
+		print_err(&err);
+		return DT_EXIT_FAIL;
+	}
+	fprintf(stderr, "dtrain-data: done in %.1f s\n", now_s() - t0);
+	return DT_EXIT_OK;
+}
+
+/* text and tokens: FILE... OUT_DIR and their options; 1 for --help, 0, or
+ * the usage exit code. */
+static int parse_import(int argc, char **argv, const char *usage, bool want_vocab,
+			struct rt_tokens_split *split, const char ***val, long long *vocab)
+{
+	static const struct option opts[] = {
+		{ "val-fraction", required_argument, NULL, 'f' },
+		{ "val", required_argument, NULL, 'v' },
+		{ "vocab", required_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end;
+	int c;
+
+	*val = calloc((size_t)argc, sizeof(**val));
+	if (!*val)
+		return fprintf(stderr, "dtrain-data: out of memory\n"), DT_EXIT_FAIL;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(usage, stdout);
+			return 1;
+		} else if (c == 'f') {
+			errno = 0;
+			split->val_fraction = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(split->val_fraction > 0) ||
+			    !(split->val_fraction < 1))
+				return usage_error(usage, "--val-fraction: expected a number in (0, 1) (got \"%s\")",
+						   optarg);
+		} else if (c == 'v') {
+			(*val)[split->n_val_files++] = optarg;
+		} else if (c == 'V' && want_vocab) {
+			if (parse_int(optarg, 2, 65536, vocab))
+				return usage_error(usage, "--vocab: expected an integer in [2, 65536] (got \"%s\")",
+						   optarg);
+		} else if (c == ':') {
+			return usage_error(usage, "%s: missing its value", argv[optind - 1]);
+		} else {
+			return usage_error(usage, "unknown option \"%s\"", argv[optind - 1]);
+		}
+	}
+	split->val_files = *val;
+	if (argc - optind < 2)
+		return usage_error(usage, "%s", "expected one input file or more, then OUT_DIR");
+	return 0;
+}
+
+static int cmd_import(int argc, char **argv, bool text)
+{
+	struct rt_tokens_split split = { 0.1, NULL, 0 };
+	const char **val = NULL;
+	long long vocab = RT_GPT2_VOCAB;
+	struct dt_err err = { 0 };
+	int rc, n;
+	double t0 = now_s();
+
+	rc = parse_import(argc, argv, text ? usage_text : usage_tokens, !text, &split, &val, &vocab);
+	if (rc) {
+		free(val);
+		return rc == 1 ? DT_EXIT_OK : rc;
+	}
+	n = argc - optind - 1;
+	rc = text ? rt_tokens_from_text((const char *const *)argv + optind, n, &split, argv[argc - 1], &err)
+		  : rt_tokens_from_shards((const char *const *)argv + optind, n, (int32_t)vocab, &split,
+					  argv[argc - 1], &err);
+	free(val);
+	if (rc) {
+		print_err(&err);
+		return DT_EXIT_FAIL;
+	}
+	fprintf(stderr, "dtrain-data: wrote %s/train.h5 and %s/val.h5 in %.1f s\n", argv[argc - 1],
+		argv[argc - 1], now_s() - t0);
+	return DT_EXIT_OK;
+}
+
+static int cmd_text(int argc, char **argv)
+{
+	return cmd_import(argc, argv, true);
+}
+
+static int cmd_tokens(int argc, char **argv)
+{
+	return cmd_import(argc, argv, false);
+}
+
+/* info of a token stream: every token checked, its count and the most
+ * frequent ids. */
+static int info_tokens(const char *path)
+{
+	struct rt_tokens t = { 0 };
+	struct dt_err err = { 0 };
+	int64_t *count = NULL, at, chunk = 1 << 20, distinct = 0, i;
+	int32_t *buf = NULL;
+	int status = DT_EXIT_FAIL;
+
+	if (rt_tokens_open(&t, path, &err))
+		goto out;
+	count = calloc((size_t)t.vocab, sizeof(*count));
+	buf = malloc((size_t)chunk * sizeof(*buf));
+	if (!count || !buf) {
+		dt_err_add(&err, "%s: out of memory", path);
+		goto out;
+	}
+	for (at = 0; at < t.n; at += chunk) {
+		int64_t m = t.n - at < chunk ? t.n - at : chunk;
+
+		if (rt_tokens_read(&t, at, m, buf, &err))
+			goto out;
+		for (i = 0; i < m; i++)
+			count[buf[i]]++;
+	}
+	for (i = 0; i < t.vocab; i++)
+		distinct += count[i] > 0;
+	printf("file: %s\n", path);
+	printf("format: %s version %d\n", RT_TOKENS_FORMAT, RT_TOKENS_VERSION);
+	printf("tokens: %lld\n", (long long)t.n);
+	printf("vocabulary: %d%s\n", (int)t.vocab, t.byte_level ? " (byte-level)" : "");
+	printf("distinct ids: %lld\n", (long long)distinct);
+	printf("source: %s\n", t.source);
+	status = DT_EXIT_OK;
+out:
+	if (status)
+		print_err(&err);
+	free(buf);
+	free(count);
+	rt_tokens_close(&t);
+	return status;
+}
+
+static void print_attr(void *arg, const char *obj, const char *name, const char *value)
+{
+	(void)arg;
+	printf("  %s%s%s = %s\n", obj, strcmp(obj, "/") ? "/" : "", name, value);
+}
+
+static int cmd_info(int argc, char **argv)
+{
+	struct rt_data d = { 0 };
+	struct dt_err err = { 0 };
+	int64_t *counts = NULL;
+	int rc, k, status = DT_EXIT_FAIL;
+
+	rc = parse_opts(argc, argv, usage_info, NULL, 0, NULL, 1);
+	if (rc)
+		return rc == 1 ? DT_EXIT_OK : rc;
+	if (rt_tokens_is_stream(argv[optind]))
+		return info_tokens(argv[optind]);
+	if (rt_data_open(&d, argv[optind], &err))
+		goto out;
+	counts = calloc((size_t)d.classes, sizeof(*counts));
+	if (!counts) {
+		dt_err_add(&err, "%s: out of memory", d.path);
+		goto out;
+	}
+	if (rt_data_verify(&d, counts, &err))
+		goto out;
+	printf("file: %s\n", d.path);
+	printf("format: %s version %d\n", RT_DATA_FORMAT, RT_DATA_VERSION);
+	printf("samples: %lld\n", (long long)d.n);
+	printf("features: %lld\n", (long long)d.features);
+	printf("classes: %d\n", d.classes);
+	printf("source: %s\n", d.source);
+	printf("normalisation: stored = (raw - %.9g) / %.9g\n", d.mean, d.std);
+	printf("size: %.1f MB of features as float32\n", (double)rt_data_bytes(&d) / 1e6);
+	printf("samples per class:");
+	for (k = 0; k < d.classes && k < 32; k++)
+		printf(" %lld", (long long)counts[k]);
+	printf("%s\n", d.classes > 32 ? " ..." : "");
+	printf("attributes:\n");
+	if (rt_data_attrs(&d, print_attr, NULL, &err))
+		goto out;
+	status = DT_EXIT_OK;
+out:
+	if (status)
+		print_err(&err);
+	free(counts);
+	rt_data_close(&d);
+	return status;
+}
+
+/* Mean seconds per batch of rt_data_read() over steps random batches. */
+static int time_batches(struct rt_data *d, int64_t batch, long long steps, bool random,
+			float *x, int32_t *y, int64_t *idx, double *per, struct dt_err *err)
+{
+	struct rt_rng r;
+	double t0;
+	long long s;
+	int64_t i;
+
+	rt_rng_seed(&r, 12345, 0);
+	t0 = now_s();
+	for (s = 0; s < steps; s++) {
+		int64_t first = (int64_t)rt_rng_below(&r, (uint64_t)(d->n - batch + 1));
+
+		for (i = 0; i < batch; i++)
+			idx[i] = random ? (int64_t)rt_rng_below(&r, (uint64_t)d->n) : first + i;
+		if (rt_data_read(d, idx, (int)batch, x, y, err))
+			return -EIO;
+	}
+	*per = (now_s() - t0) / (double)steps;
+	return 0;
+}
+
+static int cmd_bench(int argc, char **argv)
+{
+	long long batch = 64, steps = 200;
+	const struct opt_int ints[] = {
+		{ "batch", &batch, 1, 1 << 20 },
+		{ "steps", &steps, 1, 1000000 },
+	};
+	struct rt_data d = { 0 };
+	struct dt_err err = { 0 };
+	float *x = NULL;
+	int32_t *y = NULL;
+	int64_t *idx = NULL;
+	double t_rand, t_seq, t_load, t_mem, t0, mb;
+	int rc, status = DT_EXIT_FAIL;
+
+	rc = parse_opts(argc, argv, usage_bench, ints, 2, NULL, 1);
+	if (rc)
+		return rc == 1 ? DT_EXIT_OK : rc;
+	if (rt_data_open(&d, argv[optind], &err))
+		goto out;
+	if (batch > d.n)
+		batch = d.n;
+	x = malloc((size_t)batch * (size_t)d.features * sizeof(float));
+	y = malloc((size_t)batch * sizeof(int32_t));
+	idx = malloc((size_t)batch * sizeof(int64_t));
+	if (!x || !y || !idx) {
+		dt_err_add(&err, "%s: out of memory for a batch of %lld", d.path, batch);
+		goto out;
+	}
+	mb = (double)batch * (double)d.features * 4 / 1e6;
+	printf("%s: %lld samples x %lld features, batch %lld (%.2f MB), %lld batches\n", d.path,
+	       (long long)d.n, (long long)d.features, batch, mb, steps);
+	if (time_batches(&d, batch, steps, true, x, y, idx, &t_rand, &err) ||
+	    time_batches(&d, batch, steps, false, x, y, idx, &t_seq, &err))
+		goto out;
+	printf("file, random rows:      %8.3f ms per batch (%.0f MB/s)\n", 1e3 * t_rand,
+	       mb / t_rand);
+	printf("file, consecutive rows: %8.3f ms per batch (%.0f MB/s)\n", 1e3 * t_seq,
+	       mb / t_seq);
+	t0 = now_s();
+	if (rt_data_load_all(&d, true, true, &err))
+		goto out;
+	t_load = now_s() - t0;
+	printf("load all:               %8.3f s (%.0f MB/s)\n", t_load,
+	       (double)rt_data_bytes(&d) / 1e6 / t_load);
+	if (time_batches(&d, batch, steps, true, x, y, idx, &t_mem, &err))
+		goto out;
+	printf("memory, random rows:    %8.3f ms per batch\n", 1e3 * t_mem);
+	status = DT_EXIT_OK;
+out:
+	if (status)
+		print_err(&err);
+	free(idx);
+	free(y);
+	free(x);
+	rt_data_close(&d);
+	return status;
+}
+
+/* --- main --- */
+
+int main(int argc, char **argv)
+{
+	static const struct dt_cmd cmds[] = {
+		{ "fashion-mnist", cmd_fashion },
+		{ "synthetic", cmd_synthetic },
+		{ "text", cmd_text },
+		{ "tokens", cmd_tokens },
+		{ "info", cmd_info },
+		{ "bench", cmd_bench },
+	};
+
+	return dt_cli_run("dtrain-data", DTRAIN_VERSION, usage_main, cmds,
+			  sizeof(cmds) / sizeof(cmds[0]), argc, argv);
+}

@@ -1,0 +1,36 @@
+/*
+ * device.h - where a rank computes: on the CPU, or on the GPU that
+ * train.device "cuda" asks for (runtime/gpu/gpu.h, when built).
+ *
+ * dtrain-run opens the device after the grid is built and before training,
+ * and every rank agrees on the outcome (rt_mpi_first_failure), so that a
+ * rank without a GPU ends the job cleanly instead of training on the CPU or
+ * leaving its peers waiting.
+ */
+#ifndef DTRAIN_RUNTIME_DEVICE_H
+#define DTRAIN_RUNTIME_DEVICE_H
+
+#include "jobs/spec.h"
+#include "runtime/world/bootstrap.h"
+#include "base/util.h"
+
+/* --- life cycle --- */
+
+/* Opens the spec's train.device for this rank: "cpu" is always there;
+ * "cuda" picks and selects this rank's GPU (rt_gpu_select). Returns 0, or
+ * on this rank only, with a message that names what is missing (messages
+ * from rt_gpu_select name the rank and its host):
+ *   -ENOTSUP  this dtrain-run was built without the GPU path
+ *   -ENODEV   no GPU is visible to this rank (or CUDA failed: -EIO)
+ *   -ENOSYS   a GPU was selected, but the GPU training loop is not in this
+ *             build yet (dtrain-run never trains on the CPU instead)
+ * Local: calls no collective; the caller agrees with rt_mpi_first_failure. */
+int rt_device_open(const struct spec *s, const struct rt_proc *p, struct dt_err *err);
+
+/* --- queries --- */
+
+/* What the GPU path was built with ("CUDA 13.0, NCCL 2.28.9"), or NULL when
+ * this build has none. Static. */
+const char *rt_device_gpu_build(void);
+
+#endif

@@ -1,0 +1,292 @@
+/*
+ * sample.c - `dtrain-ckpt sample`: text from a language model's checkpoint.
+ * Each new token: a forward pass over the last model.context tokens (the
+ * positions after them padded; causal attention keeps them from mattering),
+ * the logits at the newest position divided by the temperature, all but the
+ * top k set aside, a draw from their softmax with rt_rng (seeded: the same
+ * seed gives the same text). A byte-level model (vocab_size 256) reads the
+ * prompt as text and writes text; any other reads and writes token ids.
+ *
+ * Sections: options, sampling, the command.
+ */
+#include "runtime/cmd/ckpt_model.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cli.h"
+#include "runtime/kernels/kernels.h"
+#include "base/rng.h"
+
+/* --- options --- */
+
+static const char usage_sample[] =
+	"usage: dtrain-ckpt sample CKPT [--prompt TEXT] [--tokens N] [--temperature T]\n"
+	"                          [--top-k K] [--seed S]\n"
+	"\n"
+	"Generates N tokens after the prompt with the language model (model.type\n"
+	"\"gpt\") of checkpoint CKPT, saved on any layout (a run directory stands for\n"
+	"its newest checkpoint), and writes the prompt and them to stdout.\n"
+	"A byte-level model (vocab_size 256, from dtrain-data text) takes the prompt\n"
+	"as text and writes text; any other takes and writes token ids separated by\n"
+	"spaces (\"464 3290 318\").\n"
+	"\n"
+	"Options:\n"
+	"  --prompt TEXT       what to continue (default: a newline; required for\n"
+	"                      models that are not byte-level)\n"
+	"  --tokens N          tokens to generate (default 200)\n"
+	"  --temperature T     logits divided by T before the softmax (default 1);\n"
+	"                      0 takes the most likely token every time\n"
+	"  --top-k K           draw among the K most likely tokens only (default: all)\n"
+	"  --seed S            the draws' seed (default 1): the same seed, the same text\n"
+	"\n"
+	"Exit codes: 0 generated, 1 failure (checkpoint unusable, not a language\n"
+	"model, a prompt token outside the vocabulary), 2 usage error.\n";
+
+struct sample_opts {
+	const char *ckpt, *prompt;
+	long tokens, top_k, seed;
+	double temperature;
+};
+
+static int bad_number(const char *opt, const char *arg)
+{
+	return dt_usage_error("dtrain-ckpt", usage_sample, "--%s: expected a number >= 0 (got \"%s\")", opt,
+			      arg);
+}
+
+static int parse_sample(int argc, char **argv, struct sample_opts *o)
+{
+	static const struct option opts[] = {
+		{ "prompt", required_argument, NULL, 'p' },  { "tokens", required_argument, NULL, 'n' },
+		{ "temperature", required_argument, NULL, 't' }, { "top-k", required_argument, NULL, 'k' },
+		{ "seed", required_argument, NULL, 's' },    { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end;
+	long v;
+	int c;
+
+	*o = (struct sample_opts){ .tokens = 200, .seed = 1, .temperature = 1.0 };
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		errno = 0;
+		switch (c) {
+		case 'h':
+			fputs(usage_sample, stdout);
+			return 1;
+		case 'p':
+			o->prompt = optarg;
+			break;
+		case 't':
+			o->temperature = strtod(optarg, &end);
+			if (errno || *end || end == optarg || !(o->temperature >= 0) || o->temperature > 1e6)
+				return bad_number("temperature", optarg);
+			break;
+		case 'n':
+		case 'k':
+		case 's':
+			v = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || v < 0)
+				return bad_number(c == 'n' ? "tokens" : c == 'k' ? "top-k" : "seed", optarg);
+			if (c == 'n' && v > 100000000)
+				return dt_usage_error("dtrain-ckpt", usage_sample, "--tokens: at most 100000000 (got %ld)", v);
+			*(c == 'n' ? &o->tokens : c == 'k' ? &o->top_k : &o->seed) = v;
+			break;
+		case ':':
+			return dt_usage_error("dtrain-ckpt", usage_sample, "%s: needs a value", argv[optind - 1]);
+		default:
+			return dt_usage_error("dtrain-ckpt", usage_sample, "unknown option \"%s\"", argv[optind - 1]);
+		}
+	}
+	if (argc - optind != 1)
+		return dt_usage_error("dtrain-ckpt", usage_sample, "expected one CKPT (got %d arguments)",
+				      argc - optind);
+	o->ckpt = argv[optind];
+	return 0;
+}
+
+/* --- sampling --- */
+
+/* The prompt's token ids into *ids [*n] (caller frees): its bytes, or ids
+ * separated by spaces or commas, each checked against the vocabulary. */
+static int prompt_ids(const char *prompt, bool bytes, long vocab, int32_t **ids, long *n,
+		      struct dt_err *err)
+{
+	size_t len = strlen(prompt);
+	const char *p = prompt;
+	char *end;
+
+	*n = 0;
+	*ids = malloc((len + 1) * sizeof(**ids));
+	if (!*ids)
+		return dt_err_add(err, "out of memory for the prompt"), -ENOMEM;
+	if (bytes) {
+		for (; *p; p++)
+			(*ids)[(*n)++] = (unsigned char)*p;
+		return 0;
+	}
+	while (*p) {
+		long v;
+
+		if (*p == ' ' || *p == ',' || *p == '\n' || *p == '\t') {
+			p++;
+			continue;
+		}
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (errno || end == p || v < 0 || v >= vocab)
+			return dt_err_add(err, "--prompt: \"%.20s\" is not a token id in [0, %ld) (a model that is not byte-level reads ids separated by spaces)",
+					  p, vocab), -EINVAL;
+		(*ids)[(*n)++] = (int32_t)v;
+		p = end;
+	}
+	if (*n == 0)
+		return dt_err_add(err, "--prompt: no token ids in \"%s\"", prompt), -EINVAL;
+	return 0;
+}
+
+/* One draw from logits [V] (overwritten) as the options say. */
+static int32_t draw(float *logits, long V, const struct sample_opts *o, struct rt_rng *r)
+{
+	long i, best = 0, k = o->top_k > 0 && o->top_k < V ? o->top_k : V;
+	double sum = 0.0, u, acc = 0.0, floor_v = -INFINITY;
+
+	for (i = 1; i < V; i++)
+		if (logits[i] > logits[best])
+			best = i;
+	if (o->temperature == 0.0)
+		return (int32_t)best;
+	if (k < V) {
+		/* the k-th largest value: a partial selection, V is small next to a pass */
+		float *c = malloc((size_t)V * sizeof(*c));
+		long a;
+
+		if (c) {
+			memcpy(c, logits, (size_t)V * sizeof(*c));
+			for (a = 0; a < k; a++) {
+				long m = a, b;
+				float t;
+
+				for (b = a + 1; b < V; b++)
+					if (c[b] > c[m])
+						m = b;
+				t = c[a], c[a] = c[m], c[m] = t;
+			}
+			floor_v = c[k - 1];
+			free(c);
+		}
+	}
+	for (i = 0; i < V; i++) {
+		double p = logits[i] < floor_v ? 0.0 : exp(((double)logits[i] - logits[best]) / o->temperature);
+
+		logits[i] = (float)p;
+		sum += p;
+	}
+	u = rt_rng_uniform_double(r) * sum;
+	for (i = 0; i < V; i++) {
+		acc += logits[i];
+		if (u < acc && logits[i] > 0)
+			return (int32_t)i;
+	}
+	return (int32_t)best;
+}
+
+static void put_token(int32_t id, bool bytes, bool first)
+{
+	if (bytes)
+		putchar((unsigned char)id);
+	else
+		printf(first ? "%d" : " %d", id);
+	fflush(stdout);
+}
+
+static int sample_run(const struct sample_opts *o, struct dt_err *err)
+{
+	struct rt_ckpt_model m;
+	struct rt_acts acts = { 0 };
+	struct rt_rng r;
+	int32_t *ids = NULL, *grown;
+	float *x = NULL, *lg = NULL;
+	long n = 0, V, T, i, cap;
+	bool bytes;
+	int rc;
+
+	rc = rt_ckpt_model_load(&m, o->ckpt, err);
+	if (rc)
+		goto out;
+	if (!m.st.ops->reads_tokens) {
+		rc = (dt_err_add(err, "%s: holds model.type \"%s\", which is not a language model; sample needs one (model.type \"gpt\")",
+				 m.path, m.st.ops->type), -EINVAL);
+		goto out;
+	}
+	T = m.st.in;
+	V = m.st.out / T;
+	bytes = V == 256;
+	if (!o->prompt && !bytes) {
+		rc = (dt_err_add(err, "--prompt: needed: the model's vocabulary (%ld) is not byte-level, give token ids", V), -EINVAL);
+		goto out;
+	}
+	/* an empty prompt: a newline, a byte-level model's start of a line */
+	rc = prompt_ids(o->prompt && *o->prompt ? o->prompt : "\n", bytes, V, &ids, &n, err);
+	if (rc)
+		goto out;
+	cap = n + o->tokens;
+	x = calloc((size_t)T, sizeof(*x));
+	lg = malloc((size_t)V * sizeof(*lg));
+	grown = realloc(ids, (size_t)cap * sizeof(*ids)); /* cap >= n >= 1 */
+	if (grown)
+		ids = grown;
+	if (!x || !lg || !grown || rt_acts_init(&acts, &m.st, 1)) {
+		rc = (dt_err_add(err, "out of memory for %ld tokens", cap), -ENOMEM);
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		put_token(ids[i], bytes, i == 0);
+	rt_rng_seed(&r, (uint64_t)o->seed, 0x5a4d);
+	for (; n < cap; n++) {
+		long from = n > T ? n - T : 0, len = n - from, j;
+		const float *logits;
+
+		memset(x, 0, (size_t)T * sizeof(*x));
+		for (j = 0; j < len; j++)
+			x[j] = (float)ids[from + j];
+		rc = rt_stage_forward(&m.st, &acts, x, 1, &logits);
+		if (rc)
+			break;
+		/* the newest position's logits, a copy: draw() overwrites it */
+		memcpy(lg, logits + (size_t)(len - 1) * (size_t)V, (size_t)V * sizeof(*lg));
+		ids[n] = draw(lg, V, o, &r);
+		put_token(ids[n], bytes, false);
+	}
+	if (!bytes)
+		putchar('\n');
+out:
+	rt_acts_free(&acts);
+	free(x);
+	free(lg);
+	free(ids);
+	rt_ckpt_model_free(&m);
+	return rc;
+}
+
+/* --- the command --- */
+
+int rt_cmd_sample(int argc, char **argv)
+{
+	struct sample_opts o;
+	struct dt_err err = { 0 };
+	int rc = parse_sample(argc, argv, &o);
+
+	if (rc)
+		return rc == 1 ? DT_EXIT_OK : rc;
+	rt_blas_threads(1);
+	rc = sample_run(&o, &err);
+	dt_err_print("dtrain-ckpt", "", &err);
+	return rc ? DT_EXIT_FAIL : DT_EXIT_OK;
+}

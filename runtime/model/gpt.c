@@ -1,0 +1,502 @@
+/*
+ * gpt.c - the GPT-2 style transformer behind the model interface (see
+ * gpt.h): its shape, tensors, cost and initialisation, and the forward and
+ * backward passes of its three kinds of block (embedding, transformer block,
+ * head), built from the kernels of kernels.h and transformer.h.
+ *
+ * Sections: the model, the stage's view, the embedding, a transformer
+ * block, the head, dispatch, the model's table.
+ */
+#include "runtime/model/gpt.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/kernels/kernels.h"
+#include "base/rng.h"
+#include "runtime/kernels/transformer.h"
+
+/* --- the model --- */
+
+struct gpt_shape {
+	long V, T, L, NH, C;
+};
+
+static struct gpt_shape shape_of(const struct spec *s)
+{
+	struct gpt_shape g = { s->model.vocab_size, s->model.context, s->model.layers,
+			       s->model.heads, s->model.embd };
+
+	return g;
+}
+
+static int gpt_blocks(const struct spec *s)
+{
+	return (int)s->model.layers + 2;
+}
+
+static long gpt_width(const struct spec *s, int b)
+{
+	struct gpt_shape g = shape_of(s);
+
+	if (b < 0 || b > gpt_blocks(s))
+		return -1;
+	if (b == 0)
+		return g.T;
+	if (b == gpt_blocks(s))
+		return g.T * g.V;
+	return g.T * g.C;
+}
+
+static int gpt_check(const struct spec *s, struct dt_err *err)
+{
+	struct gpt_shape g = shape_of(s);
+
+	if (g.V < 2 || g.V > (1L << 24))
+		return dt_err_add(err, "model.vocab_size: must be in [2, 16777216] (token ids travel as float32) (got %ld)",
+				  g.V);
+	if (g.T < 1 || g.C < 1 || g.NH < 1 || g.L < 1 || g.L > RT_MAX_BLOCKS - 2)
+		return dt_err_add(err, "model: context, embd, heads and layers must be >= 1, layers <= %d",
+				  RT_MAX_BLOCKS - 2);
+	if (g.C % g.NH)
+		return dt_err_add(err, "model.heads: must divide model.embd (got %ld heads, embd %ld)",
+				  g.NH, g.C);
+	/* a sample's widths are ints; the head's [T][V] and the MLP's [T][4C] the largest */
+	if (g.T * g.V > INT_MAX || g.T * 4 * g.C > INT_MAX)
+		return dt_err_add(err, "model: context x vocab_size (%ld x %ld) or context x 4 embd (%ld x %ld) is more than %d floats a sample",
+				  g.T, g.V, g.T, 4 * g.C, INT_MAX);
+	if (g.V * g.C > INT_MAX) /* the tied embedding travels in one message */
+		return dt_err_add(err, "model: vocab_size x embd (%ld x %ld) is more than %d floats",
+				  g.V, g.C, INT_MAX);
+	return 0;
+}
+
+static int gpt_config(const struct spec *s, struct dt_buf *out)
+{
+	struct gpt_shape g = shape_of(s);
+
+	return dt_buf_printf(out, "{\"vocab_size\":%ld,\"context\":%ld,\"layers\":%ld,\"heads\":%ld,\"embd\":%ld}",
+			     g.V, g.T, g.L, g.NH, g.C) ? -ENOMEM : 0;
+}
+
+static void tensor(struct rt_tensor *t, const char *prefix, const char *name, long d0, long d1)
+{
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "%s%s", prefix, name);
+	t->ndim = d1 ? 2 : 1;
+	t->shape[0] = d0;
+	t->shape[1] = d1;
+	t->decay = d1 != 0; /* 2-D tensors only */
+}
+
+/* A transformer block's tensors, in this order (enum layer_tensor). */
+enum layer_tensor {
+	LN1_W, LN1_B, QKV_W, QKV_B, PROJ_W, PROJ_B, LN2_W, LN2_B, FC_W, FC_B, FCP_W, FCP_B,
+	LAYER_TENSORS
+};
+
+static int gpt_tensors(const struct spec *s, int b, struct rt_tensor *t)
+{
+	struct gpt_shape g = shape_of(s);
+	char p[64];
+
+	if (b == 0) {
+		tensor(&t[0], "transformer.", "wte.weight", g.V, g.C);
+		tensor(&t[1], "transformer.", "wpe.weight", g.T, g.C);
+		return 2;
+	}
+	if (b == gpt_blocks(s) - 1) {
+		tensor(&t[0], "transformer.", "ln_f.weight", g.C, 0);
+		tensor(&t[1], "transformer.", "ln_f.bias", g.C, 0);
+		tensor(&t[2], "", "lm_head.weight", g.V, g.C);
+		return 3;
+	}
+	snprintf(p, sizeof(p), "transformer.h.%d.", b - 1);
+	tensor(&t[LN1_W], p, "ln_1.weight", g.C, 0);
+	tensor(&t[LN1_B], p, "ln_1.bias", g.C, 0);
+	tensor(&t[QKV_W], p, "attn.c_attn.weight", 3 * g.C, g.C);
+	tensor(&t[QKV_B], p, "attn.c_attn.bias", 3 * g.C, 0);
+	tensor(&t[PROJ_W], p, "attn.c_proj.weight", g.C, g.C);
+	tensor(&t[PROJ_B], p, "attn.c_proj.bias", g.C, 0);
+	tensor(&t[LN2_W], p, "ln_2.weight", g.C, 0);
+	tensor(&t[LN2_B], p, "ln_2.bias", g.C, 0);
+	tensor(&t[FC_W], p, "mlp.c_fc.weight", 4 * g.C, g.C);
+	tensor(&t[FC_B], p, "mlp.c_fc.bias", 4 * g.C, 0);
+	tensor(&t[FCP_W], p, "mlp.c_proj.weight", g.C, 4 * g.C);
+	tensor(&t[FCP_B], p, "mlp.c_proj.bias", g.C, 0);
+	return LAYER_TENSORS;
+}
+
+static int gpt_ties(const struct spec *s, struct rt_tie *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->block[0] = 0;
+	t->block[1] = gpt_blocks(s) - 1;
+	snprintf(t->name[0], sizeof(t->name[0]), "transformer.wte.weight");
+	snprintf(t->name[1], sizeof(t->name[1]), "lm_head.weight");
+	return 1;
+}
+
+static size_t gpt_cost(const struct spec *s, int b)
+{
+	struct gpt_shape g = shape_of(s);
+	size_t T = (size_t)g.T, C = (size_t)g.C;
+
+	if (b == 0)
+		return T * C;
+	if (b == gpt_blocks(s) - 1)
+		return T * (size_t)g.V * C;
+	return T * (12 * C * C + T * C);
+}
+
+/* n values ~ normal(0, std) from r */
+static void normal_fill(struct rt_rng *r, float *p, size_t n, double std)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (float)(std * (double)rt_rng_normal(r));
+}
+
+static void fill(float *p, size_t n, float v)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = v;
+}
+
+static void gpt_init(const struct spec *s, int b, float *params)
+{
+	struct gpt_shape g = shape_of(s);
+	size_t V = (size_t)g.V, T = (size_t)g.T, C = (size_t)g.C;
+	double resid = 0.02 / sqrt(2.0 * (double)g.L);
+	struct rt_rng r;
+	float *p = params;
+
+	if (b == gpt_blocks(s) - 1) {
+		fill(p, C, 1.0f);
+		fill(p + C, C, 0.0f);
+		/* the tied copy of wte: block 0's stream, drawn the same way */
+		rt_rng_seed(&r, (uint64_t)s->model.init_seed, 0);
+		normal_fill(&r, p + 2 * C, V * C, 0.02);
+		return;
+	}
+	rt_rng_seed(&r, (uint64_t)s->model.init_seed, (uint64_t)b);
+	if (b == 0) {
+		normal_fill(&r, p, V * C, 0.02);
+		normal_fill(&r, p + V * C, T * C, 0.02);
+		return;
+	}
+	fill(p, C, 1.0f), p += C;                      /* ln_1 */
+	fill(p, C, 0.0f), p += C;
+	normal_fill(&r, p, 3 * C * C, 0.02), p += 3 * C * C; /* c_attn */
+	fill(p, 3 * C, 0.0f), p += 3 * C;
+	normal_fill(&r, p, C * C, resid), p += C * C;  /* attn.c_proj */
+	fill(p, C, 0.0f), p += C;
+	fill(p, C, 1.0f), p += C;                      /* ln_2 */
+	fill(p, C, 0.0f), p += C;
+	normal_fill(&r, p, 4 * C * C, 0.02), p += 4 * C * C; /* mlp.c_fc */
+	fill(p, 4 * C, 0.0f), p += 4 * C;
+	normal_fill(&r, p, 4 * C * C, resid), p += 4 * C * C; /* mlp.c_proj */
+	fill(p, C, 0.0f);
+}
+
+/* --- the stage's view --- */
+
+struct gpt_stage {
+	struct gpt_shape g;
+	float *att_scratch; /* [2 T T]: attention's one head at a time (transformer.h) */
+};
+
+static int gpt_stage_init(struct rt_stage *st, const struct spec *s, struct dt_err *err)
+{
+	struct gpt_stage *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return dt_err_add(err, "stage %d: out of memory for the GPT's state", st->stage), -ENOMEM;
+	m->g = shape_of(s);
+	st->model = m;
+	if (st->first_block + st->n_blocks == 1 ||
+	    (st->first_block == st->n_model_blocks - 1 && st->n_blocks == 1))
+		return 0; /* the embedding or the head alone: no attention */
+	m->att_scratch = malloc(2 * (size_t)m->g.T * (size_t)m->g.T * sizeof(float));
+	if (!m->att_scratch)
+		return dt_err_add(err, "stage %d: out of memory for attention's scores (2 x %ld x %ld floats)",
+				  st->stage, m->g.T, m->g.T), -ENOMEM;
+	return 0;
+}
+
+static void gpt_stage_free(struct rt_stage *st)
+{
+	if (st->model)
+		free(((struct gpt_stage *)st->model)->att_scratch);
+	free(st->model);
+	st->model = NULL;
+}
+
+static struct gpt_shape stage_shape(const struct rt_stage *st)
+{
+	return ((const struct gpt_stage *)st->model)->g;
+}
+
+static float *att_scratch(const struct rt_stage *st)
+{
+	return ((const struct gpt_stage *)st->model)->att_scratch;
+}
+
+enum kind { EMBED, LAYER, HEAD };
+
+static enum kind kind_of(const struct rt_stage *st, const struct rt_block *b)
+{
+	if (b->index == 0)
+		return EMBED;
+	return b->index == st->n_model_blocks - 1 ? HEAD : LAYER;
+}
+
+/* tensor i of block b: its parameters (grad false) or gradients */
+static float *tp(const struct rt_stage *st, const struct rt_block *b, int i, bool grad)
+{
+	const struct rt_tensor *t = &st->tensors[b->first_tensor + i];
+
+	return (grad ? st->grads : st->params) + t->offset;
+}
+
+/* What a block keeps per position (T per sample) for backward:
+ *   embedding: the token ids (int32 in float slots) [1], the output [C]
+ *   block: ln1 [C], mean1, rstd1 [1 each], qkv [3C], att [C], lse [NH],
+ *          x2 = x + attention [C], ln2 [C], mean2, rstd2, fc [4C],
+ *          gelu(fc) [4C], the output [C]: 16 C + NH + 4
+ *   head: lnf [C], mean, rstd, logits [V]
+ * each array [max_rows * T][width], one after the other. */
+static size_t gpt_act_floats(const struct rt_stage *st, const struct rt_block *b)
+{
+	struct gpt_shape g = stage_shape(st);
+	size_t T = (size_t)g.T, C = (size_t)g.C;
+
+	switch (kind_of(st, b)) {
+	case EMBED:
+		return T * (C + 1);
+	case HEAD:
+		return T * (C + 2 + (size_t)g.V);
+	default:
+		return T * (16 * C + (size_t)g.NH + 4);
+	}
+}
+
+/* --- the embedding --- */
+
+static void embed_forward(const struct rt_stage *st, const struct rt_block *b, const float *x,
+			  float *acts, int max_rows, int rows, const float **y)
+{
+	struct gpt_shape g = stage_shape(st);
+	size_t P = (size_t)max_rows * (size_t)g.T, N = (size_t)rows * (size_t)g.T, i;
+	int32_t *tok = (int32_t *)acts;
+	float *out = acts + P;
+
+	for (i = 0; i < N; i++)
+		tok[i] = (int32_t)x[i]; /* in [0, V): the data's vocabulary is checked against it */
+	rt_embed_forward(tok, tp(st, b, 0, false), tp(st, b, 1, false), out, rows, (int)g.T,
+			 (int)g.C);
+	*y = out;
+}
+
+static void embed_backward(const struct rt_stage *st, const struct rt_block *b, float *acts,
+			   int rows, const float *dy, float *dx)
+{
+	struct gpt_shape g = stage_shape(st);
+
+	rt_embed_backward((const int32_t *)acts, dy, tp(st, b, 0, true), tp(st, b, 1, true), rows,
+			  (int)g.T, (int)g.C);
+	if (dx) /* token ids have no gradient */
+		memset(dx, 0, (size_t)rows * (size_t)g.T * sizeof(*dx));
+}
+
+/* --- a transformer block --- */
+
+struct layer_acts {
+	float *ln1, *mean1, *rstd1, *qkv, *att, *lse, *x2, *ln2, *mean2, *rstd2, *fc, *fcg, *out;
+};
+
+static struct layer_acts layer_acts(struct gpt_shape g, float *a, int max_rows)
+{
+	size_t P = (size_t)max_rows * (size_t)g.T, C = (size_t)g.C;
+	struct layer_acts la;
+
+	la.ln1 = a, a += P * C;
+	la.mean1 = a, a += P;
+	la.rstd1 = a, a += P;
+	la.qkv = a, a += P * 3 * C;
+	la.att = a, a += P * C;
+	la.lse = a, a += P * (size_t)g.NH;
+	la.x2 = a, a += P * C;
+	la.ln2 = a, a += P * C;
+	la.mean2 = a, a += P;
+	la.rstd2 = a, a += P;
+	la.fc = a, a += P * 4 * C;
+	la.fcg = a, a += P * 4 * C;
+	la.out = a;
+	return la;
+}
+
+static void add(float *y, const float *x, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		y[i] += x[i];
+}
+
+static void layer_forward(const struct rt_stage *st, const struct rt_block *b, const float *x,
+			  float *acts, int max_rows, int rows, const float **y)
+{
+	struct gpt_shape g = stage_shape(st);
+	struct layer_acts a = layer_acts(g, acts, max_rows);
+	int N = rows * (int)g.T, C = (int)g.C;
+	size_t NC = (size_t)N * (size_t)C;
+
+	rt_layernorm_forward(x, tp(st, b, LN1_W, false), tp(st, b, LN1_B, false), a.ln1, a.mean1,
+			     a.rstd1, N, C);
+	rt_linear_forward(a.ln1, tp(st, b, QKV_W, false), tp(st, b, QKV_B, false), a.qkv, N, C, 3 * C);
+	rt_attention_forward(a.qkv, a.att, a.lse, rows, (int)g.T, C, (int)g.NH, att_scratch(st));
+	rt_linear_forward(a.att, tp(st, b, PROJ_W, false), tp(st, b, PROJ_B, false), a.x2, N, C, C);
+	add(a.x2, x, NC); /* x2 = x + attention */
+	rt_layernorm_forward(a.x2, tp(st, b, LN2_W, false), tp(st, b, LN2_B, false), a.ln2, a.mean2,
+			     a.rstd2, N, C);
+	rt_linear_forward(a.ln2, tp(st, b, FC_W, false), tp(st, b, FC_B, false), a.fc, N, C, 4 * C);
+	rt_act_forward(RT_ACT_GELU, a.fc, a.fcg, (size_t)N * 4 * (size_t)C);
+	rt_linear_forward(a.fcg, tp(st, b, FCP_W, false), tp(st, b, FCP_B, false), a.out, N, 4 * C, C);
+	add(a.out, a.x2, NC); /* out = x2 + mlp */
+	*y = a.out;
+}
+
+/* Backward through the block, given dy (the residual stream's gradient,
+ * overwritten). Arrays that forward kept and backward has read become its
+ * scratch: dgelu in fcg, dln2 in ln2, datt in x2, dqkv in fc, dln1 in ln1;
+ * so a block's acts hold one backward only (ops->backward runs once per
+ * forward). */
+static void layer_backward(const struct rt_stage *st, const struct rt_block *b, const float *x,
+			   float *acts, int max_rows, int rows, float *dy, float *dx)
+{
+	struct gpt_shape g = stage_shape(st);
+	struct layer_acts a = layer_acts(g, acts, max_rows);
+	int N = rows * (int)g.T, C = (int)g.C;
+	size_t NC = (size_t)N * (size_t)C;
+
+	/* out = x2 + fcp(gelu(fc(ln2(x2)))): dy reaches x2 directly and through the MLP */
+	rt_linear_backward(a.fcg, NULL, dy, NULL, tp(st, b, FCP_W, true), tp(st, b, FCP_B, true), N,
+			   4 * C, C, true);
+	rt_linear_backward(NULL, tp(st, b, FCP_W, false), dy, a.fcg, NULL, NULL, N, 4 * C, C, true);
+	rt_act_backward(RT_ACT_GELU, a.fc, a.fcg, a.fcg, (size_t)N * 4 * (size_t)C);
+	rt_linear_backward(a.ln2, NULL, a.fcg, NULL, tp(st, b, FC_W, true), tp(st, b, FC_B, true), N, C,
+			   4 * C, true);
+	rt_linear_backward(NULL, tp(st, b, FC_W, false), a.fcg, a.ln2, NULL, NULL, N, C, 4 * C, true);
+	rt_layernorm_backward(a.ln2, a.x2, tp(st, b, LN2_W, false), a.mean2, a.rstd2, dy,
+			      tp(st, b, LN2_W, true), tp(st, b, LN2_B, true), N, C);
+	/* dy is now d x2; x2 = x + proj(attention(qkv(ln1(x)))) */
+	rt_linear_backward(a.att, NULL, dy, NULL, tp(st, b, PROJ_W, true), tp(st, b, PROJ_B, true), N,
+			   C, C, true);
+	rt_linear_backward(NULL, tp(st, b, PROJ_W, false), dy, a.x2, NULL, NULL, N, C, C, true);
+	rt_attention_backward(a.x2, a.qkv, a.lse, a.fc, rows, (int)g.T, C, (int)g.NH, att_scratch(st));
+	rt_linear_backward(a.ln1, NULL, a.fc, NULL, tp(st, b, QKV_W, true), tp(st, b, QKV_B, true), N,
+			   C, 3 * C, true);
+	rt_linear_backward(NULL, tp(st, b, QKV_W, false), a.fc, a.ln1, NULL, NULL, N, C, 3 * C, true);
+	rt_layernorm_backward(a.ln1, x, tp(st, b, LN1_W, false), a.mean1, a.rstd1, dy,
+			      tp(st, b, LN1_W, true), tp(st, b, LN1_B, true), N, C);
+	if (dx)
+		memcpy(dx, dy, NC * sizeof(*dx));
+}
+
+/* --- the head --- */
+
+static void head_forward(const struct rt_stage *st, const struct rt_block *b, const float *x,
+			 float *acts, int max_rows, int rows, const float **y)
+{
+	struct gpt_shape g = stage_shape(st);
+	size_t P = (size_t)max_rows * (size_t)g.T, C = (size_t)g.C;
+	float *ln = acts, *mean = ln + P * C, *rstd = mean + P, *logits = rstd + P;
+	int N = rows * (int)g.T;
+
+	rt_layernorm_forward(x, tp(st, b, 0, false), tp(st, b, 1, false), ln, mean, rstd, N, (int)C);
+	rt_linear_forward(ln, tp(st, b, 2, false), NULL, logits, N, (int)C, (int)g.V);
+	*y = logits;
+}
+
+/* dy: the logits' gradient; dln is kept in ln. dx is never NULL here: only
+ * stage 0's first block gets none, and that is the embedding. */
+static void head_backward(const struct rt_stage *st, const struct rt_block *b, const float *x,
+			  float *acts, int max_rows, int rows, const float *dy, float *dx)
+{
+	struct gpt_shape g = stage_shape(st);
+	size_t P = (size_t)max_rows * (size_t)g.T, C = (size_t)g.C;
+	float *ln = acts, *mean = ln + P * C, *rstd = mean + P;
+	int N = rows * (int)g.T;
+
+	rt_linear_backward(ln, NULL, dy, NULL, tp(st, b, 2, true), NULL, N, (int)C, (int)g.V, true);
+	rt_linear_backward(NULL, tp(st, b, 2, false), dy, ln, NULL, NULL, N, (int)C, (int)g.V, true);
+	if (!dx)
+		return;
+	memset(dx, 0, (size_t)N * C * sizeof(*dx));
+	rt_layernorm_backward(ln, x, tp(st, b, 0, false), mean, rstd, dx, tp(st, b, 0, true),
+			      tp(st, b, 1, true), N, (int)C);
+}
+
+/* --- dispatch --- */
+
+static void gpt_forward(const struct rt_stage *st, const struct rt_block *b, const float *x,
+			float *acts, int max_rows, int rows, const float **y)
+{
+	switch (kind_of(st, b)) {
+	case EMBED:
+		embed_forward(st, b, x, acts, max_rows, rows, y);
+		break;
+	case HEAD:
+		head_forward(st, b, x, acts, max_rows, rows, y);
+		break;
+	default:
+		layer_forward(st, b, x, acts, max_rows, rows, y);
+	}
+}
+
+static void gpt_backward(const struct rt_stage *st, const struct rt_block *b, const float *x,
+			 float *acts, int max_rows, int rows, float *dy, float *dx)
+{
+	switch (kind_of(st, b)) {
+	case EMBED:
+		embed_backward(st, b, acts, rows, dy, dx);
+		break;
+	case HEAD:
+		head_backward(st, b, x, acts, max_rows, rows, dy, dx);
+		break;
+	default:
+		layer_backward(st, b, x, acts, max_rows, rows, dy, dx);
+	}
+}
+
+/* --- the model's table --- */
+
+const struct rt_model_ops rt_gpt_model = {
+	.type = "gpt",
+	.block_noun = "block",
+	.blocks_are = "embedding + model.layers + head",
+	.reads_tokens = true,
+	.check = gpt_check,
+	.config = gpt_config,
+	.blocks = gpt_blocks,
+	.width = gpt_width,
+	.tensors = gpt_tensors,
+	.cost = gpt_cost,
+	.act_floats = gpt_act_floats,
+	.init = gpt_init,
+	.stage_init = gpt_stage_init,
+	.stage_free = gpt_stage_free,
+	.forward = gpt_forward,
+	.backward = gpt_backward,
+	.part = NULL,
+	.ties = gpt_ties,
+};

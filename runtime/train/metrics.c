@@ -1,0 +1,228 @@
+/*
+ * metrics.c - what a run tells: progress lines on rank 0's stdout (unless
+ * --quiet) and JSON lines in <run_dir>/metrics.jsonl (start, first_step,
+ * step, eval, stop, checkpoint, end events; runtime/README.md lists their
+ * fields), which `dtrain-submit status` and `make bench` read.
+ */
+#include "runtime/train/trainer.h"
+
+#include "base/json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* --- the metrics file --- */
+
+void rt__open_metrics(struct trainer *t)
+{
+	char path[4200];
+
+	if (t->g->rank != 0 || !t->s->run_dir)
+		return;
+	/* dtrain-submit made it; a spec run by hand may name a new one */
+	dt_mkdirs(t->s->run_dir, 0755);
+	snprintf(path, sizeof(path), "%s/metrics.jsonl", t->s->run_dir);
+	t->metrics = fopen(path, "a"); /* a requeued job appends */
+	if (!t->metrics)
+		fprintf(stderr, "dtrain-run: warning: cannot write %s: %s\n", path, strerror(errno));
+}
+
+/* --- helpers --- */
+
+static void fmt_duration(double s, char *buf, size_t size)
+{
+	long t = s < 0 ? 0 : (long)(s + 0.5);
+
+	snprintf(buf, size, "%02ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+/* Seconds since the batch job started (DTRAIN_JOB_START, set by the batch
+ * script), or -1 when unknown. */
+static double since_job_start(void)
+{
+	const char *v = getenv("DTRAIN_JOB_START");
+	struct timespec ts;
+	char *end;
+	double start;
+
+	if (!v || !*v)
+		return -1;
+	start = strtod(v, &end);
+	if (*end || start <= 0)
+		return -1;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec - start;
+}
+
+/* The log window's times per step, the mean over all ranks:
+ * tm = { step, compute, pipe wait, grad wait, data, optim } in seconds.
+ * Collective over the world (every rank logs at the same steps). */
+static int window_times(struct trainer *t, double window_s, int64_t steps, double tm[6])
+{
+	double per = steps > 0 ? 1.0 / (double)steps : 0.0;
+	int i;
+
+	tm[0] = window_s;
+	tm[1] = t->tm.compute;
+	tm[2] = t->tm.pipe;
+	tm[3] = t->tm.grad;
+	tm[4] = t->tm.data;
+	tm[5] = t->tm.optim;
+	if (t->g->world > 1)
+		MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, tm, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+	for (i = 0; i < 6; i++)
+		tm[i] *= per / (double)t->g->world;
+	return 0;
+}
+
+/* --- the run's events --- */
+
+void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int64_t total,
+		   int64_t per_epoch)
+{
+	const struct spec *s = t->s;
+	size_t tied = rt_model_tied_params(s);
+	char copies[96] = "";
+
+	pg->t0 = pg->tw = now_s();
+	if (tied)
+		snprintf(copies, sizeof(copies), " (%zu without the tied copies)",
+			 rt_model_params(s) - tied);
+	if (t->g->rank == 0 && !pg->quiet) {
+		printf("dtrain-run: training %s: %zu parameters%s, %lld steps (%lld per epoch), "
+		       "schedule %s, %d micro-batches%s\n", s->name, (size_t)rt_model_params(s), copies,
+		       (long long)total, (long long)per_epoch, s->parallel.schedule, t->micro,
+		       step ? ", resumed" : "");
+		if (t->sharded)
+			printf("dtrain-run: optimizer: sharded over the %d replicas of each stage, each updating its 1/%d with its 1/%d of the state (gradients reduce-scattered, parameters all-gathered)\n",
+			       t->replicas, t->replicas, t->replicas);
+		if (t->tsplit)
+			printf("dtrain-run: threads: each of the %d threads of a rank computes a block of "
+			       "every layer\n", rt_pool_gang_size(&t->pool));
+		if (t->dp.split)
+			printf("dtrain-run: gradients: the %d replicas on each node share parameters in "
+			       "memory and split every layer over the node's batch, each its 1/%d%s\n",
+			       t->dp.locals, t->dp.locals,
+			       t->dp.cross != MPI_COMM_NULL ? ", blocks allreduced between nodes" : "");
+		else if (t->dp.shared)
+			printf("dtrain-run: gradients: the %d replicas of a stage on each node share "
+			       "parameters in memory, each updates 1/%d%s\n", t->dp.locals, t->dp.locals,
+			       t->dp.cross != MPI_COMM_NULL ? ", parts allreduced between nodes" : "");
+		else if (t->replicas > 1)
+			printf("dtrain-run: gradients: allreduce between the %d replicas\n", t->replicas);
+		if (step >= total)
+			printf("dtrain-run: the checkpoint is at the end of training: nothing left to do\n");
+		fflush(stdout);
+	}
+	dt_json_line(t->metrics, "{\"event\":\"start\",\"total_steps\":%lld,\"steps_per_epoch\":%lld,\"epochs\":%ld,"
+		      "\"step\":%lld,\"grad_sync\":\"%s\",\"replicas_per_node\":%d,\"threads\":\"%s\"}",
+		   (long long)total,
+		   (long long)per_epoch, s->train.epochs, (long long)step,
+		   t->dp.split ? "split" : t->dp.shared ? "shared" : t->replicas > 1 ? "allreduce" : "none",
+		   t->dp.shared ? t->dp.locals : 1, t->tsplit ? "split" : "blas");
+}
+
+/* The first step of this process: when it came, after the job's start. */
+static void log_first_step(struct trainer *t, struct rt_progress *pg, int64_t step)
+{
+	double since = since_job_start();
+	struct timespec wall;
+
+	if (t->start_step > 0 && since >= 0 && t->g->rank == 0 && !pg->quiet) {
+		printf("dtrain-run: first step after the resume done %.2f s after the job "
+		       "started\n", since);
+		fflush(stdout);
+	}
+	clock_gettime(CLOCK_REALTIME, &wall);
+	dt_json_line(t->metrics, "{\"event\":\"first_step\",\"step\":%lld,\"resumed\":%s,"
+		      "\"since_job_start_s\":%.3f,\"since_process_start_s\":%.3f,"
+		      "\"unix_time\":%.6f}", (long long)step, t->start_step > 0 ? "true" : "false",
+		   since, now_s() - t->t_proc, (double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec);
+}
+
+int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_t total,
+		 int64_t epoch, int64_t batch_rows, double loss, double lr, double norm)
+{
+	const struct spec *s = t->s;
+	double now, rate, eta, tm[6];
+	char eta_s[32], tokens[64] = "";
+	int rc;
+
+	pg->window_rows += batch_rows;
+	pg->window_steps++;
+	if (step == t->start_step + 1)
+		log_first_step(t, pg, step);
+	if (step % s->train.log_every != 0 && step != total)
+		return 0;
+	now = now_s();
+	rate = (double)pg->window_rows / (now - pg->tw);
+	eta = (now - pg->t0) / (double)step * (double)(total - step);
+	rc = window_times(t, now - pg->tw, pg->window_steps, tm);
+	if (rc)
+		return rc;
+	fmt_duration(eta, eta_s, sizeof(eta_s));
+	if (t->labels > 1)
+		snprintf(tokens, sizeof(tokens), "\"tokens_per_s\":%.1f,", rate * t->labels);
+	if (t->g->rank == 0 && !pg->quiet) {
+		/* a language model's samples are windows: its rate is in tokens */
+		printf("dtrain-run: step %lld/%lld epoch %lld/%ld loss %.4f lr %.3g "
+		       "grad_norm %.3g %s/s %.0f eta %s\n",
+		       (long long)step, (long long)total, (long long)epoch + 1,
+		       s->train.epochs, loss, lr, norm, t->labels > 1 ? "tokens" : "samples",
+		       rate * t->labels, eta_s);
+		fflush(stdout);
+	}
+	dt_json_line(t->metrics, "{\"event\":\"step\",\"step\":%lld,\"total_steps\":%lld,\"epoch\":%lld,"
+		      "\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"samples_per_s\":%.1f,"
+		      "%s\"eta_s\":%.0f,\"steps\":%lld,\"time\":{\"step_s\":%.6g,\"compute_s\":%.6g,"
+		      "\"pipe_wait_s\":%.6g,\"grad_wait_s\":%.6g,\"data_s\":%.6g,\"optim_s\":%.6g}}",
+		   (long long)step, (long long)total, (long long)epoch + 1, loss, lr, norm,
+		   rate, tokens, eta, (long long)pg->window_steps,
+		   tm[0], tm[1], tm[2], tm[3], tm[4], tm[5]);
+	pg->tw = now_s(); /* the window's reduction is not part of the next */
+	pg->window_rows = 0;
+	pg->window_steps = 0;
+	memset(&t->tm, 0, sizeof(t->tm));
+	return 0;
+}
+
+void rt__log_eval(struct trainer *t, int64_t step, int64_t epoch, double loss, double acc,
+		  bool quiet)
+{
+	/* byte-level text: nats per token / ln 2 = bits per byte */
+	double bpb = t->test.byte_level ? loss / M_LN2 : NAN;
+
+	char bits[48] = "";
+
+	if (!isnan(bpb))
+		snprintf(bits, sizeof(bits), " bits/byte %.4f", bpb);
+	if (t->g->rank == 0 && !quiet && t->labels > 1) {
+		printf("dtrain-run: step %lld val loss %.4f%s next-token accuracy %.4f\n",
+		       (long long)step, loss, bits, acc);
+		fflush(stdout);
+	} else if (t->g->rank == 0 && !quiet) {
+		printf("dtrain-run: epoch %lld/%ld test loss %.4f accuracy %.4f\n",
+		       (long long)epoch + 1, t->s->train.epochs, loss, acc);
+		fflush(stdout);
+	}
+	if (!isnan(bpb))
+		snprintf(bits, sizeof(bits), ",\"bits_per_byte\":%.6f", bpb);
+	dt_json_line(t->metrics, "{\"event\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"test_loss\":%.9g,"
+		      "\"test_accuracy\":%.6f%s}", (long long)step, (long long)epoch + 1, loss, acc, bits);
+}
+
+void rt__log_end(struct trainer *t, const struct rt_progress *pg, int64_t step)
+{
+	double secs = now_s() - pg->t0;
+
+	dt_json_line(t->metrics, "{\"event\":\"end\",\"step\":%lld,\"seconds\":%.3f}", (long long)step, secs);
+	if (t->g->rank == 0 && !pg->quiet) {
+		printf("dtrain-run: done: %lld steps in %.1f s\n", (long long)step, secs);
+		fflush(stdout);
+	}
+}

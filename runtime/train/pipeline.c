@@ -1,0 +1,153 @@
+/*
+ * pipeline.c - a stage's work on micro-batches: forward and backward of one
+ * micro-batch (with the sends and receives between neighbouring stages),
+ * and the schedules that order them over a step (gpipe, 1f1b; Narayanan et
+ * al., SC'21).
+ */
+#include "runtime/train/trainer.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* --- pipeline operations --- */
+
+int rt__forward_mb(struct trainer *t, struct slot *sl, const struct mb *m, double *loss,
+		      int64_t *correct, int want_grad)
+{
+	MPI_Comm pc = t->g->pipe_comm;
+	int last = t->stage == t->stages - 1;
+	const float *y = NULL;
+	int rc;
+
+	double t0, t1;
+
+	if (m->rows == 0)
+		return 0;
+	t0 = now_s();
+	MPI_CHECK(t, MPI_Wait(&sl->send_fwd, MPI_STATUS_IGNORE));
+	t1 = now_s();
+	t->tm.pipe += t1 - t0;
+	if (t->stage == 0 || last) {
+		rc = rt_data_read(m->data, m->idx, (int)m->rows, t->stage == 0 ? sl->x : NULL,
+				  last ? sl->y : NULL, t->err);
+		if (rc)
+			return rc;
+		t0 = now_s();
+		t->tm.data += t0 - t1;
+		t1 = t0;
+	}
+	if (t->stage > 0) {
+		MPI_CHECK(t, MPI_Recv(sl->x, (int)(m->rows * t->in), MPI_FLOAT, t->prev, m->tag, pc,
+				      MPI_STATUS_IGNORE));
+		t0 = now_s();
+		t->tm.pipe += t0 - t1;
+		t1 = t0;
+	}
+	rc = rt_stage_forward(&t->st, &sl->acts, sl->x, (int)m->rows, &y);
+	if (rc)
+		return dt_err_add(t->err, "rank %d: forward pass failed", t->g->rank), rc;
+	if (!last) {
+		t->tm.compute += now_s() - t1;
+		MPI_CHECK(t, MPI_Isend(y, (int)(m->rows * t->out), MPI_FLOAT, t->next, m->tag, pc,
+				       &sl->send_fwd));
+		return 0;
+	}
+	*loss += rt_softmax_xent(y, sl->y, (int)m->rows * t->labels, t->classes, t->grad_scale,
+				 want_grad ? sl->dy : NULL, correct);
+	t->tm.compute += now_s() - t1;
+	return 0;
+}
+
+int rt__backward_mb(struct trainer *t, struct slot *sl, const struct mb *m)
+{
+	MPI_Comm pc = t->g->pipe_comm;
+	int rc;
+
+	double t0, t1;
+
+	if (m->rows == 0)
+		return 0;
+	t0 = now_s();
+	MPI_CHECK(t, MPI_Wait(&sl->send_bwd, MPI_STATUS_IGNORE));
+	if (t->stage < t->stages - 1)
+		MPI_CHECK(t, MPI_Recv(sl->dy, (int)(m->rows * t->out), MPI_FLOAT, t->next, m->tag, pc,
+				      MPI_STATUS_IGNORE));
+	t1 = now_s();
+	t->tm.pipe += t1 - t0;
+	rc = rt_stage_backward(&t->st, &sl->acts, sl->dy, t->stage > 0 ? sl->dx : NULL,
+			       rt__block_done, t);
+	if (rc)
+		return dt_err_add(t->err, "rank %d: backward pass failed", t->g->rank), rc;
+	if (t->bucket_rc)
+		return t->bucket_rc;
+	t->tm.compute += now_s() - t1;
+	if (t->stage > 0)
+		MPI_CHECK(t, MPI_Isend(sl->dx, (int)(m->rows * t->in), MPI_FLOAT, t->prev, m->tag, pc,
+				       &sl->send_bwd));
+	return 0;
+}
+
+int rt__wait_sends(struct trainer *t)
+{
+	double t0 = now_s();
+	int i;
+
+	for (i = 0; i < t->n_slots; i++) {
+		MPI_CHECK(t, MPI_Wait(&t->slots[i].send_fwd, MPI_STATUS_IGNORE));
+		MPI_CHECK(t, MPI_Wait(&t->slots[i].send_bwd, MPI_STATUS_IGNORE));
+	}
+	t->tm.pipe += now_s() - t0;
+	return 0;
+}
+
+/* --- the schedules --- */
+
+/* Run this stage's part of one step over micro-batches mbs[0..micro-1].
+ * Backward passes go in forward order in both schedules, so gradients
+ * accumulate in the same order and gpipe and 1f1b give identical bits.
+ *   gpipe: F0 F1 ... F(m-1), then B0 ... B(m-1)
+ *   1f1b:  w = min(stages - stage - 1, m) warm-up forwards, then one forward
+ *          and one backward alternately, then the remaining backwards. */
+int rt__run_schedule(struct trainer *t, const struct mb *mbs)
+{
+	int m = t->micro, last_nonempty = -1, f = 0, b = 0, i, rc;
+	int warm = !strcmp(t->s->parallel.schedule, "1f1b") ? t->stages - t->stage - 1 : m;
+
+	if (warm > m)
+		warm = m;
+	for (i = 0; i < m; i++)
+		if (mbs[i].rows > 0)
+			last_nonempty = i;
+	t->loss_sum = 0;
+	t->correct = 0;
+
+#define FWD()                                                                            \
+	do {                                                                             \
+		rc = rt__forward_mb(t, &t->slots[f % t->n_slots], &mbs[f], &t->loss_sum,     \
+				&t->correct, 1);                                         \
+		if (rc)                                                                  \
+			return rc;                                                       \
+		f++;                                                                     \
+	} while (0)
+#define BWD()                                                                            \
+	do {                                                                             \
+		t->final_backward = b == last_nonempty;                                  \
+		rc = rt__backward_mb(t, &t->slots[b % t->n_slots], &mbs[b]);                 \
+		if (rc)                                                                  \
+			return rc;                                                       \
+		b++;                                                                     \
+	} while (0)
+
+	for (i = 0; i < warm; i++)
+		FWD();
+	while (f < m) {
+		FWD();
+		BWD();
+	}
+	while (b < m)
+		BWD();
+#undef FWD
+#undef BWD
+	t->final_backward = 0;
+	return 0;
+}

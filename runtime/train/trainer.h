@@ -1,0 +1,253 @@
+/*
+ * trainer.h - the state of rt_train (train.h) shared by the files that
+ * implement it, private to them (the rt__ prefix):
+ *   train.c        set-up, evaluation, the loop, rt_train
+ *   pipeline.c     one micro-batch's forward and backward on this stage, and
+ *                  the schedules (gpipe, 1f1b) over a step's micro-batches
+ *   grad_sync.c    parallel.grad_sync's three ways behind one interface:
+ *                  buckets allreduced during the last backward, the node's
+ *                  shared parameters, or every block split; or the sharded
+ *                  optimizer's reduce-scatter and all-gather (shard.h);
+ *                  the update of what this replica owns
+ *   tied.c         tied tensors' copies given the same gradient
+ *   split_step.c   a step with every block cut into parts between the
+ *                  node's replicas and/or the rank's threads
+ *   metrics.c      progress lines and metrics.jsonl events
+ * Every function here is collective over the communicators its work uses;
+ * each returns 0 or a negative errno with the message in t->err, unless it
+ * says otherwise.
+ */
+#ifndef DTRAIN_RUNTIME_TRAINER_H
+#define DTRAIN_RUNTIME_TRAINER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "base/util.h"
+#include "runtime/train/checkpointing.h"
+#include "runtime/data/data.h"
+#include "runtime/parallel/dp.h"
+#include "runtime/kernels/kernels.h"
+#include "runtime/model/model.h"
+#include "runtime/model/optim.h"
+#include "runtime/world/pool.h"
+#include "runtime/data/sampler.h"
+#include "runtime/parallel/shard.h"
+#include "runtime/train/train.h"
+#include "runtime/world/watchdog.h"
+
+/* --- state --- */
+
+static inline double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Where a rank's time goes, summed over the steps of one log window: the
+ * `time` object of the metrics' step events (mean over ranks, per step).
+ * bench/README.md derives the exposed communication and the pipeline's idle
+ * fraction from them. */
+struct times {
+	double compute; /* forward, loss and backward passes */
+	double pipe;    /* waiting for pipeline messages: receives, sends' completion */
+	double grad;    /* gradient sync not hidden behind the backward pass */
+	double data;    /* reading the rows of micro-batches */
+	double optim;   /* gradient norm, clipping and the optimizer update */
+};
+
+/* One micro-batch in flight on this stage. */
+struct slot {
+	struct rt_acts acts;
+	float *x;        /* [rows][in]: stage input, read or received */
+	int32_t *y;      /* [rows][labels]: targets (last stage) */
+	float *dy;       /* [rows][out]: gradient of the stage output */
+	float *dx;       /* [rows][in]: gradient of the stage input, sent back */
+	MPI_Request send_fwd; /* output to the next stage (buffer: acts) */
+	MPI_Request send_bwd; /* dx to the previous stage */
+};
+
+/* Whole blocks whose gradients are allreduced together. */
+struct bucket {
+	size_t off, len;  /* range of stage->grads, in floats */
+	int pending;      /* blocks not yet done in the final backward */
+	MPI_Request req;
+	int started;
+};
+
+struct trainer {
+	const struct spec *s;
+	struct rt_grid *g;
+	int stage, stages, replica, replicas, micro;
+	int prev, next;    /* pipe_comm ranks of the neighbours, or -1 */
+	int in, out;       /* floats per sample of the stage input and output */
+	int classes;       /* the loss's classes: logits per target */
+	int labels;        /* targets per sample: 1, or T for token windows */
+	int64_t max_rows;  /* most rows of one micro-batch */
+	struct rt_stage st;
+	struct rt_optim opt;
+	struct rt_dp dp;   /* how replicas sum gradients; shared parameters on a node */
+	bool sharded;      /* parallel.optimizer "sharded" over replicas > 1 */
+	struct rt_shard shard; /* sharded: this replica's rows, its gradient shard */
+	struct rt_acts split_acts; /* dp.split: the node's micro-batch, in dp's window */
+	unsigned long long split_slow_ms; /* DTRAIN_FAULT_SPLIT on this rank, or 0 */
+	bool tsplit;       /* the rank's threads each compute a part of every block */
+	struct rt_pool pool; /* threads of the optimizer and of dp's sums */
+	struct rt_data train, test;
+	int has_test;
+	struct rt_sampler sampler;
+	struct rt_watchdog *wd; /* told each phase of the loop; NULL: none */
+	struct slot *slots;
+	int n_slots;
+	struct bucket *buckets;
+	int n_buckets;
+	int *block_bucket; /* bucket of each block of the stage */
+	int final_backward; /* the running backward is the step's last one */
+	int bucket_rc;      /* a bucket's allreduce failed to start during
+			     * backward (message in err); the backward's caller
+			     * returns it */
+	/* the step in progress */
+	double loss_sum;   /* last stage: summed loss of this replica's rows */
+	int64_t correct;
+	double *part_loss; /* [pool's gang]: each thread's rows' loss and */
+	int64_t *part_correct; /* correct count, the head cut by rows (split_schedule) */
+	float grad_scale;  /* 1 / targets of the global batch (rows x labels) */
+	struct rt_ties *ties; /* tied tensors' copies on this stage (tied.c), or NULL */
+	FILE *metrics;     /* rank 0 only */
+	int first[CKPT_MAX_BLOCKS + 1]; /* the stage split: stage k owns blocks first[k].. */
+	struct rt_ckpt ck; /* saves and resume */
+	int64_t start_step; /* where this process started (> 0 after a resume) */
+	double t_proc;     /* when rt_train started (monotonic seconds) */
+	struct times tm;   /* this rank, the current log window */
+	struct dt_err *err;
+};
+
+/* "rank R: CALL failed: <MPI's message>" in t->err; returns -EIO. */
+int rt__mpi_fail(struct trainer *t, const char *call, int rc);
+
+#define MPI_CHECK(t, call)                                  \
+	do {                                                \
+		int mpi_rc_ = (call);                       \
+		if (mpi_rc_ != MPI_SUCCESS)                 \
+			return rt__mpi_fail((t), #call, mpi_rc_); \
+	} while (0)
+
+/* One micro-batch of a step: which rows, from which data set. */
+struct mb {
+	const int64_t *idx; /* rows of the data set */
+	int64_t rows;
+	int tag;
+	struct rt_data *data;
+};
+
+/* The timing of a run's progress lines and step events (metrics.c). */
+struct rt_progress {
+	double t0, tw;          /* the loop's start, the log window's (monotonic s) */
+	int64_t window_rows;    /* samples of the log window so far */
+	int64_t window_steps;
+	bool quiet;             /* no progress lines (--quiet) */
+};
+
+/* --- gradient sync (grad_sync.c) --- */
+
+/* Set-up: the stage's blocks in buckets of about 25 MB, last block first,
+ * alike on every replica of the stage (-ENOMEM). */
+int rt__grad_sync_init(struct trainer *t);
+/* Before a step's passes: arms the buckets for its last backward
+ * (t->final_backward). */
+void rt__grad_sync_arm(struct trainer *t);
+/* rt_stage_backward's callback: starts a bucket's allreduce once its last
+ * block is done (a failure is left in t->bucket_rc). */
+void rt__block_done(void *ctx, int block);
+/* After the passes: the replicas' gradients summed where this replica
+ * reads them (the buckets not started yet started, all waited for; or
+ * the node's barrier and sums). */
+int rt__grad_sync_finish(struct trainer *t);
+/* What this replica updates: *sp [*n] ranges of the stage's parameters
+ * (whole, owned by the caller, may be the one); sharded: unused (the
+ * shard's pieces). */
+void rt__grad_sync_owned(const struct trainer *t, struct rt_span *whole,
+			 const struct rt_span **sp, int *n);
+/* The sum of squares of the summed gradient this replica updates (sp [n]
+ * from rt__grad_sync_owned; sharded: its shard). */
+double rt__grad_sync_sumsq(const struct trainer *t, const struct rt_span *sp, int n);
+/* The step's stats travel with the norm's sums (split) rather than in a
+ * reduction of their own. */
+bool rt__grad_sync_sums_stats(const struct trainer *t);
+/* This replica's share of the sum of squares (and, split, the stats)
+ * summed over the node's replicas (shared, split) or all replicas
+ * (sharded); nothing to do for allreduce, whose replicas hold the whole
+ * sum. */
+int rt__grad_sync_sums(struct trainer *t, double stats[2], double *sumsq);
+/* The update of sp [n] at lr, gradients times scale; the sum of squares
+ * of the gradients it read (before scale). */
+double rt__grad_sync_update(struct trainer *t, const struct rt_span *sp, int n, double lr,
+			    float scale);
+/* After the update: this replica's part handed to the node's others
+ * (shared; split when clipped, since then no sums follow the update), or
+ * (sharded) every replica's rows all-gathered. */
+int rt__grad_sync_publish(struct trainer *t, bool clipped);
+
+/* --- tied tensors (tied.c) --- */
+
+/* Set-up (after the stage): which tied copies this stage holds, and the
+ * peer stage of each one whose other copy is elsewhere. */
+int rt__ties_init(struct trainer *t);
+void rt__ties_free(struct trainer *t);
+/* After the replicas' sums: both copies of each tie get copy 0 + copy 1
+ * (collective between the two stages that hold them). */
+int rt__ties_sum(struct trainer *t);
+/* Where the summed gradient of the stage's tensor i lies, that this
+ * replica updates: *n floats (sharded: its rows, in the shard). */
+float *rt__grad_of(const struct trainer *t, int i, size_t *n);
+/* The sum of squares of the copies 1 on this stage: what the gradient
+ * norm must not count twice (sharded: of this replica's rows). */
+double rt__ties_dup_sumsq(const struct trainer *t);
+
+/* --- a step (pipeline.c, split_step.c) --- */
+
+/* Forward of micro-batch m in slot sl: receive or read the input, run the
+ * stage, send the output on, or (last stage) add the loss and correct
+ * count; keeps the activations for backward when want_grad. */
+int rt__forward_mb(struct trainer *t, struct slot *sl, const struct mb *m, double *loss,
+		   int64_t *correct, int want_grad);
+/* Backward of micro-batch m in slot sl: receive the output's gradient,
+ * accumulate the stage's gradients, send the input's gradient back. */
+int rt__backward_mb(struct trainer *t, struct slot *sl, const struct mb *m);
+/* Waits for this stage's sends still in flight. */
+int rt__wait_sends(struct trainer *t);
+/* This stage's part of one step over mbs[0..micro-1], in the schedule of
+ * parallel.schedule. */
+int rt__run_schedule(struct trainer *t, const struct mb *mbs);
+/* One step of batch_rows rows with every block cut into parts (dp.split,
+ * t->tsplit). */
+int rt__split_schedule(struct trainer *t, const struct mb *mbs, int64_t batch_rows);
+
+
+/* --- what the run tells (metrics.c) --- */
+
+/* Opens <run_dir>/metrics.jsonl on rank 0 for appending (a warning when it
+ * cannot: training goes on without it). */
+void rt__open_metrics(struct trainer *t);
+/* The run's first lines and the start event; starts pg's clocks. */
+void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int64_t total,
+		   int64_t per_epoch);
+/* After step `step` (1-based) of epoch `epoch` (0-based): the first step's
+ * event, and every train.log_every steps and at the last one a progress
+ * line and a step event with the log window's times (collective: every
+ * rank calls it after every step). */
+int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_t total,
+		 int64_t epoch, int64_t batch_rows, double loss, double lr, double norm);
+/* The test set's loss and accuracy after epoch `epoch` (0-based). */
+void rt__log_eval(struct trainer *t, int64_t step, int64_t epoch, double loss, double acc,
+		  bool quiet);
+/* The end event and the "done" line. */
+void rt__log_end(struct trainer *t, const struct rt_progress *pg, int64_t step);
+
+#endif
