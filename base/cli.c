@@ -3,6 +3,7 @@
  * program's main() shares (cli.h).
  */
 #include "base/cli.h"
+#include "base/str.h"
 
 #include <errno.h>
 #include <stdarg.h>

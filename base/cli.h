@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "base/util.h"
+#include "base/err.h"
 
 /* One subcommand: run gets argv from the command's name on (argv[0]) and
  * returns the program's exit code. */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/clock.h"
 
 static const char *const var[] = {
 	[DT_FAULT_WRITE] = "DTRAIN_FAULT_WRITE",

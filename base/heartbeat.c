@@ -39,14 +39,6 @@ bool dt_heartbeat_same_start(const struct dt_heartbeat *a, const struct dt_heart
 	return a->start - b->start < 2.0 && b->start - a->start < 2.0;
 }
 
-double dt_wall_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int dt_heartbeat_path(const char *dir, int rank, char *buf, size_t size)
 {
 	int n = snprintf(buf, size, "%s/rank-%d", dir, rank);

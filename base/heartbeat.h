@@ -73,9 +73,6 @@ bool dt_heartbeat_same_start(const struct dt_heartbeat *a, const struct dt_heart
 /* "start", "step", "sync", "eval", "save", "end" ("?" out of range). */
 const char *dt_phase_name(enum dt_phase phase);
 
-/* Unix time now, in seconds (CLOCK_REALTIME). */
-double dt_wall_s(void);
-
 /* <dir>/rank-<rank> into buf. 0, or -ENAMETOOLONG when it does not fit. */
 int dt_heartbeat_path(const char *dir, int rank, char *buf, size_t size);
 

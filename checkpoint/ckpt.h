@@ -68,7 +68,7 @@
  * function, because the HDF5 library is not thread-safe.
  *
  * Errors: functions return 0 or a negative errno-style code and add a line
- * naming the path to err (base/util.h).
+ * naming the path to err (base/err.h).
  *
  * Sections: meta, names and hashes, writing a shard, the root file, commit,
  * listing and manifests, verifying, reading tensors, export and inspect.
@@ -81,7 +81,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "base/util.h"
+#include "base/err.h"
+#include "base/io.h"
 
 #define CKPT_FORMAT "dtrain-checkpoint"
 #define CKPT_VERSION 2

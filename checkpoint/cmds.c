@@ -4,7 +4,7 @@
  * in checkpoint/README.md). The program itself (runtime/cmd/ckpt_main.c)
  * adds eval and sample, which run the checkpoint's model.
  * Each command parses its command line, calls checkpoint/ckpt.h and maps
- * errors to exit codes (base/util.h):
+ * errors to exit codes (base/err.h):
  * 0 success, 1 failure (damaged or missing checkpoint, I/O error), 2 usage
  * error.
  *
@@ -26,7 +26,7 @@
 #include "checkpoint/cmds.h"
 #include "jobs/spec.h"
 #include "base/cli.h"
-#include "base/util.h"
+#include "base/err.h"
 
 const char ckpt_usage[] =
 	"usage: dtrain-ckpt [--help] [--version] COMMAND [ARGS]\n"

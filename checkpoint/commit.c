@@ -14,6 +14,7 @@
  * Sections: names, cleaning up, checking the files, the commit, retention.
  */
 #include "checkpoint/internal.h"
+#include "base/buf.h"
 
 #include <dirent.h>
 #include <errno.h>

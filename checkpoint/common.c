@@ -4,6 +4,7 @@
  * the HDF5 settings used for every file.
  */
 #include "checkpoint/internal.h"
+#include "base/buf.h"
 
 #include <errno.h>
 #include <inttypes.h>

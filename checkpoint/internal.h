@@ -14,6 +14,7 @@
 
 #include "base/h5.h"
 #include "checkpoint/ckpt.h"
+#include "base/buf.h"
 
 #define CKPT_LATEST "latest"
 

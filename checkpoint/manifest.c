@@ -16,6 +16,7 @@
 #include "checkpoint/internal.h"
 
 #include "base/json.h"
+#include "base/buf.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -26,6 +26,8 @@
  * slow part, the root file, sealing a file.
  */
 #include "checkpoint/internal.h"
+#include "base/buf.h"
+#include "base/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -551,14 +553,6 @@ static int crc_file_range(int fd, uint64_t offset, uint64_t len, uint32_t *crc)
 	return 0;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Writes one tensor's bytes at their offset, WRITE_CHUNK at a time, each
  * chunk checksummed into *crc right after its pwrite, while it is in cache.
  * Chunks end on the file's page boundaries, so that no page is copied into
@@ -593,7 +587,7 @@ static int write_region(int fd, const struct ckpt_region *r, uint32_t *crc, uint
 
 int ckpt_shard_write(struct ckpt_shard_writer *w, struct dt_err *err)
 {
-	double t0 = now_s();
+	double t0 = dt_mono_s();
 	uint64_t at = 0, wb_from = 0;
 	uint32_t crc = 0;
 	struct stat st;
@@ -664,7 +658,7 @@ out:
 		rc = -errno;
 		dt_err_add(err, "%s: cannot write checkpoint shard: %s", w->path, strerror(-rc));
 	}
-	w->write_s = now_s() - t0;
+	w->write_s = dt_mono_s() - t0;
 	return rc;
 }
 

@@ -9,6 +9,9 @@
 #include "jobs/spec.h"
 
 #include "base/json.h"
+#include "base/io.h"
+#include "base/path.h"
+#include "base/str.h"
 
 #include <ctype.h>
 #include <errno.h>

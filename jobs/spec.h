@@ -27,7 +27,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "base/util.h"
+#include "base/err.h"
+#include "base/buf.h"
 
 /* --- value containers (owned by the struct spec they are in) --- */
 struct spec_strs { char **v; size_t n; };

@@ -9,6 +9,7 @@
  * Sections: help texts, option table, parser.
  */
 #include "launcher/launch.h"
+#include "base/str.h"
 
 #include <errno.h>
 #include <stdarg.h>

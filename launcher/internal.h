@@ -9,7 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "base/util.h"
+#include "base/err.h"
+#include "base/buf.h"
 
 /* --- running programs (proc.c) --- */
 

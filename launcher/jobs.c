@@ -14,6 +14,7 @@
 
 #include "base/heartbeat.h"
 #include "launcher/internal.h"
+#include "base/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -355,14 +356,6 @@ static ssize_t copy_new(int fd, off_t *off)
 	return total;
 }
 
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static int follow(const struct launch_job *job, int fd, struct dt_err *err)
 {
 	struct sigaction sa = {0}, old;
@@ -394,8 +387,8 @@ static int follow(const struct launch_job *job, int fd, struct dt_err *err)
 		/* Quiet: is more to come? After the job ended, one more read. */
 		if (got == 0 && ending)
 			break;
-		if (got == 0 && now_s() - asked >= LOGS_STATE_EVERY_S) {
-			asked = now_s();
+		if (got == 0 && dt_mono_s() - asked >= LOGS_STATE_EVERY_S) {
+			asked = dt_mono_s();
 			launch_job_state(job->id, state, sizeof(state));
 			if (!launch_state_active(state)) {
 				ending = true;

@@ -27,7 +27,8 @@
 #include <time.h>
 
 #include "jobs/spec.h"
-#include "base/util.h"
+#include "base/err.h"
+#include "base/buf.h"
 #include "site/site.h"
 
 /* --- command line --- */

@@ -1,6 +1,6 @@
 /*
  * main.c - dtrain-submit: parse the command line, run the command, turn its
- * result into an exit code (base/util.h). Every problem is printed as
+ * result into an exit code (base/err.h). Every problem is printed as
  * "dtrain-submit: <line>" on stderr.
  */
 #include "launcher/launch.h"

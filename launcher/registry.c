@@ -13,6 +13,8 @@
  */
 #include "launcher/launch.h"
 #include "launcher/internal.h"
+#include "base/io.h"
+#include "base/str.h"
 
 #include <errno.h>
 #include <fcntl.h>

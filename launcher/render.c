@@ -13,6 +13,7 @@
  */
 #include "launcher/launch.h"
 #include "launcher/internal.h"
+#include "base/str.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -12,6 +12,9 @@
  */
 #include "launcher/launch.h"
 #include "launcher/internal.h"
+#include "base/io.h"
+#include "base/path.h"
+#include "base/str.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,6 +6,8 @@
  * is checked as a job-spec fragment and `locked` against the job-spec table.
  */
 #include "site/site.h"
+#include "base/path.h"
+#include "base/str.h"
 
 #include <errno.h>
 #include <stdbool.h>

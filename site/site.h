@@ -26,7 +26,7 @@
 #include <stddef.h>
 
 #include "jobs/spec.h"
-#include "base/util.h"
+#include "base/err.h"
 
 #define SITE_DEFAULT_PATH "/etc/dtrain/site.json"
 

@@ -10,7 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "base/util.h"
+#include "base/err.h"
+#include "base/io.h"
 
 /* A fresh directory under $TMPDIR (or /tmp), removed by tu_cleanup(). */
 static char tu_dir[256];

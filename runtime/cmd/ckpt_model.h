@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "base/util.h"
+#include "base/err.h"
 #include "jobs/spec.h"
 #include "runtime/model/model.h"
 

@@ -3,7 +3,7 @@
  * dtrain-run trains on (format in runtime/data/data.h, guide in runtime/data/DATA.md).
  *
  * Commands: fashion-mnist, synthetic, text, tokens, info, bench. Each parses its command
- * line, calls runtime/data/data.h and maps errors to exit codes (base/util.h):
+ * line, calls runtime/data/data.h and maps errors to exit codes (base/err.h):
  * 0 success, 1 failure (input missing, unreadable or invalid; I/O error),
  * 2 usage error.
  *
@@ -22,7 +22,8 @@
 #include "base/rng.h"
 #include "runtime/data/tokens.h"
 #include "base/cli.h"
-#include "base/util.h"
+#include "base/err.h"
+#include "base/clock.h"
 
 #ifndef DTRAIN_VERSION
 #define DTRAIN_VERSION "unknown"
@@ -155,14 +156,6 @@ static int usage_error(const char *usage, const char *fmt, const char *arg)
 	return dt_usage_error("dtrain-data", usage, fmt, arg);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* A percentage on a terminal; one line per finished file everywhere. */
 static void progress(void *arg, const char *path, int64_t done, int64_t total)
 {
@@ -249,13 +242,13 @@ static int cmd_fashion(int argc, char **argv)
 	rc = parse_opts(argc, argv, usage_fm, NULL, 0, &src, 1);
 	if (rc)
 		return rc == 1 ? DT_EXIT_OK : rc;
-	t0 = now_s();
+	t0 = dt_mono_s();
 	fprintf(stderr, "dtrain-data: reading Fashion-MNIST from %s\n", src);
 	if (rt_data_make_fashion_mnist(src, argv[optind], progress, &tty, &err)) {
 		print_err(&err);
 		return DT_EXIT_FAIL;
 	}
-	fprintf(stderr, "dtrain-data: done in %.1f s\n", now_s() - t0);
+	fprintf(stderr, "dtrain-data: done in %.1f s\n", dt_mono_s() - t0);
 	return DT_EXIT_OK;
 }
 
@@ -283,12 +276,12 @@ static int cmd_synthetic(int argc, char **argv)
 		return DT_EXIT_USAGE;
 	}
 	p = (struct rt_data_synthetic){ n, f, (int)c, (uint64_t)seed, (uint64_t)stream };
-	t0 = now_s();
+	t0 = dt_mono_s();
 	if (rt_data_make_synthetic(argv[optind], &p, progress, &tty, &err)) {
 		print_err(&err);
 		return DT_EXIT_FAIL;
 	}
-	fprintf(stderr, "dtrain-data: done in %.1f s\n", now_s() - t0);
+	fprintf(stderr, "dtrain-data: done in %.1f s\n", dt_mono_s() - t0);
 	return DT_EXIT_OK;
 }
 
@@ -347,7 +340,7 @@ static int cmd_import(int argc, char **argv, bool text)
 	long long vocab = RT_GPT2_VOCAB;
 	struct dt_err err = { 0 };
 	int rc, n;
-	double t0 = now_s();
+	double t0 = dt_mono_s();
 
 	rc = parse_import(argc, argv, text ? usage_text : usage_tokens, !text, &split, &val, &vocab);
 	if (rc) {
@@ -364,7 +357,7 @@ static int cmd_import(int argc, char **argv, bool text)
 		return DT_EXIT_FAIL;
 	}
 	fprintf(stderr, "dtrain-data: wrote %s/train.h5 and %s/val.h5 in %.1f s\n", argv[argc - 1],
-		argv[argc - 1], now_s() - t0);
+		argv[argc - 1], dt_mono_s() - t0);
 	return DT_EXIT_OK;
 }
 
@@ -483,7 +476,7 @@ static int time_batches(struct rt_data *d, int64_t batch, long long steps, bool 
 	int64_t i;
 
 	rt_rng_seed(&r, 12345, 0);
-	t0 = now_s();
+	t0 = dt_mono_s();
 	for (s = 0; s < steps; s++) {
 		int64_t first = (int64_t)rt_rng_below(&r, (uint64_t)(d->n - batch + 1));
 
@@ -492,7 +485,7 @@ static int time_batches(struct rt_data *d, int64_t batch, long long steps, bool 
 		if (rt_data_read(d, idx, (int)batch, x, y, err))
 			return -EIO;
 	}
-	*per = (now_s() - t0) / (double)steps;
+	*per = (dt_mono_s() - t0) / (double)steps;
 	return 0;
 }
 
@@ -535,10 +528,10 @@ static int cmd_bench(int argc, char **argv)
 	       mb / t_rand);
 	printf("file, consecutive rows: %8.3f ms per batch (%.0f MB/s)\n", 1e3 * t_seq,
 	       mb / t_seq);
-	t0 = now_s();
+	t0 = dt_mono_s();
 	if (rt_data_load_all(&d, true, true, &err))
 		goto out;
-	t_load = now_s() - t0;
+	t_load = dt_mono_s() - t0;
 	printf("load all:               %8.3f s (%.0f MB/s)\n", t_load,
 	       (double)rt_data_bytes(&d) / 1e6 / t_load);
 	if (time_batches(&d, batch, steps, true, x, y, idx, &t_mem, &err))

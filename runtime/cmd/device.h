@@ -3,7 +3,7 @@
  * train.device "cuda" asks for (runtime/gpu/gpu.h, when built).
  *
  * dtrain-run opens the device after the grid is built and before training,
- * and every rank agrees on the outcome (rt_mpi_first_failure), so that a
+ * and every rank agrees on the outcome (rt_agree, world/agree.h), so that a
  * rank without a GPU ends the job cleanly instead of training on the CPU or
  * leaving its peers waiting.
  */
@@ -12,7 +12,7 @@
 
 #include "jobs/spec.h"
 #include "runtime/world/bootstrap.h"
-#include "base/util.h"
+#include "base/err.h"
 
 /* --- life cycle --- */
 
@@ -24,7 +24,7 @@
  *   -ENODEV   no GPU is visible to this rank (or CUDA failed: -EIO)
  *   -ENOSYS   a GPU was selected, but the GPU training loop is not in this
  *             build yet (dtrain-run never trains on the CPU instead)
- * Local: calls no collective; the caller agrees with rt_mpi_first_failure. */
+ * Local: calls no collective; the caller agrees with rt_agree (world/agree.h). */
 int rt_device_open(const struct spec *s, const struct rt_proc *p, struct dt_err *err);
 
 /* --- queries --- */

@@ -1,13 +1,17 @@
 /*
  * main.c - dtrain-run: the program every rank of a dtrain job runs.
  *
- * Learns its rank from the launcher (bootstrap.h), starts MPI, reads the
- * resolved job spec (all ranks agree on the outcome), lays the ranks out as
- * data x pipeline (grid.h), builds the communicators, opens the device
- * (device.h: the CPU, or the GPU of train.device "cuda"), reports where each
- * rank landed, and trains (train.h).
- * This file only parses the command line, calls the runtime and maps errors
- * to exit codes (base/util.h).
+ * main() is the program's story: parse the command line, set up the process
+ * (learn the rank from the launcher, start MPI, read the resolved job spec,
+ * lay the ranks out as data x pipeline and build their communicators, start
+ * the watchdog, open the device), say where each rank landed, train
+ * (train/train.h), and map the outcome to an exit code (base/err.h).
+ *
+ * A set-up step that one rank takes alone (reading the spec, opening its
+ * device) is agreed on by all ranks (world/agree.h), so that a failure on one
+ * node ends every rank with one report instead of leaving the others waiting.
+ *
+ * Sections: usage, the command line, set-up, placement, main.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +22,7 @@
 #include <mpi.h>
 
 #include "jobs/spec.h"
+#include "runtime/world/agree.h"
 #include "runtime/world/bootstrap.h"
 #include "runtime/train/checkpointing.h"
 #include "runtime/cmd/device.h"
@@ -26,7 +31,7 @@
 #include "runtime/train/train.h"
 #include "runtime/world/watchdog.h"
 #include "base/cli.h"
-#include "base/util.h"
+#include "base/err.h"
 
 #ifndef DTRAIN_VERSION
 #define DTRAIN_VERSION "unknown"
@@ -47,13 +52,16 @@ static const char usage_text[] =
 	"Ranks are ordered with the data-parallel index fastest:\n"
 	"  rank = pipeline_stage * parallel.data + replica\n"
 	"\n"
-	"Rank 0 prints a progress line every train.log_every steps and the test\n"
-	"accuracy at each epoch end; with run_dir set it appends metrics as JSON\n"
-	"lines to <run_dir>/metrics.jsonl.\n"
+	"Rank 0 prints a progress line every train.log_every steps and the\n"
+	"evaluation on data.test at each epoch end (or every train.eval_every\n"
+	"steps); with run_dir set it appends metrics as JSON lines to\n"
+	"<run_dir>/metrics.jsonl.\n"
 	"\n"
 	"Options:\n"
 	"  --save-params DIR  write the final parameters, one raw float32 file per\n"
-	"                     layer (DIR/layer-<L>.f32: weight [out][in], then bias)\n"
+	"                     block: DIR/layer-<L>.f32 for the MLP (weight [out][in],\n"
+	"                     then bias), DIR/block-<B>.f32 for the GPT (its tensors\n"
+	"                     in the model's order)\n"
 	"  -q, --quiet        no progress lines\n"
 	"  -h, --help         this text\n"
 	"  -V, --version      print the version, and whether the GPU path\n"
@@ -75,14 +83,25 @@ static const char usage_text[] =
 	"checkpoint.dir (default <run_dir>/checkpoints); a run resumes from its newest\n"
 	"valid checkpoint (checkpoint.resume). See checkpoint/README.md.\n";
 
-enum { OPT_SAVE_PARAMS = 256 };
+enum { OPT_SAVE_PARAMS = 256, CONTINUE = -1 };
 
-/* --- main --- */
+/* What main sets up, torn down in reverse by tear_down(). */
+struct run {
+	struct spec spec;
+	struct rt_proc proc;
+	struct rt_grid grid;
+	struct rt_watchdog wd;
+	bool mpi_up;   /* MPI_Init succeeded: MPI_Finalize (or MPI_Abort) at the end */
+	bool together; /* every rank fails alike: no MPI_Abort needed */
+	char prefix[32]; /* "rank R: " once the rank is known */
+};
 
 static void print_err(const struct dt_err *err, const char *prefix)
 {
 	dt_err_print("dtrain-run", prefix, err);
 }
+
+/* --- the command line --- */
 
 static void print_version(void)
 {
@@ -95,7 +114,8 @@ static void print_version(void)
 		printf("GPU path: not built\n");
 }
 
-int main(int argc, char **argv)
+/* Fills topts and *spec_path; CONTINUE, or the exit code for main. */
+static int parse_args(int argc, char **argv, struct rt_train_opts *topts, const char **spec_path)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -104,24 +124,15 @@ int main(int argc, char **argv)
 		{ "save-params", required_argument, NULL, OPT_SAVE_PARAMS },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct spec spec = { 0 };
-	struct dt_err err = { 0 }, err2 = { 0 };
-	struct rt_proc proc = { 0 };
-	struct rt_grid grid = { 0 };
-	struct rt_train_opts topts = { 0 };
-	struct rt_watchdog wd = { 0 };
-	bool mpi_up = false, together = false;
-	char prefix[32];
-	int c, rc, bad, status = DT_EXIT_FAIL;
+	int c;
 
-	grid.data_comm = grid.pipe_comm = MPI_COMM_NULL;
 	while ((c = getopt_long(argc, argv, "hVq", opts, NULL)) != -1) {
 		switch (c) {
 		case 'q':
-			topts.quiet = true;
+			topts->quiet = true;
 			break;
 		case OPT_SAVE_PARAMS:
-			topts.save_params = optarg;
+			topts->save_params = optarg;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -139,116 +150,182 @@ int main(int argc, char **argv)
 			argc - optind ? "too many arguments" : "missing SPEC.json");
 		return DT_EXIT_USAGE;
 	}
+	*spec_path = argv[optind];
+	return CONTINUE;
+}
+
+/* --- set-up --- */
+
+/*
+ * The outcome rc of a set-up step every rank took alone, agreed on by all.
+ * CONTINUE when every rank succeeded. Otherwise the first failing rank
+ * prints its message err (after first_prefix) and every rank returns
+ * status, exiting alike. When MPI itself failed this rank prints and
+ * returns DT_EXIT_FAIL, and the job aborts.
+ */
+static int agree_setup(struct run *r, int rc, struct dt_err *err, int status,
+		       const char *first_prefix)
+{
+	int first;
+
+	rc = rt_agree(rc, err, &first);
+	if (rc == RT_AGREE_BROKEN) {
+		print_err(err, r->prefix);
+		return DT_EXIT_FAIL;
+	}
+	if (!rc)
+		return CONTINUE;
+	if (r->proc.rank == first)
+		print_err(err, first_prefix);
+	r->together = true;
+	return status;
+}
+
+/* The spec, read after MPI_Init so that all ranks agree on the outcome: a
+ * file missing on one node ends the job instead of hanging the rest. */
+static int load_spec(struct run *r, const char *path)
+{
+	struct dt_err err = { 0 };
+	int rc = spec_load(path, &r->spec, &err);
+
+	if (!rc && rt_preempt_signals(r->spec.preemption.signal)) {
+		dt_err_add(&err, "%s: preemption.signal: unknown signal \"%s\"", path,
+			   r->spec.preemption.signal);
+		rc = -EINVAL;
+	}
+	return agree_setup(r, rc, &err, DT_EXIT_SPEC, r->proc.rank ? r->prefix : "");
+}
+
+/* Every rank sees the same spec and world size, so every rank fails the
+ * layout alike: one report (rank 0's). The spec table bounds parallel.data
+ * and parallel.pipeline well inside int. */
+static int lay_out(struct run *r)
+{
+	struct dt_err err = { 0 };
+
+	if (rt_grid_init(&r->grid, r->proc.size, (int)r->spec.parallel.data,
+			 (int)r->spec.parallel.pipeline, r->proc.rank, &err)) {
+		if (r->proc.rank == 0)
+			print_err(&err, "");
+		return DT_EXIT_SPEC;
+	}
+	if (rt_grid_comms(&r->grid, MPI_COMM_WORLD, &err)) {
+		print_err(&err, r->prefix);
+		return DT_EXIT_FAIL;
+	}
+	return CONTINUE;
+}
+
+/* Bootstrap, MPI, the spec, the layout, the watchdog and the device, in
+ * that order; CONTINUE, or the exit status. */
+static int set_up(struct run *r, const char *spec_path)
+{
+	struct dt_err err = { 0 };
+	int status;
 
 	/* SIGTERM only sets the stop flag from here on (preempt.h) */
 	rt_preempt_signals(NULL);
-	if (rt_bootstrap(&proc, &err)) {
+	if (rt_bootstrap(&r->proc, &err)) {
 		print_err(&err, "bootstrap: ");
-		goto out;
+		return DT_EXIT_FAIL;
 	}
-	snprintf(prefix, sizeof(prefix), "rank %d: ", proc.rank);
-	if (rt_mpi_init(&proc, &mpi_up, &err)) {
-		print_err(&err, prefix);
-		goto out; /* abort: the ranks disagree on the world */
+	snprintf(r->prefix, sizeof(r->prefix), "rank %d: ", r->proc.rank);
+	if (rt_mpi_init(&r->proc, &r->mpi_up, &err)) {
+		print_err(&err, r->prefix);
+		return DT_EXIT_FAIL; /* abort: the ranks disagree on the world */
 	}
+	status = load_spec(r, spec_path);
+	if (status == CONTINUE)
+		status = lay_out(r);
+	/* from here on a rank that waits too long for the others ends the
+	 * job step, naming whom it waited for (watchdog.h) */
+	if (status == CONTINUE)
+		status = agree_setup(r, rt_watchdog_start(&r->wd, &r->spec, r->proc.rank,
+							  r->proc.size, r->proc.node, &err),
+				     &err, DT_EXIT_FAIL, "");
+	/* a rank without its device (no GPU visible) ends every rank */
+	if (status == CONTINUE)
+		status = agree_setup(r, rt_device_open(&r->spec, &r->proc, &err), &err,
+				     DT_EXIT_FAIL, "");
+	return status;
+}
 
-	/* Loaded after MPI_Init so that all ranks agree on the outcome: a
-	 * file missing on one node ends the job instead of hanging the rest.
-	 * The first failing rank reports (rank 0 when all fail alike). */
-	rc = spec_load(argv[optind], &spec, &err);
-	if (!rc && rt_preempt_signals(spec.preemption.signal)) {
-		dt_err_add(&err, "%s: preemption.signal: unknown signal \"%s\"", argv[optind],
-			   spec.preemption.signal);
-		rc = -EINVAL;
-	}
-	if (rt_mpi_first_failure(rc != 0, &bad, &err2)) {
-		print_err(&err2, prefix);
-		goto out;
-	}
-	if (bad >= 0) {
-		if (proc.rank == bad)
-			print_err(&err, bad ? prefix : "");
-		status = DT_EXIT_SPEC;
-		goto out;
-	}
+/* --- placement --- */
 
-	/* Every rank sees the same spec and world size, so every rank fails
-	 * here alike: one report, and a clean MPI_Finalize on all. The spec
-	 * table bounds parallel.data and parallel.pipeline well inside int. */
-	if (rt_grid_init(&grid, proc.size, (int)spec.parallel.data, (int)spec.parallel.pipeline,
-			 proc.rank, &err)) {
-		if (proc.rank == 0)
-			print_err(&err, "");
-		status = DT_EXIT_SPEC;
-		goto out;
-	}
-	if (rt_grid_comms(&grid, MPI_COMM_WORLD, &err)) {
-		print_err(&err, prefix);
-		goto out;
-	}
-	/* From here on a rank that waits too long for the others ends the
-	 * job step, naming whom it waited for (watchdog.h). */
-	rc = rt_watchdog_start(&wd, &spec, proc.rank, proc.size, proc.node, &err);
-	if (rt_mpi_first_failure(rc != 0, &bad, &err2)) {
-		print_err(&err2, prefix);
-		goto out;
-	}
-	if (bad >= 0) {
-		if (proc.rank == bad)
-			print_err(&err, "");
-		together = true;
-		goto out;
-	}
-	/* A rank without its device (no GPU visible) ends every rank: the
-	 * first failing rank reports (its message names it), all exit 1. */
-	rc = rt_device_open(&spec, &proc, &err);
-	if (rt_mpi_first_failure(rc != 0, &bad, &err2)) {
-		print_err(&err2, prefix);
-		goto out;
-	}
-	if (bad >= 0) {
-		if (proc.rank == bad)
-			print_err(&err, "");
-		together = true;
-		goto out;
-	}
+/* The job's line (rank 0) and one line per rank saying where it landed;
+ * CONTINUE, or DT_EXIT_FAIL when the barrier after them fails. */
+static int report_placement(const struct run *r)
+{
+	const struct rt_proc *p = &r->proc;
+	const struct rt_grid *g = &r->grid;
+	int rc;
 
-	if (proc.rank == 0) {
-		printf("dtrain-run: job %s world %d = data %d x pipeline %d\n", spec.name,
-		       grid.world, grid.size[RT_DIM_DATA], grid.size[RT_DIM_PIPE]);
+	if (p->rank == 0) {
+		printf("dtrain-run: job %s world %d = data %d x pipeline %d\n", r->spec.name,
+		       g->world, g->size[RT_DIM_DATA], g->size[RT_DIM_PIPE]);
 		fflush(stdout);
 	}
 	/* best effort to show the job line first: launchers merge the streams */
 	MPI_Barrier(MPI_COMM_WORLD);
 	printf("dtrain-run: rank %d/%d local %d/%d node %s host %s nodeid %d data %d/%d pipe %d/%d via %s machine %d ranks %d cpus mpi_wait %s\n",
-	       proc.rank, proc.size, proc.local_rank, proc.local_size, proc.node, proc.hostname,
-	       proc.node_id, grid.coord[RT_DIM_DATA], grid.size[RT_DIM_DATA],
-	       grid.coord[RT_DIM_PIPE], grid.size[RT_DIM_PIPE], rt_boot_via_name(proc.via),
-	       proc.machine_size, proc.machine_cpus, rt_mpi_yields() ? "yield" : "spin");
+	       p->rank, p->size, p->local_rank, p->local_size, p->node, p->hostname, p->node_id,
+	       g->coord[RT_DIM_DATA], g->size[RT_DIM_DATA], g->coord[RT_DIM_PIPE],
+	       g->size[RT_DIM_PIPE], rt_boot_via_name(p->via), p->machine_size, p->machine_cpus,
+	       rt_mpi_yields() ? "yield" : "spin");
 	fflush(stdout);
 	rc = MPI_Barrier(MPI_COMM_WORLD);
 	if (rc != MPI_SUCCESS) {
-		fprintf(stderr, "dtrain-run: %sMPI_Barrier failed (MPI error %d)\n", prefix, rc);
-		goto out;
+		fprintf(stderr, "dtrain-run: %sMPI_Barrier failed (MPI error %d)\n", r->prefix, rc);
+		return DT_EXIT_FAIL;
 	}
+	return CONTINUE;
+}
 
-	topts.proc = &proc;
-	topts.watchdog = &wd;
-	rc = rt_train(&spec, &grid, &topts, &together, &err);
+/* --- main --- */
+
+static int train(struct run *r, struct rt_train_opts *topts)
+{
+	struct dt_err err = { 0 };
+	int rc;
+
+	topts->proc = &r->proc;
+	topts->watchdog = &r->wd;
+	rc = rt_train(&r->spec, &r->grid, topts, &r->together, &err);
 	if (err.count)
-		print_err(&err, rc == -ERANGE ? "" : prefix);
+		print_err(&err, rc == -ERANGE ? "" : r->prefix);
 	/* a failure on this rank alone aborts the job (together false) */
-	status = rc == 0 ? DT_EXIT_OK : rc == -ERANGE ? DT_EXIT_DIVERGED :
-		 rc == -EINVAL ? DT_EXIT_SPEC : rc == -EAGAIN ? DT_EXIT_REQUEUE : DT_EXIT_FAIL;
-out:
-	rt_watchdog_stop(&wd);
-	rt_grid_free(&grid);
-	if (mpi_up) {
-		if (status == DT_EXIT_FAIL && !together)
+	return rc == 0 ? DT_EXIT_OK : rc == -ERANGE ? DT_EXIT_DIVERGED :
+	       rc == -EINVAL ? DT_EXIT_SPEC : rc == -EAGAIN ? DT_EXIT_REQUEUE : DT_EXIT_FAIL;
+}
+
+static void tear_down(struct run *r, int status)
+{
+	rt_watchdog_stop(&r->wd);
+	rt_grid_free(&r->grid);
+	if (r->mpi_up) {
+		if (status == DT_EXIT_FAIL && !r->together)
 			MPI_Abort(MPI_COMM_WORLD, DT_EXIT_FAIL); /* peers may wait on us */
 		MPI_Finalize();
 	}
-	rt_bootstrap_fini(&proc);
-	spec_free(&spec);
+	rt_bootstrap_fini(&r->proc);
+	spec_free(&r->spec);
+}
+
+int main(int argc, char **argv)
+{
+	struct rt_train_opts topts = { 0 };
+	struct run r = { 0 };
+	const char *spec_path = NULL;
+	int status = parse_args(argc, argv, &topts, &spec_path);
+
+	if (status != CONTINUE)
+		return status;
+	r.grid.data_comm = r.grid.pipe_comm = MPI_COMM_NULL;
+	status = set_up(&r, spec_path);
+	if (status == CONTINUE)
+		status = report_placement(&r);
+	if (status == CONTINUE)
+		status = train(&r, &topts);
+	tear_down(&r, status);
 	return status;
 }

@@ -27,6 +27,8 @@
 
 #include "base/h5.h"
 #include "base/rng.h"
+#include "base/io.h"
+#include "base/path.h"
 
 _Static_assert(sizeof(hid_t) == sizeof(int64_t), "data.h keeps hid_t in int64_t fields");
 

@@ -55,7 +55,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base/util.h"
+#include "base/err.h"
 
 #define RT_DATA_FORMAT "dtrain-dataset"
 #define RT_DATA_VERSION 1

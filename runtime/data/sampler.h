@@ -42,7 +42,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base/util.h"
+#include "base/err.h"
 
 struct rt_sampler {
 	int64_t n;            /* rows of the data set, >= 1 */

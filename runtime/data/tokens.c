@@ -17,6 +17,7 @@
 #include <hdf5.h>
 
 #include "base/h5.h"
+#include "base/io.h"
 
 /* --- attributes --- */
 

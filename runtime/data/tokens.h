@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base/util.h"
+#include "base/err.h"
 
 /* --- the format --- */
 

@@ -7,6 +7,7 @@
  * Sections: the groups, creation, teardown.
  */
 #include "runtime/gpu/gpu.h"
+#include "runtime/world/agree.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -55,38 +56,30 @@ static void groups_of(const struct rt_grid *g, struct group gr[NGROUPS])
 static int share_ids(const struct rt_proc *p, struct group gr[NGROUPS], struct dt_err *err)
 {
 	struct rt_share sh[NGROUPS];
-	struct dt_err err2 = { 0 };
+	struct dt_err mine = { 0 }; /* this rank's failure, until agreed on */
 	ncclResult_t nr;
-	size_t len0 = err->len;
-	int i, rc = 0, bad = -1, count0 = err->count;
+	int i, rc = 0;
 
 	for (i = 0; i < NGROUPS; i++) {
 		memset(&gr[i].uid, 0, sizeof(gr[i].uid));
 		if (gr[i].root == p->rank && !rc) {
 			nr = ncclGetUniqueId(&gr[i].uid);
 			if (nr != ncclSuccess)
-				rc = dt_err_add(err, "rank %d: ncclGetUniqueId (root of the %s group %d): %s",
+				rc = dt_err_add(&mine, "rank %d: ncclGetUniqueId (root of the %s group %d): %s",
 						p->rank, group_name[i], gr[i].id, ncclGetErrorString(nr));
 		}
 		sh[i] = (struct rt_share){ .key = gr[i].key, .comm = gr[i].comm, .root = gr[i].root,
 					   .buf = &gr[i].uid, .len = sizeof(gr[i].uid) };
 	}
 	/* shared even after a failed id: the peers wait in the fence */
-	if (rt_pmix_share(p, sh, NGROUPS, err))
+	if (rt_pmix_share(p, sh, NGROUPS, &mine))
 		rc = -EIO;
-	if (rt_mpi_first_failure(rc != 0, &bad, &err2)) {
-		dt_err_add(err, "rank %d: %s", p->rank, err2.msg);
+	rc = rt_agree(rc, &mine, NULL);
+	if (mine.count) /* the first failing rank's report, or MPI's */
+		dt_err_add(err, "%s", mine.msg);
+	if (rc == RT_AGREE_BROKEN)
 		return -ECOMM; /* MPI itself failed: the caller aborts */
-	}
-	if (bad >= 0) {
-		if (bad != p->rank) { /* the first failing rank reports: drop ours */
-			err->len = len0;
-			err->count = count0;
-			err->msg[len0] = '\0';
-		}
-		return -EIO;
-	}
-	return 0;
+	return rc ? -EIO : 0;
 }
 
 static int init_rank(const struct rt_proc *p, const struct group *gr, const char *name,

@@ -30,7 +30,7 @@
 
 #include "runtime/world/bootstrap.h"
 #include "runtime/world/grid.h"
-#include "base/util.h"
+#include "base/err.h"
 
 struct ncclComm; /* nccl.h's ncclComm_t is a struct ncclComm * */
 
@@ -56,7 +56,7 @@ struct rt_gpu_comms {
  * (cudaSetDevice) for this thread. 0, or on this rank only: -ENODEV when no
  * device is visible (the message names the rank, its node and CUDA's error
  * string, with a hint), -EIO for another CUDA failure. The caller agrees
- * with rt_mpi_first_failure(). */
+ * with rt_agree() (world/agree.h). */
 int rt_gpu_select(const struct rt_proc *p, struct rt_gpu_device *dev, struct dt_err *err);
 
 /* Creates c->world, c->data and c->pipe (ncclGetUniqueId on each group's

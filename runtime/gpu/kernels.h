@@ -49,7 +49,7 @@ extern "C" {
 
 #include "runtime/kernels/kernels.h"
 #include "runtime/model/optim.h"
-#include "base/util.h"
+#include "base/err.h"
 
 /* --- errors --- */
 

@@ -62,7 +62,7 @@ extern "C" {
 #include "jobs/spec.h"
 #include "runtime/model/mlp.h"
 #include "runtime/model/optim.h"
-#include "base/util.h"
+#include "base/err.h"
 
 /* --- stages --- */
 

@@ -43,7 +43,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/util.h"
+#include "base/err.h"
+#include "base/buf.h"
 #include "jobs/spec.h"
 
 #define RT_TENSOR_NAME 96 /* bytes of a tensor name, its NUL included */

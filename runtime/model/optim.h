@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #include "jobs/spec.h"
-#include "base/util.h"
+#include "base/err.h"
 
 enum rt_optim_type {
 	RT_OPTIM_SGD,   /* "sgd": SGD with momentum (0 = plain SGD) */

@@ -98,7 +98,7 @@
 #include "runtime/world/grid.h"
 #include "runtime/model/model.h"
 #include "runtime/model/optim.h"
-#include "base/util.h"
+#include "base/err.h"
 
 struct rt_pool; /* runtime/world/pool.h */
 

@@ -44,7 +44,7 @@
 
 #include <mpi.h>
 
-#include "base/util.h"
+#include "base/err.h"
 #include "runtime/model/model.h"
 #include "runtime/model/optim.h"
 

@@ -22,27 +22,21 @@
 
 #include <mpi.h>
 
-/* The rank that reported, the one that did not: see rt_mpi_first_failure. */
-#include "runtime/world/bootstrap.h"
+/* The rank that reported, the one that did not: see rt_agree. */
+#include "runtime/world/agree.h"
+#include "base/clock.h"
 
 /* --- helpers --- */
 
-static double now_s(void)
+/* A step every rank took alone, agreed on (world/agree.h): 0, or -EINVAL
+ * with the first failing rank's message e moved to err (-EIO when MPI
+ * failed). */
+static int agreed(int rc, struct dt_err *e, struct dt_err *err)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int mpi_err(struct dt_err *err, int rank, const char *call, int rc)
-{
-	char msg[MPI_MAX_ERROR_STRING];
-	int len = 0;
-
-	MPI_Error_string(rc, msg, &len);
-	dt_err_add(err, "rank %d: %s failed: %s", rank, call, msg);
-	return -EIO;
+	rc = rt_agree(rc, e, NULL);
+	if (e->count)
+		dt_err_add(err, "%s", e->msg);
+	return rc == RT_AGREE_BROKEN ? -EIO : rc ? -EINVAL : 0;
 }
 
 /* Prints each line of e as a warning of this rank, then clears e. */
@@ -279,7 +273,7 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 		 bool quiet, struct dt_err *err)
 {
 	struct dt_err e = { 0 };
-	int rc = 0, bad = -1, stage = g->coord[RT_DIM_PIPE];
+	int rc = 0, stage = g->coord[RT_DIM_PIPE];
 
 	memset(c, 0, sizeof(*c));
 	c->s = s;
@@ -344,14 +338,7 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 		else
 			rc = ckpt_clean_tmp(c->dir, &e);
 	}
-	if (rt_mpi_first_failure(rc != 0, &bad, err))
-		return -EIO;
-	if (bad >= 0) {
-		if (g->rank == bad)
-			dt_err_add(err, "%s", e.msg);
-		return -EINVAL;
-	}
-	return 0;
+	return agreed(rc, &e, err);
 }
 
 static int join_thread(struct rt_ckpt *c)
@@ -407,8 +394,8 @@ static int verify_spread(struct rt_ckpt *c, const char *path, struct ckpt_manife
 	rc = ckpt_manifest_read(path, m, &e);
 	for (i = c->g->rank; !rc && i < m->n_files; i += world)
 		rc = ckpt_verify_file(path, &m->files[i], &e);
-	if (rt_mpi_first_failure(rc != 0, &bad, err))
-		return -EIO;
+	if (rt_agree(rc, &e, &bad) == RT_AGREE_BROKEN)
+		return dt_err_add(err, "%s", e.msg), -EIO;
 	*ok = bad < 0;
 	*reporter = bad;
 	if (bad >= 0 && c->g->rank == bad) {
@@ -473,7 +460,7 @@ static int load_state(struct rt_ckpt *c, const char *path, struct dt_err *err)
 	struct dt_err e = { 0 };
 	const char *names[CKPT_MAX_STATES];
 	float *bufs[CKPT_MAX_STATES];
-	int n_states = optim_states(c->opt, names, bufs), i, k, rc = 0, bad = -1, mrc;
+	int n_states = optim_states(c->opt, names, bufs), i, k, rc = 0, mrc;
 
 	rt_ckpt_wait_snapshot(c); /* no save runs at a resume: for safety */
 	r.open_stage = -1;
@@ -501,18 +488,14 @@ static int load_state(struct rt_ckpt *c, const char *path, struct dt_err *err)
 		}
 		ckpt_reader_close(&r);
 	}
-	if (rt_mpi_first_failure(rc != 0, &bad, err))
-		return -EIO;
-	if (bad >= 0) {
-		if (c->g->rank == bad)
-			dt_err_add(err, "%s", e.msg);
-		return -EINVAL;
-	}
+	rc = agreed(rc, &e, err);
+	if (rc)
+		return rc;
 	mrc = rt_dp_bcast(c->dp, c->st->params, c->st->n_params);
 	for (k = 0; mrc == MPI_SUCCESS && !c->shard && k < n_states; k++)
 		mrc = rt_dp_bcast(c->dp, bufs[k], c->st->n_params);
 	if (mrc != MPI_SUCCESS)
-		return mpi_err(err, c->g->rank, "MPI_Bcast of the checkpoint", mrc);
+		return rt_mpi_error(err, "MPI_Bcast of the checkpoint", mrc);
 	return 0;
 }
 
@@ -525,7 +508,7 @@ int rt_ckpt_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, int64_t *st
 	char path[4200] = "";
 	bool found = false;
 	int rc = 0, rep = -1;
-	double t0 = now_s();
+	double t0 = dt_mono_s();
 	const char *job_start = getenv("DTRAIN_JOB_START");
 
 	*step = 0;
@@ -591,11 +574,11 @@ int rt_ckpt_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, int64_t *st
 		say(c, "resuming from %s: step %lld of %lld, written on data %d x pipeline %d, now "
 		       "data %d x pipeline %d (loaded in %.2f s)", path, (long long)m->meta.step,
 		    (long long)pos->total_steps, m->meta.data, m->meta.pipeline, ours->data,
-		    ours->pipeline, now_s() - t0);
+		    ours->pipeline, dt_mono_s() - t0);
 	else
 		say(c, "resuming from %s: step %lld of %lld, epoch %lld (loaded in %.2f s)", path,
 		    (long long)m->meta.step, (long long)pos->total_steps,
-		    (long long)m->meta.epoch + 1, now_s() - t0);
+		    (long long)m->meta.epoch + 1, dt_mono_s() - t0);
 	if (m->meta.optimizer_shards != ours->optimizer_shards) {
 		char was[48], now[48];
 
@@ -613,7 +596,7 @@ int rt_ckpt_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, int64_t *st
 		    c->spec_hash, m->meta.spec_hash);
 	dt_json_line(c->metrics, "{\"event\":\"resume\",\"step\":%lld,\"path\":\"%s\",\"load_s\":%.3f,"
 		  "\"data\":%d,\"pipeline\":%d,\"from_data\":%d,\"from_pipeline\":%d%s%s}",
-	       (long long)m->meta.step, path, now_s() - t0, ours->data, ours->pipeline,
+	       (long long)m->meta.step, path, dt_mono_s() - t0, ours->data, ours->pipeline,
 	       m->meta.data, m->meta.pipeline, job_start ? ",\"job_start\":" : "",
 	       job_start && strspn(job_start, "0123456789.") == strlen(job_start) ? job_start : "");
 out:
@@ -688,7 +671,7 @@ static int gather(struct rt_ckpt *c, struct dt_err *err)
 	mrc = MPI_Gather(mine, 7, MPI_INT64_T, all, 7, MPI_INT64_T, 0, MPI_COMM_WORLD);
 	if (mrc != MPI_SUCCESS) {
 		free(all);
-		return mpi_err(err, c->g->rank, "MPI_Gather of the checkpoint results", mrc);
+		return rt_mpi_error(err, "MPI_Gather of the checkpoint results", mrc);
 	}
 	if (c->g->rank != 0)
 		return 0;
@@ -739,7 +722,7 @@ static int gather(struct rt_ckpt *c, struct dt_err *err)
 static void *commit_main(void *arg)
 {
 	struct rt_ckpt *c = arg;
-	double t0 = now_s();
+	double t0 = dt_mono_s();
 
 	dt_err_clear(&c->commit_err);
 	if (c->failed >= 0) {
@@ -750,8 +733,8 @@ static void *commit_main(void *arg)
 					   c->n_model_tensors, c->files, c->n_files,
 					   (int)c->s->checkpoint.keep, &c->commit_err);
 	}
-	c->commit_s = now_s() - t0;
-	c->t_done = now_s();
+	c->commit_s = dt_mono_s() - t0;
+	c->t_done = dt_mono_s();
 	atomic_store(&c->commit_done, 1);
 	return NULL;
 }
@@ -827,7 +810,7 @@ static int commit_now(struct rt_ckpt *c, struct dt_err *err)
 	}
 	mrc = MPI_Bcast(&result, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
 	if (mrc != MPI_SUCCESS)
-		return mpi_err(err, c->g->rank, "MPI_Bcast of the checkpoint result", mrc);
+		return rt_mpi_error(err, "MPI_Bcast of the checkpoint result", mrc);
 	if (!result)
 		c->last_step = c->meta->step;
 	return result ? -ECANCELED : 0;
@@ -907,7 +890,7 @@ int rt_ckpt_poll(struct rt_ckpt *c, int *stop_sig, struct dt_err *err)
 	v[1] = c->inflight && !atomic_load(&c->thread_done);
 	mrc = MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	if (mrc != MPI_SUCCESS)
-		return mpi_err(err, c->g->rank, "MPI_Allreduce of the stop flag", mrc);
+		return rt_mpi_error(err, "MPI_Allreduce of the stop flag", mrc);
 	*stop_sig = v[0];
 	if (!c->inflight || v[1] != 0)
 		return 0;
@@ -940,7 +923,7 @@ static int drain(struct rt_ckpt *c, struct dt_err *err)
 
 int rt_ckpt_save(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, bool sync, struct dt_err *err)
 {
-	double t0 = now_s();
+	double t0 = dt_mono_s();
 	int rc;
 
 	if (!c->dir[0])
@@ -955,7 +938,7 @@ int rt_ckpt_save(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, bool sync, st
 	c->async = !sync;
 	begin(c, pos);
 	c->inflight = true;
-	c->stall_s = now_s() - t0;
+	c->stall_s = dt_mono_s() - t0;
 	atomic_store(&c->thread_done, 0);
 	if (!sync && !c->local_rc && (c->writer || c->shard || c->g->rank == 0)) {
 		/* a shard begun, not copied yet (a failed begin leaves no copy) */
@@ -966,14 +949,14 @@ int rt_ckpt_save(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, bool sync, st
 		}
 		/* no thread: copy and write here, then as below */
 		writer_main(c);
-		c->stall_s = now_s() - t0;
+		c->stall_s = dt_mono_s() - t0;
 	}
 	if (!sync) {
 		atomic_store(&c->thread_done, 1); /* nothing (more) to write here, or failed already */
 		return 0;
 	}
 	writer_main(c);
-	c->stall_s = now_s() - t0;
+	c->stall_s = dt_mono_s() - t0;
 	return commit_now(c, err);
 }
 
@@ -985,12 +968,12 @@ void rt_ckpt_wait_snapshot(struct rt_ckpt *c)
 	 * happened before anything this thread does next */
 	if (!atomic_load(&c->copy_pending))
 		return;
-	t0 = now_s();
+	t0 = dt_mono_s();
 	pthread_mutex_lock(&c->copy_lock);
 	while (atomic_load(&c->copy_pending))
 		pthread_cond_wait(&c->copy_cond, &c->copy_lock);
 	pthread_mutex_unlock(&c->copy_lock);
-	c->stall_s += now_s() - t0;
+	c->stall_s += dt_mono_s() - t0;
 }
 
 bool rt_ckpt_async_inflight(const struct rt_ckpt *c)

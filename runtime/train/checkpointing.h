@@ -66,7 +66,7 @@
 #include "runtime/parallel/dp.h"
 #include "runtime/model/optim.h"
 #include "runtime/parallel/shard.h"
-#include "base/util.h"
+#include "base/err.h"
 
 /* Where the trainer stands at a step boundary. */
 struct rt_ckpt_pos {

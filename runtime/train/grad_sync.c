@@ -81,7 +81,7 @@ void rt__block_done(void *ctx, int block)
 		int rc = rt_shard_reduce_block(&t->shard, &t->st, block);
 
 		if (rc != MPI_SUCCESS)
-			t->bucket_rc = rt__mpi_fail(t, "MPI_Ireduce_scatter of a block's gradients", rc);
+			t->bucket_rc = rt_mpi_error(t->err, "MPI_Ireduce_scatter of a block's gradients", rc);
 		return;
 	}
 	b = &t->buckets[t->block_bucket[block]];
@@ -125,18 +125,18 @@ int rt__grad_sync_finish(struct trainer *t)
 		 * allreduce between nodes: all of it follows the backward pass.
 		 * Split: no barrier there (runtime/parallel/dp.h) but while a save is in
 		 * flight: its writer's copy reads every replica's blocks */
-		t0 = now_s();
+		t0 = dt_mono_s();
 		if (t->dp.split && rt_ckpt_async_inflight(&t->ck) && rt_dp_sync(&t->dp))
 			return -EIO;
 		if (rt_dp_reduce(&t->dp, t->err))
 			return -EIO;
-		t->tm.grad += now_s() - t0;
+		t->tm.grad += dt_mono_s() - t0;
 		return 0;
 	}
-	t0 = now_s();
+	t0 = dt_mono_s();
 	if (t->sharded) {
 		MPI_CHECK(t, rt_shard_reduce_finish(&t->shard, &t->st));
-		t->tm.grad += now_s() - t0;
+		t->tm.grad += dt_mono_s() - t0;
 		return 0;
 	}
 	for (i = 0; i < t->n_buckets; i++)
@@ -144,7 +144,7 @@ int rt__grad_sync_finish(struct trainer *t)
 			return -EIO;
 	for (i = 0; i < t->n_buckets; i++)
 		MPI_CHECK(t, MPI_Wait(&t->buckets[i].req, MPI_STATUS_IGNORE));
-	t->tm.grad += now_s() - t0;
+	t->tm.grad += dt_mono_s() - t0;
 	return 0;
 }
 
@@ -186,18 +186,18 @@ bool rt__grad_sync_sums_stats(const struct trainer *t)
 
 int rt__grad_sync_sums(struct trainer *t, double stats[2], double *sumsq)
 {
-	double t0 = now_s();
+	double t0 = dt_mono_s();
 	int rc;
 
 	if (t->sharded) {
 		MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, sumsq, 1, MPI_DOUBLE, MPI_SUM, t->g->data_comm));
-		t->tm.grad += now_s() - t0;
+		t->tm.grad += dt_mono_s() - t0;
 		return 0;
 	}
 	if (!t->dp.split)
 		return t->dp.shared ? rt_dp_sum_parts(&t->dp, sumsq, t->err) : 0;
 	rc = rt_dp_step_sums(&t->dp, stats, 2, sumsq, t->err);
-	t->tm.grad += now_s() - t0;
+	t->tm.grad += dt_mono_s() - t0;
 	return rc;
 }
 
@@ -216,10 +216,10 @@ double rt__grad_sync_update(struct trainer *t, const struct rt_span *sp, int n, 
 int rt__grad_sync_publish(struct trainer *t, bool clipped)
 {
 	if (t->sharded) {
-		double t0 = now_s();
+		double t0 = dt_mono_s();
 
 		MPI_CHECK(t, rt_shard_gather(&t->shard, &t->st));
-		t->tm.grad += now_s() - t0;
+		t->tm.grad += dt_mono_s() - t0;
 		return 0;
 	}
 	/* split without clipping: the sums after the update are the hand-over */

@@ -89,7 +89,7 @@ void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int6
 	size_t tied = rt_model_tied_params(s);
 	char copies[96] = "";
 
-	pg->t0 = pg->tw = now_s();
+	pg->t0 = pg->tw = dt_mono_s();
 	if (tied)
 		snprintf(copies, sizeof(copies), " (%zu without the tied copies)",
 			 rt_model_params(s) - tied);
@@ -142,7 +142,7 @@ static void log_first_step(struct trainer *t, struct rt_progress *pg, int64_t st
 	dt_json_line(t->metrics, "{\"event\":\"first_step\",\"step\":%lld,\"resumed\":%s,"
 		      "\"since_job_start_s\":%.3f,\"since_process_start_s\":%.3f,"
 		      "\"unix_time\":%.6f}", (long long)step, t->start_step > 0 ? "true" : "false",
-		   since, now_s() - t->t_proc, (double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec);
+		   since, dt_mono_s() - t->t_proc, (double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec);
 }
 
 int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_t total,
@@ -159,7 +159,7 @@ int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_
 		log_first_step(t, pg, step);
 	if (step % s->train.log_every != 0 && step != total)
 		return 0;
-	now = now_s();
+	now = dt_mono_s();
 	rate = (double)pg->window_rows / (now - pg->tw);
 	eta = (now - pg->t0) / (double)step * (double)(total - step);
 	rc = window_times(t, now - pg->tw, pg->window_steps, tm);
@@ -184,7 +184,7 @@ int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_
 		   (long long)step, (long long)total, (long long)epoch + 1, loss, lr, norm,
 		   rate, tokens, eta, (long long)pg->window_steps,
 		   tm[0], tm[1], tm[2], tm[3], tm[4], tm[5]);
-	pg->tw = now_s(); /* the window's reduction is not part of the next */
+	pg->tw = dt_mono_s(); /* the window's reduction is not part of the next */
 	pg->window_rows = 0;
 	pg->window_steps = 0;
 	memset(&t->tm, 0, sizeof(t->tm));
@@ -218,7 +218,7 @@ void rt__log_eval(struct trainer *t, int64_t step, int64_t epoch, double loss, d
 
 void rt__log_end(struct trainer *t, const struct rt_progress *pg, int64_t step)
 {
-	double secs = now_s() - pg->t0;
+	double secs = dt_mono_s() - pg->t0;
 
 	dt_json_line(t->metrics, "{\"event\":\"end\",\"step\":%lld,\"seconds\":%.3f}", (long long)step, secs);
 	if (t->g->rank == 0 && !pg->quiet) {

@@ -23,23 +23,23 @@ int rt__forward_mb(struct trainer *t, struct slot *sl, const struct mb *m, doubl
 
 	if (m->rows == 0)
 		return 0;
-	t0 = now_s();
+	t0 = dt_mono_s();
 	MPI_CHECK(t, MPI_Wait(&sl->send_fwd, MPI_STATUS_IGNORE));
-	t1 = now_s();
+	t1 = dt_mono_s();
 	t->tm.pipe += t1 - t0;
 	if (t->stage == 0 || last) {
 		rc = rt_data_read(m->data, m->idx, (int)m->rows, t->stage == 0 ? sl->x : NULL,
 				  last ? sl->y : NULL, t->err);
 		if (rc)
 			return rc;
-		t0 = now_s();
+		t0 = dt_mono_s();
 		t->tm.data += t0 - t1;
 		t1 = t0;
 	}
 	if (t->stage > 0) {
 		MPI_CHECK(t, MPI_Recv(sl->x, (int)(m->rows * t->in), MPI_FLOAT, t->prev, m->tag, pc,
 				      MPI_STATUS_IGNORE));
-		t0 = now_s();
+		t0 = dt_mono_s();
 		t->tm.pipe += t0 - t1;
 		t1 = t0;
 	}
@@ -47,14 +47,14 @@ int rt__forward_mb(struct trainer *t, struct slot *sl, const struct mb *m, doubl
 	if (rc)
 		return dt_err_add(t->err, "rank %d: forward pass failed", t->g->rank), rc;
 	if (!last) {
-		t->tm.compute += now_s() - t1;
+		t->tm.compute += dt_mono_s() - t1;
 		MPI_CHECK(t, MPI_Isend(y, (int)(m->rows * t->out), MPI_FLOAT, t->next, m->tag, pc,
 				       &sl->send_fwd));
 		return 0;
 	}
 	*loss += rt_softmax_xent(y, sl->y, (int)m->rows * t->labels, t->classes, t->grad_scale,
 				 want_grad ? sl->dy : NULL, correct);
-	t->tm.compute += now_s() - t1;
+	t->tm.compute += dt_mono_s() - t1;
 	return 0;
 }
 
@@ -67,12 +67,12 @@ int rt__backward_mb(struct trainer *t, struct slot *sl, const struct mb *m)
 
 	if (m->rows == 0)
 		return 0;
-	t0 = now_s();
+	t0 = dt_mono_s();
 	MPI_CHECK(t, MPI_Wait(&sl->send_bwd, MPI_STATUS_IGNORE));
 	if (t->stage < t->stages - 1)
 		MPI_CHECK(t, MPI_Recv(sl->dy, (int)(m->rows * t->out), MPI_FLOAT, t->next, m->tag, pc,
 				      MPI_STATUS_IGNORE));
-	t1 = now_s();
+	t1 = dt_mono_s();
 	t->tm.pipe += t1 - t0;
 	rc = rt_stage_backward(&t->st, &sl->acts, sl->dy, t->stage > 0 ? sl->dx : NULL,
 			       rt__block_done, t);
@@ -80,7 +80,7 @@ int rt__backward_mb(struct trainer *t, struct slot *sl, const struct mb *m)
 		return dt_err_add(t->err, "rank %d: backward pass failed", t->g->rank), rc;
 	if (t->bucket_rc)
 		return t->bucket_rc;
-	t->tm.compute += now_s() - t1;
+	t->tm.compute += dt_mono_s() - t1;
 	if (t->stage > 0)
 		MPI_CHECK(t, MPI_Isend(sl->dx, (int)(m->rows * t->in), MPI_FLOAT, t->prev, m->tag, pc,
 				       &sl->send_bwd));
@@ -89,14 +89,14 @@ int rt__backward_mb(struct trainer *t, struct slot *sl, const struct mb *m)
 
 int rt__wait_sends(struct trainer *t)
 {
-	double t0 = now_s();
+	double t0 = dt_mono_s();
 	int i;
 
 	for (i = 0; i < t->n_slots; i++) {
 		MPI_CHECK(t, MPI_Wait(&t->slots[i].send_fwd, MPI_STATUS_IGNORE));
 		MPI_CHECK(t, MPI_Wait(&t->slots[i].send_bwd, MPI_STATUS_IGNORE));
 	}
-	t->tm.pipe += now_s() - t0;
+	t->tm.pipe += dt_mono_s() - t0;
 	return 0;
 }
 

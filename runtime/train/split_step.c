@@ -45,7 +45,7 @@ static int gang_sync(void *ctx)
 	struct gang_thread *me = ctx;
 	struct gang *g = me->g;
 	struct trainer *t = g->t;
-	double t0 = me->k == 0 ? now_s() : 0.0;
+	double t0 = me->k == 0 ? dt_mono_s() : 0.0;
 
 	if (g->threads > 1)
 		rt_pool_sync(&t->pool);
@@ -56,7 +56,7 @@ static int gang_sync(void *ctx)
 			rt_pool_sync(&t->pool);
 	}
 	if (me->k == 0) {
-		t->tm.grad += now_s() - t0;
+		t->tm.grad += dt_mono_s() - t0;
 		if (t->split_slow_ms) /* late past the barrier: the others run ahead */
 			dt_fault_sleep(DT_FAULT_SPLIT, t->g->rank, t->split_slow_ms);
 	}
@@ -66,10 +66,10 @@ static int gang_sync(void *ctx)
 /* The node's barrier alone, outside a gang (thread 0). */
 static int node_sync(struct trainer *t)
 {
-	double t0 = now_s();
+	double t0 = dt_mono_s();
 	int rc = rt_dp_sync(&t->dp);
 
-	t->tm.grad += now_s() - t0;
+	t->tm.grad += dt_mono_s() - t0;
 	if (t->split_slow_ms)
 		dt_fault_sleep(DT_FAULT_SPLIT, t->g->rank, t->split_slow_ms);
 	return rc;
@@ -146,24 +146,24 @@ int rt__split_schedule(struct trainer *t, const struct mb *mbs, int64_t batch_ro
 		 * on another replica (this rank's threads are done) */
 		if (i > 0 && t->dp.split && (rc = node_sync(t)))
 			return rc;
-		t0 = now_s();
+		t0 = dt_mono_s();
 		if (m->rows > 0) {
 			rc = rt_data_read(m->data, m->idx, (int)m->rows, g.acts->x + g.off * t->in,
 					  g.labels, t->err);
 			if (rc)
 				return rc;
 		}
-		t->tm.data += now_s() - t0;
+		t->tm.data += dt_mono_s() - t0;
 		if (t->dp.split && (rc = node_sync(t)))
 			return rc;
 		atomic_store(&g.rc, 0);
 		g.mpi_rc = 0;
-		t0 = now_s() - t->tm.grad; /* the syncs' waits are not compute */
+		t0 = dt_mono_s() - t->tm.grad; /* the syncs' waits are not compute */
 		if (g.threads > 1)
 			rt_pool_gang(&t->pool, gang_item, &g);
 		else
 			gang_item(&g, 0);
-		t->tm.compute += now_s() - t->tm.grad - t0;
+		t->tm.compute += dt_mono_s() - t->tm.grad - t0;
 		rc = atomic_load(&g.rc);
 		if (rc == -EINVAL)
 			return dt_err_add(t->err, "rank %d: forward or backward pass failed", t->g->rank), rc;

@@ -44,15 +44,6 @@
 
 /* --- errors --- */
 
-int rt__mpi_fail(struct trainer *t, const char *call, int rc)
-{
-	char msg[MPI_MAX_ERROR_STRING];
-	int len = 0;
-
-	MPI_Error_string(rc, msg, &len);
-	return dt_err_add(t->err, "rank %d: %s failed: %s", t->g->rank, call, msg), -EIO;
-}
-
 /* --- set-up --- */
 
 /* Keep in memory what this stage reads (features on the first stage, labels
@@ -344,9 +335,6 @@ out:
 	return rc;
 }
 
-
-
-
 /* --- saving the final parameters (a test and debugging aid) --- */
 
 static int save_params(struct trainer *t, const char *dir)
@@ -496,7 +484,6 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 	return 0;
 }
 
-
 /* The rows of step `step`: this replica's share of the global batch, cut
  * into micro-batches; *batch_rows is the global batch's. */
 static int next_batch(struct trainer *t, int64_t step, int64_t per_epoch, struct mb *mbs,
@@ -545,7 +532,7 @@ static int optimizer_step(struct trainer *t, int64_t step, int64_t total, int64_
 			  double *loss, double *lr, double *norm)
 {
 	double stats[2] = { t->loss_sum, (double)t->correct };
-	double t_opt = now_s(), grad_before = t->tm.grad;
+	double t_opt = dt_mono_s(), grad_before = t->tm.grad;
 	int rc;
 
 	*lr = rt_lr_at(t->s, step, total);
@@ -554,7 +541,7 @@ static int optimizer_step(struct trainer *t, int64_t step, int64_t total, int64_
 		return rc;
 	*loss = stats[0] / ((double)batch_rows * t->labels);
 	/* the split way's sums wait for the other replicas: gradient sync */
-	t->tm.optim += now_s() - t_opt - (t->tm.grad - grad_before);
+	t->tm.optim += dt_mono_s() - t_opt - (t->tm.grad - grad_before);
 	return 0;
 }
 
@@ -620,11 +607,11 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 		step++;
 		rc = rt__log_step(t, &pg, step, total, epoch, batch_rows, loss, lr, norm);
 		if (!rc && t->has_test && eval_due(t, step, per_epoch, total)) {
-			double t_eval = now_s();
+			double t_eval = dt_mono_s();
 
 			rt_watchdog_beat(t->wd, step, DT_PHASE_EVAL);
 			rc = evaluate_at(t, step, epoch, opts->quiet);
-			pg.tw += now_s() - t_eval; /* not in the training rate */
+			pg.tw += dt_mono_s() - t_eval; /* not in the training rate */
 		}
 		rt_watchdog_beat(t->wd, step, DT_PHASE_SYNC);
 		if (!rc)
@@ -718,23 +705,12 @@ static int acts_place(struct trainer *t)
  * agree before the loop, so that none waits for a peer that gave up. */
 static int agree(struct trainer *t, int rc)
 {
-	struct dt_err e2 = { 0 };
-	int bad = -1, code = rc, mrc;
-
-	if (rt_mpi_first_failure(rc != 0, &bad, &e2))
-		return dt_err_add(t->err, "%s", e2.msg), -EIO;
-	if (bad < 0)
-		return 0;
-	/* the failing rank's code, so that running out of memory is not
-	 * reported as a spec that does not fit (exit 3) */
-	mrc = MPI_Bcast(&code, 1, MPI_INT, bad, MPI_COMM_WORLD);
-	if (mrc != MPI_SUCCESS)
-		return rt__mpi_fail(t, "MPI_Bcast of a set-up failure", mrc);
-	if (t->g->rank != bad)
-		dt_err_clear(t->err); /* the failing rank reports */
-	else if (code == -ENOMEM && !t->err->count)
+	rc = rt_agree(rc, t->err, NULL);
+	if (rc == RT_AGREE_BROKEN)
+		return -EIO;
+	if (rc == -ENOMEM && !t->err->count)
 		dt_err_add(t->err, "rank %d: out of memory while setting up training", t->g->rank);
-	return code == -ENOMEM ? -ENOMEM : -EINVAL;
+	return rc == 0 ? 0 : rc == -ENOMEM ? -ENOMEM : -EINVAL;
 }
 
 int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts *opts,
@@ -748,7 +724,7 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	/* freed on every way out, also before rt_dp_init has run */
 	t.dp.win = MPI_WIN_NULL;
 	t.dp.node = t.dp.cross = MPI_COMM_NULL;
-	t.t_proc = now_s();
+	t.t_proc = dt_mono_s();
 	t.s = s;
 	t.g = g;
 	t.wd = opts->watchdog;

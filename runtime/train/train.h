@@ -26,7 +26,7 @@
 
 #include "jobs/spec.h"
 #include "runtime/world/grid.h"
-#include "base/util.h"
+#include "base/err.h"
 
 struct rt_proc;
 struct rt_watchdog;

@@ -27,7 +27,7 @@
 
 #include <mpi.h>
 
-#include "base/util.h"
+#include "base/err.h"
 #include "runtime/train/checkpointing.h"
 #include "runtime/data/data.h"
 #include "runtime/parallel/dp.h"
@@ -38,17 +38,11 @@
 #include "runtime/data/sampler.h"
 #include "runtime/parallel/shard.h"
 #include "runtime/train/train.h"
+#include "runtime/world/agree.h"
 #include "runtime/world/watchdog.h"
+#include "base/clock.h"
 
 /* --- state --- */
-
-static inline double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Where a rank's time goes, summed over the steps of one log window: the
  * `time` object of the metrics' step events (mean over ranks, per step).
@@ -128,14 +122,12 @@ struct trainer {
 	struct dt_err *err;
 };
 
-/* "rank R: CALL failed: <MPI's message>" in t->err; returns -EIO. */
-int rt__mpi_fail(struct trainer *t, const char *call, int rc);
 
 #define MPI_CHECK(t, call)                                  \
 	do {                                                \
 		int mpi_rc_ = (call);                       \
 		if (mpi_rc_ != MPI_SUCCESS)                 \
-			return rt__mpi_fail((t), #call, mpi_rc_); \
+			return rt_mpi_error((t)->err, #call, mpi_rc_); \
 	} while (0)
 
 /* One micro-batch of a step: which rows, from which data set. */

@@ -9,6 +9,8 @@
 #include "runtime/world/bootstrap.h"
 
 #include "base/fault.h"
+#include "base/cpus.h"
+#include "base/io.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -620,24 +622,6 @@ int rt_mpi_init(struct rt_proc *p, bool *mpi_up, struct dt_err *err)
 			   r, n, rt_boot_via_name(p->via), p->rank, p->size);
 		return -EPROTO;
 	}
-	return 0;
-}
-
-int rt_mpi_first_failure(bool failed, int *first_failed, struct dt_err *err)
-{
-	int rank = -1, size = 0, mine, first = 0, rc;
-
-	rc = MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	if (rc == MPI_SUCCESS)
-		rc = MPI_Comm_size(MPI_COMM_WORLD, &size);
-	mine = failed ? rank : size;
-	if (rc == MPI_SUCCESS)
-		rc = MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-	if (rc != MPI_SUCCESS) {
-		dt_err_add(err, "MPI_Allreduce failed (MPI error %d)", rc);
-		return -EIO;
-	}
-	*first_failed = first < size ? first : -1;
 	return 0;
 }
 

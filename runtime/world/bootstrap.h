@@ -31,7 +31,7 @@
  * never waits on another rank; rt_mpi_init meets every rank in a PMIx fence
  * before MPI_Init (joined even by a rank whose PMIx_Put failed), in MPI_Init
  * and in a PMIx fence after it. From there on a rank that fails alone must
- * tell the others (rt_mpi_first_failure) or MPI_Abort.
+ * tell the others (rt_agree, agree.h) or MPI_Abort.
  *
  * Sharing: rt_pmix_share() hands small opaque blobs (NCCL's unique ids, 128
  * bytes) from the root of each group of ranks to the group's members, over
@@ -45,7 +45,7 @@
 
 #include <mpi.h>
 
-#include "base/util.h"
+#include "base/err.h"
 
 enum rt_boot_via {
 	RT_BOOT_PMIX,
@@ -105,13 +105,6 @@ int rt_bootstrap(struct rt_proc *p, struct dt_err *err);
  * failure returns -EIO. *mpi_up says whether MPI_Init succeeded. */
 int rt_mpi_init(struct rt_proc *p, bool *mpi_up, struct dt_err *err);
 
-/* Agreement on a local outcome, so that a failure on some ranks (a spec
- * file one node cannot read) ends every rank instead of leaving the others
- * waiting in their next collective. Collective over MPI_COMM_WORLD. Sets
- * *first_failed to the lowest rank that passed failed = true, or -1 when none
- * did. 0, or -EIO with the MPI error in err (the caller aborts). */
-int rt_mpi_first_failure(bool failed, int *first_failed, struct dt_err *err);
-
 /* --- operations --- */
 
 /*
@@ -132,7 +125,7 @@ int rt_mpi_first_failure(bool failed, int *first_failed, struct dt_err *err);
  * caller's bug, which skips the broadcasts; the message names the key), -EIO
  * or -EPROTO when a PMIx or MPI call failed (the message names the rank, the
  * call, the key and PMIx's or MPI's status string). Agree with
- * rt_mpi_first_failure() before using the blobs; if that fails too, abort.
+ * rt_agree() (agree.h) before using the blobs; if that fails too, abort.
  */
 int rt_pmix_share(const struct rt_proc *p, struct rt_share *shares, int n, struct dt_err *err);
 

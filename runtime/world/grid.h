@@ -39,7 +39,7 @@
 
 #include <mpi.h>
 
-#include "base/util.h"
+#include "base/err.h"
 
 /* Dimensions of the grid, fastest-varying first (this order IS the rank order). */
 enum rt_dim {

@@ -13,6 +13,7 @@
  * Sections: polling, work, gangs, life cycle.
  */
 #include "runtime/world/pool.h"
+#include "base/clock.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -20,14 +21,6 @@
 #include <time.h>
 
 /* --- polling --- */
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* One round of a poll: a pause, and every 256 rounds a look at the clock.
  * True once the poll has run RT_POOL_SPIN_S (*end starts at 0). */
@@ -39,10 +32,10 @@ static bool poll_over(unsigned *round, double *end)
 	if (++*round % 256)
 		return false;
 	if (*end == 0.0) {
-		*end = mono_s() + RT_POOL_SPIN_S;
+		*end = dt_mono_s() + RT_POOL_SPIN_S;
 		return false;
 	}
-	return mono_s() > *end;
+	return dt_mono_s() > *end;
 }
 
 /* A worker, after a loop: the next one may come within microseconds. */

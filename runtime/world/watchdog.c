@@ -6,6 +6,8 @@
  * Sections: the rules, the report, the thread, life cycle, beats.
  */
 #include "runtime/world/watchdog.h"
+#include "base/clock.h"
+#include "base/io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -151,14 +153,6 @@ void rt_watchdog_verdict(const struct dt_heartbeat *me, const struct dt_heartbea
  * silent to the others, and not the judge. Both sleep a period on w->cv;
  * a beat that shortens the period bumps w->gen to wake them. */
 
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Sleep the period of the current phase, or until stopped or woken by a
  * beat (w->gen moved past *seen). Called and returns with w->mu held. */
 static void nap(struct rt_watchdog *w, unsigned *seen)
@@ -242,7 +236,7 @@ static void note_stopped(struct rt_watchdog *w, double gap)
 	n = snprintf(line, sizeof(line),
 		     "dtrain-run: rank %d on node %s did not run for %.1f s (stopped, or its machine paused)\n",
 		     w->hb.rank, w->hb.node, gap);
-	w->mono_since = mono_s();
+	w->mono_since = dt_mono_s();
 	w->hb.since = dt_wall_s();
 	pthread_mutex_unlock(&w->mu);
 	if (n > 0)
@@ -253,14 +247,14 @@ static void note_stopped(struct rt_watchdog *w, double gap)
 static void *judge(void *arg)
 {
 	struct rt_watchdog *w = arg;
-	double last_wake = mono_s(), slept;
+	double last_wake = dt_mono_s(), slept;
 	unsigned seen;
 
 	pthread_mutex_lock(&w->mu);
 	seen = w->gen;
 	while (!w->stop) {
 		struct dt_heartbeat h;
-		double now = mono_s();
+		double now = dt_mono_s();
 
 		slept = dt_heartbeat_period(w->hb.bound); /* at most what it slept */
 		if (now - last_wake > 3 * (slept > w->period ? slept : w->period) + 1.0)
@@ -394,7 +388,7 @@ int rt_watchdog_start(struct rt_watchdog *w, const struct spec *s, int rank, int
 	snprintf(w->hb.node, sizeof(w->hb.node), "%s", node && *node ? node : "?");
 	w->hb.start = step_start();
 	w->hb.since = dt_wall_s();
-	w->mono_since = mono_s();
+	w->mono_since = dt_mono_s();
 	w->hb.bound = phase_bound(w, DT_PHASE_START);
 	w->period = dt_heartbeat_period(w->hb.bound);
 	if (s->run_dir && (rc = open_heartbeat(w, s, rank, err)) != 0)
@@ -469,7 +463,7 @@ void rt_watchdog_stop(struct rt_watchdog *w)
 
 void rt_watchdog_beat(struct rt_watchdog *w, long long step, enum dt_phase phase)
 {
-	double mono = mono_s(), wall = dt_wall_s();
+	double mono = dt_mono_s(), wall = dt_wall_s();
 
 	if (!w || !w->running)
 		return;
@@ -504,7 +498,7 @@ void rt_watchdog_progress(struct rt_watchdog *w)
 	if (!w || !w->running)
 		return;
 	pthread_mutex_lock(&w->mu);
-	w->mono_since = mono_s();
+	w->mono_since = dt_mono_s();
 	w->hb.since = dt_wall_s();
 	pthread_mutex_unlock(&w->mu);
 }

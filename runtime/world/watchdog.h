@@ -44,7 +44,7 @@
 
 #include "jobs/spec.h"
 #include "base/heartbeat.h"
-#include "base/util.h"
+#include "base/err.h"
 
 #define RT_WATCHDOG_RECENT 32   /* steps the automatic bound looks back on */
 #define RT_WATCHDOG_FACTOR 10.0 /* automatic bound: this times the slowest */

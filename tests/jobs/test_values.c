@@ -14,6 +14,9 @@
 
 #include "base/fault.h"
 #include "jobs/spec.h"
+#include "base/cpus.h"
+#include "base/path.h"
+#include "base/str.h"
 
 static void slurm_times(void **state)
 {

@@ -18,7 +18,8 @@
 #include <sys/stat.h>
 
 #include "launcher/launch.h"
-#include "base/util.h"
+#include "base/err.h"
+#include "base/buf.h"
 #include "tests/testutil.h"
 
 /* --- fixtures --- */

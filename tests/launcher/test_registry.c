@@ -21,7 +21,8 @@
 
 #include "launcher/launch.h"
 #include "tests/testutil.h"
-#include "base/util.h"
+#include "base/err.h"
+#include "base/io.h"
 
 /* --- fixtures --- */
 

@@ -28,7 +28,9 @@
 
 #include "launcher/launch.h"
 #include "tests/testutil.h"
-#include "base/util.h"
+#include "base/err.h"
+#include "base/buf.h"
+#include "base/io.h"
 
 /* --- fixtures --- */
 

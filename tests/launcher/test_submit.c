@@ -22,7 +22,8 @@
 #include "launcher/internal.h"
 #include "launcher/launch.h"
 #include "tests/testutil.h"
-#include "base/util.h"
+#include "base/err.h"
+#include "base/io.h"
 
 /* --- fixtures --- */
 

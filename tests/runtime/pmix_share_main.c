@@ -27,9 +27,10 @@
 
 #include <mpi.h>
 
+#include "runtime/world/agree.h"
 #include "runtime/world/bootstrap.h"
 #include "runtime/world/grid.h"
-#include "base/util.h"
+#include "base/err.h"
 
 #define BLOB 128
 
@@ -59,7 +60,7 @@ static void fill(unsigned char *b, int g, int id, int root)
 
 int main(int argc, char **argv)
 {
-	struct dt_err err = { 0 }, err2 = { 0 };
+	struct dt_err err = { 0 };
 	struct rt_proc proc = { 0 }, use;
 	struct rt_grid grid = { 0 };
 	struct rt_share sh[NGROUPS];
@@ -111,15 +112,11 @@ int main(int argc, char **argv)
 				   proc.rank, group_name[g], id[g], sh[g].root);
 			rc = -1;
 		}
-	if (rt_mpi_first_failure(rc != 0, &bad, &err2)) {
-		fprintf(stderr, "pmix_share_main: %s\n", err2.msg);
-		goto out;
-	}
-	if (bad >= 0) {
-		if (bad == proc.rank)
+	rc = rt_agree(rc, &err, &bad); /* bad: -1 when MPI failed (abort) */
+	if (rc) {
+		if (err.count) /* the first failing rank's, or MPI's */
 			fprintf(stderr, "pmix_share_main: %s\n", err.msg);
-		status = 1;
-		goto out;
+		goto out; /* status 1 */
 	}
 	printf("rank %d via %s: world root %d, data group %d root %d, pipe group %d root %d: ok\n",
 	       proc.rank, use.pmix_up ? "pmix" : "mpi", sh[G_WORLD].root, id[G_DATA],

@@ -30,6 +30,7 @@
 #include "runtime/data/data.h"
 #include "base/rng.h"
 #include "tests/testutil.h"
+#include "base/buf.h"
 
 /* --- helpers --- */
 

@@ -24,6 +24,7 @@
 #include "base/heartbeat.h"
 #include "runtime/world/watchdog.h"
 #include "tests/testutil.h"
+#include "base/clock.h"
 
 /* --- the rules --- */
 
