@@ -3,7 +3,8 @@
 #   make demo    install what is missing, build, run the example job on Slurm
 #                (make demo-gpt: the GPT example)
 #   make test    install what is missing, build, run every test (also under
-#                AddressSanitizer + UBSan, in a CPU-only build)
+#                AddressSanitizer + UBSan, in a CPU-only build; the Release
+#                configuration is compiled too)
 #   make bench   dtrain against its peers (PyTorch, OpenBLAS, MPI, dd, srun):
 #                one table, also as JSON (bench/README.md)
 #
@@ -11,10 +12,11 @@
 
 BUILD      ?= build
 ASAN_BUILD ?= build/asan
+REL_BUILD  ?= build/release
 JOBS       ?= $(shell nproc)
 PREFIX     ?= /usr/local
 
-.PHONY: all deps build build-asan test test-fast demo demo-gpt bench bench-checkpoint cluster-up \
+.PHONY: all deps build build-asan build-release test test-fast demo demo-gpt bench bench-checkpoint cluster-up \
         cluster-down cluster-status install clean
 
 all: build
@@ -22,20 +24,31 @@ all: build
 deps:
 	@bash site/install-deps.sh
 
+# Development and CI builds treat warnings as errors (DTRAIN_WERROR); a plain
+# `cmake` configure, as users and packagers run it, does not.
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDTRAIN_WERROR=ON \
+	  -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
 # The sanitizer build is also the CPU-only one, configured as on a machine
 # without the CUDA toolkit (the default DTRAIN_CUDA=AUTO, finding nothing),
 # so that `make test` catches a CPU-only break wherever it runs.
 build-asan: deps
-	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDTRAIN_SANITIZE=ON \
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDTRAIN_SANITIZE=ON -DDTRAIN_WERROR=ON \
 	  -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=TRUE >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 
-# Every test, in the normal build and then in the sanitizer build.
-test: build build-asan
+# The Release configuration a user or packager picks first, compiled (not
+# tested) with warnings as errors: gcc at -O3 warns where -O2 does not
+# (maybe-uninitialized), and this catches it before a user's build does.
+build-release: deps
+	@cmake -S . -B $(REL_BUILD) -DCMAKE_BUILD_TYPE=Release -DDTRAIN_WERROR=ON -DDTRAIN_TESTS=OFF >/dev/null
+	@cmake --build $(REL_BUILD) -j$(JOBS)
+
+# Every test, in the normal build and then in the sanitizer build (the
+# Release build only compiles).
+test: build build-asan build-release
 	@bash tests/run-tests.sh $(BUILD) $(ASAN_BUILD)
 
 # The unit tests of the normal build only (quick, no cluster).

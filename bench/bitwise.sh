@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # bench/bitwise.sh OLD_BIN NEW_BIN OUT: a refactor's check that the numbers
-# did not move. The same specs (13 layouts and grad-sync ways, with and
-# without clipping) through two builds' dtrain-run under mpirun; the saved
+# did not move. The same specs (the MLP on 13 layouts and grad-sync ways,
+# with and without clipping; the GPT on 5 layouts, its tied embedding
+# across stages, its optimizer replicated and sharded) through two builds'
+# dtrain-run under mpirun; the saved
 # parameters, every loss line of metrics.jsonl and every tensor of every
 # checkpoint must be bitwise equal (a format-1 /layers/<l>/... path is
 # compared with the format-2 name /model/<2l>....). OLD_BIN: e.g. a build of
 # an earlier commit (git worktree add /tmp/old REV; cmake -S /tmp/old -B
 # /tmp/oldbuild -DDTRAIN_TESTS=OFF; make -C /tmp/oldbuild dtrain-run).
-# Specs are resolved by NEW_BIN's dtrain-submit. ONLY_NEW=1 runs the last 3.
+# Specs are resolved by NEW_BIN's dtrain-submit. ONLY_NEW=1 skips the first 10
+# MLP layouts.
 # Prints one line per layout and "failures: N"; exits 1 when N > 0.
 set -u
 OLD=$1 NEW=$2 OUT=$3 SUB=$2/dtrain-submit
@@ -51,7 +54,7 @@ cfg() {
 	for which in old new; do
 		local bin=$OLD; [ $which = new ] && bin=$NEW
 		local dir="$OUT/$name-$which"
-		$SUB validate "$OUT/base.json" --set run_dir="$dir" --set resources.tasks_per_node=$np \
+		$SUB validate "$OUT/${BASE:-base}.json" --set run_dir="$dir" --set resources.tasks_per_node=$np \
 			--set parallel.data=$d --set parallel.pipeline=$p --set parallel.micro_batches=$m \
 			--set parallel.schedule=$sch "$@" >"$dir.json" 2>"$dir.err" || { cat "$dir.err"; return 1; }
 		mkdir -p "$dir"
@@ -84,5 +87,22 @@ fi
 cfg d2p1-shared-noclip 2 1 1 gpipe --set parallel.grad_sync=shared --set train.grad_clip=0
 cfg d2p1-split-noclip 2 1 1 gpipe --set parallel.grad_sync=split --set train.grad_clip=0
 cfg d2p2-noclip 2 2 2 1f1b --set train.grad_clip=0 --set train.optimizer.type=sgd --set train.optimizer.momentum=0.9
+
+# The GPT: a byte-level corpus from Debian's fortunes (its first 256 KiB)
+head -c 262144 /usr/share/games/fortunes/fortunes >"$OUT/corpus.txt"
+"$NEW"/dtrain-data text "$OUT/corpus.txt" "$OUT/text" >/dev/null
+cat >"$OUT/gpt.json" <<JSON
+{ "name": "bwgpt", "model": { "type": "gpt", "vocab_size": 256, "context": 32, "layers": 4, "heads": 2, "embd": 32 },
+  "data": { "train": "$OUT/text/train.h5", "test": "$OUT/text/val.h5" },
+  "train": { "epochs": 1, "max_steps": 16, "global_batch": 8, "log_every": 1, "eval_every": 8,
+             "optimizer": { "type": "adamw", "lr": 0.003, "weight_decay": 0.1, "betas": [0.9, 0.95] },
+             "lr_schedule": { "warmup_steps": 4 }, "grad_clip": 1.0 },
+  "checkpoint": { "every_steps": 8, "keep": 10, "async": false } }
+JSON
+BASE=gpt cfg gpt-d1p1 1 1 1 gpipe
+BASE=gpt cfg gpt-d2p1 2 1 1 gpipe
+BASE=gpt cfg gpt-d1p2-1f1b 1 2 2 1f1b
+BASE=gpt cfg gpt-d2p2-sharded 2 2 2 gpipe --set parallel.optimizer=sharded
+BASE=gpt cfg gpt-d2p1-sharded-threads 2 1 1 gpipe --set parallel.optimizer=sharded --set parallel.threads=split --set resources.cpus_per_task=2
 echo "failures: $fails"
 [ "$fails" -eq 0 ]

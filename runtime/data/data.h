@@ -140,9 +140,8 @@ int rt_data_load_all(struct rt_data *d, bool x, bool y, struct dt_err *err);
  * of whole rows or contiguous, no user block), one pread() per run of
  * consecutive rows at the offset HDF5 reports for the chunk (HDF5's own
  * per-call cost is several times that of a row); else through HDF5, one
- * H5Dread per run of consecutive rows, sorted and deduplicated first.
- * 64 random Fashion-MNIST rows: 0.03 ms from memory, 0.09 ms direct, 0.35 ms
- * through HDF5 (page cache warm; runtime/data/DATA.md has more numbers). */
+ * H5Dread per run of consecutive rows, sorted and deduplicated first
+ * (runtime/data/DATA.md measures the three). */
 int rt_data_read(struct rt_data *d, const int64_t *idx, int n_idx, float *x, int32_t *y,
 		 struct dt_err *err);
 

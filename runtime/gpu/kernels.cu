@@ -35,13 +35,39 @@
 #define GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
 #define GELU_C 0.044715f
 
+extern "C" int rt_gpu__failv(struct dt_err *err, int rc, const char *why, const char *fmt,
+			     va_list ap)
+{
+	char what[160];
+
+	vsnprintf(what, sizeof(what), fmt, ap);
+	dt_err_add(err, "gpu: %s: %s", what, why);
+	return rc;
+}
+
+static int cuda_fail(cudaError_t e, struct dt_err *err, const char *fmt, va_list ap)
+{
+	char why[256];
+
+	(void)cudaGetLastError(); /* a non-sticky error is reported here, not by the next launch */
+	snprintf(why, sizeof(why), "%s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+	return rt_gpu__failv(err, e == cudaErrorMemoryAllocation ? -ENOMEM : -EIO, why, fmt, ap);
+}
+
+static int cuda_failf(cudaError_t e, struct dt_err *err, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = cuda_fail(e, err, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
 extern "C" int rt_gpu__check(cudaError_t e, const char *what, struct dt_err *err)
 {
-	if (e == cudaSuccess)
-		return 0;
-	(void)cudaGetLastError(); /* a non-sticky error is reported here, not by the next launch */
-	dt_err_add(err, "gpu: %s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
-	return e == cudaErrorMemoryAllocation ? -ENOMEM : -EIO;
+	return e == cudaSuccess ? 0 : cuda_failf(e, err, "%s", what);
 }
 
 /* After a launch: the launch's own error (bad configuration, no device,
@@ -52,15 +78,15 @@ static int launched(struct dt_err *err, const char *fmt, ...)
 static int launched(struct dt_err *err, const char *fmt, ...)
 {
 	cudaError_t e = cudaGetLastError();
-	char what[160];
 	va_list ap;
+	int rc;
 
 	if (e == cudaSuccess)
 		return 0;
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
+	rc = cuda_fail(e, err, fmt, ap);
 	va_end(ap);
-	return rt_gpu__check(e, what, err);
+	return rc;
 }
 
 /* Blocks for n elements, one per thread, at most MAX_BLOCKS (grid-stride

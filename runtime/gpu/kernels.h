@@ -38,6 +38,7 @@
 #ifndef DTRAIN_RUNTIME_GPU_KERNELS_H
 #define DTRAIN_RUNTIME_GPU_KERNELS_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,6 +58,9 @@ extern "C" {
  * -ENOMEM (allocation) or -EIO (anything else) and, when it is an error,
  * adds "gpu: WHAT: CUDA's message (cudaErrorName)" to err. */
 int rt_gpu__check(cudaError_t e, const char *what, struct dt_err *err);
+/* The GPU path's one error line, "gpu: WHAT: WHY", WHAT from fmt and ap
+ * (at most 159 bytes kept); returns rc. */
+int rt_gpu__failv(struct dt_err *err, int rc, const char *why, const char *fmt, va_list ap);
 
 /* --- activations (runtime/kernels/kernels.h rt_act_forward / rt_act_backward) --- */
 

@@ -35,16 +35,16 @@ static int blas_check(cublasStatus_t s, struct dt_err *err, const char *fmt, ...
 
 static int blas_check(cublasStatus_t s, struct dt_err *err, const char *fmt, ...)
 {
-	char what[160];
 	va_list ap;
+	int rc;
 
 	if (s == CUBLAS_STATUS_SUCCESS)
 		return 0;
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
+	rc = rt_gpu__failv(err, s == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : -EIO,
+			   cublasGetStatusString(s), fmt, ap);
 	va_end(ap);
-	dt_err_add(err, "gpu: %s: %s", what, cublasGetStatusString(s));
-	return s == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : -EIO;
+	return rc;
 }
 
 /* cudaMalloc of bytes (> 0) into *p: out of device memory is -ENOMEM with a

@@ -1,7 +1,8 @@
 /*
- * kernels.h - the numerical kernels of an MLP on the CPU: linear layers
- * (OpenBLAS sgemm), element-wise activations and the fused softmax +
- * cross-entropy loss, forward and backward.
+ * kernels.h - the dense numerical kernels on the CPU that every model
+ * uses: linear layers (OpenBLAS sgemm), element-wise activations and the
+ * fused softmax + cross-entropy loss, forward and backward (a transformer's
+ * own kernels are in transformer.h).
  *
  * Conventions for every kernel here:
  *   - float32, row-major, one sample per row: x is [rows][in], a weight

@@ -231,45 +231,11 @@ static int split_explicit(const struct spec *s, const struct rt_model_ops *ops, 
 	return 0;
 }
 
-int rt_stage_split(const struct spec *s, int stages, int *first, struct dt_err *err)
+/* 1. The least bottleneck: the smallest cap in [lo, hi] such that the
+ * blocks fit in `stages` runs of cost <= cap (split_fits is monotone in
+ * cap). */
+static size_t least_bottleneck(const size_t *cost, int n, int stages, size_t lo, size_t hi)
 {
-	const struct rt_model_ops *ops;
-	int n, k, j, i;
-	size_t *cost = NULL, *pre = NULL, lo = 0, hi = 0, cap;
-	double *f = NULL; /* f[k * (n+1) + j]: least sum of squares, blocks [0, j) in k stages */
-	int *arg = NULL;  /* the i (start of the k-th stage) that reached it */
-	int rc;
-
-	if ((rc = check_model(s, &ops, err)))
-		return rc;
-	n = ops->blocks(s);
-	if (stages < 1 || stages > n)
-		return dt_err_add(err, "parallel.pipeline: %d stages for a model of %d %ss; each stage needs at least one %s (%s)",
-				  stages, n, ops->block_noun, ops->block_noun, ops->blocks_are);
-	if (s->parallel.stage_layers.n)
-		return split_explicit(s, ops, stages, first, err);
-	cost = malloc(sizeof(*cost) * (size_t)n);
-	pre = malloc(sizeof(*pre) * ((size_t)n + 1));
-	f = malloc(sizeof(*f) * ((size_t)stages + 1) * ((size_t)n + 1));
-	arg = malloc(sizeof(*arg) * ((size_t)stages + 1) * ((size_t)n + 1));
-	if (!cost || !pre || !f || !arg) {
-		rc = -ENOMEM;
-		dt_err_add(err, "stage split: out of memory for %d %ss", n, ops->block_noun);
-		goto out;
-	}
-	pre[0] = 0;
-	for (i = 0; i < n; i++) {
-		cost[i] = ops->cost(s, i);
-		if (__builtin_add_overflow(pre[i], cost[i], &pre[i + 1])) {
-			rc = dt_err_add(err, "stage split: the model's cost does not fit in a size_t");
-			goto out;
-		}
-		if (cost[i] > lo)
-			lo = cost[i];
-	}
-	hi = pre[n];
-
-	/* 1. The least bottleneck: split_fits is monotone in cap. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -278,12 +244,21 @@ int rt_stage_split(const struct spec *s, int stages, int *first, struct dt_err *
 		else
 			lo = mid + 1;
 	}
-	cap = lo;
+	return lo;
+}
 
-	/* 2. Among splits with every stage <= cap, the least sum of squared
-	 * stage costs (relative to cap, to stay well inside double's range).
-	 * Stage k (1-based) ends at block j: it starts at some i with
-	 * k-1 <= i < j, and leaves at least one block per later stage. */
+/* 2. Among splits with every stage <= cap, the least sum of squared stage
+ * costs (relative to cap, to stay well inside double's range), into
+ * first[0..stages]. Stage k (1-based) ends at block j: it starts at some i
+ * with k-1 <= i < j, and leaves at least one block per later stage.
+ * pre[n+1]: the costs' prefix sums; f and arg: [(stages+1) * (n+1)], the
+ * least sum of squares for blocks [0, j) in k stages and the i (start of
+ * the k-th stage) that reached it. */
+static void least_squares(const size_t *pre, int n, int stages, size_t cap, double *f, int *arg,
+			  int *first)
+{
+	int k, j, i;
+
 #define F(k, j) f[(size_t)(k) * ((size_t)n + 1) + (size_t)(j)]
 #define ARG(k, j) arg[(size_t)(k) * ((size_t)n + 1) + (size_t)(j)]
 	for (k = 0; k <= stages; k++)
@@ -319,6 +294,48 @@ int rt_stage_split(const struct spec *s, int stages, int *first, struct dt_err *
 	}
 #undef F
 #undef ARG
+}
+
+int rt_stage_split(const struct spec *s, int stages, int *first, struct dt_err *err)
+{
+	const struct rt_model_ops *ops;
+	int n, i;
+	size_t *cost = NULL, *pre = NULL, lo = 0, hi = 0, cap;
+	double *f = NULL; /* f[k * (n+1) + j]: least sum of squares, blocks [0, j) in k stages */
+	int *arg = NULL;  /* the i (start of the k-th stage) that reached it */
+	int rc;
+
+	if ((rc = check_model(s, &ops, err)))
+		return rc;
+	n = ops->blocks(s);
+	if (stages < 1 || stages > n)
+		return dt_err_add(err, "parallel.pipeline: %d stages for a model of %d %ss; each stage needs at least one %s (%s)",
+				  stages, n, ops->block_noun, ops->block_noun, ops->blocks_are);
+	if (s->parallel.stage_layers.n)
+		return split_explicit(s, ops, stages, first, err);
+	cost = malloc(sizeof(*cost) * (size_t)n);
+	pre = malloc(sizeof(*pre) * ((size_t)n + 1));
+	f = malloc(sizeof(*f) * ((size_t)stages + 1) * ((size_t)n + 1));
+	arg = malloc(sizeof(*arg) * ((size_t)stages + 1) * ((size_t)n + 1));
+	if (!cost || !pre || !f || !arg) {
+		rc = -ENOMEM;
+		dt_err_add(err, "stage split: out of memory for %d %ss", n, ops->block_noun);
+		goto out;
+	}
+	pre[0] = 0;
+	for (i = 0; i < n; i++) {
+		cost[i] = ops->cost(s, i);
+		if (__builtin_add_overflow(pre[i], cost[i], &pre[i + 1])) {
+			rc = dt_err_add(err, "stage split: the model's cost does not fit in a size_t");
+			goto out;
+		}
+		if (cost[i] > lo)
+			lo = cost[i];
+	}
+	hi = pre[n];
+
+	cap = least_bottleneck(cost, n, stages, lo, hi);
+	least_squares(pre, n, stages, cap, f, arg, first);
 	rc = 0;
 out:
 	free(arg);

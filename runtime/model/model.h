@@ -198,8 +198,8 @@ int rt_model_tensors(const struct spec *s, int from, int to, struct rt_tensor **
  * stage costs (the most even one), ties going to the earliest boundaries.
  * Found exactly: binary search on the bottleneck with a greedy feasibility
  * test, then a dynamic program over (stage, boundary) that only tries runs
- * within the bottleneck: a few ms for 1025 blocks of similar cost, 0.2 s at
- * worst (1025 blocks, one of them huge, over 512 stages).
+ * within the bottleneck (few per boundary when the blocks' costs are even;
+ * stages x blocks^2 / 2 steps at worst).
  *
  * 0, or -EINVAL with a message in err: stages < 1 or more than the blocks,
  * a parallel.stage_layers that does not fit, or a model the spec cannot

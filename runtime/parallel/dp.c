@@ -12,7 +12,7 @@
  */
 #include "runtime/parallel/dp.h"
 #include "runtime/world/pool.h"
-#include "runtime/data/sampler.h"
+#include "runtime/world/agree.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -27,21 +27,11 @@
 /* Elements summed per item of the pool (as the optimizer's RT_CHUNK). */
 #define SUM_CHUNK 65536
 
-static int mpi_err(struct dt_err *err, const char *call, int rc)
-{
-	char msg[MPI_MAX_ERROR_STRING];
-	int len = 0, rank = -1;
-
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Error_string(rc, msg, &len);
-	return dt_err_add(err, "rank %d: %s failed: %s", rank, call, msg), -EIO;
-}
-
 #define CHECK(call)                                                 \
 	do {                                                        \
 		int mpi_rc_ = (call);                               \
 		if (mpi_rc_ != MPI_SUCCESS) {                       \
-			rc = mpi_err(err, #call, mpi_rc_);          \
+			rc = rt_mpi_error(err, #call, mpi_rc_);          \
 			goto out;                                   \
 		}                                                   \
 	} while (0)
@@ -128,26 +118,17 @@ static size_t split_floats(const struct rt_stage *st, int node_rows, size_t *act
 	return *acts + round_up((size_t)node_rows * (size_t)st->out);
 }
 
-int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
-	       struct rt_stage *st, struct rt_optim *o, int max_rows, struct dt_err *err)
+/* Whether the stage's replicas may share a node's window: 1 (*split: the
+ * split way), 0 when they allreduce, or -EINVAL for a way the model cannot
+ * take. Every rank decides alike from the spec and the grid. */
+static int choose_way(const struct spec *s, const struct rt_grid *g, const struct rt_stage *st,
+		      bool *split, struct dt_err *err)
 {
-	int n_states = o->type == RT_OPTIM_ADAMW ? 2 : 1, uniform = 0, rc = 0, k, disp = 0, ok, mrc;
 	const char *way = s->parallel.grad_sync ? s->parallel.grad_sync : "auto";
-	size_t stride, regions, extra = 0, acts_floats = 0;
-	MPI_Aint bytes, got = 0;
-	bool split;
-	float *base = NULL;
 	struct rt_tie ties[RT_MAX_TIES];
 
-	memset(dp, 0, sizeof(*dp));
-	dp->data = g->data_comm;
-	dp->node = dp->cross = MPI_COMM_NULL;
-	dp->win = MPI_WIN_NULL;
-	dp->n = st->n_params;
-	dp->pool = o->pool;
-	dp->err = err;
 	if (g->size[RT_DIM_DATA] == 1 || strcmp(way, "allreduce") == 0)
-		return 0; /* every rank decides alike from the spec and the grid */
+		return 0;
 	/* a sharded optimizer reduce-scatters over data_comm (runtime/parallel/shard.h):
 	 * "auto" is that (the spec refuses "shared" and "split" with it) */
 	if (spec_optimizer_sharded(s))
@@ -165,73 +146,100 @@ int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
 	if (!strcmp(way, "split") && !rt_stage_can_part(st))
 		return dt_err_add(err, "parallel.grad_sync: \"split\" is not available for model.type \"%s\"; use \"allreduce\" or \"shared\"",
 				  st->ops->type);
-	split = !strcmp(way, "split") || (!strcmp(way, "auto") && st->n_stages == 1 &&
-					   rt_stage_can_part(st));
-	rc = node_layout(dp, g, &uniform, err);
-	if (rc)
-		goto out;
-	if (dp->locals == 1 || !uniform) {
-		/* each replica alone on its node, or nodes with different
-		 * counts: the parts would not line up between nodes */
+	*split = !strcmp(way, "split") || (!strcmp(way, "auto") && st->n_stages == 1 &&
+					    rt_stage_can_part(st));
+	return 1;
+}
+
+/* Back to allreduce: no node window (the communicators made for one freed). */
+static void no_window(struct rt_dp *dp)
+{
+	if (dp->win != MPI_WIN_NULL)
+		MPI_Win_free(&dp->win);
+	if (dp->cross != MPI_COMM_NULL)
+		MPI_Comm_free(&dp->cross);
+	if (dp->node != MPI_COMM_NULL)
 		MPI_Comm_free(&dp->node);
-		dp->node = MPI_COMM_NULL;
+	dp->win = MPI_WIN_NULL;
+	dp->node = dp->cross = MPI_COMM_NULL;
+}
+
+/* The node's window of `floats` floats, allocated by the node's replica 0,
+ * at *base on every replica. 1 when some replica of the stage could not
+ * have it (e.g. a container's small /dev/shm: the node's first replica
+ * that failed says why, and the stage trains all the same, by allreduce),
+ * 0, or -EIO. */
+static int alloc_window(struct rt_dp *dp, const struct rt_grid *g, int stage, size_t floats,
+			float **base, struct dt_err *err)
+{
+	MPI_Aint bytes = dp->local == 0 ? (MPI_Aint)(floats * sizeof(float)) : 0, got = 0;
+	int mrc, ok, rc = 0, disp = 0, first_failed;
+
+	mrc = MPI_Win_allocate_shared(bytes, sizeof(float), MPI_INFO_NULL, dp->node, base, &dp->win);
+	ok = mrc == MPI_SUCCESS;
+	if (!ok)
+		dp->win = MPI_WIN_NULL;
+	CHECK(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, g->data_comm));
+	if (ok) {
+		CHECK(MPI_Win_shared_query(dp->win, 0, &got, &disp, base));
+		CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, dp->win));
 		return 0;
 	}
-	if (g->size[RT_DIM_DATA] > dp->locals)
-		CHECK(MPI_Comm_split(g->data_comm, dp->local, g->coord[RT_DIM_DATA], &dp->cross));
+	first_failed = mrc != MPI_SUCCESS ? dp->local : INT_MAX;
+	CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, dp->node));
+	if (first_failed == dp->local) {
+		char msg[MPI_MAX_ERROR_STRING];
+		int len = 0;
 
-	/* params, the states, then the slots (split: the one gradient, the
-	 * node's activations and dy), each on its own cache lines; the node's
-	 * replica 0 allocates it all */
-	stride = round_up(dp->n);
-	dp->stride = stride;
-	regions = (size_t)(1 + n_states + (split ? 1 : dp->locals));
+		MPI_Error_string(mrc, msg, &len);
+		fprintf(stderr, "dtrain-run: warning: stage %d: no shared-memory window of %.0f MiB "
+			"for the replicas on this node (%s); gradients go by allreduce "
+			"(hint: more room in /dev/shm, or parallel.grad_sync=allreduce)\n",
+			stage, (double)(floats * sizeof(float)) / 1048576.0, msg);
+	}
+	no_window(dp);
+	return 1;
+out:
+	return rc;
+}
+
+/* The window's regions (params, the states, then the split way's one
+ * gradient or a slot per replica) of stride floats each, plus extra
+ * floats for the split way's activations and dy: *regions, *extra and
+ * *acts_floats, or -ENOMEM when they do not fit one window. */
+static int window_size(struct rt_dp *dp, const struct rt_stage *st, int n_states, bool split,
+		       int max_rows, size_t *regions, size_t *extra, size_t *acts_floats,
+		       struct dt_err *err)
+{
+	dp->stride = round_up(dp->n);
+	*regions = (size_t)(1 + n_states + (split ? 1 : dp->locals));
+	*extra = *acts_floats = 0;
 	if (split) {
 		long rows = (long)max_rows * dp->locals;
 
 		dp->node_rows = rows > INT_MAX ? 0 : (int)rows;
-		extra = split_floats(st, dp->node_rows, &acts_floats);
+		*extra = split_floats(st, dp->node_rows, acts_floats);
 	}
-	if (stride > (size_t)(PTRDIFF_MAX / (ptrdiff_t)sizeof(float)) / (regions + 1) ||
-	    extra > (size_t)(PTRDIFF_MAX / (ptrdiff_t)sizeof(float)) / 2 ||
-	    (split && acts_floats == 0)) {
+	if (dp->stride > (size_t)(PTRDIFF_MAX / (ptrdiff_t)sizeof(float)) / (*regions + 1) ||
+	    *extra > (size_t)(PTRDIFF_MAX / (ptrdiff_t)sizeof(float)) / 2 ||
+	    (split && *acts_floats == 0)) {
 		dt_err_add(err, "stage %d: %zu parameters and %d rows a micro-batch on the node are too "
 			   "many for one shared window", st->stage, dp->n, dp->node_rows);
-		rc = -ENOMEM;
-		goto out;
+		return -ENOMEM;
 	}
-	bytes = dp->local == 0 ? (MPI_Aint)((stride * regions + extra) * sizeof(float)) : 0;
-	mrc = MPI_Win_allocate_shared(bytes, sizeof(float), MPI_INFO_NULL, dp->node, &base, &dp->win);
-	ok = mrc == MPI_SUCCESS;
-	CHECK(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, g->data_comm));
-	if (!ok) {
-		/* e.g. a container's small /dev/shm: train all the same, the
-		 * other way; the node's first replica that failed says why */
-		int first_failed = mrc != MPI_SUCCESS ? dp->local : INT_MAX;
+	return 0;
+}
 
-		CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, dp->node));
-		if (first_failed == dp->local) {
-			char msg[MPI_MAX_ERROR_STRING];
-			int len = 0;
+/* The stage's parameters and optimizer state move into the window (copied
+ * by the node's replica 0, the gradient regions zeroed), and this
+ * replica's gradient is its slot, or the split way's one gradient. */
+static int adopt_window(struct rt_dp *dp, const struct rt_grid *g, struct rt_stage *st,
+			struct rt_optim *o, int n_states, bool split, float *base, size_t regions,
+			size_t acts_floats, struct dt_err *err)
+{
+	size_t stride = dp->stride;
+	int k, rc;
 
-			MPI_Error_string(mrc, msg, &len);
-			fprintf(stderr, "dtrain-run: warning: stage %d: no shared-memory window of %.0f MiB "
-				"for the replicas on this node (%s); gradients go by allreduce "
-				"(hint: more room in /dev/shm, or parallel.grad_sync=allreduce)\n",
-				st->stage, (double)((stride * regions + extra) * sizeof(float)) / 1048576.0,
-				msg);
-		}
-		if (mrc == MPI_SUCCESS)
-			MPI_Win_free(&dp->win);
-		dp->win = MPI_WIN_NULL;
-		if (dp->cross != MPI_COMM_NULL)
-			MPI_Comm_free(&dp->cross);
-		MPI_Comm_free(&dp->node);
-		dp->node = dp->cross = MPI_COMM_NULL;
-		return 0;
-	}
-	CHECK(MPI_Win_shared_query(dp->win, 0, &got, &disp, &base));
-	CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, dp->win));
 	if (dp->local == 0) {
 		memcpy(base, st->params, dp->n * sizeof(float));
 		for (k = 0; k < n_states; k++)
@@ -241,34 +249,67 @@ int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
 	}
 	rc = sync_node(dp, err);
 	if (rc)
-		goto out;
+		return rc;
 	if (split) {
 		dp->split = true;
 		rc = split_init(dp, g, st, base + regions * stride, acts_floats, err);
 		if (rc)
-			goto out;
+			return rc;
 		dp->grads = base + (size_t)(1 + n_states) * stride;
 		rt_stage_adopt(st, base, dp->grads);
-		rt_optim_adopt(o, base + stride, n_states > 1 ? base + 2 * stride : NULL);
-		dp->shared = true;
-		goto out;
+	} else {
+		dp->slots = base + (size_t)(1 + n_states) * stride;
+		dp->slot = malloc((size_t)dp->locals * sizeof(*dp->slot));
+		if (!dp->slot)
+			return dt_err_add(err, "stage %d: out of memory", st->stage), -ENOMEM;
+		for (k = 0; k < dp->locals; k++)
+			dp->slot[k] = dp->slots + (size_t)k * stride;
+		rt_stage_adopt(st, base, dp->slots + (size_t)dp->local * stride);
+		part_of(dp->n, dp->local, dp->locals, &dp->first, &dp->count);
 	}
-	dp->slots = base + (size_t)(1 + n_states) * stride;
-	dp->slot = malloc((size_t)dp->locals * sizeof(*dp->slot));
-	if (!dp->slot) {
-		dt_err_add(err, "stage %d: out of memory", st->stage);
-		rc = -ENOMEM;
+	rt_optim_adopt(o, base + stride, n_states > 1 ? base + 2 * stride : NULL);
+	dp->shared = true;
+	return 0;
+}
+
+int rt_dp_init(struct rt_dp *dp, const struct spec *s, const struct rt_grid *g,
+	       struct rt_stage *st, struct rt_optim *o, int max_rows, struct dt_err *err)
+{
+	int n_states = o->type == RT_OPTIM_ADAMW ? 2 : 1, uniform = 0, rc;
+	size_t regions, extra, acts_floats;
+	bool split = false;
+	float *base = NULL;
+
+	memset(dp, 0, sizeof(*dp));
+	dp->data = g->data_comm;
+	dp->node = dp->cross = MPI_COMM_NULL;
+	dp->win = MPI_WIN_NULL;
+	dp->n = st->n_params;
+	dp->pool = o->pool;
+	dp->err = err;
+	rc = choose_way(s, g, st, &split, err);
+	if (rc <= 0)
+		return rc;
+	rc = node_layout(dp, g, &uniform, err);
+	if (rc)
 		goto out;
+	if (dp->locals == 1 || !uniform) {
+		/* each replica alone on its node, or nodes with different
+		 * counts: the parts would not line up between nodes */
+		no_window(dp);
+		return 0;
 	}
-	for (k = 0; k < dp->locals; k++)
-		dp->slot[k] = dp->slots + (size_t)k * stride;
+	if (g->size[RT_DIM_DATA] > dp->locals)
+		CHECK(MPI_Comm_split(g->data_comm, dp->local, g->coord[RT_DIM_DATA], &dp->cross));
+	rc = window_size(dp, st, n_states, split, max_rows, &regions, &extra, &acts_floats, err);
+	if (!rc)
+		rc = alloc_window(dp, g, st->stage, dp->stride * regions + extra, &base, err);
+	if (rc)
+		return rc == 1 ? 0 : rc;
 	/* clipping needs the norm of the sum before the update, and other
 	 * nodes need the summed part: then the sum is written first */
-	dp->fuse = dp->cross == MPI_COMM_NULL && !(s->train.grad_clip > 0);
-	rt_stage_adopt(st, base, dp->slots + (size_t)dp->local * stride);
-	rt_optim_adopt(o, base + stride, n_states > 1 ? base + 2 * stride : NULL);
-	part_of(dp->n, dp->local, dp->locals, &dp->first, &dp->count);
-	dp->shared = true;
+	dp->fuse = !split && dp->cross == MPI_COMM_NULL && !(s->train.grad_clip > 0);
+	rc = adopt_window(dp, g, st, o, n_states, split, base, regions, acts_floats, err);
 out:
 	return rc;
 }
@@ -401,22 +442,6 @@ int rt_dp_sync(void *ctx)
 	struct rt_dp *dp = ctx;
 
 	return sync_node(dp, dp->err);
-}
-
-void rt_dp_rows(const struct rt_dp *dp, int64_t batch_rows, int replicas, int micro, int mb,
-		int64_t *offset, int64_t *rows)
-{
-	int64_t o, c, mo, mc;
-	int j;
-
-	*offset = *rows = 0;
-	for (j = 0; j < dp->locals; j++) {
-		rt_sampler_slice(batch_rows, replicas, dp->coords[j], &o, &c);
-		rt_sampler_slice(c, micro, mb, &mo, &mc);
-		if (j == dp->local)
-			*offset = *rows;
-		*rows += mc;
-	}
 }
 
 int rt_dp_sum_parts(struct rt_dp *dp, double *part, struct dt_err *err)

@@ -46,7 +46,7 @@
  * W) over all the node's rows, so its gradient of those rows is already
  * the node's sum. A step goes:
  *	each micro-batch: every replica reads its own rows into the node's
- *		input (rt_dp_rows says where), rt_dp_sync, forward and
+ *		input (the sampler's cut says where: train/trainer.h struct mb), rt_dp_sync, forward and
  *		backward with a sync after each layer (rt_dp_sync as the
  *		part's sync), the loss over its own rows in between;
  *	rt_dp_reduce: no barrier (no replica reads another's weights after
@@ -171,12 +171,6 @@ int rt_dp_publish(struct rt_dp *dp, struct dt_err *err);
  * of the node's replicas, what each wrote before visible to all after.
  * 0 or -EIO (message in the err given to rt_dp_init). */
 int rt_dp_sync(void *ctx);
-/* Split: where micro-batch mb (of micro per replica) of a step of
- * batch_rows rows over `replicas` replicas lies in the node's: this
- * replica's rows start at *offset of the node's *rows (rt_sampler_slice
- * of each of the node's replicas, in their order). */
-void rt_dp_rows(const struct rt_dp *dp, int64_t batch_rows, int replicas, int micro, int mb,
-		int64_t *offset, int64_t *rows);
 /* The sum over the node's replicas of each one's `part` (a sum of squares
  * of its part of the gradient): the whole stage's. 0 or -EIO. */
 int rt_dp_sum_parts(struct rt_dp *dp, double *part, struct dt_err *err);

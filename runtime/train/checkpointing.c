@@ -499,76 +499,47 @@ static int load_state(struct rt_ckpt *c, const char *path, struct dt_err *err)
 	return 0;
 }
 
-int rt_ckpt_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, int64_t *step,
-		   struct dt_err *err)
+/* The checkpoint to resume from, into path: this run's newest valid one,
+ * else checkpoint.resume's (a checkpoint, which must be usable, or a
+ * directory's newest valid one). *found = false: a fresh start.
+ * Collective. */
+static int find_resume_point(struct rt_ckpt *c, struct ckpt_manifest *m, char *path,
+			     size_t size, bool *found, struct dt_err *err)
 {
 	const char *want = c->s->checkpoint.resume;
-	struct ckpt_manifest *m = NULL;
-	struct ckpt_meta *ours = NULL;
-	char path[4200] = "";
-	bool found = false;
-	int rc = 0, rep = -1;
-	double t0 = dt_mono_s();
-	const char *job_start = getenv("DTRAIN_JOB_START");
+	int rc, rep = -1;
 
-	*step = 0;
-	if (!strcmp(want, "never"))
-		return 0;
-	m = malloc(sizeof(*m));
-	ours = malloc(sizeof(*ours));
-	if (!m || !ours) {
-		rc = -ENOMEM;
-		goto out;
-	}
 	/* this run's own checkpoints first: a requeued job continues itself */
 	if (c->dir[0]) {
-		rc = newest_valid(c, c->dir, m, path, sizeof(path), &found, err);
-		if (rc)
-			goto out;
+		rc = newest_valid(c, c->dir, m, path, size, found, err);
+		if (rc || *found || !strcmp(want, "auto"))
+			return rc;
 	}
-	if (!found && strcmp(want, "auto")) {
-		if (is_checkpoint(want)) {
-			/* an explicit checkpoint must be usable: no silent fresh start */
-			snprintf(path, sizeof(path), "%s", want);
-			rc = verify_spread(c, path, m, &found, true, &rep, err);
-			if (rc)
-				goto out;
-			if (!found) {
-				rc = -EINVAL;
-				goto out;
-			}
-		} else {
-			rc = newest_valid(c, want, m, path, sizeof(path), &found, err);
-			if (rc)
-				goto out;
-			if (!found) {
-				if (c->g->rank == 0)
-					dt_err_add(err, "checkpoint.resume: %s: no valid checkpoint there "
-						   "(hint: \"auto\" starts afresh when there is none)", want);
-				rc = -EINVAL;
-				goto out;
-			}
-		}
+	if (!strcmp(want, "auto"))
+		return 0;
+	if (is_checkpoint(want)) {
+		/* an explicit checkpoint must be usable: no silent fresh start */
+		snprintf(path, size, "%s", want);
+		rc = verify_spread(c, path, m, found, true, &rep, err);
+		return rc ? rc : *found ? 0 : -EINVAL;
 	}
-	if (!found)
-		goto out; /* a fresh start */
+	rc = newest_valid(c, want, m, path, size, found, err);
+	if (!rc && !*found) {
+		if (c->g->rank == 0)
+			dt_err_add(err, "checkpoint.resume: %s: no valid checkpoint there "
+				   "(hint: \"auto\" starts afresh when there is none)", want);
+		rc = -EINVAL;
+	}
+	return rc;
+}
 
-	rc = fill_meta(c, pos, ours, err);
-	if (!rc) {
-		struct dt_err e = { 0 };
-
-		rc = compatible(path, &m->meta, ours, &e);
-		if (rc && c->g->rank == 0)
-			dt_err_add(err, "%s", e.msg);
-	}
-	if (rc)
-		goto out;
-	rc = load_state(c, path, err);
-	if (rc)
-		goto out;
-	c->opt->step = m->meta.optimizer_step;
-	*step = m->meta.step;
-	c->last_step = c->dir[0] && !strncmp(path, c->dir, strlen(c->dir)) ? m->meta.step : -1;
+/* The resume's lines (where from, on which layout, what changed) and its
+ * metrics event. */
+static void announce_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos,
+			    const struct ckpt_manifest *m, const struct ckpt_meta *ours,
+			    const char *path, double t0)
+{
+	const char *job_start = getenv("DTRAIN_JOB_START");
 
 	if (m->meta.data != ours->data || m->meta.pipeline != ours->pipeline)
 		say(c, "resuming from %s: step %lld of %lld, written on data %d x pipeline %d, now "
@@ -599,6 +570,47 @@ int rt_ckpt_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, int64_t *st
 	       (long long)m->meta.step, path, dt_mono_s() - t0, ours->data, ours->pipeline,
 	       m->meta.data, m->meta.pipeline, job_start ? ",\"job_start\":" : "",
 	       job_start && strspn(job_start, "0123456789.") == strlen(job_start) ? job_start : "");
+}
+
+int rt_ckpt_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, int64_t *step,
+		   struct dt_err *err)
+{
+	struct ckpt_manifest *m = NULL;
+	struct ckpt_meta *ours = NULL;
+	char path[4200] = "";
+	bool found = false;
+	double t0 = dt_mono_s();
+	int rc = 0;
+
+	*step = 0;
+	if (!strcmp(c->s->checkpoint.resume, "never"))
+		return 0;
+	m = malloc(sizeof(*m));
+	ours = malloc(sizeof(*ours));
+	if (!m || !ours) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = find_resume_point(c, m, path, sizeof(path), &found, err);
+	if (rc || !found)
+		goto out; /* an error, or a fresh start */
+	rc = fill_meta(c, pos, ours, err);
+	if (!rc) {
+		struct dt_err e = { 0 };
+
+		rc = compatible(path, &m->meta, ours, &e);
+		if (rc && c->g->rank == 0)
+			dt_err_add(err, "%s", e.msg);
+	}
+	if (rc)
+		goto out;
+	rc = load_state(c, path, err);
+	if (rc)
+		goto out;
+	c->opt->step = m->meta.optimizer_step;
+	*step = m->meta.step;
+	c->last_step = c->dir[0] && !strncmp(path, c->dir, strlen(c->dir)) ? m->meta.step : -1;
+	announce_resume(c, pos, m, ours, path, t0);
 out:
 	free(m);
 	free(ours);

@@ -111,12 +111,11 @@ void rt__grad_sync_arm(struct trainer *t)
 
 /* Start what the backward pass did not (a replica whose last micro-batches
  * were empty), in bucket order, then wait for all. */
-int rt__grad_sync_finish(struct trainer *t)
+int rt__grad_sync_finish(struct trainer *t, bool save_reading)
 {
 	double t0;
 	int i;
 
-	rt_ckpt_wait_snapshot(&t->ck); /* an async save's copy, before the state may change */
 	if (t->replicas == 1)
 		return 0;
 	if (t->dp.shared) {
@@ -126,7 +125,7 @@ int rt__grad_sync_finish(struct trainer *t)
 		 * Split: no barrier there (runtime/parallel/dp.h) but while a save is in
 		 * flight: its writer's copy reads every replica's blocks */
 		t0 = dt_mono_s();
-		if (t->dp.split && rt_ckpt_async_inflight(&t->ck) && rt_dp_sync(&t->dp))
+		if (t->dp.split && save_reading && rt_dp_sync(&t->dp))
 			return -EIO;
 		if (rt_dp_reduce(&t->dp, t->err))
 			return -EIO;

@@ -118,7 +118,7 @@ static void gang_item(void *ctx, long k)
 /* The step's micro-batches, each over the whole node's rows (one replica
  * a node: its own): this replica reads its own rows into the input and
  * computes their loss; every block runs in the same order everywhere. */
-int rt__split_schedule(struct trainer *t, const struct mb *mbs, int64_t batch_rows)
+int rt__split_schedule(struct trainer *t, const struct mb *mbs)
 {
 	struct gang g = { .t = t, .threads = t->tsplit ? rt_pool_gang_size(&t->pool) : 1 };
 	double t0;
@@ -136,10 +136,9 @@ int rt__split_schedule(struct trainer *t, const struct mb *mbs, int64_t batch_ro
 	for (i = 0; i < t->micro; i++) {
 		const struct mb *m = &mbs[i];
 
-		g.off = 0;
-		g.rows = g.own = m->rows;
-		if (t->dp.split)
-			rt_dp_rows(&t->dp, batch_rows, t->replicas, t->micro, i, &g.off, &g.rows);
+		g.off = t->dp.split ? m->node_off : 0;
+		g.rows = t->dp.split ? m->node_rows : m->rows;
+		g.own = m->rows;
 		if (g.rows == 0)
 			continue; /* on every replica of the node alike */
 		/* the previous micro-batch's backward may still read the input

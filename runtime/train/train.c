@@ -303,8 +303,9 @@ static int evaluate(struct trainer *t, struct rt_data *d, double *loss, double *
 	if (t->tsplit) /* whole products here: OpenBLAS's threads, for a while */
 		rt_blas_threads(t->pool.threads);
 	for (c = 0, done = 0; c < n_chunks; c++) {
-		struct mb m = { idx + done, count - done < t->max_rows ? count - done : t->max_rows,
-				TAG_EVAL + (int)(c % 1000000), d };
+		struct mb m = { .idx = idx + done,
+				.rows = count - done < t->max_rows ? count - done : t->max_rows,
+				.tag = TAG_EVAL + (int)(c % 1000000), .data = d };
 
 		rt_watchdog_progress(t->wd); /* a large test set is many chunks */
 		rc = rt__forward_mb(t, &t->slots[c % t->n_slots], &m, &tot[0], &correct, 0);
@@ -486,6 +487,23 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 
 /* The rows of step `step`: this replica's share of the global batch, cut
  * into micro-batches; *batch_rows is the global batch's. */
+/* The split way: the node's replicas' rows of micro-batch m, as the
+ * sampler cut them, and where this replica's start among them. */
+static void node_share(const struct trainer *t, int64_t at, struct mb *m)
+{
+	const int64_t *idx;
+	int64_t rows;
+	int j;
+
+	for (j = 0; j < t->dp.locals; j++) {
+		rt_sampler_micro(&t->sampler, at, t->dp.coords[j], t->replicas, m->tag, t->micro,
+				 &idx, &rows);
+		if (j == t->dp.local)
+			m->node_off = m->node_rows;
+		m->node_rows += rows;
+	}
+}
+
 static int next_batch(struct trainer *t, int64_t step, int64_t per_epoch, struct mb *mbs,
 		      int64_t *batch_rows)
 {
@@ -497,9 +515,11 @@ static int next_batch(struct trainer *t, int64_t step, int64_t per_epoch, struct
 		return rc;
 	*batch_rows = rt_sampler_rows(&t->sampler, at);
 	for (i = 0; i < t->micro; i++) {
-		mbs[i] = (struct mb){ NULL, 0, i, &t->train };
+		mbs[i] = (struct mb){ .tag = i, .data = &t->train };
 		rt_sampler_micro(&t->sampler, at, t->replica, t->replicas, i, t->micro, &mbs[i].idx,
 				 &mbs[i].rows);
+		if (t->dp.split)
+			node_share(t, at, &mbs[i]);
 	}
 	return 0;
 }
@@ -516,9 +536,12 @@ static int forward_backward(struct trainer *t, const struct mb *mbs, int64_t bat
 
 	t->grad_scale = 1.0f / (float)(batch_rows * t->labels);
 	rt__grad_sync_arm(t);
-	rc = t->dp.split || t->tsplit ? rt__split_schedule(t, mbs, batch_rows) : rt__run_schedule(t, mbs);
+	rc = t->dp.split || t->tsplit ? rt__split_schedule(t, mbs) : rt__run_schedule(t, mbs);
+	/* an async save's copy of the state is taken before the state may
+	 * change; while its writer still runs it reads every replica's blocks */
+	rt_ckpt_wait_snapshot(&t->ck);
 	if (!rc)
-		rc = rt__grad_sync_finish(t);
+		rc = rt__grad_sync_finish(t, rt_ckpt_async_inflight(&t->ck));
 	if (!rc)
 		rc = rt__ties_sum(t);
 	if (!rc)

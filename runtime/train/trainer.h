@@ -136,6 +136,10 @@ struct mb {
 	int64_t rows;
 	int tag;
 	struct rt_data *data;
+	/* the split way (parallel/dp.h): the node's replicas run their
+	 * micro-batches as one, node_rows rows in the replicas' order, this
+	 * replica's from node_off; 0 otherwise */
+	int64_t node_off, node_rows;
 };
 
 /* The timing of a run's progress lines and step events (metrics.c). */
@@ -148,7 +152,7 @@ struct rt_progress {
 
 /* --- gradient sync (grad_sync.c) --- */
 
-/* Set-up: the stage's blocks in buckets of about 25 MB, last block first,
+/* Set-up: the stage's blocks in buckets of about 25 MiB, last block first,
  * alike on every replica of the stage (-ENOMEM). */
 int rt__grad_sync_init(struct trainer *t);
 /* Before a step's passes: arms the buckets for its last backward
@@ -159,8 +163,9 @@ void rt__grad_sync_arm(struct trainer *t);
 void rt__block_done(void *ctx, int block);
 /* After the passes: the replicas' gradients summed where this replica
  * reads them (the buckets not started yet started, all waited for; or
- * the node's barrier and sums). */
-int rt__grad_sync_finish(struct trainer *t);
+ * the node's barrier and sums). save_reading: an async save's writer still
+ * reads the replicas' blocks (the split way then waits at the barrier). */
+int rt__grad_sync_finish(struct trainer *t, bool save_reading);
 /* What this replica updates: *sp [*n] ranges of the stage's parameters
  * (whole, owned by the caller, may be the one); sharded: unused (the
  * shard's pieces). */
@@ -219,7 +224,7 @@ int rt__wait_sends(struct trainer *t);
 int rt__run_schedule(struct trainer *t, const struct mb *mbs);
 /* One step of batch_rows rows with every block cut into parts (dp.split,
  * t->tsplit). */
-int rt__split_schedule(struct trainer *t, const struct mb *mbs, int64_t batch_rows);
+int rt__split_schedule(struct trainer *t, const struct mb *mbs);
 
 
 /* --- what the run tells (metrics.c) --- */

@@ -455,8 +455,8 @@ const char *rt_boot_via_name(enum rt_boot_via via)
 /* A fence of all the job's ranks that collects the data they put, within
  * RT_PMIX_FENCE_TIMEOUT_S. It collects even with nothing to collect:
  * Slurm's PMIx server (mpi/pmix_v4, 22.05) ends a fence that does not on
- * each node alone; under srun the other node's ranks went on 1.5 s before
- * a late rank (tests/integration/pmix_srun.sh). */
+ * each node alone, and the other node's ranks go on before a late rank
+ * (runtime/README.md, "A fence after MPI_Init"; pmix_srun.sh checks it). */
 static pmix_status_t fence_all(const struct rt_proc *p)
 {
 	pmix_proc_t all;

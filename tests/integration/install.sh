@@ -8,14 +8,14 @@
 prefix=$T/prefix
 cmake --install "$DTRAIN_BUILD_DIR" --prefix "$prefix" >"$T/install.log" || { cat "$T/install.log"; fail "cmake --install"; }
 for f in bin/dtrain-submit bin/dtrain-run lib/libdtrain.a include/dtrain/jobs/spec.h \
-	include/dtrain/site/site.h include/dtrain/base/util.h lib/pkgconfig/dtrain.pc \
+	include/dtrain/site/site.h include/dtrain/base/err.h lib/pkgconfig/dtrain.pc \
 	lib/cmake/dtrain/dtrainConfig.cmake lib/cmake/dtrain/dtrainTargets.cmake; do
 	[ -e "$prefix/$f" ] || { cat "$T/install.log"; fail "not installed: $f"; }
 done
 "$prefix/bin/dtrain-submit" --version >/dev/null || fail "installed dtrain-submit does not run"
 installed=$(cd "$prefix/include/dtrain" && find . -type f | sort | tr '\n' ' ')
-[ "$installed" = "./base/util.h ./jobs/spec.h ./launcher/launch.h ./site/site.h " ] ||
-	fail "installed headers: want libdtrain's four public ones, got: $installed"
+[ "$installed" = "./base/buf.h ./base/err.h ./jobs/spec.h ./launcher/launch.h ./site/site.h " ] ||
+	fail "installed headers: want libdtrain's five public ones, got: $installed"
 pass "installed programs, library, its public headers only, CMake package, pkg-config file"
 
 # A sanitizer build's library needs the sanitizer runtime in its consumers.
