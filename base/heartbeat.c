@@ -120,7 +120,7 @@ int dt_heartbeat_read(const char *dir, int rank, struct dt_heartbeat *h)
 	rc = dt_heartbeat_path(dir, rank, path, sizeof(path));
 	if (rc)
 		return rc;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC); /* a planted link: not ours */
 	if (fd < 0)
 		return -errno;
 	/* a line caught half rewritten: its writer is done within microseconds */

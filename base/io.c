@@ -275,33 +275,80 @@ int dt_mkdirs(const char *path, int mode)
 	return rc;
 }
 
-int dt_remove_tree(const char *path)
+int dt_dir_open_in(const char *dir, const char *name, int mode)
 {
-	DIR *d = opendir(path);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+
+	if (dfd < 0)
+		return -errno;
+	if (mkdirat(dfd, name, (mode_t)mode) < 0 && errno != EEXIST) {
+		fd = -errno;
+		goto out;
+	}
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		struct stat st;
+
+		/* a link fails O_DIRECTORY before O_NOFOLLOW: say which it was */
+		fd = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode) ?
+			     -ELOOP : -errno;
+	}
+out:
+	close(dfd);
+	return fd;
+}
+
+/* Everything inside the directory open at dfd, never leaving it: a link
+ * is removed as a link, a directory opened relative to its parent with
+ * O_NOFOLLOW (one swapped for a link meanwhile fails to open). Takes dfd. */
+static int remove_below(int dfd)
+{
+	DIR *d = fdopendir(dfd);
 	struct dirent *de;
 	int rc = 0;
 
-	if (!d)
-		return errno == ENOTDIR ? (unlink(path) < 0 ? -errno : 0) : -errno;
-	while ((de = readdir(d)) != NULL) {
-		struct dt_buf child = {0};
+	if (!d) {
+		rc = -errno;
+		close(dfd);
+		return rc;
+	}
+	while (!rc && (de = readdir(d)) != NULL) {
 		struct stat st;
+		int sub;
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (dt_buf_printf(&child, "%s/%s", path, de->d_name)) {
-			rc = -ENOMEM;
-			break;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			rc = errno == ENOENT ? 0 : -errno;
+			continue;
 		}
-		if (lstat(child.p, &st) == 0 && S_ISDIR(st.st_mode))
-			rc = dt_remove_tree(child.p);
-		else if (unlink(child.p) < 0)
+		if (!S_ISDIR(st.st_mode)) {
+			if (unlinkat(dfd, de->d_name, 0) < 0 && errno != ENOENT)
+				rc = -errno;
+			continue;
+		}
+		sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		rc = sub < 0 ? -errno : remove_below(sub);
+		if (!rc && unlinkat(dfd, de->d_name, AT_REMOVEDIR) < 0)
 			rc = -errno;
-		dt_buf_free(&child);
-		if (rc)
-			break;
 	}
 	closedir(d);
+	return rc;
+}
+
+int dt_remove_tree(const char *path)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (lstat(path, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path) < 0 ? -errno : 0;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rc = remove_below(fd);
 	if (!rc && rmdir(path) < 0)
 		rc = -errno;
 	return rc;

@@ -41,7 +41,16 @@ int dt_writeback_start(int fd, uint64_t offset, uint64_t len);
 int dt_write_file_atomic(const char *path, const void *data, size_t len, int mode);
 /* mkdir -p; 0 or -errno (EEXIST of a directory is not an error). */
 int dt_mkdirs(const char *path, int mode);
-/* rm -r of a directory we created; 0 or -errno. */
+/* The directory name inside dir, made (with mode) when missing, opened
+ * without following a symbolic link: a link planted at dir/name is
+ * refused (-ELOOP), as is anything but a directory (-ENOTDIR). dir itself
+ * is taken as given (the user's). Returns an fd for openat() (the caller
+ * closes it), or -errno. */
+int dt_dir_open_in(const char *dir, const char *name, int mode);
+/* rm -r of path, never through a symbolic link: a link, at path or
+ * anywhere below it, is removed as a link and its target left untouched
+ * (run and checkpoint directories live on shared file systems where
+ * others may plant one). 0 or -errno. */
 int dt_remove_tree(const char *path);
 
 #endif

@@ -335,22 +335,33 @@ static double step_start(void)
 static int open_heartbeat(struct rt_watchdog *w, const struct spec *s, int rank, struct dt_err *err)
 {
 	char path[4200];
-	int rc;
+	int rc, dfd;
 
 	if (asprintf(&w->dir, "%s/heartbeat", s->run_dir) < 0) {
 		w->dir = NULL;
 		return dt_err_add(err, "rank %d: out of memory for the heartbeat's path", rank), -ENOMEM;
 	}
 	/* dtrain-submit made the run dir; a spec run by hand may name a new one */
-	rc = dt_mkdirs(w->dir, 0755);
+	rc = dt_mkdirs(s->run_dir, 0755);
 	if (rc)
-		return dt_err_add(err, "%s: cannot create: %s", w->dir, strerror(-rc)), rc;
+		return dt_err_add(err, "%s: cannot create: %s", s->run_dir, strerror(-rc)), rc;
 	rc = dt_heartbeat_path(w->dir, rank, path, sizeof(path));
 	if (rc)
 		return dt_err_add(err, "%s: path too long for rank %d's heartbeat", w->dir, rank), rc;
-	w->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	if (w->fd < 0)
-		return dt_err_add(err, "%s: cannot open: %s", path, strerror(errno)), -errno;
+	/* never through a symbolic link planted in the run dir (a shared file
+	 * system): heartbeat/ and the file are opened without following one */
+	dfd = dt_dir_open_in(s->run_dir, "heartbeat", 0755);
+	if (dfd < 0)
+		return dt_err_add(err, "%s: cannot create: %s%s", w->dir, strerror(-dfd),
+				  dfd == -ELOOP ? " (a symbolic link that dtrain did not make: remove it)" : ""),
+		       dfd;
+	w->fd = openat(dfd, strrchr(path, '/') + 1, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	rc = w->fd < 0 ? -errno : 0;
+	close(dfd);
+	if (rc)
+		return dt_err_add(err, "%s: cannot open: %s%s", path, strerror(-rc),
+				  rc == -ELOOP ? " (a symbolic link that dtrain did not make: remove it)" : ""),
+		       rc;
 	w->peers = calloc((size_t)w->hb.world, sizeof(*w->peers));
 	w->peer_rc = calloc((size_t)w->hb.world, sizeof(*w->peer_rc));
 	if (!w->peers || !w->peer_rc)

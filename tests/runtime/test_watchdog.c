@@ -420,6 +420,54 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* --- planted links --- */
+
+/* A heartbeat file, or the heartbeat dir, planted in the run dir as a
+ * symbolic link by someone else: the watchdog refuses to start, naming it,
+ * and the link's target is not touched. */
+static void refuses_planted_links(void **state)
+{
+	char dir[600], victim[600], link[700], *text;
+	struct rt_watchdog w = { 0 };
+	struct dt_err err = { 0 };
+	struct spec s;
+	size_t len;
+
+	(void)state;
+	snprintf(victim, sizeof(victim), "%s/victim-file", tu_scratch());
+	tu_write_path(victim, "precious\n", 0644);
+	snprintf(dir, sizeof(dir), "%s/run-linked-file", tu_scratch());
+	snprintf(link, sizeof(link), "%s/heartbeat", dir);
+	assert_int_equal(dt_mkdirs(link, 0755), 0);
+	snprintf(link, sizeof(link), "%s/heartbeat/rank-0", dir);
+	assert_int_equal(symlink(victim, link), 0);
+	s = spec_in(dir, 2, 2);
+	assert_int_not_equal(rt_watchdog_start(&w, &s, 0, 1, "n1", &err), 0);
+	rt_watchdog_stop(&w);
+	assert_non_null(strstr(err.msg, "heartbeat/rank-0"));
+	assert_non_null(strstr(err.msg, "symbolic link"));
+	text = tu_read(victim, &len);
+	assert_non_null(text);
+	assert_string_equal(text, "precious\n");
+	free(text);
+
+	/* the directory itself a link to another: nothing is created there */
+	snprintf(victim, sizeof(victim), "%s/victim-dir", tu_scratch());
+	assert_int_equal(dt_mkdirs(victim, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/run-linked-dir", tu_scratch());
+	assert_int_equal(dt_mkdirs(dir, 0755), 0);
+	snprintf(link, sizeof(link), "%s/heartbeat", dir);
+	assert_int_equal(symlink(victim, link), 0);
+	memset(&w, 0, sizeof(w));
+	dt_err_clear(&err);
+	s = spec_in(dir, 2, 2);
+	assert_int_not_equal(rt_watchdog_start(&w, &s, 0, 1, "n1", &err), 0);
+	rt_watchdog_stop(&w);
+	assert_non_null(strstr(err.msg, "symbolic link"));
+	snprintf(link, sizeof(link), "%s/rank-0", victim);
+	assert_int_equal(access(link, F_OK), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -431,6 +479,7 @@ int main(void)
 		cmocka_unit_test(leaves_a_steady_rank),
 		cmocka_unit_test(own_stop_is_not_a_hang),
 		cmocka_unit_test(bounds_that_must_hold),
+		cmocka_unit_test(refuses_planted_links),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, teardown);
