@@ -4,7 +4,8 @@
 #
 # What runs, as root, every file under DIR (default <repo>/build/cluster):
 #   munged        our own: own key, socket, seed, log and pid file; never the system one
-#   slurmctld     cluster "dtrain-local", state in DIR/ctld, started clean (-c) by `up`
+#   slurmctld     cluster "dtrain-local", state in DIR/ctld: started clean (-c) when `up`
+#                 makes the cluster, with its state kept when `up` restarts it
 #   slurmd n1,n2  two "nodes" of CPUs=4 each on this host (config_overrides), own ports
 # Partitions `low` (default, PriorityTier=1) and `high` (PriorityTier=10) share both
 # nodes; a `high` job requeues the `low` jobs holding the CPUs it needs.
@@ -42,8 +43,10 @@ usage: site/cluster.sh up|down|status [--dir DIR]
   up      start munged, slurmctld, slurmd n1 and n2 from DIR (a no-op when they already
           run and are healthy), wait until both nodes are idle, then print one line on
           stdout: export SLURM_CONF=DIR/slurm.conf   (use: eval "\$(site/cluster.sh up)")
-          When only nodes are gone (their slurmd killed), it starts those again from
-          clean files and keeps the queue: a job requeued after losing one runs again.
+          When some daemons are gone (munged, slurmctld, a slurmd), it starts only
+          those again and keeps every state: slurmctld recovers its queue and the
+          jobs still running; a node starts from clean files, and a job requeued
+          after losing it runs again. Only when that fails is the cluster made anew.
   down    cancel the cluster's jobs, stop the daemons named by DIR's pid files (TERM,
           then KILL after 10 s), remove stale pid files; succeeds when nothing runs
   status  list our daemons and the nodes' states
@@ -294,6 +297,39 @@ launch() {
   "$@" </dev/null >>"$DIR/log/$name.out" 2>&1 9>&- || fail_up "$name did not start: $*"
 }
 
+# poll S CMD...: true once CMD succeeds, within S seconds (no clean-up on failure).
+poll() {
+  local s=$1 i; shift
+  for ((i = 0; i < s * 5; i++)); do "$@" && return 0; sleep 0.2; done
+  return 1
+}
+
+# A cluster that ran in DIR before, some of its daemons down: start again only
+# those, keeping every state there is. munged with its key; slurmctld without -c,
+# so that it recovers its queue and the jobs that still run from DIR/ctld
+# (starting it clean would forget them: their steps killed, their logs silent);
+# the nodes as repair_nodes does. True once all answer and both nodes respond.
+restart_down() {
+  local wait_s=10
+  if ! pid_of munged >/dev/null || ! munge_ok; then
+    stop_daemon munged || return 1
+    log "munged is not answering: starting it again"
+    munged --force --socket="$DIR/munge/munge.socket" --key-file="$DIR/munge/munge.key" \
+      --pid-file="$DIR/run/munged.pid" --log-file="$DIR/log/munged.log" \
+      --seed-file="$DIR/munge/munged.seed" </dev/null >>"$DIR/log/munged.out" 2>&1 9>&- || return 1
+    poll "$WAIT_S" munge_ok || return 1
+  fi
+  if ! pid_of slurmctld >/dev/null || ! ctld_ok; then
+    stop_daemon slurmctld || return 1
+    log "slurmctld is not answering: starting it again with its state (queue and running jobs kept)"
+    slurmctld -f "$DIR/slurm.conf" </dev/null >>"$DIR/log/slurmctld.out" 2>&1 9>&- || return 1
+    poll "$WAIT_S" ctld_ok || return 1
+    wait_s=$WAIT_S
+  fi
+  all_slurmds_run || { repair_nodes; wait_s=$WAIT_S; }
+  wait_nodes "$wait_s"
+}
+
 cmd_up() {
   local n t0=$SECONDS
   check_prereqs
@@ -302,18 +338,13 @@ cmd_up() {
     echo "export SLURM_CONF=$DIR/slurm.conf"
     return 0
   fi
-  # munged and slurmctld answer: bring back only the nodes that are gone (or
-  # give nodes just started a moment to answer), keeping the queue
-  if pid_of munged >/dev/null && pid_of slurmctld >/dev/null && munge_ok && ctld_ok &&
-    [[ -s $DIR/slurm.conf ]]; then
-    local wait_s=10
-    all_slurmds_run || { repair_nodes; wait_s=$WAIT_S; }
-    if wait_nodes "$wait_s"; then
+  if [[ -s $DIR/slurm.conf && -s $DIR/munge/munge.key && -d $DIR/ctld ]]; then
+    if restart_down; then
       log "up again in $((SECONDS - t0)) s: $(node_states | tr '\n' ' ')"
       echo "export SLURM_CONF=$DIR/slurm.conf"
       return 0
     fi
-    log "the nodes did not answer within $wait_s s: restarting the whole cluster"
+    log "the cluster did not come back within its waits: restarting the whole cluster"
   fi
   log "(re)starting the cluster in $DIR"
   cmd_down || die 1 "could not stop the remains of an earlier cluster in $DIR"
