@@ -414,13 +414,14 @@ static int verify_spread(struct rt_ckpt *c, const char *path, struct ckpt_manife
 /* Picks the checkpoint to resume from: the newest valid one under dir
  * (with fallback); *found = false when none. Collective. */
 static int newest_valid(struct rt_ckpt *c, const char *dir, struct ckpt_manifest *m, char *out,
-			size_t size, bool *found, struct dt_err *err)
+			size_t size, bool *found, int *skipped, struct dt_err *err)
 {
 	int64_t *steps = NULL, n64 = 0;
 	int n = 0, i, rc = 0, rep;
 	struct dt_err e = { 0 };
 
 	*found = false;
+	*skipped = 0;
 	/* rank 0 lists, so that every rank walks the same candidates */
 	if (c->g->rank == 0 && ckpt_list(dir, &steps, &n, &e))
 		warn_lines(c, &e), n = 0;
@@ -448,6 +449,8 @@ static int newest_valid(struct rt_ckpt *c, const char *dir, struct ckpt_manifest
 			break;
 		if (*found)
 			snprintf(out, size, "%s", path);
+		else
+			(*skipped)++;
 	}
 	free(steps);
 	return rc;
@@ -507,11 +510,18 @@ static int find_resume_point(struct rt_ckpt *c, struct ckpt_manifest *m, char *p
 			     size_t size, bool *found, struct dt_err *err)
 {
 	const char *want = c->s->checkpoint.resume;
-	int rc, rep = -1;
+	int rc, rep = -1, skipped;
 
 	/* this run's own checkpoints first: a requeued job continues itself */
 	if (c->dir[0]) {
-		rc = newest_valid(c, c->dir, m, path, size, found, err);
+		rc = newest_valid(c, c->dir, m, path, size, found, &skipped, err);
+		if (!rc && !*found && skipped > 0 && !strcmp(want, "auto")) {
+			/* starting afresh would quietly write over them */
+			if (c->g->rank == 0)
+				dt_err_add(err, "%s: every checkpoint here is damaged (%d skipped, the lines above say why); not starting afresh over them (hint: dtrain-ckpt list %s --verify; checkpoint.resume \"never\" starts from step 0 anyway)",
+					   c->dir, skipped, c->dir);
+			return -EINVAL;
+		}
 		if (rc || *found || !strcmp(want, "auto"))
 			return rc;
 	}
@@ -523,7 +533,7 @@ static int find_resume_point(struct rt_ckpt *c, struct ckpt_manifest *m, char *p
 		rc = verify_spread(c, path, m, found, true, &rep, err);
 		return rc ? rc : *found ? 0 : -EINVAL;
 	}
-	rc = newest_valid(c, want, m, path, size, found, err);
+	rc = newest_valid(c, want, m, path, size, found, &skipped, err);
 	if (!rc && !*found) {
 		if (c->g->rank == 0)
 			dt_err_add(err, "checkpoint.resume: %s: no valid checkpoint there "

@@ -3,7 +3,9 @@
 #  - a job killed with SIGKILL while a checkpoint is being written resumes
 #    from the previous one, and ends bitwise equal to an uninterrupted run;
 #  - a damaged newest checkpoint (damage picked at random) is skipped with a
-#    warning naming the file, and the run still ends bitwise equal;
+#    warning naming the file, and the run still ends bitwise equal; when
+#    every checkpoint is damaged the run stops (exit 3) instead of starting
+#    afresh over them, unless checkpoint.resume is "never";
 #  - a checkpoint resumes on other data x pipeline layouts, ending equal to
 #    the uninterrupted run to float32 rounding;
 #  - unusable checkpoints (another model, damaged, not a checkpoint,
@@ -142,6 +144,21 @@ must_contain "$T/fallback.out" "$victim"
 must_contain "$T/fallback.out" "resuming from $T/fallback/checkpoints/step-00000025"
 same_bits ref fallback
 pass "damaged newest checkpoint ($(basename "$victim") $how): warned, fell back to step 25, bitwise equal"
+
+# --- every checkpoint damaged: no silent fresh start over them ---
+spec alldamaged 2 2
+mkdir -p "$T/alldamaged/checkpoints"
+cp -a "$T/ref/checkpoints/step-00000025" "$T/ref/checkpoints/step-00000030" "$T/alldamaged/checkpoints/"
+for s in 25 30; do truncate -s 100 "$T/alldamaged/checkpoints/step-000000$s/shard-1.h5"; done
+run alldamaged 3
+must_contain "$T/alldamaged.out" "$T/alldamaged/checkpoints: every checkpoint here is damaged (2 skipped"
+must_contain "$T/alldamaged.out" 'checkpoint.resume "never" starts from step 0 anyway'
+[ "$(ls "$T/alldamaged/checkpoints" | grep -c '^step-')" -eq 2 ] || { ls "$T/alldamaged/checkpoints"; fail "a run over damaged checkpoints wrote new ones"; }
+grep -q '"event":"step"' "$T/alldamaged/metrics.jsonl" 2>/dev/null && fail "a run over damaged checkpoints trained"
+jq '.checkpoint.resume = "never"' "$T/alldamaged.json" >"$T/never.json" && mv "$T/never.json" "$T/alldamaged.json"
+run alldamaged 0
+same_bits ref alldamaged
+pass "every checkpoint damaged: stopped naming the directory (exit 3); checkpoint.resume never then trains from step 0"
 
 # --- a late snapshot copy: nothing changes the state before it is made ---
 # An async save's copy runs on the writer thread while the next step's
