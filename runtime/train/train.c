@@ -136,6 +136,9 @@ static int open_data(struct trainer *t)
 	/* the loss reads the model's outputs as labels rows of classes each */
 	t->labels = t->train.labels;
 	t->classes = (int)(ops->width(s, ops->blocks(s)) / t->labels);
+	if (s->train.global_batch > t->train.n)
+		return dt_err_add(t->err, "train.global_batch: %ld is more than the %lld samples of %s: every step would take the whole set, fewer samples than asked (hint: a smaller train.global_batch, or more data)",
+				  s->train.global_batch, (long long)t->train.n, s->data.train);
 	rc = load_shares(t);
 	if (rc)
 		return rc;

@@ -35,7 +35,11 @@ echo "not hdf5" >"$T/junk.h5"
 spec --set data.train="$T/junk.h5"
 expect_rc 3 solo timeout 60 "$RUN" "$T/s.json"
 must_contain "$T/err" "$T/junk.h5"
-pass "bad data: exit 3 naming the file"
+spec --set train.global_batch=502 --set resources.tasks_per_node=2 --set parallel.data=2
+expect_rc 3 timeout 60 $MPI 2 "$RUN" "$T/s.json"
+must_contain "$T/err" "train.global_batch: 502 is more than the 500 samples of $T/syn.h5"
+[ "$(grep -c "global_batch: 502" "$T/err")" -eq 1 ] || { cat "$T/err"; fail "expected one report from one rank"; }
+pass "bad data: exit 3 naming the file; a global batch larger than the data set refused"
 
 # stage 1 holds a 30000 x 30000 layer: 6.7 GiB with its gradient, beyond
 # the 3 GB every rank may allocate here (an address-space limit; under ASan,
