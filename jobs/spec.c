@@ -243,6 +243,8 @@ static bool choice_ok(const char *choices, const char *s)
 	size_t n = strlen(s);
 	const char *p = choices;
 
+	if (n == 0)
+		return false; /* strstr finds "" everywhere: the loop would not advance */
 	while ((p = strstr(p, s)) != NULL) {
 		if ((p == choices || p[-1] == '|') && (p[n] == '|' || p[n] == '\0'))
 			return true;
@@ -368,12 +370,106 @@ static int set_string(const struct where *w, const struct spec_field *f, json_ob
 	return *dst ? 0 : -ENOMEM;
 }
 
+/* The items of an integer list; every bad item is reported, not only the
+ * first. */
+static int set_ints(const struct where *w, const struct spec_field *f, json_object *v,
+		    size_t n, struct spec_ints *l, struct dt_err *err)
+{
+	char ipath[PATH_MAX_LEN + 16];
+	size_t i;
+	int rc = 0;
+
+	l->v = calloc(n ? n : 1, sizeof(long));
+	if (!l->v)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(v, i);
+
+		snprintf(ipath, sizeof(ipath), "%s[%zu]", f->path, i);
+		if (get_integer(e, &l->v[i])) {
+			rc = dt_err_add(err, WHERE_FMT ": expected an integer (got %s)",
+					WHERE_ARGS(w, ipath), json_short(e));
+			continue;
+		}
+		if (check_number(w, ipath, f, (double)l->v[i], true, err))
+			rc = -EINVAL;
+	}
+	l->n = n;
+	return rc;
+}
+
+/* The items of a number list; every bad item is reported, not only the
+ * first. */
+static int set_nums(const struct where *w, const struct spec_field *f, json_object *v,
+		    size_t n, struct spec_nums *l, struct dt_err *err)
+{
+	char ipath[PATH_MAX_LEN + 16];
+	size_t i;
+	int rc = 0;
+
+	l->v = calloc(n ? n : 1, sizeof(double));
+	if (!l->v)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(v, i);
+
+		snprintf(ipath, sizeof(ipath), "%s[%zu]", f->path, i);
+		if (!json_object_is_type(e, json_type_double) && !json_object_is_type(e, json_type_int)) {
+			rc = dt_err_add(err, WHERE_FMT ": expected a number (got %s)",
+					WHERE_ARGS(w, ipath), json_short(e));
+			continue;
+		}
+		l->v[i] = json_object_get_double(e);
+		if (check_number(w, ipath, f, l->v[i], false, err))
+			rc = -EINVAL;
+	}
+	l->n = n;
+	return rc;
+}
+
+/* The items of a string list; every bad item is reported, and only good
+ * ones are kept (l->n counts those). */
+static int set_strs(const struct where *w, const struct spec_field *f, json_object *v,
+		    size_t n, struct spec_strs *l, struct dt_err *err)
+{
+	char ipath[PATH_MAX_LEN + 16];
+	size_t i;
+	int rc = 0;
+
+	l->v = calloc(n ? n : 1, sizeof(char *));
+	if (!l->v)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(v, i);
+		const char *s = json_object_get_string(e);
+
+		snprintf(ipath, sizeof(ipath), "%s[%zu]", f->path, i);
+		if (!json_object_is_type(e, json_type_string)) {
+			rc = dt_err_add(err, WHERE_FMT ": expected a string (got %s)",
+					WHERE_ARGS(w, ipath), json_short(e));
+			continue;
+		}
+		if (strlen(s) > (size_t)f->max) {
+			rc = dt_err_add(err, WHERE_FMT ": longer than %.0f characters",
+					WHERE_ARGS(w, ipath), f->max);
+			continue;
+		}
+		if (check_chars(w, ipath, f->flags, s, err)) {
+			rc = -EINVAL;
+			continue;
+		}
+		l->v[l->n] = strdup(s);
+		if (!l->v[l->n])
+			return -ENOMEM;
+		l->n++;
+	}
+	return rc;
+}
+
 static int set_list(const struct where *w, const struct spec_field *f, json_object *v,
 		    void *dst, struct dt_err *err)
 {
-	size_t n, i;
-	int rc = 0;
-	char ipath[PATH_MAX_LEN + 16];
+	size_t n;
 
 	if (!json_object_is_type(v, json_type_array))
 		return dt_err_add(err, WHERE_FMT ": expected an array (got %s %s)",
@@ -386,77 +482,11 @@ static int set_list(const struct where *w, const struct spec_field *f, json_obje
 		return dt_err_add(err, WHERE_FMT ": expected %d to %d items (got %zu)",
 				  WHERE_ARGS(w, f->path), f->min_items, f->max_items, n);
 	}
-	if (f->type == SPEC_INTLIST) {
-		struct spec_ints *l = dst;
-
-		l->v = calloc(n ? n : 1, sizeof(long));
-		if (!l->v)
-			return -ENOMEM;
-		for (i = 0; i < n; i++) {
-			json_object *e = json_object_array_get_idx(v, i);
-
-			snprintf(ipath, sizeof(ipath), "%s[%zu]", f->path, i);
-			if (get_integer(e, &l->v[i])) {
-				rc = dt_err_add(err, WHERE_FMT ": expected an integer (got %s)",
-						WHERE_ARGS(w, ipath), json_short(e));
-				continue;
-			}
-			if (check_number(w, ipath, f, (double)l->v[i], true, err))
-				rc = -EINVAL;
-		}
-		l->n = n;
-	} else if (f->type == SPEC_NUMLIST) {
-		struct spec_nums *l = dst;
-
-		l->v = calloc(n ? n : 1, sizeof(double));
-		if (!l->v)
-			return -ENOMEM;
-		for (i = 0; i < n; i++) {
-			json_object *e = json_object_array_get_idx(v, i);
-
-			snprintf(ipath, sizeof(ipath), "%s[%zu]", f->path, i);
-			if (!json_object_is_type(e, json_type_double) && !json_object_is_type(e, json_type_int)) {
-				rc = dt_err_add(err, WHERE_FMT ": expected a number (got %s)",
-						WHERE_ARGS(w, ipath), json_short(e));
-				continue;
-			}
-			l->v[i] = json_object_get_double(e);
-			if (check_number(w, ipath, f, l->v[i], false, err))
-				rc = -EINVAL;
-		}
-		l->n = n;
-	} else {
-		struct spec_strs *l = dst;
-
-		l->v = calloc(n ? n : 1, sizeof(char *));
-		if (!l->v)
-			return -ENOMEM;
-		for (i = 0; i < n; i++) {
-			json_object *e = json_object_array_get_idx(v, i);
-			const char *s = json_object_get_string(e);
-
-			snprintf(ipath, sizeof(ipath), "%s[%zu]", f->path, i);
-			if (!json_object_is_type(e, json_type_string)) {
-				rc = dt_err_add(err, WHERE_FMT ": expected a string (got %s)",
-						WHERE_ARGS(w, ipath), json_short(e));
-				continue;
-			}
-			if (strlen(s) > (size_t)f->max) {
-				rc = dt_err_add(err, WHERE_FMT ": longer than %.0f characters",
-						WHERE_ARGS(w, ipath), f->max);
-				continue;
-			}
-			if (check_chars(w, ipath, f->flags, s, err)) {
-				rc = -EINVAL;
-				continue;
-			}
-			l->v[l->n] = strdup(s);
-			if (!l->v[l->n])
-				return -ENOMEM;
-			l->n++;
-		}
-	}
-	return rc;
+	if (f->type == SPEC_INTLIST)
+		return set_ints(w, f, v, n, dst, err);
+	if (f->type == SPEC_NUMLIST)
+		return set_nums(w, f, v, n, dst, err);
+	return set_strs(w, f, v, n, dst, err);
 }
 
 static bool env_name_ok(const char *k)
@@ -519,6 +549,103 @@ static int set_map(const struct where *w, const struct spec_field *f, json_objec
 	return rc;
 }
 
+/* An integer; one out of bounds is reported and stored all the same. */
+static int set_int(const struct where *w, const struct spec_field *f, json_object *v,
+		   long *dst, struct dt_err *err)
+{
+	long x;
+
+	if (get_integer(v, &x))
+		return dt_err_add(err, WHERE_FMT ": expected an integer (got %s %s)",
+				  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
+	*dst = x;
+	return check_number(w, f->path, f, (double)x, true, err);
+}
+
+/* A number; one out of bounds is reported and stored all the same. */
+static int set_num(const struct where *w, const struct spec_field *f, json_object *v,
+		   double *dst, struct dt_err *err)
+{
+	if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
+		return dt_err_add(err, WHERE_FMT ": expected a number (got %s %s)",
+				  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
+	*dst = json_object_get_double(v);
+	return check_number(w, f->path, f, *dst, false, err);
+}
+
+/* true or false only: JSON has no truthiness here. */
+static int set_bool(const struct where *w, const struct spec_field *f, json_object *v,
+		    bool *dst, struct dt_err *err)
+{
+	if (!json_object_is_type(v, json_type_boolean))
+		return dt_err_add(err, WHERE_FMT ": expected true or false (got %s %s)",
+				  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
+	*dst = json_object_get_boolean(v);
+	return 0;
+}
+
+/* A time limit as sbatch takes it: a Slurm time string or minutes, kept
+ * in seconds; bounds are shown as times. */
+static int set_time(const struct where *w, const struct spec_field *f, json_object *v,
+		    long *dst, struct dt_err *err)
+{
+	long x;
+
+	if (json_object_is_type(v, json_type_string)) {
+		if (spec_parse_time(json_object_get_string(v), &x))
+			return dt_err_add(err, WHERE_FMT ": not a Slurm time: expected minutes, \"HH:MM:SS\" or \"D-HH:MM:SS\" (got \"%s\")",
+					  WHERE_ARGS(w, f->path), json_object_get_string(v));
+	} else if (!get_integer(v, &x) && x >= 0 && x < 1000000000) {
+		x *= 60; /* a bare number is minutes, as in sbatch */
+	} else {
+		return dt_err_add(err, WHERE_FMT ": expected a time string or minutes (got %s)",
+				  WHERE_ARGS(w, f->path), json_short(v));
+	}
+	if (x < f->min || x > f->max) {
+		char lo[32], hi[32], got[32];
+
+		spec_format_time((long)f->min, lo, sizeof(lo));
+		spec_format_time((long)f->max, hi, sizeof(hi));
+		spec_format_time(x, got, sizeof(got));
+		return dt_err_add(err, WHERE_FMT ": must be between %s and %s (got %s)",
+				  WHERE_ARGS(w, f->path), lo, hi, got);
+	}
+	*dst = x;
+	return 0;
+}
+
+/* A memory size: "16G", "512M" or MiB as a number, kept in MiB; one out
+ * of bounds is reported and stored all the same. */
+static int set_mem(const struct where *w, const struct spec_field *f, json_object *v,
+		   long *dst, struct dt_err *err)
+{
+	long x;
+
+	if (json_object_is_type(v, json_type_string)) {
+		if (spec_parse_mem(json_object_get_string(v), &x))
+			return dt_err_add(err, WHERE_FMT ": not a memory size: expected e.g. \"16G\", \"512M\" or MiB as a number (got \"%s\")",
+					  WHERE_ARGS(w, f->path), json_object_get_string(v));
+	} else if (get_integer(v, &x)) {
+		return dt_err_add(err, WHERE_FMT ": expected a memory size (got %s)",
+				  WHERE_ARGS(w, f->path), json_short(v));
+	}
+	*dst = x;
+	return check_number(w, f->path, f, (double)x, true, err);
+}
+
+/* null: allowed only for optional fields. A time or memory size becomes 0
+ * (unset); strings and lists were emptied by free_slot(); other numbers
+ * keep what they held. */
+static int set_null(const struct where *w, const struct spec_field *f, void *dst,
+		    struct dt_err *err)
+{
+	if (!(f->flags & SPEC_F_OPTIONAL))
+		return dt_err_add(err, WHERE_FMT ": must not be null", WHERE_ARGS(w, f->path));
+	if (f->type == SPEC_TIME || f->type == SPEC_MEM)
+		*(long *)dst = 0;
+	return 0;
+}
+
 /* Check v against f; store it in the struct at base unless base is NULL
  * (check only). */
 static int set_value(const struct where *w, const struct spec_field *f, json_object *v,
@@ -527,79 +654,32 @@ static int set_value(const struct where *w, const struct spec_field *f, json_obj
 	union { char *s; long l; double d; bool b; struct spec_ints li;
 		struct spec_nums ln; struct spec_strs ls; struct spec_map m; } scratch;
 	void *dst;
-	long x;
 	int rc;
 
 	memset(&scratch, 0, sizeof(scratch));
 	dst = base ? (char *)base + f->off : (void *)&scratch;
 	free_slot(f->type, dst);
-	if (json_object_is_type(v, json_type_null)) {
-		if (!(f->flags & SPEC_F_OPTIONAL))
-			return dt_err_add(err, WHERE_FMT ": must not be null", WHERE_ARGS(w, f->path));
-		if (f->type == SPEC_TIME || f->type == SPEC_MEM)
-			*(long *)dst = 0;
-		return 0;
-	}
+	if (json_object_is_type(v, json_type_null))
+		return set_null(w, f, dst, err);
 	switch (f->type) {
 	case SPEC_STR:
 	case SPEC_ENUM:
 		rc = set_string(w, f, v, dst, err);
 		break;
 	case SPEC_INT:
-		if (get_integer(v, &x))
-			return dt_err_add(err, WHERE_FMT ": expected an integer (got %s %s)",
-					  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
-		rc = check_number(w, f->path, f, (double)x, true, err);
-		*(long *)dst = x;
+		rc = set_int(w, f, v, dst, err);
 		break;
 	case SPEC_NUM:
-		if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
-			return dt_err_add(err, WHERE_FMT ": expected a number (got %s %s)",
-					  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
-		*(double *)dst = json_object_get_double(v);
-		rc = check_number(w, f->path, f, *(double *)dst, false, err);
+		rc = set_num(w, f, v, dst, err);
 		break;
 	case SPEC_BOOL:
-		if (!json_object_is_type(v, json_type_boolean))
-			return dt_err_add(err, WHERE_FMT ": expected true or false (got %s %s)",
-					  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
-		*(bool *)dst = json_object_get_boolean(v);
-		rc = 0;
+		rc = set_bool(w, f, v, dst, err);
 		break;
 	case SPEC_TIME:
-		if (json_object_is_type(v, json_type_string)) {
-			if (spec_parse_time(json_object_get_string(v), &x))
-				return dt_err_add(err, WHERE_FMT ": not a Slurm time: expected minutes, \"HH:MM:SS\" or \"D-HH:MM:SS\" (got \"%s\")",
-						  WHERE_ARGS(w, f->path), json_object_get_string(v));
-		} else if (!get_integer(v, &x) && x >= 0 && x < 1000000000) {
-			x *= 60; /* a bare number is minutes, as in sbatch */
-		} else {
-			return dt_err_add(err, WHERE_FMT ": expected a time string or minutes (got %s)",
-					  WHERE_ARGS(w, f->path), json_short(v));
-		}
-		if (x < f->min || x > f->max) {
-			char lo[32], hi[32], got[32];
-
-			spec_format_time((long)f->min, lo, sizeof(lo));
-			spec_format_time((long)f->max, hi, sizeof(hi));
-			spec_format_time(x, got, sizeof(got));
-			return dt_err_add(err, WHERE_FMT ": must be between %s and %s (got %s)",
-					  WHERE_ARGS(w, f->path), lo, hi, got);
-		}
-		*(long *)dst = x;
-		rc = 0;
+		rc = set_time(w, f, v, dst, err);
 		break;
 	case SPEC_MEM:
-		if (json_object_is_type(v, json_type_string)) {
-			if (spec_parse_mem(json_object_get_string(v), &x))
-				return dt_err_add(err, WHERE_FMT ": not a memory size: expected e.g. \"16G\", \"512M\" or MiB as a number (got \"%s\")",
-						  WHERE_ARGS(w, f->path), json_object_get_string(v));
-		} else if (get_integer(v, &x)) {
-			return dt_err_add(err, WHERE_FMT ": expected a memory size (got %s)",
-					  WHERE_ARGS(w, f->path), json_short(v));
-		}
-		rc = check_number(w, f->path, f, (double)x, true, err);
-		*(long *)dst = x;
+		rc = set_mem(w, f, v, dst, err);
 		break;
 	case SPEC_INTLIST:
 	case SPEC_NUMLIST:

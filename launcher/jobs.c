@@ -72,25 +72,32 @@ out:
 	return rc;
 }
 
+/* The heartbeats of a running job at Unix time now; lv->known is false
+ * when the job is not running or they say nothing. */
+static void job_liveness(const struct launch_job *job, const char *state, double now,
+			 struct launch_liveness *lv)
+{
+	memset(lv, 0, sizeof(*lv));
+	if (job->run_dir && !strcmp(state, "RUNNING"))
+		launch_liveness_read(job->run_dir, now, lv);
+}
+
 /* When the newest step began, for a running job: "3 s ago", or
  * "STALLED 40 s" when the heartbeats say it makes no progress; "-" when
  * not running or unknown. */
 static void last_step_text(const struct launch_job *job, const char *state,
-			   struct launch_liveness *lv, char *buf, size_t size)
+			   char *buf, size_t size)
 {
+	struct launch_liveness lv;
 	double now = dt_wall_s();
 
-	memset(lv, 0, sizeof(*lv));
-	snprintf(buf, size, "-");
-	if (!job->run_dir || strcmp(state, "RUNNING"))
-		return;
-	launch_liveness_read(job->run_dir, now, lv);
-	if (!lv->known)
-		return;
-	if (lv->stalled)
-		snprintf(buf, size, "STALLED %.0f s", now - lv->progress_at);
-	else if (lv->step > 0)
-		snprintf(buf, size, "%.0f s ago", now - lv->step_at);
+	job_liveness(job, state, now, &lv);
+	if (!lv.known)
+		snprintf(buf, size, "-");
+	else if (lv.stalled)
+		snprintf(buf, size, "STALLED %.0f s", now - lv.progress_at);
+	else if (lv.step > 0)
+		snprintf(buf, size, "%.0f s ago", now - lv.step_at);
 	else
 		snprintf(buf, size, "starting");
 }
@@ -196,11 +203,7 @@ static int status_all(struct dt_err *err)
 			dt_err_add(err, "status: out of memory");
 			goto out;
 		}
-		{
-			struct launch_liveness lv;
-
-			last_step_text(r->job, r->state, &lv, r->last, sizeof(r->last));
-		}
+		last_step_text(r->job, r->state, r->last, sizeof(r->last));
 		for (c = 0; c < N_COLS; c++) {
 			int w = (int)strlen(status_cols[c].get(r));
 
@@ -227,7 +230,7 @@ static int status_one(const char *arg, struct dt_err *err)
 	struct launch_progress_text prog;
 	struct launch_liveness lv;
 	struct dt_err warn = {0};
-	char state[32], last[48];
+	char state[32];
 	int rc;
 
 	rc = launch_resolve_job(arg, &job, err);
@@ -256,7 +259,7 @@ static int status_one(const char *arg, struct dt_err *err)
 	if (strcmp(prog.tokens, "-"))
 		printf("tokens/s:      %s\n", prog.tokens);
 	printf("eta:           %s\n", prog.eta);
-	last_step_text(&job, state, &lv, last, sizeof(last));
+	job_liveness(&job, state, dt_wall_s(), &lv);
 	if (lv.known) { /* running */
 		char when[32];
 		time_t t = (time_t)lv.step_at;

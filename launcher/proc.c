@@ -127,15 +127,145 @@ static int drain(int *fd, struct dt_buf *b)
 	return b ? dt_buf_add(b, chunk, (size_t)n) : 0;
 }
 
+/* The pipes of one run, -1 where closed or not needed; [0] reads, [1]
+ * writes. */
+struct pipes {
+	int in[2];  /* our memory to the child's stdin */
+	int out[2]; /* the child's stdout to p->out */
+	int eo[2];  /* the child's stderr to p->err (LAUNCH__STDERR_CAPTURE) */
+	int ex[2];  /* close-on-exec: the child's errno when exec fails */
+};
+
+/* Every end still open, at the one exit; closed ends are -1 already. */
+static void close_pipes(struct pipes *pp)
+{
+	close_fd(&pp->in[0]);
+	close_fd(&pp->in[1]);
+	close_fd(&pp->out[0]);
+	close_fd(&pp->out[1]);
+	close_fd(&pp->eo[0]);
+	close_fd(&pp->eo[1]);
+	close_fd(&pp->ex[0]);
+	close_fd(&pp->ex[1]);
+}
+
+/* In the child: plain signal dispositions, our pipes on 0, 1, 2, then the
+ * program; never returns. An exec that fails tells the parent why. */
+static _Noreturn void child_exec(const struct launch__proc *p, const char *path,
+				 char **envp, const struct pipes *pp)
+{
+	int e;
+
+	signal(SIGPIPE, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	if (child_redirect(p->in ? pp->in[0] : -1, 0, O_RDONLY) < 0 ||
+	    (p->out && child_redirect(pp->out[1], 1, O_WRONLY) < 0) ||
+	    (p->err_mode == LAUNCH__STDERR_CAPTURE && child_redirect(pp->eo[1], 2, O_WRONLY) < 0) ||
+	    (p->err_mode == LAUNCH__STDERR_QUIET && child_redirect(-1, 2, O_WRONLY) < 0))
+		e = errno;
+	else {
+		execve(path, (char *const *)p->argv, envp ? envp : environ);
+		e = errno;
+	}
+	/* Tell the parent why, through the close-on-exec pipe. */
+	if (write(pp->ex[1], &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+/* Write what the child can take of p->in past *off; closes *fd when all
+ * is written, or when the child stopped reading (EPIPE: its status tells). */
+static void feed(int *fd, const struct launch__proc *p, size_t *off)
+{
+	ssize_t w = write(*fd, p->in + *off, p->in_len - *off);
+
+	if (w < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (w < 0) {
+		close_fd(fd);
+		return;
+	}
+	*off += (size_t)w;
+	if (*off == p->in_len)
+		close_fd(fd);
+}
+
+/* Feed stdin and collect stdout and stderr together, so that a child that
+ * fills one pipe while we wait on another cannot deadlock; until all three
+ * are closed or one fails. */
+static int pump(const struct launch__proc *p, struct pipes *pp)
+{
+	size_t in_off = 0;
+	int rc = 0;
+
+	while (pp->in[1] >= 0 || pp->out[0] >= 0 || pp->eo[0] >= 0) {
+		struct pollfd fds[3];
+		nfds_t n = 0;
+		int i;
+
+		if (pp->in[1] >= 0)
+			fds[n++] = (struct pollfd){ .fd = pp->in[1], .events = POLLOUT };
+		if (pp->out[0] >= 0)
+			fds[n++] = (struct pollfd){ .fd = pp->out[0], .events = POLLIN };
+		if (pp->eo[0] >= 0)
+			fds[n++] = (struct pollfd){ .fd = pp->eo[0], .events = POLLIN };
+		if (poll(fds, n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		for (i = 0; i < (int)n; i++) {
+			if (!fds[i].revents)
+				continue;
+			if (fds[i].fd == pp->in[1])
+				feed(&pp->in[1], p, &in_off);
+			else if (fds[i].fd == pp->out[0])
+				rc = drain(&pp->out[0], p->out);
+			else
+				rc = drain(&pp->eo[0], p->err);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+/* Wait for the child and turn its end into *status, or into an error:
+ * exec failed (its errno on ex_fd) or rc, what went wrong while it ran. */
+static int reap(const struct launch__proc *p, const char *path, pid_t pid, int ex_fd,
+		int rc, int *status, struct dt_err *err)
+{
+	int wst = 0, exec_errno = 0;
+
+	while (waitpid(pid, &wst, 0) < 0) {
+		if (errno != EINTR) {
+			if (!rc)
+				rc = -errno;
+			break;
+		}
+	}
+	if (read(ex_fd, &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno)) {
+		if (!rc)
+			rc = -exec_errno;
+		dt_err_add(err, "%s: cannot run %s: %s", p->argv[0], path, strerror(exec_errno));
+	} else if (rc) {
+		dt_err_add(err, "%s: lost contact with the program: %s", p->argv[0], strerror(-rc));
+	} else if (WIFEXITED(wst)) {
+		*status = WEXITSTATUS(wst);
+	} else if (WIFSIGNALED(wst)) {
+		*status = 128 + WTERMSIG(wst);
+	}
+	return rc;
+}
+
 int launch__run(const struct launch__proc *p, int *status, struct dt_err *err)
 {
-	int in[2] = {-1, -1}, out[2] = {-1, -1}, eo[2] = {-1, -1}, ex[2] = {-1, -1};
+	struct pipes pp = { {-1, -1}, {-1, -1}, {-1, -1}, {-1, -1} };
 	struct sigaction ign = {0}, old_pipe;
 	bool pipe_ignored = false;
-	size_t in_off = 0;
 	char *path = NULL, **envp = NULL;
 	pid_t pid = -1;
-	int rc = 0, wst = 0, exec_errno = 0;
+	int rc = 0;
 
 	*status = -1;
 	path = launch__which(p->argv[0]);
@@ -149,9 +279,9 @@ int launch__run(const struct launch__proc *p, int *status, struct dt_err *err)
 		dt_err_add(err, "%s: out of memory for its environment", p->argv[0]);
 		goto out;
 	}
-	if ((p->in && pipe2(in, O_CLOEXEC) < 0) || (p->out && pipe2(out, O_CLOEXEC) < 0) ||
-	    (p->err_mode == LAUNCH__STDERR_CAPTURE && pipe2(eo, O_CLOEXEC) < 0) ||
-	    pipe2(ex, O_CLOEXEC) < 0) {
+	if ((p->in && pipe2(pp.in, O_CLOEXEC) < 0) || (p->out && pipe2(pp.out, O_CLOEXEC) < 0) ||
+	    (p->err_mode == LAUNCH__STDERR_CAPTURE && pipe2(pp.eo, O_CLOEXEC) < 0) ||
+	    pipe2(pp.ex, O_CLOEXEC) < 0) {
 		rc = -errno;
 		dt_err_add(err, "%s: cannot create a pipe: %s", p->argv[0], strerror(-rc));
 		goto out;
@@ -162,30 +292,12 @@ int launch__run(const struct launch__proc *p, int *status, struct dt_err *err)
 		dt_err_add(err, "%s: cannot fork: %s", p->argv[0], strerror(-rc));
 		goto out;
 	}
-	if (pid == 0) {
-		int e;
-
-		/* The child: plain signal dispositions, our pipes on 0, 1, 2. */
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		if (child_redirect(p->in ? in[0] : -1, 0, O_RDONLY) < 0 ||
-		    (p->out && child_redirect(out[1], 1, O_WRONLY) < 0) ||
-		    (p->err_mode == LAUNCH__STDERR_CAPTURE && child_redirect(eo[1], 2, O_WRONLY) < 0) ||
-		    (p->err_mode == LAUNCH__STDERR_QUIET && child_redirect(-1, 2, O_WRONLY) < 0))
-			e = errno;
-		else {
-			execve(path, (char *const *)p->argv, envp ? envp : environ);
-			e = errno;
-		}
-		/* Tell the parent why, through the close-on-exec pipe. */
-		if (write(ex[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close_fd(&in[0]);
-	close_fd(&out[1]);
-	close_fd(&eo[1]);
-	close_fd(&ex[1]);
+	if (pid == 0)
+		child_exec(p, path, envp, &pp);
+	close_fd(&pp.in[0]);
+	close_fd(&pp.out[1]);
+	close_fd(&pp.eo[1]);
+	close_fd(&pp.ex[1]);
 
 	if (p->in) {
 		/* A child that stops reading early must not kill us with SIGPIPE. */
@@ -193,88 +305,21 @@ int launch__run(const struct launch__proc *p, int *status, struct dt_err *err)
 		sigemptyset(&ign.sa_mask);
 		if (sigaction(SIGPIPE, &ign, &old_pipe) == 0)
 			pipe_ignored = true;
-		if (fcntl(in[1], F_SETFL, O_NONBLOCK) < 0) {
+		if (fcntl(pp.in[1], F_SETFL, O_NONBLOCK) < 0)
 			rc = -errno;
-			goto reap;
-		}
-		if (p->in_len == 0)
-			close_fd(&in[1]);
+		else if (p->in_len == 0)
+			close_fd(&pp.in[1]);
 	}
-	while (in[1] >= 0 || out[0] >= 0 || eo[0] >= 0) {
-		struct pollfd fds[3];
-		nfds_t n = 0;
-		int i;
-
-		if (in[1] >= 0)
-			fds[n++] = (struct pollfd){ .fd = in[1], .events = POLLOUT };
-		if (out[0] >= 0)
-			fds[n++] = (struct pollfd){ .fd = out[0], .events = POLLIN };
-		if (eo[0] >= 0)
-			fds[n++] = (struct pollfd){ .fd = eo[0], .events = POLLIN };
-		if (poll(fds, n, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -errno;
-			goto reap;
-		}
-		for (i = 0; i < (int)n; i++) {
-			if (!fds[i].revents)
-				continue;
-			if (fds[i].fd == in[1]) {
-				ssize_t w = write(in[1], p->in + in_off, p->in_len - in_off);
-
-				if (w < 0 && (errno == EINTR || errno == EAGAIN))
-					continue;
-				if (w < 0) {
-					/* EPIPE: the child is done reading; its status tells. */
-					close_fd(&in[1]);
-					continue;
-				}
-				in_off += (size_t)w;
-				if (in_off == p->in_len)
-					close_fd(&in[1]);
-			} else if (fds[i].fd == out[0]) {
-				rc = drain(&out[0], p->out);
-			} else {
-				rc = drain(&eo[0], p->err);
-			}
-			if (rc)
-				goto reap;
-		}
-	}
-reap:
-	close_fd(&in[1]);
-	close_fd(&out[0]);
-	close_fd(&eo[0]);
-	while (waitpid(pid, &wst, 0) < 0) {
-		if (errno != EINTR) {
-			if (!rc)
-				rc = -errno;
-			break;
-		}
-	}
-	if (read(ex[0], &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno)) {
-		if (!rc)
-			rc = -exec_errno;
-		dt_err_add(err, "%s: cannot run %s: %s", p->argv[0], path, strerror(exec_errno));
-	} else if (rc) {
-		dt_err_add(err, "%s: lost contact with the program: %s", p->argv[0], strerror(-rc));
-	} else if (WIFEXITED(wst)) {
-		*status = WEXITSTATUS(wst);
-	} else if (WIFSIGNALED(wst)) {
-		*status = 128 + WTERMSIG(wst);
-	}
+	if (!rc)
+		rc = pump(p, &pp);
+	close_fd(&pp.in[1]);
+	close_fd(&pp.out[0]);
+	close_fd(&pp.eo[0]);
+	rc = reap(p, path, pid, pp.ex[0], rc, status, err);
 out:
 	if (pipe_ignored)
 		sigaction(SIGPIPE, &old_pipe, NULL);
-	close_fd(&in[0]);
-	close_fd(&in[1]);
-	close_fd(&out[0]);
-	close_fd(&out[1]);
-	close_fd(&eo[0]);
-	close_fd(&eo[1]);
-	close_fd(&ex[0]);
-	close_fd(&ex[1]);
+	close_pipes(&pp);
 	free(envp);
 	free(path);
 	return rc;

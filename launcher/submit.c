@@ -334,38 +334,41 @@ static char *parse_job_id(const char *out)
 	return strndup(out, n);
 }
 
-int launch_submit(struct launch_plan *p, struct launch_job *job,
-		  struct dt_err *warn, struct dt_err *err)
+/* Everything that can be checked before creating anything: sbatch on
+ * PATH, dtrain-run runnable, the run dir's parent there. *sbatch and
+ * *parent are the caller's to free, also on failure. */
+static int check_before_create(const struct launch_plan *p, char **sbatch, char **parent,
+			       struct dt_err *err)
 {
-	struct dt_buf job_sh = {0}, out = {0}, path = {0};
-	char *sbatch = NULL, *parent = NULL, stamp[32], shown[96];
-	struct tm tm;
-	int rc, status, attempt;
+	int rc;
 
-	*job = (struct launch_job){0};
-	/* Everything that can be checked before creating anything. */
-	sbatch = launch__which("sbatch");
-	if (!sbatch) {
-		rc = -ENOENT;
+	*sbatch = launch__which("sbatch");
+	if (!*sbatch) {
 		dt_err_add(err, "sbatch: not found on PATH; hint: install the Slurm client tools or fix PATH");
-		goto out;
+		return -ENOENT;
 	}
 	if (access(p->dtrain_run, X_OK) < 0) {
 		rc = -errno;
 		dt_err_add(err, "%s: %s; hint: dtrain-run is installed next to dtrain-submit, and every node must see it at that path",
 			   p->dtrain_run, strerror(-rc));
-		goto out;
+		return rc;
 	}
-	parent = parent_of(p->spec.run_dir);
-	if (!parent) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	rc = dt_mkdirs(parent, 0755);
-	if (rc) {
-		dt_err_add(err, "%s: cannot create the directory: %s", parent, strerror(-rc));
-		goto out;
-	}
+	*parent = parent_of(p->spec.run_dir);
+	if (!*parent)
+		return -ENOMEM;
+	rc = dt_mkdirs(*parent, 0755);
+	if (rc)
+		dt_err_add(err, "%s: cannot create the directory: %s", *parent, strerror(-rc));
+	return rc;
+}
+
+/* Create the run dir; a run dir that another submit took just now is left
+ * to it, and an automatic one moves on to the next free name (the script
+ * names the run dir, so it is rendered again). */
+static int claim_run_dir(struct launch_plan *p, const char *parent, struct dt_err *err)
+{
+	int rc, attempt;
+
 	for (attempt = 0; ; attempt++) {
 		rc = create_run_dir(p, err);
 		if (rc != -EEXIST)
@@ -373,7 +376,7 @@ int launch_submit(struct launch_plan *p, struct launch_job *job,
 		if (!p->run_dir_auto || attempt >= MAX_RUN_DIR_SUFFIX) {
 			dt_err_add(err, "run_dir: \"%s\" already exists; hint: --set run_dir=<new path>",
 				   p->spec.run_dir);
-			goto out;
+			break;
 		}
 		/* Another submit took the name just now: take the next one. */
 		free(p->spec.run_dir);
@@ -383,10 +386,18 @@ int launch_submit(struct launch_plan *p, struct launch_job *job,
 		if (!rc)
 			rc = plan_render(p, err);
 		if (rc)
-			goto out;
+			break;
 	}
-	if (rc)
-		goto out;
+	return rc;
+}
+
+/* sbatch the run dir's job.sh; its output (the job id) into out. A job
+ * sbatch refused leaves no run dir behind. */
+static int run_sbatch(const struct launch_plan *p, const char *sbatch, struct dt_buf *out,
+		      struct dt_err *err)
+{
+	struct dt_buf job_sh = {0};
+	int rc, status;
 
 	rc = dt_buf_printf(&job_sh, "%s/job.sh", p->spec.run_dir);
 	if (rc)
@@ -397,7 +408,7 @@ int launch_submit(struct launch_plan *p, struct launch_job *job,
 		/* No SBATCH_* or SLURM_* of the submitting shell may override
 		 * what the job script says (the site's locks, the resolved
 		 * spec); sbatch also passes its environment on to the job. */
-		rc = launch__run(&(struct launch__proc){ .argv = argv, .out = &out,
+		rc = launch__run(&(struct launch__proc){ .argv = argv, .out = out,
 							 .err_mode = LAUNCH__STDERR_PASS,
 							 .slurm_env_off = true },
 				 &status, err);
@@ -408,17 +419,21 @@ int launch_submit(struct launch_plan *p, struct launch_job *job,
 			dt_err_add(err, "sbatch refused the job (exit %d, its message is above); nothing was submitted",
 				   status);
 		rc = -EIO;
-		goto out;
 	}
-	job->id = parse_job_id(dt_buf_str(&out));
-	if (!job->id) {
-		rc = -EIO;
-		dt_err_add(err, "sbatch: unexpected output \"%s\"; the job may be queued: check squeue; its run dir %s is kept",
-			   launch__printable(dt_buf_str(&out), shown, sizeof(shown)), p->spec.run_dir);
-		goto out;
-	}
+out:
+	dt_buf_free(&job_sh);
+	return rc;
+}
 
-	/* Accepted: from here on problems are warnings. */
+/* Fill job and write it down (<run_dir>/job_id, the registry). The job is
+ * queued already, so a problem here is a warning, not a failed submit. */
+static void record_job(const struct launch_plan *p, struct launch_job *job, struct dt_err *warn)
+{
+	struct dt_buf path = {0}, line = {0};
+	char stamp[32];
+	struct tm tm;
+	int rc;
+
 	gmtime_r(&p->now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	job->name = dt_strdup(p->spec.name);
@@ -428,26 +443,50 @@ int launch_submit(struct launch_plan *p, struct launch_job *job,
 		job->log_path = path.p;
 		path = (struct dt_buf){0};
 	}
-	dt_buf_free(&out);
 	if (dt_buf_printf(&path, "%s/job_id", p->spec.run_dir) ||
-	    dt_buf_printf(&out, "%s\n", job->id)) {
+	    dt_buf_printf(&line, "%s\n", job->id)) {
 		dt_err_add(warn, "%s/job_id: out of memory", p->spec.run_dir);
-	} else if ((rc = dt_write_file_atomic(path.p, out.p, out.len, 0644)) != 0) {
+	} else if ((rc = dt_write_file_atomic(path.p, line.p, line.len, 0644)) != 0) {
 		dt_err_add(warn, "%s: cannot write: %s", path.p, strerror(-rc));
 	}
-	rc = 0;
 	if (!job->name || !job->run_dir || !job->submitted)
 		dt_err_add(warn, "job %s: out of memory; not recorded in the job registry", job->id);
 	else
 		launch_registry_append(job, warn);
+	dt_buf_free(&line);
+	dt_buf_free(&path);
+}
+
+int launch_submit(struct launch_plan *p, struct launch_job *job,
+		  struct dt_err *warn, struct dt_err *err)
+{
+	struct dt_buf out = {0};
+	char *sbatch = NULL, *parent = NULL, shown[96];
+	int rc;
+
+	*job = (struct launch_job){0};
+	rc = check_before_create(p, &sbatch, &parent, err);
+	if (!rc)
+		rc = claim_run_dir(p, parent, err);
+	if (!rc)
+		rc = run_sbatch(p, sbatch, &out, err);
+	if (rc)
+		goto out;
+	job->id = parse_job_id(dt_buf_str(&out));
+	if (!job->id) {
+		rc = -EIO;
+		dt_err_add(err, "sbatch: unexpected output \"%s\"; the job may be queued: check squeue; its run dir %s is kept",
+			   launch__printable(dt_buf_str(&out), shown, sizeof(shown)), p->spec.run_dir);
+		goto out;
+	}
+	/* Accepted: from here on problems are warnings. */
+	record_job(p, job, warn);
 out:
 	if (rc == -ENOMEM)
 		dt_err_add(err, "submit: out of memory");
 	if (rc)
 		launch_job_free(job);
-	dt_buf_free(&path);
 	dt_buf_free(&out);
-	dt_buf_free(&job_sh);
 	free(parent);
 	free(sbatch);
 	return rc;

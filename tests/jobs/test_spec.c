@@ -128,6 +128,10 @@ static void types_and_bounds(void **state)
 	assert_true(tu_has(&e, "model.activation: unknown value \"Relu\"; did you mean \"relu\"?"));
 	assert_true(tu_has(&e, "model.hidden[1]: must be between 1 and"));
 	assert_true(tu_has(&e, "name: must not be null"));
+
+	/* an empty choice is refused, not searched for forever */
+	assert_int_equal(resolve("{\"model\": {\"type\": \"\"}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "model.type: unknown value \"\""));
 }
 
 static void sections_must_be_objects(void **state)
