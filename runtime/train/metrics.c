@@ -41,12 +41,13 @@ static void fmt_duration(double s, char *buf, size_t size)
 	snprintf(buf, size, "%02ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
 }
 
-/* Seconds since the batch job started (DTRAIN_JOB_START, set by the batch
- * script), or -1 when unknown. */
-static double since_job_start(void)
+/* Seconds since the time (Unix seconds) in the environment variable name,
+ * which the batch script sets: DTRAIN_JOB_START when the batch job started,
+ * DTRAIN_STEP_START when this job step (this start of the ranks: the first,
+ * or one after a crash) began. -1 when unknown. */
+static double since_env(const char *name)
 {
-	const char *v = getenv("DTRAIN_JOB_START");
-	struct timespec ts;
+	const char *v = getenv(name);
 	char *end;
 	double start;
 
@@ -55,8 +56,7 @@ static double since_job_start(void)
 	start = strtod(v, &end);
 	if (*end || start <= 0)
 		return -1;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec - start;
+	return dt_wall_s() - start;
 }
 
 /* The log window's times per step, the mean over all ranks:
@@ -127,22 +127,34 @@ void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int6
 		   t->dp.shared ? t->dp.locals : 1, t->tsplit ? "split" : "blas");
 }
 
-/* The first step of this process: when it came, after the job's start. */
+/* The first step of this process: when it came, after this start of the
+ * ranks (a restart in place after a crash is one) and after the job's. */
 static void log_first_step(struct trainer *t, struct rt_progress *pg, int64_t step)
 {
-	double since = since_job_start();
-	struct timespec wall;
+	double since = since_env("DTRAIN_JOB_START"), since_step = since_env("DTRAIN_STEP_START");
 
 	if (t->start_step > 0 && since >= 0 && t->g->rank == 0 && !pg->quiet) {
-		printf("dtrain-run: first step after the resume done %.2f s after the job "
-		       "started\n", since);
+		if (since_step >= 0 && since_step < since - 0.5)
+			printf("dtrain-run: first step after the resume done %.2f s after this start "
+			       "(%.2f s after the job started)\n", since_step, since);
+		else
+			printf("dtrain-run: first step after the resume done %.2f s after the job "
+			       "started\n", since);
 		fflush(stdout);
 	}
-	clock_gettime(CLOCK_REALTIME, &wall);
 	dt_json_line(t->metrics, "{\"event\":\"first_step\",\"step\":%lld,\"resumed\":%s,"
-		      "\"since_job_start_s\":%.3f,\"since_process_start_s\":%.3f,"
-		      "\"unix_time\":%.6f}", (long long)step, t->start_step > 0 ? "true" : "false",
-		   since, dt_mono_s() - t->t_proc, (double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec);
+		      "\"since_job_start_s\":%.3f,\"since_step_start_s\":%.3f,"
+		      "\"since_process_start_s\":%.3f,\"unix_time\":%.6f}", (long long)step,
+		   t->start_step > 0 ? "true" : "false", since, since_step, dt_mono_s() - t->t_proc,
+		   dt_wall_s());
+}
+
+/* A loss as the progress line shows it: 4 decimals, or 4 significant
+ * digits once it is too large for that to read (a diverging run's). */
+static const char *loss_text(double loss, char *buf, size_t size)
+{
+	snprintf(buf, size, fabs(loss) < 1e6 ? "%.4f" : "%.4g", loss);
+	return buf;
 }
 
 int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_t total,
@@ -150,7 +162,7 @@ int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_
 {
 	const struct spec *s = t->s;
 	double now, rate, eta, tm[6];
-	char eta_s[32], tokens[64] = "";
+	char eta_s[32], tokens[64] = "", loss_s[32];
 	int rc;
 
 	pg->window_rows += batch_rows;
@@ -170,11 +182,11 @@ int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_
 		snprintf(tokens, sizeof(tokens), "\"tokens_per_s\":%.1f,", rate * t->labels);
 	if (t->g->rank == 0 && !pg->quiet) {
 		/* a language model's samples are windows: its rate is in tokens */
-		printf("dtrain-run: step %lld/%lld epoch %lld/%ld loss %.4f lr %.3g "
+		printf("dtrain-run: step %lld/%lld epoch %lld/%ld loss %s lr %.3g "
 		       "grad_norm %.3g %s/s %.0f eta %s\n",
-		       (long long)step, (long long)total, (long long)epoch + 1,
-		       s->train.epochs, loss, lr, norm, t->labels > 1 ? "tokens" : "samples",
-		       rate * t->labels, eta_s);
+		       (long long)step, (long long)total, (long long)epoch + 1, s->train.epochs,
+		       loss_text(loss, loss_s, sizeof(loss_s)), lr, norm,
+		       t->labels > 1 ? "tokens" : "samples", rate * t->labels, eta_s);
 		fflush(stdout);
 	}
 	dt_json_line(t->metrics, "{\"event\":\"step\",\"step\":%lld,\"total_steps\":%lld,\"epoch\":%lld,"

@@ -22,7 +22,9 @@ expect_rc 4 timeout 120 $MPI 2 "$RUN" "$T/s.json"
 grep -qE "dtrain-run: step [0-9]+: the (loss|gradient norm) is (NaN|infinite); training diverged" "$T/err" ||
 	{ cat "$T/err"; fail "no divergence message naming the step"; }
 [ "$(grep -c 'training diverged' "$T/err")" -eq 1 ] || { cat "$T/err"; fail "expected one divergence message"; }
-pass "divergence: exit 4, one message naming the step"
+grep -q ' loss [0-9.]*e+[0-9]* ' "$T/out" || { cat "$T/out"; fail "no large loss on the way to the divergence (test spec)"; }
+grep -qE ' loss -?[0-9]{7,}' "$T/out" && { cat "$T/out"; fail "a large loss printed digit by digit"; }
+pass "divergence: exit 4, one message naming the step; large losses in 4 significant digits"
 
 spec --set model.inputs=21
 expect_rc 3 solo timeout 60 "$RUN" "$T/s.json"
