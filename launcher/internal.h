@@ -32,6 +32,8 @@ struct launch__proc {
 	bool slurm_env_off;         /* the child's environment without any
 				     * SBATCH_* or SLURM_* variable but
 				     * SLURM_CONF (launch__slurm_input) */
+	double timeout_s;           /* > 0: the child is killed (SIGKILL) when
+				     * it has not ended after this long */
 };
 
 /* An environment variable ("NAME=value") through which a submitting shell
@@ -42,7 +44,8 @@ bool launch__slurm_input(const char *entry);
 
 /* Run and wait. *status is the exit code, or 128+N when killed by signal N.
  * -ENOENT (line in err) when argv[0] is not on $PATH, -errno on a failed
- * pipe/fork. A non-zero *status is not an error of this function. */
+ * pipe/fork, -ETIMEDOUT (line in err) when p->timeout_s passed and the child
+ * was killed. A non-zero *status is not an error of this function. */
 int launch__run(const struct launch__proc *p, int *status, struct dt_err *err);
 
 /* Full path of an executable found on $PATH (or name itself if it holds a

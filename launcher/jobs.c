@@ -78,14 +78,16 @@ static void job_liveness(const struct launch_job *job, const char *state, double
 			 struct launch_liveness *lv)
 {
 	memset(lv, 0, sizeof(*lv));
-	if (job->run_dir && !strcmp(state, "RUNNING"))
+	/* UNKNOWN: Slurm did not answer, and the heartbeats are all we know */
+	if (job->run_dir && (!strcmp(state, "RUNNING") || !strcmp(state, "UNKNOWN")))
 		launch_liveness_read(job->run_dir, now, lv);
 }
 
 /* When the newest step began, for a running job: "3 s ago", or
- * "STALLED 40 s" when the heartbeats say it makes no progress; "-" when
- * not running or unknown. */
-static void last_step_text(const struct launch_job *job, const char *state,
+ * "STALLED 40 s" when the heartbeats say it makes no progress; before the
+ * first step of this start, "starting", or "restarting" when the job
+ * trained before (a resume); "-" when not running or unknown. */
+static void last_step_text(const struct launch_job *job, const char *state, bool trained,
 			   char *buf, size_t size)
 {
 	struct launch_liveness lv;
@@ -99,7 +101,16 @@ static void last_step_text(const struct launch_job *job, const char *state,
 	else if (lv.step > 0)
 		snprintf(buf, size, "%.0f s ago", now - lv.step_at);
 	else
-		snprintf(buf, size, "starting");
+		snprintf(buf, size, trained ? "restarting" : "starting");
+}
+
+/* After a table or a job's lines: that Slurm did not answer, and what the
+ * states then are. */
+static void note_unreachable(const struct launch_slurm *sl)
+{
+	if (sl->unreachable)
+		fprintf(stderr, "dtrain-submit: Slurm did not answer (%s): job states unknown; the progress shown is the run dirs' (metrics, heartbeats)\n",
+			sl->why);
 }
 
 /* --- status table --- */
@@ -107,7 +118,8 @@ static void last_step_text(const struct launch_job *job, const char *state,
 /* What one row shows; add fields here for new columns. */
 struct status_row {
 	const struct launch_job *job;
-	char state[32];
+	struct launch_state st;
+	char state[80]; /* launch_state_text */
 	struct launch_progress_text prog;
 	char last[48]; /* last_step_text */
 };
@@ -168,6 +180,7 @@ static int status_all(struct dt_err *err)
 {
 	struct launch_job *jobs = NULL;
 	struct status_row *rows = NULL;
+	struct launch_slurm sl = {0};
 	struct dt_err warn = {0};
 	int width[N_COLS];
 	size_t n = 0, first, i, c;
@@ -196,14 +209,16 @@ static int status_all(struct dt_err *err)
 		struct status_row *r = &rows[i - first];
 
 		r->job = &jobs[i];
-		launch_job_state(jobs[i].id, r->state, sizeof(r->state));
+		launch_job_state(&sl, jobs[i].id, &r->st);
+		launch_state_text(&r->st, r->state, sizeof(r->state));
 		/* An unreadable metrics file is a "-" and a warning. */
-		rc = job_progress(r->job, r->state, &r->prog, &warn);
+		rc = job_progress(r->job, r->st.name, &r->prog, &warn);
 		if (rc) {
 			dt_err_add(err, "status: out of memory");
 			goto out;
 		}
-		last_step_text(r->job, r->state, r->last, sizeof(r->last));
+		last_step_text(r->job, r->st.name, strcmp(r->prog.step, "-") != 0, r->last,
+			       sizeof(r->last));
 		for (c = 0; c < N_COLS; c++) {
 			int w = (int)strlen(status_cols[c].get(r));
 
@@ -214,6 +229,7 @@ static int status_all(struct dt_err *err)
 	print_row(width, NULL);
 	for (i = first; i < n; i++)
 		print_row(width, &rows[i - first]);
+	note_unreachable(&sl);
 	print_warnings(&warn);
 out:
 	free(rows);
@@ -229,22 +245,24 @@ static int status_one(const char *arg, struct dt_err *err)
 	struct launch_job job = {0};
 	struct launch_progress_text prog;
 	struct launch_liveness lv;
+	struct launch_slurm sl = {0};
+	struct launch_state st;
 	struct dt_err warn = {0};
-	char state[32];
+	char state[80];
 	int rc;
 
 	rc = launch_resolve_job(arg, &job, err);
 	if (rc)
 		goto out;
-	launch_job_state(job.id, state, sizeof(state));
-	rc = job_progress(&job, state, &prog, &warn);
+	launch_job_state(&sl, job.id, &st);
+	rc = job_progress(&job, st.name, &prog, &warn);
 	if (rc) {
 		dt_err_add(err, "status: out of memory");
 		goto out;
 	}
 	printf("job:           %s\n", job.id);
 	printf("name:          %s\n", or_dash(job.name));
-	printf("state:         %s\n", state);
+	printf("state:         %s\n", launch_state_text(&st, state, sizeof(state)));
 	printf("run dir:       %s\n", or_dash(job.run_dir));
 	printf("submitted:     %s\n", or_dash(job.submitted));
 	printf("output:        %s\n", or_dash(job.log_path));
@@ -259,8 +277,8 @@ static int status_one(const char *arg, struct dt_err *err)
 	if (strcmp(prog.tokens, "-"))
 		printf("tokens/s:      %s\n", prog.tokens);
 	printf("eta:           %s\n", prog.eta);
-	job_liveness(&job, state, dt_wall_s(), &lv);
-	if (lv.known) { /* running */
+	job_liveness(&job, st.name, dt_wall_s(), &lv);
+	if (lv.known) { /* running, or Slurm unreachable */
 		char when[32];
 		time_t t = (time_t)lv.step_at;
 		struct tm tm;
@@ -270,12 +288,14 @@ static int status_one(const char *arg, struct dt_err *err)
 			printf("last step:     %lld, began %s (%.0f s ago)\n", lv.step, when,
 			       dt_wall_s() - lv.step_at);
 		} else {
-			printf("last step:     none yet: starting (for %.0f s)\n", dt_wall_s() - lv.start);
+			printf("last step:     none yet in this start: %s (for %.0f s)\n",
+			       strcmp(prog.step, "-") ? "restarting" : "starting", dt_wall_s() - lv.start);
 		}
 		if (lv.stalled)
 			printf("NO PROGRESS:   for %.0f s: %s; the watchdog ends such a step (recovery.*_seconds)\n",
 			       dt_wall_s() - lv.progress_at, lv.why);
 	}
+	note_unreachable(&sl);
 	print_warnings(&warn);
 out:
 	launch_job_free(&job);
@@ -363,7 +383,8 @@ static int follow(const struct launch_job *job, int fd, struct dt_err *err)
 {
 	struct sigaction sa = {0}, old;
 	struct timespec poll = { 0, LOGS_POLL_NS };
-	char state[32] = "";
+	struct launch_state st = { .name = "" };
+	char state[80] = "";
 	bool ending = false, said_waiting = false, opened;
 	double asked = -1e9;
 	int rc = 0;
@@ -391,9 +412,12 @@ static int follow(const struct launch_job *job, int fd, struct dt_err *err)
 		if (got == 0 && ending)
 			break;
 		if (got == 0 && dt_mono_s() - asked >= LOGS_STATE_EVERY_S) {
+			struct launch_slurm sl = {0}; /* asked anew: Slurm may be back */
+
 			asked = dt_mono_s();
-			launch_job_state(job->id, state, sizeof(state));
-			if (!launch_state_active(state)) {
+			launch_job_state(&sl, job->id, &st);
+			launch_state_text(&st, state, sizeof(state));
+			if (!launch_state_active(st.name)) {
 				ending = true;
 				continue;
 			}
@@ -418,7 +442,9 @@ static int follow(const struct launch_job *job, int fd, struct dt_err *err)
 int launch_cmd_logs(const struct launch_args *a, struct dt_err *err)
 {
 	struct launch_job job = {0};
-	char state[32];
+	struct launch_slurm sl = {0};
+	struct launch_state st;
+	char state[80];
 	off_t off = 0;
 	int fd = -1, rc;
 
@@ -443,8 +469,9 @@ int launch_cmd_logs(const struct launch_args *a, struct dt_err *err)
 		goto out;
 	}
 	if (fd < 0) {
-		launch_job_state(job.id, state, sizeof(state));
-		if (launch_state_active(state)) {
+		launch_job_state(&sl, job.id, &st);
+		launch_state_text(&st, state, sizeof(state));
+		if (launch_state_active(st.name)) {
 			fprintf(stderr, "dtrain-submit: job %s is %s: no output yet (%s); hint: dtrain-submit logs -f %s\n",
 				job.id, state, job.log_path, a->job);
 		} else {

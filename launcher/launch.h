@@ -156,10 +156,35 @@ int launch_resolve_job(const char *arg, struct launch_job *out, struct dt_err *e
 
 /* --- Slurm queries --- */
 
-/* The job's state word: squeue's %T, else scontrol's JobState, else "ENDED"
- * when Slurm no longer knows the job. Never fails. */
-void launch_job_state(const char *id, char *buf, size_t size);
-/* True for states from which more output may come (PENDING, RUNNING...). */
+/* How long one Slurm query may take. squeue and scontrol wait
+ * MessageTimeout (10 s by default) per try, and try again, when slurmctld
+ * does not answer: status would wait half a minute per job. */
+#define LAUNCH_SLURM_WAIT_S 4.0
+
+/* Slurm's answers during one command: once a query went unanswered, the
+ * next ones do not wait again. Zero-initialise. */
+struct launch_slurm {
+	bool unreachable; /* a query got no answer: Slurm is down or unreachable */
+	char why[200];    /* the client's words, or that it did not answer in time */
+};
+
+/* What Slurm says of a job. */
+struct launch_state {
+	char name[32];   /* squeue's %T, else scontrol's JobState; "ENDED" when
+			  * Slurm no longer knows the job; "UNKNOWN" when Slurm
+			  * did not answer (sl->unreachable) */
+	char reason[48]; /* why a pending job waits, when a user should know:
+			  * squeue's %r (JobHeldUser, Dependency, BeginTime, ...);
+			  * "" for none and for the usual Priority, Resources */
+};
+
+/* The job's state. Never fails: see st->name. */
+void launch_job_state(struct launch_slurm *sl, const char *id, struct launch_state *st);
+/* The state as status shows it: "RUNNING", "PENDING (JobHeldUser)",
+ * "unknown (Slurm unreachable)"; into buf, also returned. */
+const char *launch_state_text(const struct launch_state *st, char *buf, size_t size);
+/* True for states from which more output may come (PENDING, RUNNING...,
+ * and UNKNOWN: Slurm did not say it ended). */
 bool launch_state_active(const char *state);
 
 /* --- progress: <run_dir>/metrics.jsonl, written by dtrain-run ---

@@ -7,6 +7,7 @@
  * Sections: the environment, PATH lookup, the run loop.
  */
 #include "launcher/internal.h"
+#include "base/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -193,15 +194,28 @@ static void feed(int *fd, const struct launch__proc *p, size_t *off)
 /* Feed stdin and collect stdout and stderr together, so that a child that
  * fills one pipe while we wait on another cannot deadlock; until all three
  * are closed or one fails. */
-static int pump(const struct launch__proc *p, struct pipes *pp)
+static int pump(const struct launch__proc *p, struct pipes *pp, pid_t pid)
 {
+	double deadline = p->timeout_s > 0 ? dt_mono_s() + p->timeout_s : 0;
 	size_t in_off = 0;
-	int rc = 0;
+	int rc = 0, wait_ms = -1;
 
 	while (pp->in[1] >= 0 || pp->out[0] >= 0 || pp->eo[0] >= 0) {
 		struct pollfd fds[3];
 		nfds_t n = 0;
 		int i;
+
+		if (deadline > 0) {
+			double left = deadline - dt_mono_s();
+
+			if (left <= 0) {
+				/* its pipes close as it dies (a grandchild holding
+				 * them is not waited for) */
+				kill(pid, SIGKILL);
+				return -ETIMEDOUT;
+			}
+			wait_ms = (int)(left * 1000) + 1;
+		}
 
 		if (pp->in[1] >= 0)
 			fds[n++] = (struct pollfd){ .fd = pp->in[1], .events = POLLOUT };
@@ -209,7 +223,7 @@ static int pump(const struct launch__proc *p, struct pipes *pp)
 			fds[n++] = (struct pollfd){ .fd = pp->out[0], .events = POLLIN };
 		if (pp->eo[0] >= 0)
 			fds[n++] = (struct pollfd){ .fd = pp->eo[0], .events = POLLIN };
-		if (poll(fds, n, -1) < 0) {
+		if (poll(fds, n, wait_ms) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
@@ -248,6 +262,8 @@ static int reap(const struct launch__proc *p, const char *path, pid_t pid, int e
 		if (!rc)
 			rc = -exec_errno;
 		dt_err_add(err, "%s: cannot run %s: %s", p->argv[0], path, strerror(exec_errno));
+	} else if (rc == -ETIMEDOUT) {
+		dt_err_add(err, "%s: no answer within %.0f s: killed", p->argv[0], p->timeout_s);
 	} else if (rc) {
 		dt_err_add(err, "%s: lost contact with the program: %s", p->argv[0], strerror(-rc));
 	} else if (WIFEXITED(wst)) {
@@ -311,7 +327,7 @@ int launch__run(const struct launch__proc *p, int *status, struct dt_err *err)
 			close_fd(&pp.in[1]);
 	}
 	if (!rc)
-		rc = pump(p, &pp);
+		rc = pump(p, &pp, pid);
 	close_fd(&pp.in[1]);
 	close_fd(&pp.out[0]);
 	close_fd(&pp.eo[0]);

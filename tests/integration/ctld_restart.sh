@@ -3,6 +3,8 @@
 # on (slurmstepd needs no controller), and `site/cluster.sh up` starts only
 # slurmctld again, keeping its state: the job is still RUNNING under its id,
 # and ends COMPLETED, never restarted, bitwise equal to an uninterrupted run.
+# Meanwhile `dtrain-submit status` answers within seconds, the job's state
+# "unknown (Slurm unreachable)" and its last step from the heartbeats.
 # (Before, `up` restarted every daemon with an empty controller state: the
 # job's step was killed, its log said nothing, and status called it ENDED.)
 . "$(dirname "$0")/lib.sh"
@@ -43,6 +45,19 @@ sleep 3
 after=$(step)
 [ "$after" -gt "$before" ] || fail "the job stopped training without slurmctld (step $before, then $after)"
 echo "  slurmctld (pid $pid) killed; the job trained on from step $before to $after"
+
+# --- status without Slurm: an answer within seconds, the state unknown ---
+for args in "" "$id"; do
+	t0=$(date +%s%N)
+	$SUBMIT status $args >"$T/status.out" 2>&1 || true
+	took=$((($(date +%s%N) - t0) / 1000000))
+	[ "$took" -lt 10000 ] || { cat "$T/status.out"; fail "status $args took $took ms with slurmctld down"; }
+	must_contain "$T/status.out" "unknown (Slurm unreachable)"
+	must_contain "$T/status.out" "dtrain-submit: Slurm did not answer"
+	grep -q "ENDED" "$T/status.out" && { cat "$T/status.out"; fail "status called a running job ENDED"; }
+	echo "  status $args answered in $took ms: $(grep -o 'unknown (Slurm unreachable)' "$T/status.out" | head -n 1)"
+done
+grep -qE "last step: +[0-9]+, began" "$T/status.out" || { cat "$T/status.out"; fail "status JOB shows no last step from the heartbeats"; }
 
 # --- up: only slurmctld again, with its state ---
 ctld_back cluster-up || { cat "$T/cluster-up.out"; fail "site/cluster.sh up did not bring slurmctld back"; }

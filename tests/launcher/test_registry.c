@@ -21,6 +21,7 @@
 
 #include "launcher/launch.h"
 #include "tests/testutil.h"
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/io.h"
 
@@ -312,31 +313,70 @@ static void test_resolve_from_slurm(void **state)
 
 static void test_job_state(void **state)
 {
-	char s[32];
+	struct launch_slurm sl = {0};
+	struct launch_state st;
+	char text[80];
+	double t0;
 
 	(void)state;
-	fake("squeue", "[ \"$*\" = '-h -j 5 -o %T' ] || exit 1; echo RUNNING");
-	launch_job_state("5", s, sizeof(s));
-	assert_string_equal(s, "RUNNING");
+	fake("squeue", "[ \"$*\" = '-h -j 5 -o %T %r' ] || exit 1; echo 'RUNNING None'");
+	launch_job_state(&sl, "5", &st);
+	assert_string_equal(st.name, "RUNNING");
+	assert_string_equal(st.reason, "");
+
+	/* a held job says so; the usual wait (Priority) is not worth a word */
+	fake("squeue", "echo 'PENDING JobHeldUser'");
+	launch_job_state(&sl, "5", &st);
+	assert_string_equal(launch_state_text(&st, text, sizeof(text)), "PENDING (JobHeldUser)");
+	fake("squeue", "echo 'PENDING Priority'");
+	launch_job_state(&sl, "5", &st);
+	assert_string_equal(launch_state_text(&st, text, sizeof(text)), "PENDING");
 
 	/* squeue forgot the job: scontrol still knows it. */
 	fake("squeue", "echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1");
 	fake("scontrol", "echo 'JobId=5 JobName=x'; echo '   JobState=COMPLETED Reason=None'");
-	launch_job_state("5", s, sizeof(s));
-	assert_string_equal(s, "COMPLETED");
+	launch_job_state(&sl, "5", &st);
+	assert_string_equal(st.name, "COMPLETED");
 
 	/* Neither knows it, or neither exists: ENDED. */
 	fake("scontrol", "exit 1");
-	launch_job_state("5", s, sizeof(s));
-	assert_string_equal(s, "ENDED");
+	launch_job_state(&sl, "5", &st);
+	assert_string_equal(st.name, "ENDED");
 	no_fake("squeue");
 	no_fake("scontrol");
-	launch_job_state("5", s, sizeof(s));
-	assert_string_equal(s, "ENDED");
+	launch_job_state(&sl, "5", &st);
+	assert_string_equal(st.name, "ENDED");
+	assert_false(sl.unreachable);
+
+	/* slurmctld down: UNKNOWN, not ENDED, and scontrol is not asked */
+	fake("squeue", "echo 'slurm_load_jobs error: Unable to contact slurm controller (connect failure)' >&2; exit 1");
+	fake("scontrol", "echo 'JobId=5'; echo '   JobState=COMPLETED'");
+	launch_job_state(&sl, "5", &st);
+	assert_string_equal(st.name, "UNKNOWN");
+	assert_true(sl.unreachable);
+	assert_non_null(strstr(sl.why, "Unable to contact slurm controller"));
+	assert_string_equal(launch_state_text(&st, text, sizeof(text)), "unknown (Slurm unreachable)");
+
+	/* a client that hangs is cut off after LAUNCH_SLURM_WAIT_S; the next
+	 * query of the same command does not wait again */
+	memset(&sl, 0, sizeof(sl));
+	fake("squeue", "exec /bin/sleep 60");
+	t0 = dt_mono_s();
+	launch_job_state(&sl, "5", &st);
+	assert_string_equal(st.name, "UNKNOWN");
+	assert_true(sl.unreachable);
+	assert_true(dt_mono_s() - t0 < LAUNCH_SLURM_WAIT_S + 2);
+	t0 = dt_mono_s();
+	launch_job_state(&sl, "6", &st);
+	assert_string_equal(st.name, "UNKNOWN");
+	assert_true(dt_mono_s() - t0 < 0.5);
+	no_fake("squeue");
+	no_fake("scontrol");
 
 	assert_true(launch_state_active("PENDING"));
 	assert_true(launch_state_active("RUNNING"));
 	assert_true(launch_state_active("COMPLETING"));
+	assert_true(launch_state_active("UNKNOWN"));
 	assert_false(launch_state_active("COMPLETED"));
 	assert_false(launch_state_active("CANCELLED"));
 	assert_false(launch_state_active("ENDED"));
