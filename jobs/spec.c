@@ -32,48 +32,22 @@
 static int parse_json(const char *label, const char *text, size_t len,
 		      json_object **out, struct dt_err *err)
 {
-	json_tokener *tok = json_tokener_new_ex(64);
-	enum json_tokener_error jerr;
-	json_object *obj = NULL;
-	size_t off, i;
-	int line = 1, col = 1;
+	struct dt_json_error e;
+	int line, col, rc;
 
-	*out = NULL;
-	if (!tok)
-		return -ENOMEM;
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-	obj = json_tokener_parse_ex(tok, text, (int)len);
-	jerr = json_tokener_get_error(tok);
-	off = json_tokener_get_parse_end(tok);
-	if (jerr == json_tokener_success) {
-		/* Only white space may follow the document. */
-		while (off < len && isspace((unsigned char)text[off]))
-			off++;
-		if (off < len)
-			jerr = json_tokener_error_parse_unexpected;
-	} else if (jerr == json_tokener_continue) {
-		jerr = json_tokener_error_parse_eof;
-	}
-	json_tokener_free(tok);
-	if (jerr != json_tokener_success) {
-		for (i = 0; i < off && i < len; i++) {
-			if (text[i] == '\n') {
-				line++;
-				col = 1;
-			} else {
-				col++;
-			}
-		}
-		json_object_put(obj);
-		return dt_err_add(err, "%s:%d:%d: invalid JSON: %s", label, line, col,
-				  json_tokener_error_desc(jerr));
-	}
-	if (!json_object_is_type(obj, json_type_object)) {
-		json_object_put(obj);
+	rc = dt_json_parse_object(text, len, 64, out, &e);
+	switch (rc) {
+	case 0:
+	case -ENOMEM:
+		return rc;
+	case -EFBIG:
+		return dt_err_add(err, "%s: too large to be a job spec (%zu bytes)", label, len);
+	case -EDOM:
 		return dt_err_add(err, "%s: expected a JSON object at the top level", label);
+	default:
+		dt_json_line_col(text, len, e.offset, &line, &col);
+		return dt_err_add(err, "%s:%d:%d: invalid JSON: %s", label, line, col, e.what);
 	}
-	*out = obj;
-	return 0;
 }
 
 int spec_json_load(const char *path, json_object **out, struct dt_err *err)
@@ -931,15 +905,53 @@ static int apply_sets(struct layers *l, const char *const *sets, size_t n, struc
 	return rc;
 }
 
+/* path matches the pattern "env.PREFIX*" (env keys only). */
+static bool env_pattern_covers(const char *pattern, const char *path)
+{
+	size_t n = strlen(pattern);
+
+	return n >= 5 && pattern[n - 1] == '*' && !strncmp(pattern, "env.", 4) &&
+	       !strncmp(path, "env.", 4) && path[4] && !strchr(path + 4, '.') &&
+	       !strncmp(path, pattern, n - 1);
+}
+
 const char *spec_path_covered(const struct spec_strs *paths, const char *path)
 {
 	size_t i, n;
 
 	for (i = 0; paths && i < paths->n; i++) {
 		n = strlen(paths->v[i]);
+		if (env_pattern_covers(paths->v[i], path))
+			return paths->v[i];
 		if (!strncmp(path, paths->v[i], n) && (path[n] == '\0' || path[n] == '.'))
 			return paths->v[i];
 	}
+	return NULL;
+}
+
+bool spec_env_listed(const struct spec_strs *names, const char *name)
+{
+	size_t i, n;
+
+	for (i = 0; names && i < names->n; i++) {
+		n = strlen(names->v[i]);
+		if (n && names->v[i][n - 1] == '*' ? !strncmp(name, names->v[i], n - 1) :
+						      !strcmp(name, names->v[i]))
+			return true;
+	}
+	return false;
+}
+
+const char *spec_env_starts_job(const char *name)
+{
+	if (!strncmp(name, "LD_", 3))
+		return "the dynamic loader";
+	if (!strcmp(name, "PATH"))
+		return "which programs run, srun among them";
+	if (!strncmp(name, "SLURM_", 6) || !strncmp(name, "SBATCH_", 7))
+		return "Slurm's settings of the job";
+	if (!strncmp(name, "DTRAIN_FAULT_", 13))
+		return "dtrain's fault injection";
 	return NULL;
 }
 
@@ -977,12 +989,42 @@ static int check_locks(struct layers *l, json_object *obj, const char *path, str
 		if (strchr(key, '.'))
 			continue; /* refused as a dotted key (walk_tree), not taken for a path */
 		lock = spec_path_covered(l->policy->locked, full);
+		/* a pattern's lock ("env.*") spares the variables the site allows */
+		if (lock && lock[strlen(lock) - 1] == '*' &&
+		    spec_env_listed(l->policy->env_allowed, full + 4))
+			lock = NULL;
 		if (lock) {
 			rc = report_locked(l, val, full, lock, err);
 			continue;
 		}
 		if (json_object_is_type(val, json_type_object) && check_locks(l, val, full, err))
 			rc = -EINVAL;
+	}
+	return rc;
+}
+
+/* The user's env keys that change how the job starts, unless the site
+ * allows them (spec_env_starts_job). */
+static int check_env_keys(struct layers *l, struct dt_err *err)
+{
+	json_object *env = NULL;
+	char full[PATH_MAX_LEN];
+	const char *what;
+	struct where w;
+	int rc = 0;
+
+	if (!json_object_object_get_ex(l->user, "env", &env) ||
+	    !json_object_is_type(env, json_type_object))
+		return 0;
+	json_object_object_foreach(env, key, val) {
+		(void)val;
+		what = spec_env_starts_job(key);
+		if (!what || (l->policy && spec_env_listed(l->policy->env_allowed, key)))
+			continue;
+		snprintf(full, sizeof(full), "env.%s", key);
+		w = origin(l, full);
+		rc = dt_err_add(err, WHERE_FMT ": changes how the job starts (%s); a job spec may set it only where the site allows it (env_allow in the site file, site/README.md)",
+				WHERE_ARGS(&w, full), what);
 	}
 	return rc;
 }
@@ -1153,6 +1195,8 @@ int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *e
 	bad = apply_sets(&l, in->sets, in->n_sets, err);
 	if (bad == -ENOMEM || (in->policy && check_locks(&l, l.user, "", err)))
 		bad = bad ? bad : -EINVAL;
+	if (bad != -ENOMEM && !in->resolved && check_env_keys(&l, err))
+		bad = bad ? bad : -EINVAL;
 	if (bad == -ENOMEM) {
 		rc = bad;
 		goto out;
@@ -1193,7 +1237,7 @@ out:
 
 int spec_load(const char *path, struct spec *out, struct dt_err *err)
 {
-	struct spec_input in = { .path = path };
+	struct spec_input in = { .path = path, .resolved = true };
 
 	return spec_resolve(&in, out, err);
 }

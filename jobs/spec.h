@@ -177,7 +177,12 @@ struct spec_policy {
 	struct json_object *defaults;     /* a job-spec fragment under the user's
 					   * spec, or NULL */
 	const struct spec_strs *locked;   /* paths users may not set (a path covers
-					   * those below it), or NULL */
+					   * those below it; "env.PREFIX*" the env
+					   * keys starting with PREFIX), or NULL */
+	const struct spec_strs *env_allowed; /* env keys (NAME, or PREFIX*) a user's
+					   * spec may set though a lock pattern covers
+					   * them or they change how the job starts
+					   * (spec_env_starts_job); NULL: none */
 	/* The resolved spec against the policy's limits, or NULL for none;
 	 * origin(octx, path) names where a value came from (the user's file,
 	 * "--set", the policy's file). 0, or -EINVAL with every problem in err. */
@@ -193,11 +198,25 @@ struct spec_input {
 	const struct spec_policy *policy; /* the site's policy, or NULL for none */
 	const char *const *sets;  /* "a.b=value" overrides, applied last */
 	size_t n_sets;
+	bool resolved;            /* path is a spec resolved before (a run dir's
+				   * spec.json): its env passed the site's checks
+				   * then and holds the site's defaults */
 };
 
 /* The entry of `paths` equal to `path` or above it ("resources" covers
- * "resources.partition", not "resourcesX"), or NULL; paths may be NULL. */
+ * "resources.partition", not "resourcesX"), or matching it as a pattern
+ * ("env.*" covers every env key, "env.LD_*" those starting with LD_), or
+ * NULL; paths may be NULL. */
 const char *spec_path_covered(const struct spec_strs *paths, const char *path);
+/* Whether an environment variable name matches one of `names` (each a NAME,
+ * or PREFIX* for the names starting with PREFIX); names may be NULL. */
+bool spec_env_listed(const struct spec_strs *names, const char *name);
+/* What an environment variable changes about how the job starts, when it is
+ * one a job spec may not set without the site's leave (LD_*: the dynamic
+ * loader; PATH: which programs run, srun among them; SLURM_*: Slurm's
+ * settings of the job; DTRAIN_FAULT_*: dtrain's fault injection); NULL for
+ * any other. */
+const char *spec_env_starts_job(const char *name);
 
 /* Resolve a job spec (see the top of this file). On success *out is a valid
  * spec that the caller frees with spec_free(). On failure returns -EINVAL

@@ -38,6 +38,8 @@ static const struct spec_field site_fields[] = {
 	  "partitions jobs may use; []: any" },
 	{ "locked", SPEC_STRLIST, S(locked), "[]", 1, 256, 0, 1024, NULL, SPEC_F_TEXT,
 	  "job-spec paths a user spec may not set (their value comes from defaults)" },
+	{ "env_allow", SPEC_STRLIST, S(env_allow), "[]", 1, 128, 0, 256, NULL, SPEC_F_TEXT,
+	  "environment variables (NAME, or PREFIX* for every name starting with PREFIX) a job spec may set although a lock pattern covers them or they change how the job starts (LD_*, PATH, SLURM_*, SBATCH_*, DTRAIN_FAULT_*)" },
 	{ "env", SPEC_STRMAP, S(env), "{}", 0, 4096, 0, 256, NULL, SPEC_F_TEXT,
 	  "environment exported in every batch script, after the user's (the site wins)" },
 	{ "sbatch_extra", SPEC_STRLIST, S(sbatch_extra), "[]", 1, 256, 0, 64, NULL, SPEC_F_TEXT,
@@ -92,14 +94,32 @@ static const char *site_suggest(const char *path)
 	return best;
 }
 
-/* A locked entry must name a job-spec key, a section of them, or env.NAME. */
+/* NAME, or PREFIX* with PREFIX a name's start ("" in "*": every name). */
+static bool env_name_or_prefix(const char *p, bool pattern_ok)
+{
+	size_t n = strlen(p), i;
+
+	if (pattern_ok && n && p[n - 1] == '*')
+		n--;
+	for (i = 0; i < n; i++)
+		if (!(p[i] == '_' || (p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= 'a' && p[i] <= 'z') ||
+		      (i > 0 && p[i] >= '0' && p[i] <= '9')))
+			return false;
+	return n > 0 || (pattern_ok && p[0] == '*');
+}
+
+/* A locked entry must name a job-spec key, a section of them, env.NAME, or
+ * be one of the patterns site/README.md defines: env.* and env.PREFIX*. */
 static int check_lock_path(const char *file, size_t idx, const char *p, struct dt_err *err)
 {
 	size_t n, i, len = strlen(p);
 	const struct spec_field *f = spec_fields(&n);
 
-	if (!strncmp(p, "env.", 4) && p[4])
+	if (!strncmp(p, "env.", 4) && env_name_or_prefix(p + 4, true))
 		return 0;
+	if (strchr(p, '*'))
+		return dt_err_add(err, "%s: locked[%zu]: \"%s\": the only patterns are env.* and env.PREFIX* (a section is locked by its name: \"checkpoint\" locks every checkpoint key)",
+				  file, idx, p);
 	for (i = 0; i < n; i++)
 		if (!strncmp(f[i].path, p, len) && (f[i].path[len] == '\0' || f[i].path[len] == '.'))
 			return 0;
@@ -224,6 +244,10 @@ int site_load(const char *path, struct site *out, struct dt_err *err)
 		for (i = 0; i < out->sbatch_extra.n; i++)
 			if (check_sbatch_opt(path, i, out->sbatch_extra.v[i], err))
 				rc = -EINVAL;
+		for (i = 0; i < out->env_allow.n; i++)
+			if (!env_name_or_prefix(out->env_allow.v[i], true))
+				rc = dt_err_add(err, "%s: env_allow[%zu]: \"%s\" is not an environment variable name or NAME_PREFIX*",
+						path, i, out->env_allow.v[i]);
 		if (rc)
 			goto out;
 	}
@@ -361,7 +385,7 @@ static int defaults_unlocked(const struct site *s, const struct site *u, json_ob
 /* What the user's file u may add to the system's s (see site.h). */
 static int layer_user(struct site *s, const struct site *u, struct dt_err *err)
 {
-	const char *refused[4] = { NULL };
+	const char *refused[5] = { NULL };
 	int n = 0, i, rc = 0;
 	size_t k;
 
@@ -373,6 +397,8 @@ static int layer_user(struct site *s, const struct site *u, struct dt_err *err)
 		refused[n++] = "srun_extra";
 	if (u->setup.n)
 		refused[n++] = "setup";
+	if (u->env_allow.n)
+		refused[n++] = "env_allow";
 	for (i = 0; i < n; i++)
 		rc = dt_err_add(err, "%s: %s: a user's site file cannot set it under the system policy %s, only add defaults, locks and limits (hint: env and setup go in the job spec)",
 				u->path, refused[i], s->path);
@@ -464,7 +490,8 @@ static int check_limits(const void *ctx, const struct spec *spec,
 void site_policy(const struct site *s, struct spec_policy *out)
 {
 	*out = (struct spec_policy){ .label = s->label ? s->label : s->path, .defaults = s->defaults,
-				     .locked = &s->locked, .check = check_limits, .ctx = s };
+				     .locked = &s->locked, .env_allowed = &s->env_allow,
+				     .check = check_limits, .ctx = s };
 }
 
 int site_check_limits(const struct site *s, const struct spec *spec,

@@ -49,7 +49,11 @@ struct site {
 				      * lock and limit messages name; else NULL */
 	struct json_object *defaults; /* job-spec fragment; NULL: none */
 	struct site_limits limits;
-	struct spec_strs locked;     /* job-spec paths users may not set */
+	struct spec_strs locked;     /* job-spec paths users may not set; "env.*"
+				      * and "env.PREFIX*" are patterns */
+	struct spec_strs env_allow;  /* env keys (NAME or PREFIX*) a job spec may
+				      * set though a lock pattern covers them or
+				      * they change how the job starts */
 	char *runs_root;             /* absolute; default $HOME/dtrain-runs */
 	bool runs_root_set;          /* the file set runs_root (a user's file's
 				      * replaces the system's unless run_dir is

@@ -49,6 +49,7 @@ write_site() {
               "max_time": "02:00:00", "partitions": ["low", "high"] },
   "locked": ["resources.qos"],
   "env": { "DTRAIN_SITE_MARK": "site-env", "OMPI_MCA_mpi_yield_when_idle": "1" },
+  "env_allow": ["DTRAIN_FAULT_*"],
   "srun_extra": ["--kill-on-bad-exit=1"],
   "setup": ["echo site-setup-ran"]
 }

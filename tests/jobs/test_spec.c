@@ -21,7 +21,7 @@
 static int resolve(const char *text, const char *const *sets, size_t n_sets,
 		   struct spec *s, struct dt_err *e)
 {
-	struct spec_input in = { tu_write("job.json", text), NULL, sets, n_sets };
+	struct spec_input in = { tu_write("job.json", text), NULL, sets, n_sets, false };
 
 	dt_err_clear(e);
 	return spec_resolve(&in, s, e);
@@ -163,7 +163,7 @@ static void missing_file_is_named(void **state)
 {
 	struct spec s;
 	struct dt_err e = {0};
-	struct spec_input in = { "/nonexistent/dir/job.json", NULL, NULL, 0 };
+	struct spec_input in = { "/nonexistent/dir/job.json", NULL, NULL, 0, false };
 
 	(void)state;
 	assert_int_equal(spec_resolve(&in, &s, &e), -ENOENT);

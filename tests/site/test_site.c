@@ -61,7 +61,7 @@ static int resolve(struct fixture *fx, const char *text, const char *const *sets
 		   struct spec *s, struct dt_err *e)
 {
 	struct spec_policy policy;
-	struct spec_input in = { tu_write("job.json", text), &policy, sets, n };
+	struct spec_input in = { tu_write("job.json", text), &policy, sets, n, false };
 
 	site_policy(&fx->site, &policy);
 	dt_err_clear(e);
@@ -218,7 +218,7 @@ static void user_site_adds_under_the_system(void **state)
 	struct dt_err e = {0};
 	char user[512], bad[512], want[1400];
 	const char *sets[] = { "resources.account=evil" };
-	struct spec_input in = { NULL, &policy, sets, 1 };
+	struct spec_input in = { NULL, &policy, sets, 1, false };
 
 	snprintf(user, sizeof(user), "%s",
 		 tu_write("user-site.json",
@@ -268,7 +268,7 @@ static void user_site_adds_under_the_system(void **state)
 	/* what only the system may set */
 	snprintf(bad, sizeof(bad), "%s",
 		 tu_write("user-bad.json", "{\"env\": {\"NCCL_IB_HCA\": \"evil\"}, \"setup\": [\"true\"],"
-					   " \"sbatch_extra\": [\"--account=evil\"]}"));
+					   " \"sbatch_extra\": [\"--account=evil\"], \"env_allow\": [\"LD_*\"]}"));
 	dt_err_clear(&e);
 	assert_int_equal(site_load_policy(fx->site_path, bad, &lay, &e), -EINVAL);
 	snprintf(want, sizeof(want), "%s: env: a user's site file cannot set it under the system policy %s",
@@ -276,6 +276,7 @@ static void user_site_adds_under_the_system(void **state)
 	assert_true(tu_has(&e, want));
 	assert_true(tu_has(&e, "sbatch_extra: a user's site file cannot set it"));
 	assert_true(tu_has(&e, "setup: a user's site file cannot set it"));
+	assert_true(tu_has(&e, "env_allow: a user's site file cannot set it"));
 	assert_null(lay.path);
 	/* alone (no system file), a user's file is the policy, env and all */
 	dt_err_clear(&e);
@@ -305,7 +306,7 @@ static void user_site_adds_under_the_system(void **state)
 	{
 		const char *big[] = { "resources.tasks_per_node=3", "resources.nodes=1",
 				      "parallel.data=3" };
-		struct spec_input in2 = { tu_write("job.json", "{}"), &policy, big, 3 };
+		struct spec_input in2 = { tu_write("job.json", "{}"), &policy, big, 3, false };
 
 		dt_err_clear(&e);
 		assert_int_equal(spec_resolve(&in2, &s, &e), -EINVAL);
@@ -344,6 +345,68 @@ static void lock_coverage(void **state)
 	assert_null(site_locked(NULL, "resources.account"));
 }
 
+/* env lock patterns, env_allow, and the variables that change how a job
+ * starts: refused from a job spec unless the site allows them. */
+static void env_patterns_and_allowed(void **state)
+{
+	struct fixture *fx = *state, pat = { 0 };
+	struct spec s;
+	struct dt_err e = {0};
+	const char *sets[] = { "env.DTRAIN_FAULT_WRITE=enospc@1" };
+
+	/* no site file at all: LD_*, PATH, SLURM_* and DTRAIN_FAULT_* refused */
+	{
+		struct spec_input in = { tu_write("job.json",
+			"{\"env\": {\"LD_PRELOAD\": \"/tmp/x.so\", \"PATH\": \"/tmp\","
+			" \"SLURM_CONF\": \"/tmp/s.conf\", \"OMP_NUM_THREADS\": \"1\"}}"), NULL, sets, 1, false };
+
+		assert_int_equal(spec_resolve(&in, &s, &e), -EINVAL);
+		assert_true(tu_has(&e, "job.json: env.LD_PRELOAD: changes how the job starts (the dynamic loader); a job spec may set it only where the site allows it (env_allow in the site file"));
+		assert_true(tu_has(&e, "env.PATH: changes how the job starts (which programs run, srun among them)"));
+		assert_true(tu_has(&e, "env.SLURM_CONF: changes how the job starts (Slurm's settings of the job)"));
+		assert_true(tu_has(&e, "--set: env.DTRAIN_FAULT_WRITE: changes how the job starts (dtrain's fault injection)"));
+		assert_int_equal(e.count, 4);
+	}
+
+	/* a site that locks patterns and allows some names */
+	assert_int_equal(site_load(tu_write("pat.json",
+		"{\"locked\": [\"env.*\"], \"env_allow\": [\"OMP_NUM_THREADS\", \"NCCL_*\", \"DTRAIN_FAULT_*\"]}"),
+		&pat.site, &e), 0);
+	snprintf(pat.site_path, sizeof(pat.site_path), "%s", pat.site.path);
+	assert_int_equal(resolve(&pat, "{\"env\": {\"OMP_NUM_THREADS\": \"2\", \"NCCL_DEBUG\": \"INFO\"}}",
+				 sets, 1, &s, &e), 0);
+	spec_free(&s);
+	assert_int_equal(resolve(&pat, "{\"env\": {\"FOO\": \"1\", \"LD_PRELOAD\": \"x\"}}", NULL, 0, &s, &e),
+			 -EINVAL);
+	assert_true(tu_has(&e, "job.json: env.FOO: locked by the site"));
+	assert_true(tu_has(&e, "locked: \"env.*\""));
+	assert_true(tu_has(&e, "job.json: env.LD_PRELOAD: locked by the site"));
+	site_free(&pat.site);
+
+	/* env.LD_* is a prefix pattern, as an admin reads it */
+	assert_int_equal(site_load(tu_write("ld.json", "{\"locked\": [\"env.LD_*\"], \"env_allow\": [\"LD_LIBRARY_PATH\"]}"),
+				   &pat.site, &e), 0);
+	assert_non_null(site_locked(&pat.site, "env.LD_PRELOAD"));
+	assert_null(site_locked(&pat.site, "env.OMP_NUM_THREADS"));
+	assert_null(site_locked(&pat.site, "envX"));
+	assert_int_equal(resolve(&pat, "{\"env\": {\"LD_LIBRARY_PATH\": \"/opt/lib\"}}", NULL, 0, &s, &e), 0);
+	spec_free(&s);
+	assert_int_equal(resolve(&pat, "{\"env\": {\"LD_AUDIT\": \"x\"}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "job.json: env.LD_AUDIT: locked by the site"));
+	site_free(&pat.site);
+
+	/* patterns the README does not define, and bad allow entries */
+	assert_int_equal(site_load(tu_write("badpat.json",
+		"{\"locked\": [\"resources.*\", \"env.A*B\", \"env.\"], \"env_allow\": [\"A-B\", \"*X\"]}"),
+		&pat.site, &e), -EINVAL);
+	assert_true(tu_has(&e, "locked[0]: \"resources.*\": the only patterns are env.* and env.PREFIX*"));
+	assert_true(tu_has(&e, "locked[1]: \"env.A*B\": the only patterns are"));
+	assert_true(tu_has(&e, "locked[2]: \"env.\" is not a job-spec key"));
+	assert_true(tu_has(&e, "env_allow[0]: \"A-B\" is not an environment variable name"));
+	assert_true(tu_has(&e, "env_allow[1]: \"*X\" is not an environment variable name"));
+	(void)fx;
+}
+
 static void example_site_file_is_valid(void **state)
 {
 	const char *src = getenv("DTRAIN_SOURCE_DIR");
@@ -371,6 +434,7 @@ int main(void)
 		cmocka_unit_test(no_site_file_means_no_policy),
 		cmocka_unit_test(site_file_search_order),
 		cmocka_unit_test(user_site_adds_under_the_system),
+		cmocka_unit_test(env_patterns_and_allowed),
 		cmocka_unit_test(example_site_file_is_valid),
 	};
 	int rc = cmocka_run_group_tests_name("site", tests, setup, teardown);
