@@ -70,9 +70,10 @@ int dt_heartbeat_format(const struct dt_heartbeat *h, char *buf, size_t size)
 		node[i] = h->node[i] > ' ' && h->node[i] < 127 ? h->node[i] : '?';
 	node[i] = '\0';
 	n = snprintf(buf, size,
-		     "dtrain-heartbeat %d rank %d world %d pid %ld node %s start %.3f step %lld stepped %.3f phase %s since %.3f at %.3f bound %.3f",
+		     "dtrain-heartbeat %d rank %d world %d pid %ld node %s start %.3f step %lld stepped %.3f phase %s since %.3f at %.3f bound %.3f waits %lld %lld",
 		     DT_HEARTBEAT_VERSION, h->rank, h->world, h->pid, node[0] ? node : "?", h->start,
-		     h->step, h->stepped, dt_phase_name(h->phase), h->since, h->at, h->bound);
+		     h->step, h->stepped, dt_phase_name(h->phase), h->since, h->at, h->bound,
+		     h->waits_begun, h->waits_ended);
 	if (n < 0 || n >= DT_HEARTBEAT_BYTES - 16)
 		return -ENAMETOOLONG;
 	m = snprintf(buf + n, size - (size_t)n, " sum %08x", sum_of(buf, (size_t)n));
@@ -92,11 +93,26 @@ int dt_heartbeat_parse(const char *line, struct dt_heartbeat *h)
 	unsigned sum = 0;
 	int version = 0, body = 0, used = 0, p;
 
-	if (sscanf(line,
-		   "dtrain-heartbeat %d rank %d world %d pid %ld node %63s start %lf step %lld stepped %lf phase %15s since %lf at %lf bound %lf%n sum %8x%n",
-		   &version, &v.rank, &v.world, &v.pid, v.node, &v.start, &v.step, &v.stepped, phase,
-		   &v.since, &v.at, &v.bound, &body, &sum, &used) != 13 ||
-	    version != DT_HEARTBEAT_VERSION || used == 0 || sum != sum_of(line, (size_t)body))
+	if (sscanf(line, "dtrain-heartbeat %d ", &version) != 1)
+		return -EINVAL;
+	if (version == DT_HEARTBEAT_VERSION) {
+		if (sscanf(line,
+			   "dtrain-heartbeat %d rank %d world %d pid %ld node %63s start %lf step %lld stepped %lf phase %15s since %lf at %lf bound %lf waits %lld %lld%n sum %8x%n",
+			   &version, &v.rank, &v.world, &v.pid, v.node, &v.start, &v.step, &v.stepped,
+			   phase, &v.since, &v.at, &v.bound, &v.waits_begun, &v.waits_ended, &body,
+			   &sum, &used) != 15)
+			return -EINVAL;
+	} else if (version == 1) { /* a rank of an earlier dtrain: no wait counts */
+		if (sscanf(line,
+			   "dtrain-heartbeat %d rank %d world %d pid %ld node %63s start %lf step %lld stepped %lf phase %15s since %lf at %lf bound %lf%n sum %8x%n",
+			   &version, &v.rank, &v.world, &v.pid, v.node, &v.start, &v.step, &v.stepped,
+			   phase, &v.since, &v.at, &v.bound, &body, &sum, &used) != 13)
+			return -EINVAL;
+		v.waits_begun = v.waits_ended = -1;
+	} else {
+		return -EINVAL;
+	}
+	if (used == 0 || sum != sum_of(line, (size_t)body))
 		return -EINVAL;
 	/* all of it: padding, then the '\n' that ends a whole line */
 	while (line[used] == ' ')

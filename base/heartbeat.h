@@ -9,8 +9,9 @@
  * Format: one line of text, rewritten whole at offset 0 and always
  * DT_HEARTBEAT_BYTES long (spaces pad it before its '\n'):
  *
- *   dtrain-heartbeat 1 rank R world W pid P node NAME start T0 step S
- *       stepped T1 phase PHASE since T2 at T3 bound B sum XXXXXXXX
+ *   dtrain-heartbeat 2 rank R world W pid P node NAME start T0 step S
+ *       stepped T1 phase PHASE since T2 at T3 bound B waits WB WE
+ *       sum XXXXXXXX
  *
  * (one line). Times are Unix seconds (CLOCK_REALTIME) with 3 decimals:
  * start when this start of the job step began (the batch script's
@@ -18,7 +19,10 @@
  * stepped when step S began, since when the phase began, at when the line
  * was written. step is the step being worked on (1-based, as the progress
  * lines count; 0 before the first), bound the seconds the phase may last
- * before the watchdog ends the job step (0: no bound). sum is FNV-1a (32
+ * before the watchdog ends the job step (0: no bound), WB and WE the
+ * rank's waits on other ranks begun and ended (runtime/world/waits.h), so
+ * that a rank alive but outside the collective its peers wait in can be
+ * named. Version 1 lines (no waits) are still read. sum is FNV-1a (32
  * bits, hex) of the line before " sum ": a reader that catches a line
  * half rewritten, or mixed from two writes, sees it fail to parse
  * (-EINVAL) and reads again.
@@ -30,7 +34,7 @@
 #include <stddef.h>
 
 #define DT_HEARTBEAT_BYTES 384
-#define DT_HEARTBEAT_VERSION 1
+#define DT_HEARTBEAT_VERSION 2 /* 1: without "waits" (still read) */
 
 /* What a rank is doing; in the file as its name. */
 enum dt_phase {
@@ -54,6 +58,10 @@ struct dt_heartbeat {
 	double since;    /* Unix s: the phase began */
 	double at;       /* Unix s: the line was written */
 	double bound;    /* s the phase may last; 0: no bound */
+	long long waits_begun, waits_ended; /* the rank's waits on other ranks (MPI's
+			  * blocking calls) begun and ended in this process: one
+			  * begun and not ended is a wait in progress; -1: not
+			  * known (a version 1 line) */
 };
 
 /* Seconds between a rank's heartbeats in a phase of this bound (0: none):

@@ -69,89 +69,44 @@ static void sanitize(char *s)
 			*s = '?';
 }
 
-/* --- attributes --- */
+/* --- attributes (base/h5.h, in this file's words) --- */
 
-/* Opens the single-valued attribute name of obj (called oname in messages). */
-static int attr_open(hid_t obj, const char *oname, const char *name, const char *path,
-		     hid_t *attr, hid_t *type, struct dt_err *err)
+/* A reader's failure (base/h5.h) as a message naming the object (oname)
+ * and attribute: -ENOMEM, or -EINVAL for the rest. */
+static int attr_failed(int rc, const char *oname, const char *name, const char *path,
+		       const char *why, struct dt_err *err)
 {
-	hid_t space = H5I_INVALID_HID;
-	hssize_t points;
-	char why[DT_H5_WHY_MAX];
-	int rc = 0;
-
-	*attr = *type = H5I_INVALID_HID;
-	if (H5Aexists(obj, name) <= 0)
-		return dt_err_add(err, "%s: %s: attribute \"%s\" is missing", path, oname, name);
-	*attr = H5Aopen(obj, name, H5P_DEFAULT);
-	if (*attr < 0) {
-		rc = dt_err_add(err, "%s: %s: cannot open attribute \"%s\": %s", path, oname, name,
-				dt_h5_why(why));
-		goto out;
-	}
-	space = H5Aget_space(*attr);
-	points = space < 0 ? -1 : H5Sget_simple_extent_npoints(space);
-	if (points != 1) {
-		rc = dt_err_add(err, "%s: %s: attribute \"%s\" must be a single value (has %lld)",
-				path, oname, name, (long long)points);
-		goto out;
-	}
-	*type = H5Aget_type(*attr);
-	if (*type < 0)
-		rc = dt_err_add(err, "%s: %s: attribute \"%s\": cannot read its type: %s", path,
-				oname, name, dt_h5_why(why));
-out:
-	dt_h5_close(&space, H5Sclose);
-	if (rc) {
-		dt_h5_close(type, H5Tclose);
-		dt_h5_close(attr, H5Aclose);
-	}
-	return rc;
+	if (rc == -ENOMEM)
+		return oom(err, path);
+	if (rc == -EIO)
+		dt_err_add(err, "%s: %s: cannot read attribute \"%s\": %s", path, oname, name, why);
+	else
+		dt_err_add(err, "%s: %s: attribute \"%s\" %s", path, oname, name, why);
+	return -EINVAL;
 }
 
 static int attr_get_int(hid_t obj, const char *oname, const char *name, const char *path,
 			int64_t *v, struct dt_err *err)
 {
-	hid_t attr, type;
 	char why[DT_H5_WHY_MAX];
-	int rc = attr_open(obj, oname, name, path, &attr, &type, err);
+	int rc = dt_h5_attr_get_i64(obj, name, v, why);
 
-	if (rc)
-		return rc;
-	if (H5Tget_class(type) != H5T_INTEGER)
-		rc = dt_err_add(err, "%s: %s: attribute \"%s\" must be an integer (got %s)", path,
-				oname, name, class_name(H5Tget_class(type)));
-	else if (H5Aread(attr, H5T_NATIVE_INT64, v) < 0)
-		rc = dt_err_add(err, "%s: %s: cannot read attribute \"%s\": %s", path, oname, name,
-				dt_h5_why(why));
-	H5Tclose(type);
-	H5Aclose(attr);
-	return rc;
+	return rc ? attr_failed(rc, oname, name, path, why, err) : 0;
 }
 
+/* A finite number. */
 static int attr_get_num(hid_t obj, const char *oname, const char *name, const char *path,
 			double *v, struct dt_err *err)
 {
-	hid_t attr, type;
-	H5T_class_t c;
 	char why[DT_H5_WHY_MAX];
-	int rc = attr_open(obj, oname, name, path, &attr, &type, err);
+	int rc = dt_h5_attr_get_f64(obj, name, v, why);
 
 	if (rc)
-		return rc;
-	c = H5Tget_class(type);
-	if (c != H5T_INTEGER && c != H5T_FLOAT)
-		rc = dt_err_add(err, "%s: %s: attribute \"%s\" must be a number (got %s)", path,
-				oname, name, class_name(c));
-	else if (H5Aread(attr, H5T_NATIVE_DOUBLE, v) < 0)
-		rc = dt_err_add(err, "%s: %s: cannot read attribute \"%s\": %s", path, oname, name,
-				dt_h5_why(why));
-	else if (!isfinite(*v))
-		rc = dt_err_add(err, "%s: %s: attribute \"%s\" must be finite (got %g)", path, oname,
-				name, *v);
-	H5Tclose(type);
-	H5Aclose(attr);
-	return rc;
+		return attr_failed(rc, oname, name, path, why, err);
+	if (!isfinite(*v))
+		return dt_err_add(err, "%s: %s: attribute \"%s\" must be finite (got %g)", path, oname,
+				  name, *v);
+	return 0;
 }
 
 /* A string attribute, fixed or variable length, in any character set.
@@ -159,92 +114,27 @@ static int attr_get_num(hid_t obj, const char *oname, const char *name, const ch
 static int attr_get_str(hid_t obj, const char *oname, const char *name, const char *path,
 			char **out, struct dt_err *err)
 {
-	hid_t attr, type, mem = H5I_INVALID_HID;
 	char why[DT_H5_WHY_MAX];
-	char *vs = NULL;
-	size_t size;
-	int rc = attr_open(obj, oname, name, path, &attr, &type, err);
+	int rc = dt_h5_attr_get_str(obj, name, MAX_STR_ATTR, out, why);
 
-	*out = NULL;
 	if (rc)
-		return rc;
-	if (H5Tget_class(type) != H5T_STRING) {
-		rc = dt_err_add(err, "%s: %s: attribute \"%s\" must be a string (got %s)", path,
-				oname, name, class_name(H5Tget_class(type)));
-		goto out;
-	}
-	mem = H5Tcopy(H5T_C_S1);
-	if (mem < 0 || H5Tset_cset(mem, H5Tget_cset(type)) < 0)
-		goto h5fail;
-	if (H5Tis_variable_str(type) > 0) {
-		if (H5Tset_size(mem, H5T_VARIABLE) < 0 || H5Aread(attr, mem, &vs) < 0)
-			goto h5fail;
-		*out = strdup(vs ? vs : "");
-		H5free_memory(vs);
-	} else {
-		size = H5Tget_size(type);
-		if (size == 0 || size > MAX_STR_ATTR) {
-			rc = dt_err_add(err, "%s: %s: attribute \"%s\" is implausibly long (%zu bytes)",
-					path, oname, name, size);
-			goto out;
-		}
-		if (H5Tset_size(mem, size + 1) < 0 || H5Tset_strpad(mem, H5T_STR_NULLTERM) < 0)
-			goto h5fail;
-		*out = calloc(size + 1, 1);
-		if (*out && H5Aread(attr, mem, *out) < 0) {
-			free(*out);
-			*out = NULL;
-			goto h5fail;
-		}
-	}
-	if (!*out)
-		rc = oom(err, path);
-	else
-		sanitize(*out);
-	goto out;
-h5fail:
-	rc = dt_err_add(err, "%s: %s: cannot read attribute \"%s\": %s", path, oname, name,
-			dt_h5_why(why));
-out:
-	dt_h5_close(&mem, H5Tclose);
-	H5Tclose(type);
-	H5Aclose(attr);
-	return rc;
+		return attr_failed(rc, oname, name, path, why, err);
+	sanitize(*out);
+	return 0;
 }
 
-/* Writes a scalar attribute of file type ftype from *v of memory type mtype.
- * On failure, why gets HDF5's reason (before any other call clears it). */
+/* One value of file type ftype from *v of memory type mtype. On failure,
+ * why gets HDF5's reason. */
 static int attr_put(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const void *v,
 		    char *why)
 {
-	hid_t space = H5Screate(H5S_SCALAR), attr = H5I_INVALID_HID;
-	int rc = 0;
-
-	if (space < 0 || (attr = H5Acreate2(obj, name, ftype, space, H5P_DEFAULT,
-					    H5P_DEFAULT)) < 0 || H5Awrite(attr, mtype, v) < 0) {
-		dt_h5_why(why);
-		rc = -EIO;
-	}
-	dt_h5_close(&attr, H5Aclose);
-	dt_h5_close(&space, H5Sclose);
-	return rc;
+	return dt_h5_attr_put(obj, name, ftype, mtype, 0, 0, v, why);
 }
 
 /* Strings are written variable-length UTF-8 (h5py reads them as str). */
 static int attr_put_str(hid_t obj, const char *name, const char *v, char *why)
 {
-	hid_t type = H5Tcopy(H5T_C_S1);
-	int rc;
-
-	if (type < 0 || H5Tset_size(type, H5T_VARIABLE) < 0 ||
-	    H5Tset_cset(type, H5T_CSET_UTF8) < 0) {
-		dt_h5_why(why);
-		rc = -EIO;
-	} else {
-		rc = attr_put(obj, name, type, type, &v, why);
-	}
-	dt_h5_close(&type, H5Tclose);
-	return rc;
+	return dt_h5_attr_put_str(obj, name, v, DT_H5_STR_UTF8, why);
 }
 
 /* --- opening --- */
@@ -1245,8 +1135,13 @@ static int add_attr(struct rt_data_writer *w, const char *name, hid_t ftype, hid
 		return dt_err_add(err, "%s: cannot add attribute \"%s\"%s", w->path, name,
 				  w->h_file > 0 ? ": the format sets it" : " after the writer finished");
 	dt_h5_quiet_on(&q);
-	rc = s ? attr_put_str(w->h_file, name, s, why) :
-		 attr_put(w->h_file, name, ftype, mtype, v, why);
+	if (H5Aexists(w->h_file, name) > 0) { /* added twice: refused, never written over */
+		snprintf(why, sizeof(why), "attribute already exists");
+		rc = -EIO;
+	} else {
+		rc = s ? attr_put_str(w->h_file, name, s, why) :
+			 attr_put(w->h_file, name, ftype, mtype, v, why);
+	}
 	if (rc)
 		dt_err_add(err, "%s: cannot add attribute \"%s\": %s", w->path, name, why);
 	dt_h5_quiet_off(&q);

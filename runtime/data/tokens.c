@@ -19,99 +19,44 @@
 #include "base/h5.h"
 #include "base/io.h"
 
-/* --- attributes --- */
+/* --- attributes (base/h5.h): read leniently, any failure is false --- */
 
 /* Integer attribute name of the root group into *v; false when it is not
  * there or not one integer. */
 static bool attr_int(hid_t file, const char *name, int64_t *v)
 {
-	hid_t a = H5I_INVALID_HID, type = H5I_INVALID_HID, space = H5I_INVALID_HID;
-	bool ok = false;
+	char why[DT_H5_WHY_MAX];
 
-	if (H5Aexists(file, name) <= 0 || (a = H5Aopen(file, name, H5P_DEFAULT)) < 0)
-		return false;
-	type = H5Aget_type(a);
-	space = H5Aget_space(a);
-	if (type >= 0 && space >= 0 && H5Tget_class(type) == H5T_INTEGER &&
-	    H5Sget_simple_extent_npoints(space) == 1)
-		ok = H5Aread(a, H5T_NATIVE_INT64, v) >= 0;
-	dt_h5_close(&space, H5Sclose);
-	dt_h5_close(&type, H5Tclose);
-	dt_h5_close(&a, H5Aclose);
-	return ok;
+	return dt_h5_attr_get_i64(file, name, v, why) == 0;
 }
 
 /* String attribute name into out [size]; false when it is not there, not
  * one string, or longer than size - 1. */
 static bool attr_str(hid_t file, const char *name, char *out, size_t size)
 {
-	hid_t a = H5I_INVALID_HID, type = H5I_INVALID_HID, mem = H5I_INVALID_HID;
-	hid_t space = H5I_INVALID_HID;
-	bool ok = false;
-	size_t len;
+	char why[DT_H5_WHY_MAX], *s = NULL;
+	bool ok = dt_h5_attr_get_str(file, name, size - 1, &s, why) == 0 && strlen(s) < size;
 
-	if (H5Aexists(file, name) <= 0 || (a = H5Aopen(file, name, H5P_DEFAULT)) < 0)
-		return false;
-	type = H5Aget_type(a);
-	space = H5Aget_space(a);
-	if (type < 0 || space < 0 || H5Tget_class(type) != H5T_STRING ||
-	    H5Sget_simple_extent_npoints(space) != 1)
-		goto out;
-	if (H5Tis_variable_str(type) > 0) {
-		char *s = NULL;
-
-		mem = H5Tcopy(H5T_C_S1);
-		if (mem >= 0 && H5Tset_size(mem, H5T_VARIABLE) >= 0 && H5Aread(a, mem, &s) >= 0 && s) {
-			ok = strlen(s) < size;
-			if (ok)
-				memcpy(out, s, strlen(s) + 1);
-			H5free_memory(s);
-		}
-		goto out;
-	}
-	len = H5Tget_size(type);
-	if (len == 0 || len >= size)
-		goto out;
-	mem = H5Tcopy(H5T_C_S1);
-	if (mem >= 0 && H5Tset_size(mem, len + 1) >= 0 && H5Aread(a, mem, out) >= 0) {
-		out[len] = '\0';
-		ok = true;
-	}
-out:
-	dt_h5_close(&mem, H5Tclose);
-	dt_h5_close(&space, H5Sclose);
-	dt_h5_close(&type, H5Tclose);
-	dt_h5_close(&a, H5Aclose);
+	if (ok)
+		memcpy(out, s, strlen(s) + 1);
+	free(s);
 	return ok;
 }
 
-static int put_attr(hid_t file, const char *name, hid_t type, const void *v)
-{
-	hid_t space = H5Screate(H5S_SCALAR), a = H5I_INVALID_HID;
-	int rc = -EIO;
-
-	if (space >= 0 && (a = H5Acreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT)) >= 0 &&
-	    H5Awrite(a, type, v) >= 0)
-		rc = 0;
-	dt_h5_close(&a, H5Aclose);
-	dt_h5_close(&space, H5Sclose);
-	return rc;
-}
-
+/* Token streams store integers as int32 and strings as fixed-length ASCII
+ * without their NUL. 0 or -EIO. */
 static int put_int(hid_t file, const char *name, int32_t v)
 {
-	return put_attr(file, name, H5T_NATIVE_INT32, &v);
+	char why[DT_H5_WHY_MAX];
+
+	return dt_h5_attr_put_i32(file, name, v, why);
 }
 
 static int put_str(hid_t file, const char *name, const char *v)
 {
-	hid_t type = H5Tcopy(H5T_C_S1);
-	int rc = -EIO;
+	char why[DT_H5_WHY_MAX];
 
-	if (type >= 0 && H5Tset_size(type, strlen(v) ? strlen(v) : 1) >= 0)
-		rc = put_attr(file, name, type, v);
-	dt_h5_close(&type, H5Tclose);
-	return rc;
+	return dt_h5_attr_put_str(file, name, v, DT_H5_STR_ASCII, why);
 }
 
 /* --- reading --- */

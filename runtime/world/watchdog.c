@@ -6,6 +6,7 @@
  * Sections: the rules, the report, the thread, life cycle, beats.
  */
 #include "runtime/world/watchdog.h"
+#include "runtime/world/waits.h"
 #include "base/clock.h"
 #include "base/io.h"
 
@@ -78,6 +79,12 @@ static double position(const struct dt_heartbeat *h)
 	return (double)h->step * DT_PHASE_COUNT + order[h->phase];
 }
 
+/* Inside a blocking MPI call (waits.h), as the heartbeat says. */
+static bool in_wait(const struct dt_heartbeat *h)
+{
+	return h->waits_begun >= 0 && h->waits_begun > h->waits_ended;
+}
+
 static size_t add(char *buf, size_t size, size_t at, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
@@ -108,8 +115,10 @@ void rt_watchdog_verdict(const struct dt_heartbeat *me, const struct dt_heartbea
 		add(buf, size, at, "; whom it waits for is not known (no run_dir, no heartbeats); ending the job step");
 		return;
 	}
-	/* pass 0: ranks without a heartbeat or silent; pass 1: ranks behind */
-	for (pass = 0; pass < 2 && named + more == 0; pass++) {
+	/* pass 0: ranks without a heartbeat or silent; pass 1: ranks behind;
+	 * pass 2, while this rank is inside a wait on others: ranks as far as
+	 * it but in no wait, which never reached the one it is in (waits.h) */
+	for (pass = 0; pass < 3 && named + more == 0; pass++) {
 		for (r = 0; r < me->world; r++) {
 			const struct dt_heartbeat *h = &peers[r];
 			bool hit;
@@ -117,7 +126,9 @@ void rt_watchdog_verdict(const struct dt_heartbeat *me, const struct dt_heartbea
 			if (r == me->rank)
 				continue;
 			hit = pass == 0 ? rc[r] != 0 || dt_heartbeat_silent(h, now)
-					: rc[r] == 0 && position(h) < position(me);
+			      : pass == 1 ? rc[r] == 0 && position(h) < position(me)
+					  : rc[r] == 0 && in_wait(me) && !in_wait(h) &&
+						    h->waits_begun >= 0 && position(h) == position(me);
 			if (!hit)
 				continue;
 			if (named == MAX_NAMED) {
@@ -134,13 +145,29 @@ void rt_watchdog_verdict(const struct dt_heartbeat *me, const struct dt_heartbea
 			else if (pass == 0)
 				at = add(buf, size, at, "rank %d on node %s: silent for %.1f s, last in step %lld (%s)",
 					 r, h->node, now - h->at, h->step, dt_phase_name(h->phase));
-			else
+			else if (pass == 1)
 				at = add(buf, size, at, "rank %d on node %s: behind, in step %lld (%s) for %.1f s",
 					 r, h->node, h->step, dt_phase_name(h->phase), now - h->since);
+			else
+				at = add(buf, size, at, "rank %d on node %s: alive in step %lld (%s) but in no wait on the others (%lld waits done; this rank is in its wait %lld): it never reached the collective the others wait in",
+					 r, h->node, h->step, dt_phase_name(h->phase), h->waits_ended,
+					 me->waits_begun);
 		}
 	}
 	if (more)
 		at = add(buf, size, at, "; and %d more", more);
+	if (named == 0 && !in_wait(me) && me->waits_begun >= 0) {
+		int waiting = 0;
+
+		for (r = 0; r < me->world; r++)
+			waiting += r != me->rank && rc[r] == 0 && in_wait(&peers[r]) &&
+				   position(&peers[r]) == position(me);
+		if (waiting) {
+			at = add(buf, size, at, "; this rank is in no wait while %d rank%s at its step wait%s in one: it is the one late (busy outside MPI)",
+				 waiting, waiting > 1 ? "s" : "", waiting > 1 ? "" : "s");
+			named = 1;
+		}
+	}
 	if (named == 0)
 		at = add(buf, size, at, "; no rank is silent or behind: a collective or a message that never completed");
 	add(buf, size, at, "; ending the job step");
@@ -263,6 +290,7 @@ static void *judge(void *arg)
 		if (w->hb.bound > 0 && now - w->mono_since > w->hb.bound) {
 			h = w->hb;
 			h.at = dt_wall_s();
+			rt_waits_counts(&h.waits_begun, &h.waits_ended);
 			pthread_mutex_unlock(&w->mu);
 			fire(w, &h);
 		}
@@ -301,6 +329,7 @@ static void *writer(void *arg)
 		w->hb.at = dt_wall_s();
 		h = w->hb;
 		pthread_mutex_unlock(&w->mu);
+		rt_waits_counts(&h.waits_begun, &h.waits_ended);
 		write_heartbeat(w, &h);
 		pthread_mutex_lock(&w->mu);
 		nap(w, &seen);
@@ -310,6 +339,7 @@ static void *writer(void *arg)
 	w->hb.bound = 0;
 	h = w->hb;
 	pthread_mutex_unlock(&w->mu);
+	rt_waits_counts(&h.waits_begun, &h.waits_ended);
 	write_heartbeat(w, &h);
 	return NULL;
 }

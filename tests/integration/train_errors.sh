@@ -77,3 +77,18 @@ step=$(sed -n "s/^dtrain-run: the job's time limit is near (DTRAIN_STOP_AT): sav
 "$DTRAIN_BIN/dtrain-ckpt" verify "$T/deadline/checkpoints/step-$(printf %08d "$step")" >/dev/null ||
 	fail "no valid checkpoint of step $step"
 pass "DTRAIN_STOP_AT passed: saved at step $step, exit 75"
+
+# A rank alive but stuck outside MPI (DTRAIN_FAULT_SPLIT: rank 1 sleeps
+# 10 minutes inside its part of a split step) while rank 0 waits for it in
+# the node's barrier: both heartbeats are fresh and at the same step, and
+# the wait counts tell (runtime/world/waits.h): rank 0's watchdog names
+# rank 1 as the one that never reached the collective, and rank 1's says
+# that it is the one late.
+spec --set train.epochs=3 --set resources.tasks_per_node=2 --set parallel.data=2 \
+	--set parallel.grad_sync=split --set recovery.step_timeout_seconds=5 \
+	--set recovery.timeout_seconds=10 --set run_dir="$T/deadlock"
+mkdir -p "$T/deadlock"
+expect_rc 5 env DTRAIN_FAULT_SPLIT=slow@600000:1 timeout 120 $MPI 2 "$RUN" "$T/s.json"
+grep -qE "^dtrain-run: watchdog: rank 0 on node [^ ]+ waited [0-9.]+ s in step [0-9]+ \(step; bound [0-9]+ s\); waiting for rank 1 on node [^ ]+: alive in step [0-9]+ \(step\) but in no wait on the others \([0-9]+ waits done; this rank is in its wait [0-9]+\): it never reached the collective the others wait in" "$T/err" ||
+	{ cat "$T/err"; fail "rank 0's watchdog does not name rank 1"; }
+pass "a rank stuck outside MPI while its peer waits in a collective: named by the watchdog (exit 5)"

@@ -63,6 +63,8 @@ static void heartbeat_round_trip(void **state)
 
 	(void)state;
 	snprintf(h.node, sizeof(h.node), "node with space");
+	h.waits_begun = 1234567;
+	h.waits_ended = 1234566;
 	assert_int_equal(dt_heartbeat_format(&h, line, sizeof(line)), 0);
 	assert_int_equal(strlen(line), DT_HEARTBEAT_BYTES);
 	assert_int_equal(line[DT_HEARTBEAT_BYTES - 1], '\n');
@@ -75,6 +77,7 @@ static void heartbeat_round_trip(void **state)
 	assert_int_equal(back.phase, DT_PHASE_SAVE);
 	assert_true(fabs(back.since - h.since) < 1e-3 && fabs(back.at - h.at) < 1e-3);
 	assert_true(back.bound == 900);
+	assert_true(back.waits_begun == 1234567 && back.waits_ended == 1234566);
 	/* a line cut short (caught while rewritten), or of another version */
 	memcpy(torn, line, 100);
 	torn[100] = '\0';
@@ -83,8 +86,31 @@ static void heartbeat_round_trip(void **state)
 	torn[DT_HEARTBEAT_BYTES - 1] = ' ';
 	assert_int_equal(dt_heartbeat_parse(torn, &back), -EINVAL);
 	memcpy(torn, line, sizeof(line));
-	torn[17] = '2'; /* "dtrain-heartbeat 2" */
+	torn[17] = '3'; /* "dtrain-heartbeat 3" */
 	assert_int_equal(dt_heartbeat_parse(torn, &back), -EINVAL);
+	/* a version 1 line (an earlier dtrain's rank) is read, its waits unknown */
+	{
+		char v1[DT_HEARTBEAT_BYTES + 1], body[DT_HEARTBEAT_BYTES];
+		char *w = strstr(line, " waits "), *sum = strstr(line, " sum ");
+		unsigned x = 2166136261u;
+		size_t i, n;
+		int m;
+
+		n = (size_t)(w - line);
+		memcpy(body, line, n);
+		body[n] = '\0';
+		body[17] = '1';
+		for (i = 0; i < n; i++)
+			x = (x ^ (unsigned char)body[i]) * 16777619u;
+		m = snprintf(v1, sizeof(v1), "%s sum %08x", body, x);
+		memset(v1 + m, ' ', (size_t)(DT_HEARTBEAT_BYTES - 1 - m));
+		v1[DT_HEARTBEAT_BYTES - 1] = '\n';
+		v1[DT_HEARTBEAT_BYTES] = '\0';
+		(void)sum;
+		assert_int_equal(dt_heartbeat_parse(v1, &back), 0);
+		assert_int_equal(back.step, 41);
+		assert_true(back.waits_begun == -1 && back.waits_ended == -1);
+	}
 	/* two writes mixed (a read racing a rewrite): the sum tells */
 	{
 		struct dt_heartbeat later = h;
@@ -159,6 +185,47 @@ static void verdict_names_ranks_behind(void **state)
 	/* no run_dir: no heartbeats to read */
 	rt_watchdog_verdict(&hb[0], NULL, NULL, now, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "whom it waits for is not known (no run_dir, no heartbeats)"));
+}
+
+/* A rank alive, as far as the others, but in no wait while they wait in a
+ * collective (DTRAIN_FAULT_SPLIT=slow on it): named by its wait counts. */
+static void verdict_names_the_rank_outside_the_wait(void **state)
+{
+	double now = 1.7e9 + 100;
+	struct dt_heartbeat hb[3] = {
+		beat_of(0, 3, 41, DT_PHASE_STEP, now - 8, now - 0.1, 8),
+		beat_of(1, 3, 41, DT_PHASE_STEP, now - 8, now - 0.2, 8),
+		beat_of(2, 3, 41, DT_PHASE_STEP, now - 8, now - 0.3, 8),
+	};
+	int rc[3] = { 0, 0, 0 };
+	char buf[1024];
+
+	(void)state;
+	hb[0].waits_begun = 212, hb[0].waits_ended = 211; /* me, in a barrier */
+	hb[1].waits_begun = 211, hb[1].waits_ended = 211; /* computing, or stuck */
+	hb[2].waits_begun = 212, hb[2].waits_ended = 211; /* waiting like me */
+	rt_watchdog_verdict(&hb[0], hb, rc, now, buf, sizeof(buf));
+	assert_string_equal(buf, "rank 0 on node n1 waited 8.0 s in step 41 (step; bound 8 s); "
+				 "waiting for rank 1 on node n1: alive in step 41 (step) but in no wait on the others "
+				 "(211 waits done; this rank is in its wait 212): it never reached the collective the "
+				 "others wait in; ending the job step");
+	/* the late rank's own watchdog says that it is the one */
+	rt_watchdog_verdict(&hb[1], hb, rc, now, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "rank 1 on node n1 waited 8.0 s in step 41 (step; bound 8 s); this rank is in no wait while 2 ranks at its step wait in one: it is the one late (busy outside MPI); ending the job step"));
+	/* a line of an earlier dtrain (no counts) is not blamed */
+	hb[1].waits_begun = hb[1].waits_ended = -1;
+	rt_watchdog_verdict(&hb[0], hb, rc, now, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "no rank is silent or behind"));
+	/* a rank that is not in a wait itself blames nobody this way */
+	hb[1].waits_begun = hb[1].waits_ended = 211;
+	hb[0].waits_ended = 212;
+	rt_watchdog_verdict(&hb[0], hb, rc, now, buf, sizeof(buf));
+	assert_null(strstr(buf, "waiting for rank 1"));
+	assert_non_null(strstr(buf, "this rank is in no wait while 1 rank at its step waits in one"));
+	/* nobody in a wait: nothing to tell by the counts */
+	hb[2].waits_ended = 212;
+	rt_watchdog_verdict(&hb[0], hb, rc, now, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "no rank is silent or behind"));
 }
 
 /* --- the thread, in a child --- */
@@ -480,6 +547,7 @@ int main(void)
 		cmocka_unit_test(own_stop_is_not_a_hang),
 		cmocka_unit_test(bounds_that_must_hold),
 		cmocka_unit_test(refuses_planted_links),
+		cmocka_unit_test(verdict_names_the_rank_outside_the_wait),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, teardown);
