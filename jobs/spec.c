@@ -1039,8 +1039,31 @@ static const char *spec_blocks_are(const struct spec *s)
 	return "layers (model.hidden + output)";
 }
 
-static int check_rules(const struct spec *s, const char *file, struct dt_err *err)
+/* Where the values a rule relates came from, for its message: "--set"
+ * when every one of keys (NULL-terminated) came from --set, the file when
+ * every one came from it, else the places joined ("--set and job.json"). */
+static const char *rule_from(struct layers *l, const char *const *keys, char *buf, size_t size)
 {
+	const char *first = origin(l, keys[0]).label, *other = NULL;
+	size_t i;
+
+	for (i = 1; keys[i]; i++) {
+		const char *o = origin(l, keys[i]).label;
+
+		if (strcmp(o, first))
+			other = o;
+	}
+	if (!other)
+		return first;
+	snprintf(buf, size, "%s and %s", first, other);
+	return buf;
+}
+
+#define FROM(...) rule_from(l, (const char *const[]){ __VA_ARGS__, NULL }, from, sizeof(from))
+
+static int check_rules(const struct spec *s, struct layers *l, struct dt_err *err)
+{
+	char from[600];
 	long tasks = s->resources.nodes * s->resources.tasks_per_node;
 	long grid = s->parallel.data * s->parallel.pipeline;
 	long per_step = s->parallel.data * s->parallel.micro_batches;
@@ -1048,17 +1071,21 @@ static int check_rules(const struct spec *s, const char *file, struct dt_err *er
 
 	if (tasks != grid)
 		rc = dt_err_add(err, "%s: parallel: data x pipeline (%ld x %ld = %ld) must equal resources.nodes x resources.tasks_per_node (%ld x %ld = %ld)",
-				file, s->parallel.data, s->parallel.pipeline, grid,
+				FROM("parallel.data", "parallel.pipeline", "resources.nodes",
+				     "resources.tasks_per_node"),
+				s->parallel.data, s->parallel.pipeline, grid,
 				s->resources.nodes, s->resources.tasks_per_node, tasks);
 	if (s->train.global_batch % per_step)
 		rc = dt_err_add(err, "%s: train.global_batch: must be divisible by parallel.data*parallel.micro_batches = %ld (got %ld)",
-				file, per_step, s->train.global_batch);
+				FROM("train.global_batch", "parallel.data", "parallel.micro_batches"),
+				per_step, s->train.global_batch);
 	if (s->model.type && !strcmp(s->model.type, "gpt") && s->model.embd % s->model.heads)
 		rc = dt_err_add(err, "%s: model.heads: must divide model.embd (got %ld heads, embd %ld)",
-				file, s->model.heads, s->model.embd);
+				FROM("model.heads", "model.embd"), s->model.heads, s->model.embd);
 	if (s->parallel.pipeline > spec_layers(s))
 		rc = dt_err_add(err, "%s: parallel.pipeline: %ld stages but the model has only %ld %s",
-				file, s->parallel.pipeline, spec_layers(s), spec_blocks_are(s));
+				FROM("parallel.pipeline", "model"), s->parallel.pipeline, spec_layers(s),
+				spec_blocks_are(s));
 	if (s->parallel.stage_layers.n) {
 		long sum = 0;
 		size_t i;
@@ -1067,35 +1094,41 @@ static int check_rules(const struct spec *s, const char *file, struct dt_err *er
 			sum += s->parallel.stage_layers.v[i];
 		if ((long)s->parallel.stage_layers.n != s->parallel.pipeline || sum != spec_layers(s))
 			rc = dt_err_add(err, "%s: parallel.stage_layers: must list parallel.pipeline = %ld stages whose %s add up to %ld (got %zu stages, %ld)",
-					file, s->parallel.pipeline, spec_blocks_are(s), spec_layers(s),
+					FROM("parallel.stage_layers", "parallel.pipeline", "model"),
+					s->parallel.pipeline, spec_blocks_are(s), spec_layers(s),
 					s->parallel.stage_layers.n, sum);
 	}
 	if (s->parallel.grad_sync && !strcmp(s->parallel.grad_sync, "split") && s->parallel.pipeline > 1)
 		rc = dt_err_add(err, "%s: parallel.grad_sync: \"split\" cuts every layer between the replicas of a node and needs parallel.pipeline = 1 (got %ld); use \"shared\" or \"auto\" with a pipeline",
-				file, s->parallel.pipeline);
+				FROM("parallel.grad_sync", "parallel.pipeline"), s->parallel.pipeline);
 	if (spec_optimizer_sharded(s) && s->parallel.grad_sync &&
 	    (!strcmp(s->parallel.grad_sync, "shared") || !strcmp(s->parallel.grad_sync, "split")))
 		rc = dt_err_add(err, "%s: parallel.optimizer: \"sharded\" reduce-scatters gradients between the replicas and cannot be combined with parallel.grad_sync \"%s\", which shares one copy per node; use \"allreduce\" or \"auto\"",
-				file, s->parallel.grad_sync);
+				FROM("parallel.optimizer", "parallel.grad_sync"), s->parallel.grad_sync);
 	if (spec_optimizer_sharded(s) && !strcmp(s->train.device, "cuda"))
 		rc = dt_err_add(err, "%s: parallel.optimizer: \"sharded\" runs on train.device \"cpu\" only (the GPU path keeps its state replicated); use \"replicated\"",
-				file);
+				FROM("parallel.optimizer", "train.device"));
 	if (s->parallel.threads && !strcmp(s->parallel.threads, "split") && s->parallel.pipeline > 1)
 		rc = dt_err_add(err, "%s: parallel.threads: \"split\" cuts every layer between a rank's threads and needs parallel.pipeline = 1 (got %ld); use \"blas\" or \"auto\" with a pipeline",
-				file, s->parallel.pipeline);
+				FROM("parallel.threads", "parallel.pipeline"), s->parallel.pipeline);
 	if (!strcmp(s->train.device, "cuda") && s->resources.gpus_per_node < 1)
 		rc = dt_err_add(err, "%s: resources.gpus_per_node: train.device is \"cuda\" but no GPUs are requested; set resources.gpus_per_node",
-				file);
+				FROM("train.device", "resources.gpus_per_node"));
 	if (s->train.epochs == 0 && s->train.max_steps == 0)
-		rc = dt_err_add(err, "%s: train.epochs: 0 epochs and no train.max_steps: nothing to train", file);
+		rc = dt_err_add(err, "%s: train.epochs: 0 epochs and no train.max_steps: nothing to train",
+				FROM("train.epochs", "train.max_steps"));
 	if (s->train.lr_schedule.min_lr > s->train.optimizer.lr)
 		rc = dt_err_add(err, "%s: train.lr_schedule.min_lr: %g is above train.optimizer.lr %g",
-				file, s->train.lr_schedule.min_lr, s->train.optimizer.lr);
+				FROM("train.lr_schedule.min_lr", "train.optimizer.lr"),
+				s->train.lr_schedule.min_lr, s->train.optimizer.lr);
 	if (s->resources.time_s > 0 && s->preemption.lead_seconds >= s->resources.time_s)
 		rc = dt_err_add(err, "%s: preemption.lead_seconds: %ld s is not less than resources.time (%ld s)",
-				file, s->preemption.lead_seconds, s->resources.time_s);
+				FROM("preemption.lead_seconds", "resources.time"), s->preemption.lead_seconds,
+				s->resources.time_s);
 	return rc;
 }
+
+#undef FROM
 
 /* --- public entry points --- */
 
@@ -1215,7 +1248,7 @@ int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *e
 		goto out;
 	/* Cross-field rules and limits only make sense on well-typed values. */
 	rc = resolve_paths(out, in->path, err);
-	if (check_rules(out, in->path, err))
+	if (check_rules(out, &l, err))
 		rc = -EINVAL;
 	if (in->policy && in->policy->check &&
 	    in->policy->check(in->policy->ctx, out, origin_label, &l, err))

@@ -181,6 +181,19 @@ static void cross_field_rules(void **state)
 				 " \"train\": {\"global_batch\": 100}}", NULL, 0, &s, &e), -EINVAL);
 	assert_true(tu_has(&e, "parallel: data x pipeline (3 x 1 = 3) must equal resources.nodes x resources.tasks_per_node (2 x 2 = 4)"));
 	assert_true(tu_has(&e, "train.global_batch: must be divisible by parallel.data*parallel.micro_batches = 15 (got 100)"));
+	assert_true(tu_has(&e, "job.json: parallel: data x pipeline"));
+
+	/* a rule is blamed on where its values came from: --set, the file, or both */
+	{
+		const char *sets[] = { "model.heads=5", "model.embd=32" }, *one[] = { "model.heads=5" };
+
+		assert_int_equal(resolve("{\"model\": {\"type\": \"gpt\"}}", sets, 2, &s, &e), -EINVAL);
+		assert_true(tu_has(&e, "--set: model.heads: must divide model.embd (got 5 heads, embd 32)"));
+		assert_int_equal(resolve("{\"model\": {\"type\": \"gpt\", \"embd\": 32}}", one, 1, &s, &e),
+				 -EINVAL);
+		assert_true(tu_has(&e, "--set and "));
+		assert_true(tu_has(&e, "job.json: model.heads: must divide model.embd"));
+	}
 
 	assert_int_equal(resolve("{\"resources\": {\"tasks_per_node\": 4}, \"parallel\": {\"pipeline\": 4},"
 				 " \"model\": {\"hidden\": [10, 10]}}", NULL, 0, &s, &e), -EINVAL);
