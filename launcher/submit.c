@@ -170,6 +170,39 @@ static int input_error(int rc, const char *what, const char *path, struct dt_err
 	return rc == -ENOMEM ? rc : -EINVAL;
 }
 
+/* train.global_batch against the samples of data.train, when the data is
+ * readable here: `dtrain-data count` (beside dtrain-submit) reads its
+ * header. Where it is not (a file system of the cluster's only, no
+ * dtrain-data), dtrain-run checks at start. 0, or -EINVAL naming both. */
+static int check_batch_fits(const struct launch_plan *p, const char *exe_dir, const char *spec_path,
+			    struct dt_err *err)
+{
+	const struct spec *s = &p->spec;
+	char tool[4200], context[32];
+	const char *argv[] = { tool, "count", s->data.train, "--context", context, NULL };
+	struct dt_buf out = {0};
+	struct dt_err ignored = {0};
+	long long n = -1;
+	int status = -1, rc = 0;
+
+	if (!s->data.train || access(s->data.train, R_OK) != 0)
+		return 0;
+	snprintf(tool, sizeof(tool), "%s/dtrain-data", exe_dir);
+	snprintf(context, sizeof(context), "%ld", s->model.context);
+	if (strcmp(s->model.type ? s->model.type : "mlp", "gpt"))
+		argv[3] = NULL; /* a table's rows: no windows */
+	if (access(tool, X_OK) == 0 &&
+	    launch__run(&(struct launch__proc){ .argv = argv, .out = &out,
+						.err_mode = LAUNCH__STDERR_QUIET, .timeout_s = 20 },
+			&status, &ignored) == 0 &&
+	    status == 0 && sscanf(dt_buf_str(&out), "%lld", &n) == 1 && n >= 0 &&
+	    s->train.global_batch > n)
+		rc = dt_err_add(err, "%s: train.global_batch: %ld is more than the %lld samples of %s: every step would take the whole set, fewer samples than asked (hint: a smaller train.global_batch, or more data)",
+				spec_path, s->train.global_batch, n, s->data.train);
+	dt_buf_free(&out);
+	return rc;
+}
+
 int launch_plan(const struct launch_args *a, struct launch_plan *p, struct dt_err *err)
 {
 	const char *site_path, *user_site;
@@ -203,6 +236,9 @@ int launch_plan(const struct launch_args *a, struct launch_plan *p, struct dt_er
 		goto out;
 	}
 	sprintf(p->dtrain_run, "%s/dtrain-run", exe_dir);
+	rc = check_batch_fits(p, exe_dir, a->spec_path, err);
+	if (rc)
+		goto out;
 	p->now = time(NULL);
 	if (!p->spec.run_dir) {
 		const char *root = p->site.runs_root;

@@ -44,6 +44,7 @@ static const char usage_main[] =
 	"  text FILE... OUT_DIR                text as byte-level tokens: OUT_DIR/train.h5, val.h5\n"
 	"  tokens FILE... OUT_DIR              pre-tokenized shards (llm.c, nanoGPT .bin)\n"
 	"  info FILE.h5                        check a data set or token stream and describe it\n"
+	"  count FILE.h5 [--context T]         the samples a job draws from it (quick)\n"
 	"  bench FILE.h5 [--batch B]           time reading random batches and loading all\n"
 	"\n"
 	"\"dtrain-data COMMAND --help\" shows the options of a command.\n"
@@ -100,6 +101,18 @@ static const char usage_info[] =
 	"\n"
 	"Options:\n"
 	"  -h, --help  this text\n";
+
+static const char usage_count[] =
+	"usage: dtrain-data count FILE.h5 [--context T]\n"
+	"\n"
+	"Prints the number of samples a training job draws from FILE.h5: its rows,\n"
+	"or for a token stream its windows of T + 1 tokens (--context T, the\n"
+	"model's model.context). Reads the file's header only; dtrain-submit asks\n"
+	"it to check train.global_batch before a job is submitted.\n"
+	"\n"
+	"Options:\n"
+	"  --context T  the context of a language model (token streams only)\n"
+	"  -h, --help   this text\n";
 
 static const char usage_text[] =
 	"usage: dtrain-data text FILE... OUT_DIR [--val-fraction F | --val FILE]...\n"
@@ -421,6 +434,33 @@ static void print_attr(void *arg, const char *obj, const char *name, const char 
 	printf("  %s%s%s = %s\n", obj, strcmp(obj, "/") ? "/" : "", name, value);
 }
 
+static int cmd_count(int argc, char **argv)
+{
+	struct rt_data d = { 0 };
+	struct dt_err err = { 0 };
+	long long context = 0;
+	const struct opt_int ints[] = { { "context", &context, 1, 1 << 24 } };
+	int rc;
+
+	rc = parse_opts(argc, argv, usage_count, ints, 1, NULL, 1);
+	if (rc)
+		return rc == 1 ? DT_EXIT_OK : rc;
+	if (rt_tokens_is_stream(argv[optind])) {
+		if (!context)
+			return usage_error(usage_count, "%s is a token stream: --context T says how long its windows are",
+					   argv[optind]);
+		rc = rt_data_open_windows(&d, argv[optind], (int)context, &err);
+	} else {
+		rc = rt_data_open(&d, argv[optind], &err);
+	}
+	if (!rc)
+		printf("%lld\n", (long long)d.n);
+	else
+		print_err(&err);
+	rt_data_close(&d);
+	return rc ? DT_EXIT_FAIL : DT_EXIT_OK;
+}
+
 static int cmd_info(int argc, char **argv)
 {
 	struct rt_data d = { 0 };
@@ -558,6 +598,7 @@ int main(int argc, char **argv)
 		{ "text", cmd_text },
 		{ "tokens", cmd_tokens },
 		{ "info", cmd_info },
+		{ "count", cmd_count },
 		{ "bench", cmd_bench },
 	};
 

@@ -37,9 +37,14 @@ echo "not hdf5" >"$T/junk.h5"
 spec --set data.train="$T/junk.h5"
 expect_rc 3 solo timeout 60 "$RUN" "$T/s.json"
 must_contain "$T/err" "$T/junk.h5"
-spec --set train.global_batch=502 --set resources.tasks_per_node=2 --set parallel.data=2
+# a global batch larger than the data set: refused by validation when the
+# data is readable there (dtrain-data count), else by dtrain-run at start
+expect_rc 3 $SUBMIT validate "$T/base.json" --set train.global_batch=550
+must_contain "$T/err" "base.json: train.global_batch: 550 is more than the 500 samples of $T/syn.h5"
+spec --set train.global_batch=502 --set resources.tasks_per_node=2 --set parallel.data=2 --set data.train="$T/later.h5"
+cp "$T/syn.h5" "$T/later.h5" # there for the ranks, not for the validation
 expect_rc 3 timeout 60 $MPI 2 "$RUN" "$T/s.json"
-must_contain "$T/err" "train.global_batch: 502 is more than the 500 samples of $T/syn.h5"
+must_contain "$T/err" "train.global_batch: 502 is more than the 500 samples of $T/later.h5"
 [ "$(grep -c "global_batch: 502" "$T/err")" -eq 1 ] || { cat "$T/err"; fail "expected one report from one rank"; }
 pass "bad data: exit 3 naming the file; a global batch larger than the data set refused"
 
