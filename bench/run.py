@@ -29,6 +29,7 @@
 # reported, not errors), 1 when a run failed, 2 on bad arguments.
 import argparse
 import json
+import re
 import os
 import shutil
 import statistics
@@ -327,7 +328,7 @@ def main():
     ap = argparse.ArgumentParser(description="dtrain's benchmarks against their peers (make bench)")
     ap.add_argument("build", help="the build directory (make build)")
     ap.add_argument("--quick", action="store_true", help="fewer steps and rounds (a smoke run)")
-    ap.add_argument("--only", default="throughput,compute,grad,gpt,shard,pipeline,checkpoint,startup,nosite",
+    ap.add_argument("--only", default="throughput,compute,grad,gpt,shard,pipeline,checkpoint,startup,nosite,data",
                     help="comma list of sections to run (default: all)")
     a = ap.parse_args()
     only = set(a.only.split(","))
@@ -805,6 +806,23 @@ def main():
                                                              n["cpus"]))
 
     section("no site", nosite_rows)
+
+    # --- 9. data: what checking each batch for NaN and infinities costs ---
+    def data_rows():
+        if "data" in only:
+            progress("the finite check of a batch against reading it (dtrain-data bench)")
+            got = []
+            for _ in range(rounds):
+                out = sh([b.bin + "/dtrain-data", "bench", b.data, "--batch", str(BATCH)], what="dtrain-data bench")
+                read = float(re.search(r"file, random rows: +([0-9.]+) ms", out).group(1))
+                check = float(re.search(r"finite check: +([0-9.]+) ms", out).group(1))
+                got.append((check, read))
+            check, read = sorted(got, key=lambda c: c[0] / c[1])[len(got) // 2]
+            row("data", "finite check of a %d-row batch vs reading it (ms)" % BATCH, check, read, "ms",
+                check / read, 0.10, "peer: the batch's random rows read from the file (rt_data_read); "
+                "median of %d rounds" % rounds, target_is_max=True)
+
+    section("data", data_rows)
 
     # --- the table ---
     print()

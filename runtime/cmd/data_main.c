@@ -541,7 +541,8 @@ static int cmd_bench(int argc, char **argv)
 	float *x = NULL;
 	int32_t *y = NULL;
 	int64_t *idx = NULL;
-	double t_rand, t_seq, t_load, t_mem, t0, mb;
+	double t_rand, t_seq, t_load, t_mem, t_fin, t0, mb;
+	long long i;
 	int rc, status = DT_EXIT_FAIL;
 
 	rc = parse_opts(argc, argv, usage_bench, ints, 2, NULL, 1);
@@ -568,6 +569,13 @@ static int cmd_bench(int argc, char **argv)
 	       mb / t_rand);
 	printf("file, consecutive rows: %8.3f ms per batch (%.0f MB/s)\n", 1e3 * t_seq,
 	       mb / t_seq);
+	t0 = dt_mono_s();
+	for (i = 0; i < steps; i++)
+		if (rt_data_check_finite(&d, idx, 0, batch, x, false, &err))
+			goto out;
+	t_fin = (dt_mono_s() - t0) / (double)steps;
+	printf("finite check:           %8.4f ms per batch (%.1f%% of a random-row read)\n",
+	       1e3 * t_fin, 100 * t_fin / t_rand);
 	t0 = dt_mono_s();
 	if (rt_data_load_all(&d, true, true, &err))
 		goto out;

@@ -207,6 +207,7 @@ static int lay_out(struct run *r)
 			 (int)r->spec.parallel.pipeline, r->proc.rank, &err)) {
 		if (r->proc.rank == 0)
 			print_err(&err, "");
+		r->together = true;
 		return DT_EXIT_SPEC;
 	}
 	if (rt_grid_comms(&r->grid, MPI_COMM_WORLD, &err)) {
@@ -293,7 +294,8 @@ static int train(struct run *r, struct rt_train_opts *topts)
 	rc = rt_train(&r->spec, &r->grid, topts, &r->together, &err);
 	if (err.count)
 		print_err(&err, rc == -ERANGE ? "" : r->prefix);
-	/* a failure on this rank alone aborts the job (together false) */
+	/* a failure on this rank alone aborts the job, with its exit code
+	 * (together false: tear_down) */
 	return rc == 0 ? DT_EXIT_OK : rc == -ERANGE ? DT_EXIT_DIVERGED :
 	       rc == -EINVAL ? DT_EXIT_SPEC : rc == -EAGAIN ? DT_EXIT_REQUEUE : DT_EXIT_FAIL;
 }
@@ -303,8 +305,8 @@ static void tear_down(struct run *r, int status)
 	rt_watchdog_stop(&r->wd);
 	rt_grid_free(&r->grid);
 	if (r->mpi_up) {
-		if (status == DT_EXIT_FAIL && !r->together)
-			MPI_Abort(MPI_COMM_WORLD, DT_EXIT_FAIL); /* peers may wait on us */
+		if (status != DT_EXIT_OK && !r->together)
+			MPI_Abort(MPI_COMM_WORLD, status); /* peers may wait on us */
 		MPI_Finalize();
 	}
 	rt_bootstrap_fini(&r->proc);

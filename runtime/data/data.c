@@ -37,24 +37,6 @@ _Static_assert(sizeof(hid_t) == sizeof(int64_t), "data.h keeps hid_t in int64_t 
 
 /* --- HDF5 helpers (the shared ones: base/h5.h) --- */
 
-static const char *class_name(H5T_class_t c)
-{
-	switch (c) {
-	case H5T_INTEGER: return "integer";
-	case H5T_FLOAT: return "float";
-	case H5T_STRING: return "string";
-	case H5T_COMPOUND: return "compound";
-	case H5T_ARRAY: return "array";
-	case H5T_ENUM: return "enum";
-	case H5T_VLEN: return "variable-length sequence";
-	case H5T_OPAQUE: return "opaque";
-	case H5T_BITFIELD: return "bitfield";
-	case H5T_REFERENCE: return "reference";
-	case H5T_TIME: return "time";
-	default: return "unknown type";
-	}
-}
-
 static int oom(struct dt_err *err, const char *path)
 {
 	dt_err_add(err, "%s: out of memory", path);
@@ -391,7 +373,7 @@ static int open_checked(struct rt_data *d, const char *path, struct dt_err *err)
 	d->h_x = x;
 	if (xc != H5T_FLOAT && xc != H5T_INTEGER)
 		return dt_err_add(err, "%s: /features must hold numbers (float or integer), not %s",
-				  path, class_name(xc));
+				  path, dt_h5_class_name(xc));
 	if (xd[0] < 1 || xd[1] < 1)
 		return dt_err_add(err, "%s: /features is empty (%llu x %llu)", path,
 				  (unsigned long long)xd[0], (unsigned long long)xd[1]);
@@ -421,7 +403,7 @@ static int open_checked(struct rt_data *d, const char *path, struct dt_err *err)
 		return rc;
 	d->h_y = y;
 	if (yc != H5T_INTEGER)
-		return dt_err_add(err, "%s: /labels must hold integers, not %s", path, class_name(yc));
+		return dt_err_add(err, "%s: /labels must hold integers, not %s", path, dt_h5_class_name(yc));
 	if (yd[0] != xd[0])
 		return dt_err_add(err, "%s: /labels has %llu rows but /features has %llu (one label "
 				  "per sample)", path, (unsigned long long)yd[0],
@@ -713,6 +695,9 @@ int rt_data_read(struct rt_data *d, const int64_t *idx, int n_idx, float *x, int
 	dt_h5_quiet_on(&q);
 	rc = read_picks(d, idx, n_idx, x, y, err);
 	dt_h5_quiet_off(&q);
+	/* rows in memory were checked as they were loaded */
+	if (!rc && x && !d->x_all)
+		rc = rt_data_check_finite(d, idx, 0, n_idx, x, true, err);
 	return rc;
 }
 
@@ -742,6 +727,9 @@ static int load_all(struct rt_data *d, bool x, bool y, struct dt_err *err)
 			k = d->n - first < step ? d->n - first : step;
 			rc = read_rows(d, d->h_x, "/features", NULL, first, k, H5T_NATIVE_FLOAT,
 				       d->x_all + (size_t)first * f, err);
+			if (!rc)
+				rc = rt_data_check_finite(d, NULL, first, k, d->x_all + (size_t)first * f,
+							   true, err);
 			if (rc) {
 				free(d->x_all);
 				d->x_all = NULL;
@@ -818,14 +806,8 @@ static int verify(struct rt_data *d, int64_t *counts, struct dt_err *err)
 		if (!d->x_all && (rc = read_rows(d, d->h_x, "/features", NULL, first, k,
 						 H5T_NATIVE_FLOAT, xb, err)))
 			goto out;
-		for (i = 0; i < k * d->features; i++) {
-			if (!isfinite(x[i])) {
-				rc = dt_err_add(err, "%s: /features: row %lld, column %lld is not "
-						"finite (%g)", d->path, (long long)(first + i / d->features),
-						(long long)(i % d->features), (double)x[i]);
-				goto out;
-			}
-		}
+		if ((rc = rt_data_check_finite(d, NULL, first, k, x, false, err)))
+			goto out;
 	}
 out:
 	free(yb);
@@ -878,7 +860,7 @@ static void attr_text(hid_t obj, const struct attr_walk *w, const char *name, ch
 		points = space < 0 ? -1 : H5Sget_simple_extent_npoints(space);
 	}
 	if (points != 1)
-		snprintf(buf, size, "(%s, %lld values)", class_name(c), (long long)points);
+		snprintf(buf, size, "(%s, %lld values)", dt_h5_class_name(c), (long long)points);
 	else if (c == H5T_INTEGER && !attr_get_int(obj, w->obj, name, w->path, &v, &err))
 		snprintf(buf, size, "%lld", (long long)v);
 	else if (c == H5T_FLOAT && !attr_get_num(obj, w->obj, name, w->path, &g, &err))
@@ -886,7 +868,7 @@ static void attr_text(hid_t obj, const struct attr_walk *w, const char *name, ch
 	else if (c == H5T_STRING && !attr_get_str(obj, w->obj, name, w->path, &s, &err))
 		snprintf(buf, size, "\"%.*s%s\"", (int)(size - 8), s, strlen(s) > size - 8 ? "..." : "");
 	else
-		snprintf(buf, size, "(%s, unreadable)", class_name(c));
+		snprintf(buf, size, "(%s, unreadable)", dt_h5_class_name(c));
 	free(s);
 	dt_h5_close(&space, H5Sclose);
 	dt_h5_close(&type, H5Tclose);

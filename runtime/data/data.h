@@ -97,6 +97,7 @@ int rt__data_windows_read(struct rt_data *d, const int64_t *idx, int n_idx, floa
 int rt__data_windows_load(struct rt_data *d, struct dt_err *err);
 void rt__data_windows_close(struct rt_data *d);
 
+
 /* --- life cycle --- */
 
 /* Opens path and checks everything in the format above before trusting it
@@ -146,6 +147,14 @@ int rt_data_read(struct rt_data *d, const int64_t *idx, int n_idx, float *x, int
 		 struct dt_err *err);
 
 /* --- checks and queries --- */
+
+/* Features x [rows][features] of d's rows idx[0..rows) (or first.. when idx
+ * is NULL) all finite: 0, or -EINVAL naming the first row and column that
+ * is not, with a hint to dtrain-data info when hint. rt_data_read and
+ * rt_data_load_all check what they read with it (finite.c; its cost per
+ * batch: dtrain-data bench). */
+int rt_data_check_finite(const struct rt_data *d, const int64_t *idx, int64_t first,
+			 int64_t rows, const float *x, bool hint, struct dt_err *err);
 
 /* Reads every row (in blocks of a few MiB) and checks that each label is in
  * [0, classes) and each feature is finite; the first bad row is named.

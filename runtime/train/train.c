@@ -42,21 +42,28 @@
  * this offset plus theirs. */
 #define TAG_EVAL 1000000
 
-/* --- errors --- */
-
 /* --- set-up --- */
 
 /* Keep in memory what this stage reads (features on the first stage, labels
- * on the last) when it is small; otherwise rows are read at each step. */
+ * on the last) when it is small; otherwise rows are read at each step.
+ * DTRAIN_DATA_LOAD_ALL_BYTES moves the line (0: always read per step). */
 #define LOAD_ALL_BYTES (1ll << 30)
 
 static int load_shares(struct trainer *t)
 {
 	int first = t->stage == 0, last = t->stage == t->stages - 1, rc = 0;
+	const char *v = getenv("DTRAIN_DATA_LOAD_ALL_BYTES");
+	long long most = LOAD_ALL_BYTES;
+	char *end;
 
-	if (rt_data_bytes(&t->train) <= LOAD_ALL_BYTES)
+	if (v && *v) {
+		most = strtoll(v, &end, 10);
+		if (*end || most < 0)
+			return dt_err_add(t->err, "DTRAIN_DATA_LOAD_ALL_BYTES: expected a byte count (got \"%s\")", v);
+	}
+	if (rt_data_bytes(&t->train) <= most)
 		rc = rt_data_load_all(&t->train, first, last, t->err);
-	if (!rc && t->has_test && rt_data_bytes(&t->test) <= LOAD_ALL_BYTES)
+	if (!rc && t->has_test && rt_data_bytes(&t->test) <= most)
 		rc = rt_data_load_all(&t->test, first, last, t->err);
 	return rc;
 }
@@ -391,6 +398,7 @@ static int reduce_stats(struct trainer *t, double stats[2])
  * stages; the replicas of a stage agree already). */
 static int reduce_norm(struct trainer *t, double sumsq, double *norm)
 {
+	*norm = NAN; /* set on every path: gcc -O3 cannot see that MPI_CHECK's return is not 0 */
 	if (t->stages > 1)
 		MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, &sumsq, 1, MPI_DOUBLE, MPI_SUM,
 					   t->g->pipe_comm));
@@ -744,6 +752,7 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 {
 	struct trainer t;
 	bool agreed = false; /* rc came out of agree(): every rank has it */
+	bool in_loop = false; /* rc came out of the training loop */
 	int rc;
 
 	memset(&t, 0, sizeof(t));
@@ -796,15 +805,19 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 
 		rc = rt_ckpt_resume(&t.ck, &pos, &t.start_step, err);
 	}
-	if (!rc)
+	if (!rc) {
 		rc = train_loop(&t, opts);
+		/* in the loop only a divergence, a stop and a failed save are
+		 * agreed; anything else (bad data in a batch) is this rank's */
+		in_loop = rc != 0;
+	}
 	if (!rc)
 		report_rank(&t);
 	if (!rc && opts->save_params)
 		rc = save_params(&t, opts->save_params);
 out:
-	*together = rc == 0 || agreed || rc == -ERANGE || rc == -EINVAL || rc == -EAGAIN ||
-		    rc == -ECANCELED;
+	*together = rc == 0 || agreed || rc == -ERANGE || rc == -EAGAIN || rc == -ECANCELED ||
+		    (rc == -EINVAL && !in_loop);
 	free_trainer(&t, *together);
 	return rc;
 }

@@ -97,3 +97,25 @@ expect_rc 5 env DTRAIN_FAULT_SPLIT=slow@600000:1 timeout 120 $MPI 2 "$RUN" "$T/s
 grep -qE "^dtrain-run: watchdog: rank 0 on node [^ ]+ waited [0-9.]+ s in step [0-9]+ \(step; bound [0-9]+ s\); waiting for rank 1 on node [^ ]+: alive in step [0-9]+ \(step\) but in no wait on the others \([0-9]+ waits done; this rank is in its wait [0-9]+\): it never reached the collective the others wait in" "$T/err" ||
 	{ cat "$T/err"; fail "rank 0's watchdog does not name rank 1"; }
 pass "a rank stuck outside MPI while its peer waits in a collective: named by the watchdog (exit 5)"
+
+# A NaN or an infinity in the features (a file written by another tool:
+# dtrain-data refuses them) is named at its row and column, not taken for a
+# diverging run: when the set is loaded whole at the start, and when rows
+# are read at each step (DTRAIN_DATA_LOAD_ALL_BYTES=0 forces that).
+HDF5_USE_FILE_LOCKING=FALSE /usr/bin/python3 - "$T/syn.h5" "$T/nan.h5" "$T/inf.h5" <<'PY' || fail "writing a NaN into a data set (/usr/bin/python3 with h5py)"
+import shutil, sys, h5py
+for out, row, val in ((sys.argv[2], 123, float("nan")), (sys.argv[3], 321, float("-inf"))):
+    shutil.copy(sys.argv[1], out)
+    with h5py.File(out, "r+") as f:
+        f["features"][row, 4] = val
+PY
+spec --set data.train="$T/nan.h5"
+expect_rc 3 solo timeout 60 "$RUN" "$T/s.json"
+must_contain "$T/err" "$T/nan.h5: /features: row 123, column 4 is NaN: a data set holds finite values only"
+must_contain "$T/err" "hint: dtrain-data info $T/nan.h5 checks every value"
+must_not_contain "$T/err" "diverged"
+spec --set data.train="$T/inf.h5" --set resources.tasks_per_node=2 --set parallel.pipeline=2
+expect_rc 3 env DTRAIN_DATA_LOAD_ALL_BYTES=0 timeout 60 $MPI 2 "$RUN" "$T/s.json"
+must_contain "$T/err" "$T/inf.h5: /features: row 321, column 4 is infinite"
+[ "$(grep -c "row 321" "$T/err")" -eq 1 ] || { cat "$T/err"; fail "expected one report from one rank"; }
+pass "NaN and infinite features named at their row and column (loaded whole, and read per step), not blamed on the learning rate"
