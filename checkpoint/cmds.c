@@ -342,11 +342,48 @@ static int count_tmp(const char *dir)
 	return n;
 }
 
+/* The note on a crash's leftovers, when there are any. */
+static void print_tmp(int tmp)
+{
+	if (tmp)
+		printf("(%d incomplete save%s: .step-*.tmp, removed by the next save)\n", tmp,
+		       tmp == 1 ? "" : "s");
+}
+
+/* One checkpoint's line of the listing; m is scratch space. */
+static void list_row(const char *dir, int64_t step, int64_t latest, bool full,
+		     struct ckpt_manifest *m)
+{
+	char ckpt[PATH_MAX], name[32], status[512];
+	char epoch[24] = "-", size[32] = "-", layout[32] = "-";
+	uint64_t bytes = 0;
+	bool read = false;
+
+	ckpt_step_name(step, name, sizeof(name));
+	memset(m, 0, sizeof(*m));
+	if (join(ckpt, sizeof(ckpt), dir, name))
+		read = list_status(ckpt, full, m, status, sizeof(status), &bytes);
+	else
+		snprintf(status, sizeof(status), "damaged: %s", strerror(ENAMETOOLONG));
+	if (read) {
+		/* as the progress lines count: the last step's epoch, from 1 */
+		if (m->meta.step > 0 && m->meta.steps_per_epoch > 0)
+			snprintf(epoch, sizeof(epoch), "%" PRId64,
+				 (m->meta.step - 1) / m->meta.steps_per_epoch + 1);
+		else
+			snprintf(epoch, sizeof(epoch), "0");
+		human_size(bytes, size, sizeof(size));
+		snprintf(layout, sizeof(layout), "%dx%d", m->meta.data, m->meta.pipeline);
+	}
+	printf("%c %-10" PRId64 " %-6s %-10s %-21s %-7s %s\n", step == latest ? '*' : ' ', step,
+	       epoch, size, read && m->meta.created[0] ? m->meta.created : "-", layout, status);
+}
+
 static int cmd_list(int argc, char **argv)
 {
 	struct ckpt_manifest *m = NULL;
 	struct dt_err err = { 0 };
-	char dir[PATH_MAX], ckpt[PATH_MAX], name[32], status[512];
+	char dir[PATH_MAX], ckpt[PATH_MAX], name[32];
 	const char *path;
 	int64_t *steps = NULL, latest;
 	bool full = false;
@@ -375,9 +412,7 @@ static int cmd_list(int argc, char **argv)
 	tmp = count_tmp(dir);
 	if (n == 0) {
 		printf("no checkpoints in %s\n", dir);
-		if (tmp)
-			printf("(%d incomplete save%s: .step-*.tmp, removed by the next save)\n", tmp,
-			       tmp == 1 ? "" : "s");
+		print_tmp(tmp);
 		status_rc = DT_EXIT_OK;
 		goto out;
 	}
@@ -390,39 +425,14 @@ static int cmd_list(int argc, char **argv)
 	printf("checkpoints in %s:\n", dir);
 	printf("  %-10s %-6s %-10s %-21s %-7s %s\n", "STEP", "EPOCH", "SIZE", "CREATED", "LAYOUT",
 	       "STATUS");
-	for (i = 0; i < n; i++) {
-		char epoch[24] = "-", size[32] = "-", layout[32] = "-";
-		uint64_t bytes = 0;
-		bool read = false;
-
-		ckpt_step_name(steps[i], name, sizeof(name));
-		memset(m, 0, sizeof(*m));
-		if (join(ckpt, sizeof(ckpt), dir, name))
-			read = list_status(ckpt, full, m, status, sizeof(status), &bytes);
-		else
-			snprintf(status, sizeof(status), "damaged: %s", strerror(ENAMETOOLONG));
-		if (read) {
-			/* as the progress lines count: the last step's epoch, from 1 */
-			if (m->meta.step > 0 && m->meta.steps_per_epoch > 0)
-				snprintf(epoch, sizeof(epoch), "%" PRId64,
-					 (m->meta.step - 1) / m->meta.steps_per_epoch + 1);
-			else
-				snprintf(epoch, sizeof(epoch), "0");
-			human_size(bytes, size, sizeof(size));
-			snprintf(layout, sizeof(layout), "%dx%d", m->meta.data, m->meta.pipeline);
-		}
-		printf("%c %-10" PRId64 " %-6s %-10s %-21s %-7s %s\n", steps[i] == latest ? '*' : ' ',
-		       steps[i], epoch, size, read && m->meta.created[0] ? m->meta.created : "-",
-		       layout, status);
-	}
+	for (i = 0; i < n; i++)
+		list_row(dir, steps[i], latest, full, m);
 	if (latest >= 0) {
 		ckpt_step_name(latest, name, sizeof(name));
 		printf("* latest -> %s%s\n", name,
 		       join(ckpt, sizeof(ckpt), dir, name) && is_dir(ckpt) ? "" : " (missing)");
 	}
-	if (tmp)
-		printf("(%d incomplete save%s: .step-*.tmp, removed by the next save)\n", tmp,
-		       tmp == 1 ? "" : "s");
+	print_tmp(tmp);
 	status_rc = DT_EXIT_OK;
 out:
 	if (status_rc)

@@ -166,6 +166,38 @@ static int check_files(const char *tmp, const struct ckpt_file *files, int n_fil
 
 /* --- the commit --- */
 
+/* The names a commit works with. */
+struct commit_names {
+	char name[32];       /* step-<8 digits> */
+	char final[4096];    /* dir/step-<8 digits> */
+	char aside[4096];    /* dir/.step-<8 digits>.old.tmp: an earlier commit of the step */
+	char manifest[4096]; /* tmp/MANIFEST.json */
+};
+
+/* The names of the commit of step from tmp into dir. tmp must be the
+ * directory of a save of that step: *ours is set once it is (the commit
+ * removes it on failure, so only ever one of ours). */
+static int commit_names(const char *dir, const char *tmp, int64_t step, struct commit_names *n,
+			bool *ours, struct dt_err *err)
+{
+	const char *base = strrchr(tmp, '/');
+	char tmp_name[48];
+
+	ckpt_step_name(step, n->name, sizeof(n->name));
+	snprintf(tmp_name, sizeof(tmp_name), ".%s.tmp", n->name);
+	base = base ? base + 1 : tmp;
+	if (strcmp(base, tmp_name))
+		return dt_err_add(err, "%s: cannot commit: not the directory of a save of step %lld (want %s)",
+				  tmp, (long long)step, tmp_name);
+	*ours = true;
+	if (strlen(dir) + 64 >= sizeof(n->final) ||
+	    !join(n->manifest, sizeof(n->manifest), tmp, CKPT_MANIFEST))
+		return dt_err_add(err, "%s: path too long", dir);
+	ckpt_final_path(dir, step, n->final, sizeof(n->final));
+	snprintf(n->aside, sizeof(n->aside), "%s/.%s.old.tmp", dir, n->name);
+	return 0;
+}
+
 static int write_manifest(const char *path, const struct dt_buf *text, struct dt_err *err)
 {
 	int fd, rc;
@@ -184,6 +216,68 @@ static int write_manifest(const char *path, const struct dt_buf *text, struct dt
 	if (rc)
 		dt_err_add(err, "%s: cannot write: %s", path, strerror(-rc));
 	return rc;
+}
+
+/* Step 1: the manifest, written last, and the directory made durable. */
+static int commit_manifest(const char *tmp, const char *path, const struct ckpt_meta *meta,
+			   const struct ckpt_tensor *tensors, int n_tensors,
+			   const struct ckpt_file *files, int n_files, struct dt_err *err)
+{
+	struct dt_buf text = { 0 };
+	int rc;
+
+	rc = ckpt__manifest_emit(meta, tensors, n_tensors, files, n_files, &text);
+	if (rc)
+		dt_err_add(err, "%s: cannot write: %s", path,
+			   rc == -ENOMEM ? "out of memory" : "the meta cannot be written as JSON");
+	else
+		rc = write_manifest(path, &text, err);
+	if (!rc) {
+		rc = dt_fsync_path(tmp, true);
+		if (rc)
+			dt_err_add(err, "%s: cannot sync: %s", tmp, strerror(-rc));
+	}
+	dt_buf_free(&text);
+	return rc;
+}
+
+/* Steps 2 and 3: the same step committed by an earlier attempt (before a
+ * requeue) goes aside under a name ckpt_clean_tmp() knows until the new
+ * one is in place; then the commit point, the rename (*committed), made
+ * durable. */
+static int commit_rename(const char *dir, const char *tmp, const struct commit_names *n,
+			 bool *committed, struct dt_err *err)
+{
+	struct stat st;
+	bool moved = false;
+	int rc;
+
+	if (lstat(n->final, &st) == 0) {
+		dt_remove_tree(n->aside); /* a crash's leftover; usually there is none */
+		if (rename(n->final, n->aside) < 0) {
+			rc = -errno;
+			dt_err_add(err, "%s: cannot move the earlier %s aside: %s", n->final, n->name,
+				   strerror(-rc));
+			return rc;
+		}
+		moved = true;
+	}
+	if (rename(tmp, n->final) < 0) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot commit as %s: %s", tmp, n->final, strerror(-rc));
+		if (moved)
+			rename(n->aside, n->final); /* put the earlier one back */
+		return rc;
+	}
+	*committed = true;
+	rc = dt_fsync_path(dir, true);
+	if (rc) {
+		dt_err_add(err, "%s: cannot sync: %s (%s is committed)", dir, strerror(-rc), n->name);
+		return rc;
+	}
+	if (moved)
+		dt_remove_tree(n->aside); /* if this fails, ckpt_clean_tmp() will */
+	return 0;
 }
 
 /* dir/latest -> name: a symlink made under a temporary name, then renamed
@@ -215,96 +309,30 @@ int ckpt_commit(const char *dir, const char *tmp, const struct ckpt_meta *meta,
 		const struct ckpt_tensor *tensors, int n_tensors, const struct ckpt_file *files,
 		int n_files, int keep, struct dt_err *err)
 {
-	char final[4096], aside[4096], manifest[4096], name[32], tmp_name[48];
-	const char *base = strrchr(tmp, '/');
-	struct dt_buf text = { 0 };
-	struct stat st;
-	bool ours = false, moved = false, committed = false;
-	int rc = 0, r;
+	struct commit_names n = { 0 };
+	bool ours = false, committed = false;
+	int rc, r;
 
-	/* the tmp directory is removed on failure: only ever one of ours */
-	ckpt_step_name(meta->step, name, sizeof(name));
-	snprintf(tmp_name, sizeof(tmp_name), ".%s.tmp", name);
-	base = base ? base + 1 : tmp;
-	if (strcmp(base, tmp_name)) {
-		rc = dt_err_add(err, "%s: cannot commit: not the directory of a save of step %lld (want %s)",
-				tmp, (long long)meta->step, tmp_name);
-		goto out;
-	}
-	ours = true;
-	if (strlen(dir) + 64 >= sizeof(final) ||
-	    !join(manifest, sizeof(manifest), tmp, CKPT_MANIFEST)) {
-		rc = dt_err_add(err, "%s: path too long", dir);
-		goto out;
-	}
-	ckpt_final_path(dir, meta->step, final, sizeof(final));
-	snprintf(aside, sizeof(aside), "%s/.%s.old.tmp", dir, name);
-	if (keep < 1) {
+	rc = commit_names(dir, tmp, meta->step, &n, &ours, err);
+	if (!rc && keep < 1)
 		rc = dt_err_add(err, "%s: cannot commit: keep must be at least 1 (got %d)", tmp, keep);
-		goto out;
-	}
-	rc = ckpt__check_meta(meta, tensors, n_tensors, tmp, "commit", err);
+	if (!rc)
+		rc = ckpt__check_meta(meta, tensors, n_tensors, tmp, "commit", err);
 	if (!rc)
 		rc = check_files(tmp, files, n_files, err);
-	if (rc)
-		goto out;
-
-	/* 1. the manifest, written last, and the directory made durable */
-	rc = ckpt__manifest_emit(meta, tensors, n_tensors, files, n_files, &text);
-	if (rc) {
-		dt_err_add(err, "%s: cannot write: %s", manifest,
-			   rc == -ENOMEM ? "out of memory" : "the meta cannot be written as JSON");
-		goto out;
-	}
-	rc = write_manifest(manifest, &text, err);
-	if (rc)
-		goto out;
-	rc = dt_fsync_path(tmp, true);
-	if (rc) {
-		dt_err_add(err, "%s: cannot sync: %s", tmp, strerror(-rc));
-		goto out;
-	}
-
-	/* 2. the same step committed by an earlier attempt (before a requeue)
-	 * goes aside under a name ckpt_clean_tmp() knows, until the new one
-	 * is in place */
-	if (lstat(final, &st) == 0) {
-		dt_remove_tree(aside); /* a crash's leftover; usually there is none */
-		if (rename(final, aside) < 0) {
-			rc = -errno;
-			dt_err_add(err, "%s: cannot move the earlier %s aside: %s", final, name,
-				   strerror(-rc));
-			goto out;
-		}
-		moved = true;
-	}
-
-	/* 3. the commit point */
-	if (rename(tmp, final) < 0) {
-		rc = -errno;
-		dt_err_add(err, "%s: cannot commit as %s: %s", tmp, final, strerror(-rc));
-		if (moved)
-			rename(aside, final); /* put the earlier one back */
-		goto out;
-	}
-	committed = true;
-	rc = dt_fsync_path(dir, true);
-	if (rc) {
-		dt_err_add(err, "%s: cannot sync: %s (%s is committed)", dir, strerror(-rc), name);
-		goto out;
-	}
-	if (moved)
-		dt_remove_tree(aside); /* if this fails, ckpt_clean_tmp() will */
-
-	/* 4. for people: latest; then retention. Both are tried. */
-	rc = repoint_latest(dir, name, err);
-	r = retain(dir, meta->step, keep, err);
 	if (!rc)
-		rc = r;
-out:
+		rc = commit_manifest(tmp, n.manifest, meta, tensors, n_tensors, files, n_files, err);
+	if (!rc)
+		rc = commit_rename(dir, tmp, &n, &committed, err);
+	if (!rc) {
+		/* 4. for people: latest; then retention. Both are tried. */
+		rc = repoint_latest(dir, n.name, err);
+		r = retain(dir, meta->step, keep, err);
+		if (!rc)
+			rc = r;
+	}
 	if (rc && ours && !committed)
 		dt_remove_tree(tmp);
-	dt_buf_free(&text);
 	return rc;
 }
 

@@ -1,13 +1,15 @@
 /*
- * common.c - what every part of the checkpoint module shares: the meta's
- * consistency check, names of files and tensors, hashes and checksums, and
- * the HDF5 settings used for every file.
+ * common.c - what every part of the checkpoint module shares: names of
+ * files and tensors, hashes and checksums, the HDF5 settings used for every
+ * file, the meta's fields (one table for the HDF5 attributes and the
+ * manifest) and its consistency check.
  */
 #include "checkpoint/internal.h"
 #include "base/buf.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,7 +190,97 @@ void ckpt__h5_quiet(void)
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
-/* --- meta --- */
+/* --- meta: its fields, one table --- */
+
+#define F(field) offsetof(struct ckpt_meta, field), sizeof(((struct ckpt_meta *)0)->field)
+#define MAX_DATA 65536 /* as ckpt_meta_finish */
+
+/* In the manifest's order (internal.h). The third column is where each
+ * attribute comes in an HDF5 file: format, the counters, the RNG, lr and
+ * shuffle, the names, hashes and provenance, then the optimizer's states
+ * and shards and the layout. */
+static const struct ckpt__field fields[] = {
+	/* what the file is: checked before anything else is believed */
+	{ "format", "format", 0, CKPT__FORMAT, 0, 0, 0, 0, 0 },
+	{ "format_version", "format_version", 1, CKPT__VERSION, F(format_version), 1, INT64_MAX, 0 },
+	/* position */
+	{ "step", "step", 2, CKPT__I64, F(step), 0, CKPT__MAX_COUNT, 0 },
+	{ "epoch", "epoch", 3, CKPT__I64, F(epoch), 0, CKPT__MAX_COUNT, 0 },
+	{ "epoch_step", "epoch_step", 4, CKPT__I64, F(epoch_step), 0, CKPT__MAX_COUNT, 0 },
+	{ "steps_per_epoch", "steps_per_epoch", 5, CKPT__I64, F(steps_per_epoch), 1, CKPT__MAX_COUNT, 0 },
+	{ "total_steps", "total_steps", 6, CKPT__I64, F(total_steps), 0, CKPT__MAX_COUNT, 0 },
+	{ "lr", "lr", 12, CKPT__NUM, F(lr), 0, 0, 0 },
+	/* data order */
+	{ "rng.seed", "rng_seed", 10, CKPT__U64, F(rng_seed), 0, 0, 0 },
+	{ "rng.stream", "rng_stream", 11, CKPT__U64, F(rng_stream), 0, 0, 0 },
+	{ "shuffle", "shuffle", 13, CKPT__BOOL, F(shuffle), 0, 1, 0 },
+	{ "global_batch", "global_batch", 7, CKPT__I64, F(global_batch), 1, CKPT__MAX_COUNT, 0 },
+	{ "train_rows", "train_rows", 8, CKPT__I64, F(train_rows), 1, CKPT__MAX_COUNT, 0 },
+	/* optimizer */
+	{ "optimizer.type", "optimizer", 14, CKPT__STR, F(optimizer), 0, 0, 0 },
+	{ "optimizer.step", "optimizer_step", 9, CKPT__I64, F(optimizer_step), 0, CKPT__MAX_COUNT, 0 },
+	{ "optimizer.states", "optimizer_states", 22, CKPT__STATES, F(states), 0, CKPT_MAX_STATES, 0 },
+	{ "optimizer.shards", "optimizer_shards", 23, CKPT__INT, F(optimizer_shards), 1, MAX_DATA, CKPT__F_ONE },
+	/* model */
+	{ "model.type", "model_type", 15, CKPT__STR, F(model_type), 0, 0, CKPT__F_MODEL },
+	{ "model.config", "model_config", 16, CKPT__CONFIG, F(model_config), 0, 0, CKPT__F_MODEL },
+	{ "model.blocks", "blocks", 17, CKPT__INT, F(n_blocks), 1, CKPT_MAX_BLOCKS, CKPT__F_MODEL },
+	/* identity */
+	{ "spec_hash", "spec_hash", 18, CKPT__HASH, F(spec_hash), 0, 0, 0 },
+	{ "model_hash", "model_hash", 19, CKPT__HASH, F(model_hash), 0, 0, 0 },
+	/* layout: pipeline before stage_first, whose length it gives */
+	{ "layout.data", "layout_data", 24, CKPT__INT, F(data), 1, MAX_DATA, 0 },
+	{ "layout.pipeline", "layout_pipeline", 25, CKPT__INT, F(pipeline), 1, CKPT_MAX_BLOCKS, 0 },
+	{ "layout.stage_first", "stage_first", 26, CKPT__STAGES, F(stage_first), 0, CKPT_MAX_BLOCKS, 0 },
+	/* provenance */
+	{ "created", "created", 20, CKPT__TIME, F(created), 0, 0, 0 },
+	{ "job_id", "job_id", 21, CKPT__STR, F(job_id), 0, 0, 0 },
+};
+
+#undef F
+
+const struct ckpt__field *ckpt__meta_fields(int *n)
+{
+	*n = (int)(sizeof(fields) / sizeof(fields[0]));
+	return fields;
+}
+
+const struct ckpt__field *ckpt__meta_field_at(int at)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (fields[i].attr_at == at)
+			return &fields[i];
+	return NULL;
+}
+
+int64_t ckpt__meta_int(const struct ckpt__field *f, const struct ckpt_meta *meta)
+{
+	const char *p = (const char *)meta + f->offset;
+	int v;
+
+	switch (f->kind) {
+	case CKPT__VERSION:
+		return CKPT_VERSION;
+	case CKPT__I64:
+		return *(const int64_t *)p;
+	case CKPT__BOOL:
+		return *(const bool *)p ? 1 : 0;
+	case CKPT__INT:
+		v = *(const int *)p;
+		return (f->flags & CKPT__F_ONE) && v < 1 ? 1 : v;
+	default:
+		return 0;
+	}
+}
+
+const char *ckpt__meta_str(const struct ckpt__field *f, const struct ckpt_meta *meta)
+{
+	return f->kind == CKPT__FORMAT ? CKPT_FORMAT : (const char *)meta + f->offset;
+}
+
+/* --- meta: its consistency --- */
 
 /* A plain word: what we accept as an optimizer, state or model type name. */
 static bool plain_word(const char *s, size_t cap)

@@ -11,7 +11,8 @@
  * Messages name the file and the JSON path: "DIR/MANIFEST.json:
  * files[2].size: must be an integer (got a string)".
  *
- * Sections: emitting, value checks, parsing.
+ * Sections: emitting, value checks, parsing: the text, the meta's fields
+ * (the table in common.c drives both ways), the model, tensors and files.
  */
 #include "checkpoint/internal.h"
 
@@ -29,24 +30,29 @@
 
 #include <json-c/json.h>
 
-#define MAX_COUNT ((int64_t)1 << 62) /* bound for steps, rows, sizes: no overflow downstream */
 #define MAX_WIDTH 100000000         /* as ckpt_meta_finish */
-#define MAX_DATA 65536              /* as ckpt_meta_finish */
 #define NAME_MAX_LEN 160            /* a JSON path in a message */
 
 /* --- emitting --- */
 
-/* Collects the first allocation failure while a tree is built, so that the
- * builder reads as the schema. */
+/* Collects the first failure while a tree is built (out of memory, or a
+ * model config that is not a JSON object), so that the builder reads as
+ * the schema. */
 struct builder {
 	int rc;
 };
+
+static void fail(struct builder *b, int rc)
+{
+	if (!b->rc)
+		b->rc = rc;
+}
 
 static void put(struct builder *b, json_object *obj, const char *key, json_object *v)
 {
 	if (!v || !obj || json_object_object_add(obj, key, v)) {
 		json_object_put(v);
-		b->rc = -ENOMEM;
+		fail(b, -ENOMEM);
 	}
 }
 
@@ -54,7 +60,7 @@ static void push(struct builder *b, json_object *arr, json_object *v)
 {
 	if (!v || !arr || json_object_array_add(arr, v)) {
 		json_object_put(v);
-		b->rc = -ENOMEM;
+		fail(b, -ENOMEM);
 	}
 }
 
@@ -72,15 +78,132 @@ static json_object *new_double(double v)
 	return json_object_new_double_s(v, s);
 }
 
+/* "rng.seed": parent "rng", returns "seed"; "step": parent "", "step". */
+static const char *split_path(const char *path, char parent[NAME_MAX_LEN])
+{
+	const char *dot = strchr(path, '.');
+
+	parent[0] = '\0';
+	if (!dot)
+		return path;
+	snprintf(parent, NAME_MAX_LEN, "%.*s", (int)(dot - path), path);
+	return dot + 1;
+}
+
+/* One field of the meta's table as JSON (its kind says how: internal.h);
+ * NULL when it cannot be made. */
+static json_object *field_value(struct builder *b, const struct ckpt__field *f,
+				const struct ckpt_meta *meta)
+{
+	const char *p = (const char *)meta + f->offset;
+	json_object *v;
+	int i;
+
+	switch (f->kind) {
+	case CKPT__VERSION:
+	case CKPT__I64:
+	case CKPT__INT:
+		return new_int(ckpt__meta_int(f, meta));
+	case CKPT__U64:
+		return json_object_new_uint64(*(const uint64_t *)p);
+	case CKPT__NUM:
+		return new_double(*(const double *)p);
+	case CKPT__BOOL:
+		return json_object_new_boolean(*(const bool *)p);
+	case CKPT__STATES:
+		v = json_object_new_array();
+		for (i = 0; i < meta->n_states; i++)
+			push(b, v, json_object_new_string(meta->states[i]));
+		return v;
+	case CKPT__STAGES:
+		v = json_object_new_array();
+		for (i = 0; i <= meta->pipeline; i++)
+			push(b, v, new_int(meta->stage_first[i]));
+		return v;
+	case CKPT__CONFIG:
+		v = json_tokener_parse(p);
+		if (!v || !json_object_is_type(v, json_type_object)) {
+			json_object_put(v);
+			fail(b, -EINVAL);
+			return NULL;
+		}
+		return v;
+	default:
+		return json_object_new_string(ckpt__meta_str(f, meta));
+	}
+}
+
+/* Every field of the meta's table into root, in the table's order; a
+ * nested field's object comes where its first field does. */
+static void emit_meta(struct builder *b, json_object *root, const struct ckpt_meta *meta)
+{
+	const struct ckpt__field *fields = NULL;
+	char parent[NAME_MAX_LEN];
+	const char *key;
+	json_object *o;
+	int i, n;
+
+	fields = ckpt__meta_fields(&n);
+	for (i = 0; i < n && !b->rc; i++) {
+		key = split_path(fields[i].json, parent);
+		o = root;
+		if (parent[0] && !json_object_object_get_ex(root, parent, &o)) {
+			o = json_object_new_object();
+			put(b, root, parent, o);
+			if (b->rc)
+				return;
+		}
+		put(b, o, key, field_value(b, &fields[i], meta));
+	}
+}
+
+static void emit_tensors(struct builder *b, json_object *root, const struct ckpt_tensor *tensors,
+			 int n_tensors)
+{
+	json_object *a = json_object_new_array(), *f, *shape;
+	int i, j;
+
+	for (i = 0; i < n_tensors; i++) {
+		shape = json_object_new_array();
+		f = json_object_new_object();
+		put(b, f, "name", json_object_new_string(tensors[i].name));
+		for (j = 0; j < tensors[i].ndim; j++)
+			push(b, shape, new_int(tensors[i].shape[j]));
+		put(b, f, "shape", shape);
+		put(b, f, "block", new_int(tensors[i].block));
+		push(b, a, f);
+	}
+	put(b, root, "tensors", a);
+}
+
+static void emit_files(struct builder *b, json_object *root, const struct ckpt_file *files,
+		       int n_files)
+{
+	json_object *a = json_object_new_array(), *f;
+	char crc[16];
+	int i;
+
+	for (i = 0; i < n_files; i++) {
+		f = json_object_new_object();
+		snprintf(crc, sizeof(crc), "%08" PRIx32, files[i].crc);
+		put(b, f, "name", json_object_new_string(files[i].name));
+		put(b, f, "stage", new_int(files[i].stage));
+		if (files[i].is_piece)
+			put(b, f, "piece", new_int(files[i].piece));
+		put(b, f, "size", new_int((int64_t)files[i].size));
+		put(b, f, "crc32", json_object_new_string(crc));
+		push(b, a, f);
+	}
+	put(b, root, "files", a);
+}
+
 int ckpt__manifest_emit(const struct ckpt_meta *meta, const struct ckpt_tensor *tensors,
 			int n_tensors, const struct ckpt_file *files, int n_files,
 			struct dt_buf *out)
 {
 	struct builder b = { 0 };
-	json_object *root = NULL, *o, *a, *f, *config;
+	json_object *root = NULL;
 	const char *text;
-	char crc[16];
-	int i, j;
 
 	/* NaN or infinity would make invalid JSON; the caller checked the meta */
 	if (!isfinite(meta->lr) || n_files < 0 || n_files > CKPT_MAX_FILES ||
@@ -88,93 +211,14 @@ int ckpt__manifest_emit(const struct ckpt_meta *meta, const struct ckpt_tensor *
 	    meta->pipeline > CKPT_MAX_BLOCKS || meta->n_states < 0 ||
 	    meta->n_states > CKPT_MAX_STATES || n_tensors < 1 || n_tensors > CKPT_MAX_TENSORS)
 		return -EINVAL;
-	config = json_tokener_parse(meta->model_config);
-	if (!config || !json_object_is_type(config, json_type_object)) {
-		json_object_put(config);
-		return -EINVAL;
-	}
 	root = json_object_new_object();
-	if (!root) {
-		json_object_put(config);
+	if (!root)
 		return -ENOMEM;
-	}
-	put(&b, root, "format", json_object_new_string(CKPT_FORMAT));
-	put(&b, root, "format_version", new_int(CKPT_VERSION));
-	put(&b, root, "step", new_int(meta->step));
-	put(&b, root, "epoch", new_int(meta->epoch));
-	put(&b, root, "epoch_step", new_int(meta->epoch_step));
-	put(&b, root, "steps_per_epoch", new_int(meta->steps_per_epoch));
-	put(&b, root, "total_steps", new_int(meta->total_steps));
-	put(&b, root, "lr", new_double(meta->lr));
-
-	o = json_object_new_object();
-	put(&b, o, "seed", json_object_new_uint64(meta->rng_seed));
-	put(&b, o, "stream", json_object_new_uint64(meta->rng_stream));
-	put(&b, root, "rng", o);
-
-	put(&b, root, "shuffle", json_object_new_boolean(meta->shuffle));
-	put(&b, root, "global_batch", new_int(meta->global_batch));
-	put(&b, root, "train_rows", new_int(meta->train_rows));
-
-	o = json_object_new_object();
-	put(&b, o, "type", json_object_new_string(meta->optimizer));
-	put(&b, o, "step", new_int(meta->optimizer_step));
-	a = json_object_new_array();
-	for (i = 0; i < meta->n_states; i++)
-		push(&b, a, json_object_new_string(meta->states[i]));
-	put(&b, o, "states", a);
-	put(&b, o, "shards", new_int(meta->optimizer_shards > 1 ? meta->optimizer_shards : 1));
-	put(&b, root, "optimizer", o);
-
-	o = json_object_new_object();
-	put(&b, o, "type", json_object_new_string(meta->model_type));
-	put(&b, o, "config", config);
-	put(&b, o, "blocks", new_int(meta->n_blocks));
-	put(&b, root, "model", o);
-
-	put(&b, root, "spec_hash", json_object_new_string(meta->spec_hash));
-	put(&b, root, "model_hash", json_object_new_string(meta->model_hash));
-
-	o = json_object_new_object();
-	put(&b, o, "data", new_int(meta->data));
-	put(&b, o, "pipeline", new_int(meta->pipeline));
-	a = json_object_new_array();
-	for (i = 0; i <= meta->pipeline; i++)
-		push(&b, a, new_int(meta->stage_first[i]));
-	put(&b, o, "stage_first", a);
-	put(&b, root, "layout", o);
-
-	put(&b, root, "created", json_object_new_string(meta->created));
-	put(&b, root, "job_id", json_object_new_string(meta->job_id));
-
-	a = json_object_new_array();
-	for (i = 0; i < n_tensors; i++) {
-		json_object *shape = json_object_new_array();
-
-		f = json_object_new_object();
-		put(&b, f, "name", json_object_new_string(tensors[i].name));
-		for (j = 0; j < tensors[i].ndim; j++)
-			push(&b, shape, new_int(tensors[i].shape[j]));
-		put(&b, f, "shape", shape);
-		put(&b, f, "block", new_int(tensors[i].block));
-		push(&b, a, f);
-	}
-	put(&b, root, "tensors", a);
-
-	a = json_object_new_array();
-	for (i = 0; i < n_files; i++) {
-		f = json_object_new_object();
-		snprintf(crc, sizeof(crc), "%08" PRIx32, files[i].crc);
-		put(&b, f, "name", json_object_new_string(files[i].name));
-		put(&b, f, "stage", new_int(files[i].stage));
-		if (files[i].is_piece)
-			put(&b, f, "piece", new_int(files[i].piece));
-		put(&b, f, "size", new_int((int64_t)files[i].size));
-		put(&b, f, "crc32", json_object_new_string(crc));
-		push(&b, a, f);
-	}
-	put(&b, root, "files", a);
-
+	emit_meta(&b, root, meta);
+	if (!b.rc)
+		emit_tensors(&b, root, tensors, n_tensors);
+	if (!b.rc)
+		emit_files(&b, root, files, n_files);
 	if (!b.rc) {
 		text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
 								  JSON_C_TO_STRING_SPACED |
@@ -194,6 +238,10 @@ struct at {
 	struct dt_err *err;
 };
 
+/* dt_err_add as an expression the compiler sees is -EINVAL: a check that
+ * failed never returns 0, so its caller never reads an output left unset. */
+#define BAD(err, ...) (dt_err_add((err), __VA_ARGS__), -EINVAL)
+
 /* "rng" + "seed" -> "rng.seed"; "" + "step" -> "step". */
 static void join(char *out, const char *parent, const char *key)
 {
@@ -208,10 +256,10 @@ static int member(const struct at *at, json_object *obj, const char *parent, con
 
 	join(name, parent, key);
 	if (!json_object_object_get_ex(obj, key, v) || !*v)
-		return dt_err_add(at->err, "%s: %s: missing (must be %s)", at->path, name, what);
+		return BAD(at->err, "%s: %s: missing (must be %s)", at->path, name, what);
 	if (!json_object_is_type(*v, type))
-		return dt_err_add(at->err, "%s: %s: must be %s (got %s)", at->path, name, what,
-				  dt_json_kind(*v));
+		return BAD(at->err, "%s: %s: must be %s (got %s)", at->path, name, what,
+			   dt_json_kind(*v));
 	return 0;
 }
 
@@ -223,13 +271,13 @@ static int int_value(const struct at *at, json_object *v, const char *name, int6
 	int64_t x;
 
 	if (!v || !json_object_is_type(v, json_type_int))
-		return dt_err_add(at->err, "%s: %s: must be an integer (got %s)", at->path, name,
-				  v ? dt_json_kind(v) : "null");
+		return BAD(at->err, "%s: %s: must be an integer (got %s)", at->path, name,
+			   v ? dt_json_kind(v) : "null");
 	x = json_object_get_int64(v);
 	if (x < min || x > max || (x == INT64_MAX && json_object_get_uint64(v) != INT64_MAX))
-		return dt_err_add(at->err, "%s: %s: must be %" PRId64 "..%" PRId64 " (got %s)",
-				  at->path, name, min, max,
-				  json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+		return BAD(at->err, "%s: %s: must be %" PRId64 "..%" PRId64 " (got %s)",
+			   at->path, name, min, max,
+			   json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
 	*out = x;
 	return 0;
 }
@@ -272,8 +320,8 @@ static int get_u64(const struct at *at, json_object *obj, const char *parent, co
 	/* json-c clamps integers beyond 64 bits to UINT64_MAX: refuse that too */
 	if (json_object_get_int64(v) < 0 || json_object_get_uint64(v) == UINT64_MAX) {
 		join(name, parent, key);
-		return dt_err_add(at->err, "%s: %s: must be 0..2^64-2 (got %s)", at->path, name,
-				  json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+		return BAD(at->err, "%s: %s: must be 0..2^64-2 (got %s)", at->path, name,
+			   json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
 	}
 	*out = json_object_get_uint64(v);
 	return 0;
@@ -288,13 +336,13 @@ static int get_double(const struct at *at, json_object *obj, const char *parent,
 
 	join(name, parent, key);
 	if (!json_object_object_get_ex(obj, key, &v) || !v)
-		return dt_err_add(at->err, "%s: %s: missing (must be a number)", at->path, name);
+		return BAD(at->err, "%s: %s: missing (must be a number)", at->path, name);
 	if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
-		return dt_err_add(at->err, "%s: %s: must be a number (got %s)", at->path, name,
-				  dt_json_kind(v));
+		return BAD(at->err, "%s: %s: must be a number (got %s)", at->path, name,
+			   dt_json_kind(v));
 	x = json_object_get_double(v);
 	if (!isfinite(x) || x < 0)
-		return dt_err_add(at->err, "%s: %s: must be a finite number >= 0", at->path, name);
+		return BAD(at->err, "%s: %s: must be a finite number >= 0", at->path, name);
 	*out = x;
 	return 0;
 }
@@ -319,17 +367,17 @@ static int str_value(const struct at *at, json_object *v, const char *name, char
 	size_t n, i;
 
 	if (!v || !json_object_is_type(v, json_type_string))
-		return dt_err_add(at->err, "%s: %s: must be a string (got %s)", at->path, name,
-				  v ? dt_json_kind(v) : "null");
+		return BAD(at->err, "%s: %s: must be a string (got %s)", at->path, name,
+			   v ? dt_json_kind(v) : "null");
 	s = json_object_get_string(v);
 	n = (size_t)json_object_get_string_len(v);
 	if (n >= cap)
-		return dt_err_add(at->err, "%s: %s: too long (%zu bytes, at most %zu)", at->path,
-				  name, n, cap - 1);
+		return BAD(at->err, "%s: %s: too long (%zu bytes, at most %zu)", at->path,
+			   name, n, cap - 1);
 	for (i = 0; i < n; i++)
 		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return dt_err_add(at->err, "%s: %s: must not contain control characters",
-					  at->path, name);
+			return BAD(at->err, "%s: %s: must not contain control characters",
+				   at->path, name);
 	memcpy(out, s, n);
 	out[n] = '\0';
 	return 0;
@@ -351,13 +399,15 @@ static int get_str(const struct at *at, json_object *obj, const char *parent, co
 /* A time stamp as dtrain writes one, "2026-11-21T10:00:00Z" (UTC), or ""
  * (none known): informational, but shown to people and compared by them,
  * so nothing else is taken. */
-static int get_created(const struct at *at, json_object *obj, char *out, size_t cap)
+static int get_time(const struct at *at, json_object *obj, const char *parent, const char *key,
+		    char *out, size_t cap)
 {
 	static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
+	char name[NAME_MAX_LEN];
 	struct tm tm, back;
 	time_t t;
 	size_t i;
-	int rc = get_str(at, obj, "", "created", out, cap);
+	int rc = get_str(at, obj, parent, key, out, cap);
 
 	if (rc || !out[0])
 		return rc;
@@ -370,11 +420,12 @@ static int get_created(const struct at *at, json_object *obj, char *out, size_t 
 		t = timegm(&back); /* normalises: 31 February comes back as March */
 		gmtime_r(&t, &back);
 	}
+	join(name, parent, key);
 	if (shape[i] || out[i] || !strptime(out, "%Y-%m-%dT%H:%M:%SZ", &tm) ||
 	    back.tm_year != tm.tm_year || back.tm_mon != tm.tm_mon || back.tm_mday != tm.tm_mday ||
 	    back.tm_hour != tm.tm_hour || back.tm_min != tm.tm_min || back.tm_sec != tm.tm_sec)
-		return dt_err_add(at->err, "%s: created: expected a UTC time like \"2026-11-21T10:00:00Z\" or \"\" (got \"%s\")",
-				  at->path, out);
+		return BAD(at->err, "%s: %s: expected a UTC time like \"2026-11-21T10:00:00Z\" or \"\" (got \"%s\")",
+			   at->path, name, out);
 	return 0;
 }
 
@@ -390,84 +441,67 @@ static int get_array(const struct at *at, json_object *obj, const char *parent, 
 	*n = json_object_array_length(*arr);
 	if (*n < min || *n > max) {
 		join(name, parent, key);
-		return dt_err_add(at->err, "%s: %s: must have %zu..%zu elements (has %zu)", at->path,
-				  name, min, max, *n);
+		return BAD(at->err, "%s: %s: must have %zu..%zu elements (has %zu)", at->path,
+			   name, min, max, *n);
 	}
 	return 0;
 }
 
 /* A 16-digit lower-case hex hash (ckpt_hash64). */
-static int get_hash(const struct at *at, json_object *obj, const char *key, char out[17])
+static int get_hash(const struct at *at, json_object *obj, const char *parent, const char *key,
+		    char out[17])
 {
+	char name[NAME_MAX_LEN];
 	size_t i;
-	int rc = get_str(at, obj, "", key, out, 17);
+	int rc = get_str(at, obj, parent, key, out, 17);
 
 	if (rc)
 		return rc;
 	for (i = 0; i < 16; i++)
 		if (!isdigit((unsigned char)out[i]) && !(out[i] >= 'a' && out[i] <= 'f'))
 			break;
+	join(name, parent, key);
 	if (i != 16 || out[16] != '\0')
-		return dt_err_add(at->err, "%s: %s: must be 16 lower-case hex digits", at->path, key);
+		return BAD(at->err, "%s: %s: must be 16 lower-case hex digits", at->path, name);
 	return 0;
 }
 
-/* --- parsing --- */
+/* --- parsing: the text --- */
 
 /* The text as one JSON object, nothing but white space after it. */
 static int parse_text(const struct at *at, const char *text, json_object **out)
 {
-	json_tokener *tok;
-	enum json_tokener_error jerr;
-	json_object *obj;
-	size_t len = strlen(text), off;
+	struct dt_json_error e;
+	int rc = dt_json_parse_object(text, strlen(text), 32, out, &e);
 
-	*out = NULL;
-	if (len > INT32_MAX)
-		return dt_err_add(at->err, "%s: too large to be a manifest", at->path);
-	tok = json_tokener_new_ex(32);
-	if (!tok)
-		return -ENOMEM;
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-	obj = json_tokener_parse_ex(tok, text, (int)len);
-	jerr = json_tokener_get_error(tok);
-	off = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	if (jerr == json_tokener_success) {
-		while (off < len && isspace((unsigned char)text[off]))
-			off++;
-		if (off < len)
-			jerr = json_tokener_error_parse_unexpected;
-	} else if (jerr == json_tokener_continue) {
-		jerr = json_tokener_error_parse_eof;
+	switch (rc) {
+	case 0:
+	case -ENOMEM:
+		return rc;
+	case -EFBIG:
+		return BAD(at->err, "%s: too large to be a manifest", at->path);
+	case -EDOM:
+		return BAD(at->err, "%s: not a dtrain checkpoint manifest (not a JSON object)",
+			   at->path);
+	default:
+		return BAD(at->err, "%s: invalid JSON at byte %zu: %s", at->path, e.offset, e.what);
 	}
-	if (jerr != json_tokener_success) {
-		json_object_put(obj);
-		return dt_err_add(at->err, "%s: invalid JSON at byte %zu: %s", at->path, off,
-				  json_tokener_error_desc(jerr));
-	}
-	if (!json_object_is_type(obj, json_type_object)) {
-		json_object_put(obj);
-		return dt_err_add(at->err, "%s: not a dtrain checkpoint manifest (not a JSON object)",
-				  at->path);
-	}
-	*out = obj;
-	return 0;
 }
 
-/* "format" and "format_version", before anything else is believed. */
-static int parse_format(const struct at *at, json_object *root, int *format_version)
+/* --- parsing: the meta's fields --- */
+
+/* "format", before anything else is believed. */
+static int get_format(const struct at *at, json_object *obj)
 {
 	json_object *v;
 	char shown[48];
 	const char *s;
-	int64_t version;
 	size_t i;
 
-	if (!json_object_object_get_ex(root, "format", &v) ||
+	if (!json_object_object_get_ex(obj, "format", &v) ||
 	    !json_object_is_type(v, json_type_string))
-		return dt_err_add(at->err, "%s: not a dtrain checkpoint (no \"format\" string)",
-				  at->path);
+		return BAD(at->err, "%s: not a dtrain checkpoint (no \"format\" string)",
+			   at->path);
 	s = json_object_get_string(v);
 	if (strcmp(s, CKPT_FORMAT) != 0 ||
 	    (size_t)json_object_get_string_len(v) != strlen(CKPT_FORMAT)) {
@@ -476,45 +510,160 @@ static int parse_format(const struct at *at, json_object *root, int *format_vers
 		for (i = 0; shown[i]; i++)
 			if ((unsigned char)shown[i] < 0x20 || shown[i] == 0x7f || shown[i] == '"')
 				shown[i] = '?';
-		return dt_err_add(at->err, "%s: not a dtrain checkpoint (format \"%s\")", at->path,
-				  shown);
+		return BAD(at->err, "%s: not a dtrain checkpoint (format \"%s\")", at->path,
+			   shown);
 	}
-	if (get_int(at, root, "", "format_version", 1, INT64_MAX, &version))
+	return 0;
+}
+
+/* "format_version": one this dtrain reads. */
+static int get_version(const struct at *at, json_object *obj, const char *parent,
+		       const char *key, const struct ckpt__field *f, int *format_version)
+{
+	int64_t version;
+
+	if (get_int(at, obj, parent, key, f->min, f->max, &version))
 		return -EINVAL;
 	if (version > CKPT_VERSION)
-		return dt_err_add(at->err,
-				  "%s: format_version %" PRId64
-				  " is newer than this dtrain reads (%d): use a newer dtrain",
-				  at->path, version, CKPT_VERSION);
+		return BAD(at->err,
+			   "%s: format_version %" PRId64
+			   " is newer than this dtrain reads (%d): use a newer dtrain",
+			   at->path, version, CKPT_VERSION);
 	*format_version = (int)version;
 	return 0;
 }
 
-static int parse_optimizer(const struct at *at, json_object *root, struct ckpt_meta *meta)
+/* The optimizer's state names: f->min..f->max of them. */
+static int get_states(const struct at *at, json_object *obj, const char *parent,
+		      const char *key, const struct ckpt__field *f, struct ckpt_meta *meta)
 {
-	json_object *o, *arr;
-	char name[NAME_MAX_LEN];
+	char where[NAME_MAX_LEN], name[NAME_MAX_LEN + 24];
+	json_object *arr;
 	size_t n, i;
 
-	if (member(at, root, "", "optimizer", json_type_object, "an object", &o) ||
-	    get_str(at, o, "optimizer", "type", meta->optimizer, sizeof(meta->optimizer)) ||
-	    get_int(at, o, "optimizer", "step", 0, MAX_COUNT, &meta->optimizer_step) ||
-	    get_array(at, o, "optimizer", "states", 0, CKPT_MAX_STATES, &arr, &n))
+	if (get_array(at, obj, parent, key, (size_t)f->min, (size_t)f->max, &arr, &n))
 		return -EINVAL;
+	join(where, parent, key);
 	meta->n_states = (int)n;
 	for (i = 0; i < n; i++) {
-		snprintf(name, sizeof(name), "optimizer.states[%zu]", i);
+		snprintf(name, sizeof(name), "%s[%zu]", where, i);
 		if (str_value(at, json_object_array_get_idx(arr, i), name, meta->states[i],
 			      sizeof(meta->states[i])))
 			return -EINVAL;
 	}
-	/* a sharded optimizer's pieces per stage; absent before there were */
-	meta->optimizer_shards = 1;
-	if (json_object_object_get_ex(o, "shards", NULL) &&
-	    get_small(at, o, "optimizer", "shards", 1, MAX_DATA, &meta->optimizer_shards))
-		return -EINVAL;
 	return 0;
 }
+
+/* The layout's first block of each stage and the end: pipeline + 1
+ * elements (read before it, the table's order), each f->min..f->max. */
+static int get_stages(const struct at *at, json_object *obj, const char *parent,
+		      const char *key, const struct ckpt__field *f, struct ckpt_meta *meta)
+{
+	char where[NAME_MAX_LEN], name[NAME_MAX_LEN + 24];
+	json_object *arr;
+	int64_t x;
+	size_t n, i;
+
+	if (get_array(at, obj, parent, key, 2, CKPT_MAX_BLOCKS + 1, &arr, &n))
+		return -EINVAL;
+	join(where, parent, key);
+	if (n != (size_t)meta->pipeline + 1)
+		return BAD(at->err, "%s: %s: must have pipeline+1 = %d elements (has %zu)", at->path,
+			   where, meta->pipeline + 1, n);
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%s[%zu]", where, i);
+		if (int_value(at, json_object_array_get_idx(arr, i), name, f->min, f->max, &x))
+			return -EINVAL;
+		meta->stage_first[i] = (int)x;
+	}
+	return 0;
+}
+
+/* The model's config, kept as compact JSON (the form the model hash is
+ * taken of) in out [cap]. */
+static int get_config(const struct at *at, json_object *obj, const char *parent,
+		      const char *key, char *out, size_t cap)
+{
+	char name[NAME_MAX_LEN];
+	json_object *config;
+	const char *text;
+
+	if (member(at, obj, parent, key, json_type_object, "an object", &config))
+		return -EINVAL;
+	text = json_object_to_json_string_ext(config, JSON_C_TO_STRING_PLAIN |
+							      JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (!text)
+		return dt_err_add(at->err, "%s: out of memory", at->path), -ENOMEM;
+	join(name, parent, key);
+	if (strlen(text) >= cap)
+		return BAD(at->err, "%s: %s: longer than %zu bytes", at->path, name, cap - 1);
+	snprintf(out, cap, "%s", text);
+	return 0;
+}
+
+/* One field of the meta's table from the manifest into meta, checked as
+ * its kind and range say (internal.h). */
+static int get_field(const struct at *at, json_object *root, const struct ckpt__field *f,
+		     struct ckpt_meta *meta)
+{
+	char parent[NAME_MAX_LEN];
+	const char *key = split_path(f->json, parent);
+	void *p = (char *)meta + f->offset;
+	json_object *o = root;
+
+	if (parent[0] && member(at, root, "", parent, json_type_object, "an object", &o))
+		return -EINVAL;
+	switch (f->kind) {
+	case CKPT__FORMAT:
+		return get_format(at, o);
+	case CKPT__VERSION:
+		return get_version(at, o, parent, key, f, p);
+	case CKPT__I64:
+		return get_int(at, o, parent, key, f->min, f->max, p);
+	case CKPT__INT:
+		if ((f->flags & CKPT__F_ONE) && !json_object_object_get_ex(o, key, NULL)) {
+			*(int *)p = 1;
+			return 0;
+		}
+		return get_small(at, o, parent, key, (int)f->min, (int)f->max, p);
+	case CKPT__U64:
+		return get_u64(at, o, parent, key, p);
+	case CKPT__NUM:
+		return get_double(at, o, parent, key, p);
+	case CKPT__BOOL:
+		return get_bool(at, o, parent, key, p);
+	case CKPT__STR:
+		return get_str(at, o, parent, key, p, f->size);
+	case CKPT__HASH:
+		return get_hash(at, o, parent, key, p);
+	case CKPT__TIME:
+		return get_time(at, o, parent, key, p, f->size);
+	case CKPT__STATES:
+		return get_states(at, o, parent, key, f, meta);
+	case CKPT__STAGES:
+		return get_stages(at, o, parent, key, f, meta);
+	case CKPT__CONFIG:
+		return get_config(at, o, parent, key, p, f->size);
+	}
+	return BAD(at->err, "%s: %s: unknown kind of field", at->path, f->json);
+}
+
+/* The fields of the meta's table whose CKPT__F_MODEL flag is model, in
+ * the table's order; the first bad one names itself. */
+static int get_fields(const struct at *at, json_object *root, unsigned model,
+		      struct ckpt_meta *meta)
+{
+	const struct ckpt__field *fields;
+	int i, n;
+
+	fields = ckpt__meta_fields(&n);
+	for (i = 0; i < n; i++)
+		if ((fields[i].flags & CKPT__F_MODEL) == model && get_field(at, root, &fields[i], meta))
+			return -EINVAL;
+	return 0;
+}
+
+/* --- parsing: the model, tensors and files --- */
 
 /* Format 1: an MLP of widths and an activation (ckpt.h says how it reads
  * as a model of blocks), its model_hash recomputed the way it was made. */
@@ -522,7 +671,7 @@ static int parse_model_v1(const struct at *at, json_object *root, const char *st
 			  struct ckpt_manifest *m)
 {
 	struct ckpt_meta *meta = &m->meta;
-	int64_t widths[CKPT_MAX_BLOCKS + 1];
+	int64_t widths[CKPT_MAX_BLOCKS + 1] = { 0 }; /* n >= 2 of them read */
 	char name[NAME_MAX_LEN], act[16], hash[17];
 	struct dt_buf h = { 0 }, c = { 0 };
 	json_object *o, *arr;
@@ -540,8 +689,8 @@ static int parse_model_v1(const struct at *at, json_object *root, const char *st
 	}
 	for (i = 0; act[i]; i++)
 		if (!((act[i] >= 'a' && act[i] <= 'z') || act[i] == '_'))
-			return dt_err_add(at->err, "%s: checkpoint meta: activation must be a plain name",
-					  at->path);
+			return BAD(at->err, "%s: checkpoint meta: activation must be a plain name",
+				   at->path);
 	for (i = 0; i < n && !rc; i++)
 		rc = dt_buf_printf(&h, "%lld,", (long long)widths[i]);
 	rc = rc || dt_buf_printf(&h, "%s", act);
@@ -590,31 +739,6 @@ out:
 	return rc;
 }
 
-/* The model: its type, its config (kept as compact JSON, the form the
- * model hash is taken of), its blocks. */
-static int parse_model(const struct at *at, json_object *root, struct ckpt_meta *meta)
-{
-	json_object *o, *config;
-	const char *text;
-	int64_t blocks;
-
-	if (member(at, root, "", "model", json_type_object, "an object", &o) ||
-	    get_str(at, o, "model", "type", meta->model_type, sizeof(meta->model_type)) ||
-	    member(at, o, "model", "config", json_type_object, "an object", &config) ||
-	    get_int(at, o, "model", "blocks", 1, CKPT_MAX_BLOCKS, &blocks))
-		return -EINVAL;
-	text = json_object_to_json_string_ext(config, JSON_C_TO_STRING_PLAIN |
-							      JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (!text)
-		return dt_err_add(at->err, "%s: out of memory", at->path), -ENOMEM;
-	if (strlen(text) >= sizeof(meta->model_config))
-		return dt_err_add(at->err, "%s: model.config: longer than %d bytes", at->path,
-				  CKPT_CONFIG_MAX - 1);
-	snprintf(meta->model_config, sizeof(meta->model_config), "%s", text);
-	meta->n_blocks = (int)blocks;
-	return 0;
-}
-
 /* The tensors: name, shape and block of each (checked as a whole by
  * ckpt_tensors_check once the meta is). */
 static int parse_tensors(const struct at *at, json_object *root, struct ckpt_manifest *m)
@@ -632,8 +756,8 @@ static int parse_tensors(const struct at *at, json_object *root, struct ckpt_man
 		snprintf(where, sizeof(where), "tensors[%zu]", i);
 		t = json_object_array_get_idx(arr, i);
 		if (!t || !json_object_is_type(t, json_type_object))
-			return dt_err_add(at->err, "%s: %s: must be an object (got %s)", at->path,
-					  where, t ? dt_json_kind(t) : "null");
+			return BAD(at->err, "%s: %s: must be an object (got %s)", at->path,
+				   where, t ? dt_json_kind(t) : "null");
 		if (get_str(at, t, where, "name", ct->name, sizeof(ct->name)) ||
 		    get_array(at, t, where, "shape", 1, CKPT_MAX_DIMS, &shape, &nd) ||
 		    get_int(at, t, where, "block", 0, CKPT_MAX_BLOCKS - 1, &x))
@@ -650,31 +774,6 @@ static int parse_tensors(const struct at *at, json_object *root, struct ckpt_man
 		}
 	}
 	m->n_tensors = (int)n;
-	return 0;
-}
-
-static int parse_layout(const struct at *at, json_object *root, struct ckpt_meta *meta)
-{
-	json_object *o, *arr;
-	char name[NAME_MAX_LEN];
-	int64_t x;
-	size_t n, i;
-
-	if (member(at, root, "", "layout", json_type_object, "an object", &o) ||
-	    get_small(at, o, "layout", "data", 1, MAX_DATA, &meta->data) ||
-	    get_small(at, o, "layout", "pipeline", 1, CKPT_MAX_BLOCKS, &meta->pipeline) ||
-	    get_array(at, o, "layout", "stage_first", 2, CKPT_MAX_BLOCKS + 1, &arr, &n))
-		return -EINVAL;
-	if (n != (size_t)meta->pipeline + 1)
-		return dt_err_add(at->err,
-				  "%s: layout.stage_first: must have pipeline+1 = %d elements (has %zu)",
-				  at->path, meta->pipeline + 1, n);
-	for (i = 0; i < n; i++) {
-		snprintf(name, sizeof(name), "layout.stage_first[%zu]", i);
-		if (int_value(at, json_object_array_get_idx(arr, i), name, 0, CKPT_MAX_BLOCKS, &x))
-			return -EINVAL;
-		meta->stage_first[i] = (int)x;
-	}
 	return 0;
 }
 
@@ -699,8 +798,8 @@ static int parse_files(const struct at *at, json_object *root, struct ckpt_manif
 		snprintf(where, sizeof(where), "files[%zu]", i);
 		f = json_object_array_get_idx(arr, i);
 		if (!f || !json_object_is_type(f, json_type_object))
-			return dt_err_add(at->err, "%s: %s: must be an object (got %s)", at->path,
-					  where, f ? dt_json_kind(f) : "null");
+			return BAD(at->err, "%s: %s: must be an object (got %s)", at->path,
+				   where, f ? dt_json_kind(f) : "null");
 		if (get_str(at, f, where, "name", cf->name, sizeof(cf->name)) ||
 		    get_int(at, f, where, "stage", -1, pipeline - 1, &x))
 			return -EINVAL;
@@ -709,8 +808,8 @@ static int parse_files(const struct at *at, json_object *root, struct ckpt_manif
 		cf->piece = 0;
 		if (json_object_object_get_ex(f, "piece", NULL)) {
 			if (shards < 2 || cf->stage < 0)
-				return dt_err_add(at->err, "%s: %s.piece: only a stage's optimizer pieces have one (optimizer.shards is %d)",
-						  at->path, where, shards);
+				return BAD(at->err, "%s: %s.piece: only a stage's optimizer pieces have one (optimizer.shards is %d)",
+					   at->path, where, shards);
 			if (get_int(at, f, where, "piece", 0, shards - 1, &x))
 				return -EINVAL;
 			cf->piece = (int)x;
@@ -727,14 +826,14 @@ static int parse_files(const struct at *at, json_object *root, struct ckpt_manif
 			slot = 1 + pipeline + cf->stage * shards + cf->piece;
 		}
 		if (strcmp(cf->name, want) != 0)
-			return dt_err_add(at->err,
-					  "%s: %s.name: stage %d's file must be named \"%s\" (a plain name written by dtrain)",
-					  at->path, where, cf->stage, want);
+			return BAD(at->err,
+				   "%s: %s.name: stage %d's file must be named \"%s\" (a plain name written by dtrain)",
+				   at->path, where, cf->stage, want);
 		if (seen[slot])
-			return dt_err_add(at->err, "%s: %s: \"%s\" is listed twice", at->path, where,
-					  want);
+			return BAD(at->err, "%s: %s: \"%s\" is listed twice", at->path, where,
+				   want);
 		seen[slot] = true;
-		if (get_int(at, f, where, "size", 0, MAX_COUNT, &x))
+		if (get_int(at, f, where, "size", 0, CKPT__MAX_COUNT, &x))
 			return -EINVAL;
 		cf->size = (uint64_t)x;
 		if (get_str(at, f, where, "crc32", crc, sizeof(crc)))
@@ -744,7 +843,7 @@ static int parse_files(const struct at *at, json_object *root, struct ckpt_manif
 				break;
 		if (j != 8 || crc[8] != '\0') {
 			join(name, where, "crc32");
-			return dt_err_add(at->err, "%s: %s: must be 8 hex digits", at->path, name);
+			return BAD(at->err, "%s: %s: must be 8 hex digits", at->path, name);
 		}
 		cf->crc = (uint32_t)strtoul(crc, NULL, 16);
 	}
@@ -759,7 +858,7 @@ int ckpt__manifest_parse(const char *text, const char *path, struct ckpt_manifes
 	struct at at = { path, err };
 	struct ckpt_meta *meta = &m->meta;
 	struct dt_err why = { 0 };
-	json_object *root = NULL, *o;
+	json_object *root = NULL;
 	char stored[17];
 	int rc;
 
@@ -768,29 +867,12 @@ int ckpt__manifest_parse(const char *text, const char *path, struct ckpt_manifes
 	if (rc)
 		goto out;
 	rc = -EINVAL;
-	if (parse_format(&at, root, &meta->format_version) ||
-	    get_int(&at, root, "", "step", 0, MAX_COUNT, &meta->step) ||
-	    get_int(&at, root, "", "epoch", 0, MAX_COUNT, &meta->epoch) ||
-	    get_int(&at, root, "", "epoch_step", 0, MAX_COUNT, &meta->epoch_step) ||
-	    get_int(&at, root, "", "steps_per_epoch", 1, MAX_COUNT, &meta->steps_per_epoch) ||
-	    get_int(&at, root, "", "total_steps", 0, MAX_COUNT, &meta->total_steps) ||
-	    get_double(&at, root, "", "lr", &meta->lr))
+	if (get_fields(&at, root, 0, meta))
 		goto out;
-	if (member(&at, root, "", "rng", json_type_object, "an object", &o) ||
-	    get_u64(&at, o, "rng", "seed", &meta->rng_seed) ||
-	    get_u64(&at, o, "rng", "stream", &meta->rng_stream))
-		goto out;
-	if (get_bool(&at, root, "", "shuffle", &meta->shuffle) ||
-	    get_int(&at, root, "", "global_batch", 1, MAX_COUNT, &meta->global_batch) ||
-	    get_int(&at, root, "", "train_rows", 1, MAX_COUNT, &meta->train_rows) ||
-	    parse_optimizer(&at, root, meta) ||
-	    get_hash(&at, root, "spec_hash", meta->spec_hash) ||
-	    get_hash(&at, root, "model_hash", stored) || parse_layout(&at, root, meta) ||
-	    get_created(&at, root, meta->created, sizeof(meta->created)) ||
-	    get_str(&at, root, "", "job_id", meta->job_id, sizeof(meta->job_id)))
-		goto out;
+	/* as stored: checked against the hash of the model read next */
+	memcpy(stored, meta->model_hash, sizeof(stored));
 	rc = meta->format_version == 1 ? parse_model_v1(&at, root, stored, m) :
-		 parse_model(&at, root, meta) || parse_tensors(&at, root, m) ? -EINVAL : 0;
+		 get_fields(&at, root, CKPT__F_MODEL, meta) || parse_tensors(&at, root, m) ? -EINVAL : 0;
 	if (rc)
 		goto out;
 	rc = -EINVAL;

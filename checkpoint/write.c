@@ -53,80 +53,6 @@
 
 /* --- HDF5 helpers --- */
 
-/* An attribute of loc: rank 0 (scalar) or rank 1 of n elements, file type
- * ftype, from v in memory type mtype. One already there (a root file
- * rewritten from a copy, ckpt_root_write_cached) is written over in place,
- * which needs the same type and shape: the file keeps its layout. On
- * failure why gets HDF5's reason. */
-static int attr_put(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int rank,
-		    hsize_t n, const void *v, char *why)
-{
-	hid_t space = H5I_INVALID_HID, attr = H5I_INVALID_HID, type = H5I_INVALID_HID;
-	int rc = 0;
-
-	if (H5Aexists(loc, name) > 0) {
-		if ((attr = H5Aopen(loc, name, H5P_DEFAULT)) < 0 ||
-		    (type = H5Aget_type(attr)) < 0 || (space = H5Aget_space(attr)) < 0) {
-			dt_h5_why(why);
-			rc = -EIO;
-		} else if (H5Tequal(type, ftype) <= 0 ||
-			   H5Sget_simple_extent_ndims(space) != rank ||
-			   H5Sget_simple_extent_npoints(space) != (rank == 0 ? 1 : (hssize_t)n)) {
-			snprintf(why, DT_H5_WHY_MAX, "one of another type or shape is there");
-			rc = -EIO;
-		} else if (H5Awrite(attr, mtype, v) < 0) {
-			dt_h5_why(why);
-			rc = -EIO;
-		}
-		goto out;
-	}
-	space = rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, NULL);
-	if (space < 0 ||
-	    (attr = H5Acreate2(loc, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT)) < 0 ||
-	    H5Awrite(attr, mtype, v) < 0) {
-		dt_h5_why(why);
-		rc = -EIO;
-	}
-out:
-	dt_h5_close(&type, H5Tclose);
-	dt_h5_close(&attr, H5Aclose);
-	dt_h5_close(&space, H5Sclose);
-	return rc;
-}
-
-/* Strings are fixed-length, NUL-terminated ASCII: no heap in the file, the
- * same meta gives the same bytes. The length counts the NUL, so "" works. */
-static int attr_put_str(hid_t loc, const char *name, const char *v, char *why)
-{
-	hid_t type = H5Tcopy(H5T_C_S1);
-	int rc;
-
-	if (type < 0 || H5Tset_size(type, strlen(v) + 1) < 0 ||
-	    H5Tset_strpad(type, H5T_STR_NULLTERM) < 0) {
-		dt_h5_why(why);
-		rc = -EIO;
-	} else {
-		rc = attr_put(loc, name, type, type, 0, 0, v, why);
-	}
-	dt_h5_close(&type, H5Tclose);
-	return rc;
-}
-
-static int attr_i64(hid_t loc, const char *name, int64_t v, char *why)
-{
-	return attr_put(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, 0, 0, &v, why);
-}
-
-static int attr_i32(hid_t loc, const char *name, int32_t v, char *why)
-{
-	return attr_put(loc, name, H5T_STD_I32LE, H5T_NATIVE_INT32, 0, 0, &v, why);
-}
-
-static int attr_u64(hid_t loc, const char *name, uint64_t v, char *why)
-{
-	return attr_put(loc, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, 0, 0, &v, why);
-}
-
 /* No time stamps in any object header, so that the same state gives the
  * same bytes (and CRC) whenever it is saved: the root group's come from the
  * file creation list, every other group is made by make_parents(). */
@@ -174,68 +100,71 @@ static int make_plists(hid_t *gcpl, hid_t *dcpl)
 
 /* --- meta attributes --- */
 
+/* The optimizer's state names joined by commas, into out [size]. */
+static void join_states(const struct ckpt_meta *meta, char *out, size_t size)
+{
+	size_t len = 0;
+	int k;
+
+	out[0] = '\0';
+	for (k = 0; k < meta->n_states && k < CKPT_MAX_STATES && len < size; k++)
+		len += (size_t)snprintf(out + len, size - len, "%s%.*s", k ? "," : "",
+					(int)sizeof(meta->states[k]) - 1, meta->states[k]);
+}
+
+/* One field of the meta's table as an attribute of loc, of the HDF5 type
+ * its kind gives (internal.h); strings fixed-length, NUL-terminated: no
+ * heap in the file, so the same meta gives the same bytes. One already
+ * there (a root file rewritten from a copy, ckpt_root_write_cached) is
+ * written over in place. */
+static int put_field(hid_t loc, const struct ckpt__field *f, const struct ckpt_meta *meta,
+		     char *why)
+{
+	const char *p = (const char *)meta + f->offset;
+	char states[sizeof(meta->states)];
+
+	switch (f->kind) {
+	case CKPT__I64:
+		return dt_h5_attr_put_i64(loc, f->attr, ckpt__meta_int(f, meta), why);
+	case CKPT__VERSION:
+	case CKPT__INT:
+	case CKPT__BOOL:
+		return dt_h5_attr_put_i32(loc, f->attr, (int32_t)ckpt__meta_int(f, meta), why);
+	case CKPT__U64:
+		return dt_h5_attr_put_u64(loc, f->attr, *(const uint64_t *)p, why);
+	case CKPT__NUM:
+		return dt_h5_attr_put_f64(loc, f->attr, *(const double *)p, why);
+	case CKPT__STATES:
+		join_states(meta, states, sizeof(states));
+		return dt_h5_attr_put_str(loc, f->attr, states, DT_H5_STR_ASCIIZ, why);
+	case CKPT__STAGES:
+		return dt_h5_attr_put(loc, f->attr, H5T_STD_I32LE, H5T_NATIVE_INT, 1,
+				      (hsize_t)meta->pipeline + 1, meta->stage_first, why);
+	default:
+		return dt_h5_attr_put_str(loc, f->attr, ckpt__meta_str(f, meta), DT_H5_STR_ASCIIZ,
+					  why);
+	}
+}
+
 int ckpt__write_meta_attrs(hid_t loc, const struct ckpt_meta *meta, const char *path,
 			   struct dt_err *err)
 {
-	struct dt_buf states = { 0 };
-	int32_t stage_first[CKPT_MAX_BLOCKS + 1];
+	const struct ckpt__field *f;
 	char why[DT_H5_WHY_MAX] = "";
-	const char *failed = NULL;
-	int k, rc = 0;
+	int at, n;
 
-	for (k = 0; k < meta->n_states && !rc; k++)
-		rc = dt_buf_printf(&states, "%s%s", k ? "," : "", meta->states[k]);
-	if (rc) {
-		dt_err_add(err, "%s: cannot write checkpoint attributes: out of memory", path);
-		rc = -ENOMEM;
-		goto out;
+	/* in the attributes' own order; the first that fails names itself */
+	ckpt__meta_fields(&n);
+	for (at = 0; at < n; at++) {
+		f = ckpt__meta_field_at(at);
+		if (!f)
+			return dt_err_add(err, "%s: the meta table has no attribute %d", path, at);
+		if (put_field(loc, f, meta, why)) {
+			dt_err_add(err, "%s: cannot write attribute \"%s\": %s", path, f->attr, why);
+			return -EIO;
+		}
 	}
-	for (k = 0; k <= meta->pipeline; k++)
-		stage_first[k] = meta->stage_first[k];
-
-	/* each attribute in turn; the first that fails names itself */
-#define PUT(name, call)                \
-	do {                           \
-		if (!failed && (call)) \
-			failed = name; \
-	} while (0)
-	PUT("format", attr_put_str(loc, "format", CKPT_FORMAT, why));
-	PUT("format_version", attr_i32(loc, "format_version", CKPT_VERSION, why));
-	PUT("step", attr_i64(loc, "step", meta->step, why));
-	PUT("epoch", attr_i64(loc, "epoch", meta->epoch, why));
-	PUT("epoch_step", attr_i64(loc, "epoch_step", meta->epoch_step, why));
-	PUT("steps_per_epoch", attr_i64(loc, "steps_per_epoch", meta->steps_per_epoch, why));
-	PUT("total_steps", attr_i64(loc, "total_steps", meta->total_steps, why));
-	PUT("global_batch", attr_i64(loc, "global_batch", meta->global_batch, why));
-	PUT("train_rows", attr_i64(loc, "train_rows", meta->train_rows, why));
-	PUT("optimizer_step", attr_i64(loc, "optimizer_step", meta->optimizer_step, why));
-	PUT("rng_seed", attr_u64(loc, "rng_seed", meta->rng_seed, why));
-	PUT("rng_stream", attr_u64(loc, "rng_stream", meta->rng_stream, why));
-	PUT("lr", attr_put(loc, "lr", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, 0, &meta->lr, why));
-	PUT("shuffle", attr_i32(loc, "shuffle", meta->shuffle ? 1 : 0, why));
-	PUT("optimizer", attr_put_str(loc, "optimizer", meta->optimizer, why));
-	PUT("model_type", attr_put_str(loc, "model_type", meta->model_type, why));
-	PUT("model_config", attr_put_str(loc, "model_config", meta->model_config, why));
-	PUT("blocks", attr_i32(loc, "blocks", meta->n_blocks, why));
-	PUT("spec_hash", attr_put_str(loc, "spec_hash", meta->spec_hash, why));
-	PUT("model_hash", attr_put_str(loc, "model_hash", meta->model_hash, why));
-	PUT("created", attr_put_str(loc, "created", meta->created, why));
-	PUT("job_id", attr_put_str(loc, "job_id", meta->job_id, why));
-	PUT("optimizer_states", attr_put_str(loc, "optimizer_states", dt_buf_str(&states), why));
-	PUT("optimizer_shards", attr_i32(loc, "optimizer_shards",
-					 meta->optimizer_shards > 1 ? meta->optimizer_shards : 1, why));
-	PUT("layout_data", attr_i32(loc, "layout_data", meta->data, why));
-	PUT("layout_pipeline", attr_i32(loc, "layout_pipeline", meta->pipeline, why));
-	PUT("stage_first", attr_put(loc, "stage_first", H5T_STD_I32LE, H5T_NATIVE_INT32, 1,
-				    (hsize_t)meta->pipeline + 1, stage_first, why));
-#undef PUT
-	if (failed) {
-		dt_err_add(err, "%s: cannot write attribute \"%s\": %s", path, failed, why);
-		rc = -EIO;
-	}
-out:
-	dt_buf_free(&states);
-	return rc;
+	return 0;
 }
 
 /* --- a shard's fast part --- */
@@ -399,19 +328,17 @@ out:
 	return rc;
 }
 
-int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
-		     const struct ckpt_meta *meta, const struct ckpt_stage_view *view,
-		     struct dt_err *err)
+/* Resets w for a new file, names it and checks the view against the meta;
+ * then the snapshot: sized, and copied unless the copy is deferred or the
+ * tensors borrowed. */
+static int shard_prepare(struct ckpt_shard_writer *w, const char *tmpdir,
+			 const struct ckpt_meta *meta, const struct ckpt_stage_view *view,
+			 struct dt_err *err)
 {
-	hid_t file = H5I_INVALID_HID, root = H5I_INVALID_HID;
-	hid_t gcpl = H5I_INVALID_HID, dcpl = H5I_INVALID_HID;
-	char name[32], why[DT_H5_WHY_MAX] = "";
 	struct ckpt_region *regions;
-	int32_t blocks[2];
-	int fd, s, t, n_regions, from = -1, to = 0, rc = 0;
-	size_t at;
+	int n_regions, from, to, rc;
+	char name[32];
 
-	ckpt__h5_quiet();
 	w->begun = false;
 	w->n_regions = 0;
 	w->copy_parts = 0;
@@ -422,56 +349,85 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 		ckpt_piece_name(view->stage, view->piece, name, sizeof(name));
 	else
 		ckpt_shard_name(view->stage, name, sizeof(name));
-	if ((size_t)snprintf(w->path, sizeof(w->path), "%s/%s", tmpdir, name) >= sizeof(w->path)) {
-		rc = dt_err_add(err, "%s: checkpoint directory path too long", tmpdir);
-		goto out;
-	}
+	if ((size_t)snprintf(w->path, sizeof(w->path), "%s/%s", tmpdir, name) >= sizeof(w->path))
+		return dt_err_add(err, "%s: checkpoint directory path too long", tmpdir);
 	rc = ckpt__check_meta(meta, NULL, 0, w->path, "write", err);
 	if (!rc)
 		rc = check_view(meta, view, w->path, err);
 	if (rc)
-		goto out;
+		return rc;
 	file_parts(meta, view, &from, &to);
 	n_regions = view->n_tensors * (to - from);
 	regions = realloc(w->regions, (size_t)(n_regions > 0 ? n_regions : 1) * sizeof(*regions));
+	if (regions)
+		w->regions = regions;
 	if (!regions || (!view->borrow && snapshot_reserve(w, meta, view))) {
-		if (regions)
-			w->regions = regions;
 		dt_err_add(err, "%s: cannot snapshot checkpoint shard: out of memory", w->path);
-		rc = -ENOMEM;
-		goto out;
+		return -ENOMEM;
 	}
-	w->regions = regions;
 	if (!view->borrow && !view->defer_copy)
 		ckpt_shard_copy(w);
+	return 0;
+}
 
-	/* Create the file ourselves first: HDF5 would report a missing or
-	 * read-only directory as "unable to open file", we report the errno. */
-	fd = open(w->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+/* Creates the file at path, its root group open in *root. The file is
+ * created with open() first: HDF5 would report a missing or read-only
+ * directory as "unable to open file", we report the errno. */
+static int shard_create(const char *path, hid_t *file, hid_t *root, struct dt_err *err)
+{
+	char why[DT_H5_WHY_MAX] = "";
+	int fd, rc;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		rc = -errno;
-		dt_err_add(err, "%s: cannot create checkpoint shard: %s", w->path, strerror(-rc));
-		goto out;
+		dt_err_add(err, "%s: cannot create checkpoint shard: %s", path, strerror(-rc));
+		return rc;
 	}
 	close(fd);
-	if ((file = create_file(w->path)) < 0 ||
-	    (root = H5Gopen2(file, "/", H5P_DEFAULT)) < 0) {
-		dt_err_add(err, "%s: cannot create checkpoint shard: %s", w->path, dt_h5_why(why));
-		rc = -EIO;
-		goto out;
+	if ((*file = create_file(path)) < 0 || (*root = H5Gopen2(*file, "/", H5P_DEFAULT)) < 0) {
+		dt_err_add(err, "%s: cannot create checkpoint shard: %s", path, dt_h5_why(why));
+		return -EIO;
 	}
-	rc = ckpt__write_meta_attrs(root, meta, w->path, err);
+	return 0;
+}
+
+/* The meta attributes, then which stage, blocks and piece the file holds. */
+static int shard_attrs(hid_t root, const struct ckpt_meta *meta,
+		       const struct ckpt_stage_view *view, const char *path, struct dt_err *err)
+{
+	char why[DT_H5_WHY_MAX] = "";
+	int32_t blocks[2];
+	int rc;
+
+	rc = ckpt__write_meta_attrs(root, meta, path, err);
 	if (rc)
-		goto out;
+		return rc;
 	blocks[0] = view->first_block;
 	blocks[1] = view->first_block + view->n_blocks - 1;
-	if (attr_i32(root, "stage", view->stage, why) ||
-	    attr_put(root, "stage_blocks", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 2, blocks, why) ||
-	    (view->is_piece && attr_i32(root, "optimizer_piece", view->piece, why))) {
-		dt_err_add(err, "%s: cannot write shard attributes: %s", w->path, why);
-		rc = -EIO;
-		goto out;
+	if (dt_h5_attr_put_i32(root, "stage", view->stage, why) ||
+	    dt_h5_attr_put(root, "stage_blocks", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 2, blocks,
+			   why) ||
+	    (view->is_piece && dt_h5_attr_put_i32(root, "optimizer_piece", view->piece, why))) {
+		dt_err_add(err, "%s: cannot write shard attributes: %s", path, why);
+		return -EIO;
 	}
+	return 0;
+}
+
+/* A dataset per tensor and part of the file: the parameters of every
+ * tensor, then each state's (the snapshot's order; a piece's tensors are
+ * their rows of it, packed), each contiguous, its storage allocated and
+ * never filled, and where its bytes go recorded in w. */
+static int shard_datasets(struct ckpt_shard_writer *w, hid_t file, const struct ckpt_meta *meta,
+			  const struct ckpt_stage_view *view, struct dt_err *err)
+{
+	hid_t gcpl = H5I_INVALID_HID, dcpl = H5I_INVALID_HID;
+	char why[DT_H5_WHY_MAX] = "";
+	int s, t, from, to, rc = 0;
+	const float *src;
+	size_t at;
+
 	if (make_plists(&gcpl, &dcpl) || H5Pset_layout(dcpl, H5D_CONTIGUOUS) < 0 ||
 	    H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0 ||
 	    H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0) {
@@ -479,16 +435,12 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 		rc = -EIO;
 		goto out;
 	}
-	/* params of every tensor, then each state's: the snapshot's order; a
-	 * piece's tensors are their rows of it, packed */
+	file_parts(meta, view, &from, &to);
 	for (s = from; s < to; s++) {
-		const float *src;
-
 		if (view->borrow)
 			src = s < 0 ? view->params : view->states[s];
 		else
 			src = w->snap + (size_t)(s - from) * view->n;
-
 		for (t = 0, at = 0; t < view->n_tensors; t++) {
 			struct ckpt_tensor part = view->tensors[t];
 			int64_t rows;
@@ -509,6 +461,25 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 out:
 	dt_h5_close(&dcpl, H5Pclose);
 	dt_h5_close(&gcpl, H5Pclose);
+	return rc;
+}
+
+int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
+		     const struct ckpt_meta *meta, const struct ckpt_stage_view *view,
+		     struct dt_err *err)
+{
+	hid_t file = H5I_INVALID_HID, root = H5I_INVALID_HID;
+	char why[DT_H5_WHY_MAX] = "";
+	int rc;
+
+	ckpt__h5_quiet();
+	rc = shard_prepare(w, tmpdir, meta, view, err);
+	if (!rc)
+		rc = shard_create(w->path, &file, &root, err);
+	if (!rc)
+		rc = shard_attrs(root, meta, view, w->path, err);
+	if (!rc)
+		rc = shard_datasets(w, file, meta, view, err);
 	dt_h5_close(&root, H5Gclose);
 	/* closing writes the metadata: its failure (a full disk) is the shard's */
 	if (file >= 0 && H5Fclose(file) < 0 && !rc) {
