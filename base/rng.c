@@ -21,7 +21,7 @@ static uint64_t splitmix64(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
-void rt_rng_seed(struct rt_rng *r, uint64_t seed, uint64_t stream)
+void dt_rng_seed(struct dt_rng *r, uint64_t seed, uint64_t stream)
 {
 	uint64_t x = seed, y = stream ^ 0x6a09e667f3bcc909ULL, mix;
 	int i;
@@ -44,7 +44,7 @@ static inline uint64_t rotl(uint64_t x, int k)
 }
 
 /* xoshiro256** 1.0 (Blackman & Vigna, https://prng.di.unimi.it/xoshiro256starstar.c) */
-uint64_t rt_rng_u64(struct rt_rng *r)
+uint64_t dt_rng_u64(struct dt_rng *r)
 {
 	uint64_t *s = r->s;
 	uint64_t result = rotl(s[1] * 5, 7) * 9;
@@ -59,7 +59,7 @@ uint64_t rt_rng_u64(struct rt_rng *r)
 	return result;
 }
 
-uint64_t rt_rng_below(struct rt_rng *r, uint64_t bound)
+uint64_t dt_rng_below(struct dt_rng *r, uint64_t bound)
 {
 	/* Reject the lowest (2^64 mod bound) values so that the rest divide
 	 * evenly into bound classes (as OpenBSD's arc4random_uniform). */
@@ -69,44 +69,44 @@ uint64_t rt_rng_below(struct rt_rng *r, uint64_t bound)
 		return 0;
 	threshold = (0 - bound) % bound;
 	do
-		x = rt_rng_u64(r);
+		x = dt_rng_u64(r);
 	while (x < threshold);
 	return x % bound;
 }
 
-float rt_rng_uniform(struct rt_rng *r)
+float dt_rng_uniform(struct dt_rng *r)
 {
-	return (float)(rt_rng_u64(r) >> 40) * 0x1.0p-24f;
+	return (float)(dt_rng_u64(r) >> 40) * 0x1.0p-24f;
 }
 
-double rt_rng_uniform_double(struct rt_rng *r)
+double dt_rng_uniform_double(struct dt_rng *r)
 {
-	return (double)(rt_rng_u64(r) >> 11) * 0x1.0p-53;
+	return (double)(dt_rng_u64(r) >> 11) * 0x1.0p-53;
 }
 
-float rt_rng_normal(struct rt_rng *r)
+float dt_rng_normal(struct dt_rng *r)
 {
 	/* Box-Muller: u1 in (0, 1] keeps log() finite. */
-	double u1 = 1.0 - rt_rng_uniform_double(r);
-	double u2 = rt_rng_uniform_double(r);
+	double u1 = 1.0 - dt_rng_uniform_double(r);
+	double u2 = dt_rng_uniform_double(r);
 
 	return (float)(sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
 }
 
 /* --- permutations --- */
 
-void rt_rng_permutation(uint64_t seed, uint64_t stream, int64_t *perm, int64_t n)
+void dt_rng_permutation(uint64_t seed, uint64_t stream, int64_t *perm, int64_t n)
 {
-	struct rt_rng r;
+	struct dt_rng r;
 	int64_t i;
 
 	if (n <= 0)
 		return;
-	rt_rng_seed(&r, seed, stream);
+	dt_rng_seed(&r, seed, stream);
 	for (i = 0; i < n; i++)
 		perm[i] = i;
 	for (i = n - 1; i > 0; i--) {
-		int64_t j = (int64_t)rt_rng_below(&r, (uint64_t)i + 1);
+		int64_t j = (int64_t)dt_rng_below(&r, (uint64_t)i + 1);
 		int64_t t = perm[i];
 
 		perm[i] = perm[j];

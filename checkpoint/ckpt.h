@@ -105,7 +105,7 @@ struct ckpt_meta {
 	int64_t steps_per_epoch;
 	int64_t total_steps;     /* the run's length, which the lr schedule depends on */
 	double lr;               /* learning rate the next step would use */
-	/* data order: the permutation of epoch e comes from rt_rng stream
+	/* data order: the permutation of epoch e comes from dt_rng stream
 	 * (rng_seed, e); that pair and epoch_step are the whole RNG state */
 	uint64_t rng_seed;       /* train.seed */
 	uint64_t rng_stream;     /* = epoch */

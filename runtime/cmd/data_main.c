@@ -510,18 +510,18 @@ out:
 static int time_batches(struct rt_data *d, int64_t batch, long long steps, bool random,
 			float *x, int32_t *y, int64_t *idx, double *per, struct dt_err *err)
 {
-	struct rt_rng r;
+	struct dt_rng r;
 	double t0;
 	long long s;
 	int64_t i;
 
-	rt_rng_seed(&r, 12345, 0);
+	dt_rng_seed(&r, 12345, 0);
 	t0 = dt_mono_s();
 	for (s = 0; s < steps; s++) {
-		int64_t first = (int64_t)rt_rng_below(&r, (uint64_t)(d->n - batch + 1));
+		int64_t first = (int64_t)dt_rng_below(&r, (uint64_t)(d->n - batch + 1));
 
 		for (i = 0; i < batch; i++)
-			idx[i] = random ? (int64_t)rt_rng_below(&r, (uint64_t)d->n) : first + i;
+			idx[i] = random ? (int64_t)dt_rng_below(&r, (uint64_t)d->n) : first + i;
 		if (rt_data_read(d, idx, (int)batch, x, y, err))
 			return -EIO;
 	}

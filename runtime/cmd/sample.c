@@ -3,7 +3,7 @@
  * Each new token: a forward pass over the last model.context tokens (the
  * positions after them padded; causal attention keeps them from mattering),
  * the logits at the newest position divided by the temperature, all but the
- * top k set aside, a draw from their softmax with rt_rng (seeded: the same
+ * top k set aside, a draw from their softmax with dt_rng (seeded: the same
  * seed gives the same text). A byte-level model (vocab_size 256) reads the
  * prompt as text and writes text; any other reads and writes token ids.
  *
@@ -152,7 +152,7 @@ static int prompt_ids(const char *prompt, bool bytes, long vocab, int32_t **ids,
 }
 
 /* One draw from logits [V] (overwritten) as the options say. */
-static int32_t draw(float *logits, long V, const struct sample_opts *o, struct rt_rng *r)
+static int32_t draw(float *logits, long V, const struct sample_opts *o, struct dt_rng *r)
 {
 	long i, best = 0, k = o->top_k > 0 && o->top_k < V ? o->top_k : V;
 	double sum = 0.0, u, acc = 0.0, floor_v = -INFINITY;
@@ -188,7 +188,7 @@ static int32_t draw(float *logits, long V, const struct sample_opts *o, struct r
 		logits[i] = (float)p;
 		sum += p;
 	}
-	u = rt_rng_uniform_double(r) * sum;
+	u = dt_rng_uniform_double(r) * sum;
 	for (i = 0; i < V; i++) {
 		acc += logits[i];
 		if (u < acc && logits[i] > 0)
@@ -210,7 +210,7 @@ static int sample_run(const struct sample_opts *o, struct dt_err *err)
 {
 	struct rt_ckpt_model m;
 	struct rt_acts acts = { 0 };
-	struct rt_rng r;
+	struct dt_rng r;
 	int32_t *ids = NULL, *grown;
 	float *x = NULL, *lg = NULL;
 	long n = 0, V, T, i, cap;
@@ -248,7 +248,7 @@ static int sample_run(const struct sample_opts *o, struct dt_err *err)
 	}
 	for (i = 0; i < n; i++)
 		put_token(ids[i], bytes, i == 0);
-	rt_rng_seed(&r, (uint64_t)o->seed, 0x5a4d);
+	dt_rng_seed(&r, (uint64_t)o->seed, 0x5a4d);
 	for (; n < cap; n++) {
 		long from = n > T ? n - T : 0, len = n - from, j;
 		const float *logits;

@@ -1603,7 +1603,7 @@ int rt_data_make_synthetic(const char *path, const struct rt_data_synthetic *p,
 {
 	struct rt_data_meta m = { 0 };
 	struct rt_data_writer w;
-	struct rt_rng r;
+	struct dt_rng r;
 	size_t f = (size_t)p->features;
 	float *c = NULL, *x = NULL, scale;
 	int32_t y[RT_DATA_CHUNK_ROWS];
@@ -1644,24 +1644,24 @@ int rt_data_make_synthetic(const char *path, const struct rt_data_synthetic *p,
 	/* centroids ~ N(0, 8/F): squared distance between two is about
 	 * 2 F * 8/F = 16, i.e. 4 noise standard deviations apart */
 	scale = (float)sqrt(8.0 / (double)p->features);
-	rt_rng_seed(&r, p->seed, 0);
+	dt_rng_seed(&r, p->seed, 0);
 	for (j = 0; j < (size_t)p->classes * f; j++)
-		c[j] = scale * rt_rng_normal(&r);
+		c[j] = scale * dt_rng_normal(&r);
 	score_max = SYN_SCORE_WORK / ((int64_t)p->classes * p->features);
 	if (score_max > SYN_SCORE_SAMPLES)
 		score_max = SYN_SCORE_SAMPLES;
 	if (score_max < 1)
 		score_max = 1;
 
-	rt_rng_seed(&r, p->seed, p->stream + 1);
+	dt_rng_seed(&r, p->seed, p->stream + 1);
 	for (first = 0; !rc && first < m.n; first += k) {
 		k = m.n - first < RT_DATA_CHUNK_ROWS ? m.n - first : RT_DATA_CHUNK_ROWS;
 		for (i = 0; i < k; i++) {
 			float *xi = x + (size_t)i * f;
 
-			y[i] = (int32_t)rt_rng_below(&r, (uint64_t)p->classes);
+			y[i] = (int32_t)dt_rng_below(&r, (uint64_t)p->classes);
 			for (j = 0; j < f; j++)
-				xi[j] = c[(size_t)y[i] * f + j] + rt_rng_normal(&r);
+				xi[j] = c[(size_t)y[i] * f + j] + dt_rng_normal(&r);
 			if (scored < score_max) {
 				right += nearest(c, p->classes, p->features, xi) == y[i];
 				scored++;

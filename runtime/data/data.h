@@ -242,10 +242,10 @@ int rt_data_make_fashion_mnist(const char *src_dir, const char *out_dir,
 
 /* A learnable synthetic classification set, deterministic in (seed, stream):
  *   centroid c[k] ~ N(0, 8/features) in each coordinate, k < classes, drawn
- *     from rt_rng stream (seed, 0): two centroids lie about 4 noise standard
+ *     from dt_rng stream (seed, 0): two centroids lie about 4 noise standard
  *     deviations apart whatever the width, so the classes overlap a little;
  *   sample i: label ~ uniform over classes, x = c[label] + N(0, 1) noise,
- *     drawn from rt_rng stream (seed, 1 + stream), one sample after another.
+ *     drawn from dt_rng stream (seed, 1 + stream), one sample after another.
  * The same seed with another stream is a held-out set of the same problem
  * (e.g. stream 1 for a test set). Stored as generated (mean 0, std 1).
  * Attributes record seed, stream and the accuracy of the nearest-centroid

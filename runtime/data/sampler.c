@@ -19,7 +19,7 @@ static void order(struct rt_sampler *s, int64_t epoch)
 	int64_t i;
 
 	if (s->shuffle) {
-		rt_rng_permutation(s->seed, (uint64_t)epoch, s->perm, s->n);
+		dt_rng_permutation(s->seed, (uint64_t)epoch, s->perm, s->n);
 	} else {
 		for (i = 0; i < s->n; i++)
 			s->perm[i] = i;

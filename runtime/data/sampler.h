@@ -11,7 +11,7 @@
  * rt_sampler_rows(step), not by a per-replica count.
  *
  * Epoch e visits the rows in the order perm_e: a uniformly random
- * permutation of [0, n) from rt_rng_permutation(seed, e) when shuffle is on
+ * permutation of [0, n) from dt_rng_permutation(seed, e) when shuffle is on
  * (base/rng.h; the same on every machine), else the identity.
  * Steps per epoch = ceil(n / global_batch); step k takes
  *

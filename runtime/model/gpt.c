@@ -155,12 +155,12 @@ static size_t gpt_cost(const struct spec *s, int b)
 }
 
 /* n values ~ normal(0, std) from r */
-static void normal_fill(struct rt_rng *r, float *p, size_t n, double std)
+static void normal_fill(struct dt_rng *r, float *p, size_t n, double std)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		p[i] = (float)(std * (double)rt_rng_normal(r));
+		p[i] = (float)(std * (double)dt_rng_normal(r));
 }
 
 static void fill(float *p, size_t n, float v)
@@ -176,18 +176,18 @@ static void gpt_init(const struct spec *s, int b, float *params)
 	struct gpt_shape g = shape_of(s);
 	size_t V = (size_t)g.V, T = (size_t)g.T, C = (size_t)g.C;
 	double resid = 0.02 / sqrt(2.0 * (double)g.L);
-	struct rt_rng r;
+	struct dt_rng r;
 	float *p = params;
 
 	if (b == gpt_blocks(s) - 1) {
 		fill(p, C, 1.0f);
 		fill(p + C, C, 0.0f);
 		/* the tied copy of wte: block 0's stream, drawn the same way */
-		rt_rng_seed(&r, (uint64_t)s->model.init_seed, 0);
+		dt_rng_seed(&r, (uint64_t)s->model.init_seed, 0);
 		normal_fill(&r, p + 2 * C, V * C, 0.02);
 		return;
 	}
-	rt_rng_seed(&r, (uint64_t)s->model.init_seed, (uint64_t)b);
+	dt_rng_seed(&r, (uint64_t)s->model.init_seed, (uint64_t)b);
 	if (b == 0) {
 		normal_fill(&r, p, V * C, 0.02);
 		normal_fill(&r, p + V * C, T * C, 0.02);

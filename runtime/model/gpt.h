@@ -38,7 +38,7 @@
  *
  * Initialisation (GPT-2, nanoGPT): weights ~ normal(0, 0.02), the residual
  * projections (attn.c_proj, mlp.c_proj) ~ normal(0, 0.02 / sqrt(2 L)),
- * biases 0, LayerNorm weights 1. Block b draws from rt_rng stream
+ * biases 0, LayerNorm weights 1. Block b draws from dt_rng stream
  * (model.init_seed, b), its weights in tensor order, row-major.
  *
  * Cost (what the stage split balances): the multiply-adds of a sample's

@@ -109,14 +109,14 @@ static void mlp_init(const struct spec *s, int l, float *params)
 	long in = rt_mlp_width(s, l), out = rt_mlp_width(s, l + 1);
 	double gain, bound;
 	size_t i, nw = (size_t)out * (size_t)in;
-	struct rt_rng r;
+	struct dt_rng r;
 
 	rt_act_parse(s->model.activation, &act); /* checked */
 	gain = act == RT_ACT_TANH ? 5.0 / 3.0 : sqrt(2.0);
 	bound = gain * sqrt(3.0 / (double)in);
-	rt_rng_seed(&r, (uint64_t)s->model.init_seed, (uint64_t)l);
+	dt_rng_seed(&r, (uint64_t)s->model.init_seed, (uint64_t)l);
 	for (i = 0; i < nw; i++)
-		params[i] = (float)(bound * (2.0 * rt_rng_uniform_double(&r) - 1.0));
+		params[i] = (float)(bound * (2.0 * dt_rng_uniform_double(&r) - 1.0));
 	memset(params + nw, 0, sizeof(*params) * (size_t)out);
 }
 

@@ -13,7 +13,7 @@
  * both with weight decay: the names of PyTorch's nn.Sequential(Linear,
  * act, Linear, act, ..., Linear), whose Linear modules sit at even indices,
  * so that model.load_state_dict() takes a checkpoint's tensors as they are.
- * Initialisation, per layer l from rt_rng stream (model.init_seed, l), in
+ * Initialisation, per layer l from dt_rng stream (model.init_seed, l), in
  * row-major order of W:
  *	W ~ U(-bound, bound), bound = gain * sqrt(3 / in)   (variance gain^2 / in)
  *	b = 0

@@ -120,15 +120,15 @@ static void check_rows(struct rt_data *d, const int64_t *idx, int k)
 static void check_batches(struct rt_data *d)
 {
 	int64_t idx[300];
-	struct rt_rng r;
+	struct dt_rng r;
 	int i, k;
 
-	rt_rng_seed(&r, 42, 0);
+	dt_rng_seed(&r, 42, 0);
 	for (k = 0; k < 20; k++) {
-		int len = 1 + (int)rt_rng_below(&r, 300);
+		int len = 1 + (int)dt_rng_below(&r, 300);
 
 		for (i = 0; i < len; i++)
-			idx[i] = (int64_t)rt_rng_below(&r, (uint64_t)d->n);
+			idx[i] = (int64_t)dt_rng_below(&r, (uint64_t)d->n);
 		check_rows(d, idx, len);
 	}
 	for (i = 0; i < 300 && i < d->n; i++)

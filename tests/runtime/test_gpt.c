@@ -143,7 +143,7 @@ static void test_gradients(void **state)
 {
 	struct spec s;
 	struct fd f;
-	struct rt_rng r;
+	struct dt_rng r;
 	int first[2] = { 0, L + 2 }, i;
 	float dlogits[ROWS * T * V];
 	size_t k, checked = 0;
@@ -153,14 +153,14 @@ static void test_gradients(void **state)
 	memset(&f, 0, sizeof(f));
 	stage_ok(&f.st, &s, 0, 1, first);
 	assert_int_equal(rt_acts_init(&f.acts, &f.st, ROWS), 0);
-	rt_rng_seed(&r, 3, 0);
+	dt_rng_seed(&r, 3, 0);
 	for (i = 0; i < ROWS * T; i++) {
-		f.x[i] = (float)rt_rng_below(&r, V);
-		f.target[i] = (int32_t)rt_rng_below(&r, V);
+		f.x[i] = (float)dt_rng_below(&r, V);
+		f.target[i] = (int32_t)dt_rng_below(&r, V);
 	}
 	/* bigger than init's weights, so that every path carries gradient */
 	for (k = 0; k < f.st.n_params; k++)
-		f.st.params[k] += 0.3f * rt_rng_normal(&r);
+		f.st.params[k] += 0.3f * dt_rng_normal(&r);
 	fd_loss(&f, dlogits);
 	rt_stage_zero_grads(&f.st);
 	assert_int_equal(rt_stage_backward(&f.st, &f.acts, dlogits, NULL, NULL, NULL), 0);
@@ -228,7 +228,7 @@ static void test_stages_equal_whole(void **state)
 	float x[SR * ST], dl[SR * ST * SV], dl2[SR * ST * SV], *dbuf[2];
 	int32_t target[SR * ST];
 	const float *yw = NULL, *y = NULL;
-	struct rt_rng r;
+	struct dt_rng r;
 
 	(void)state;
 	gpt_spec(&s, SV, ST, SL, 2, 8, 4);
@@ -238,10 +238,10 @@ static void test_stages_equal_whole(void **state)
 		stage_ok(&part[k], &s, k, 3, f3);
 		assert_int_equal(rt_acts_init(&pa[k], &part[k], SR), 0);
 	}
-	rt_rng_seed(&r, 8, 0);
+	dt_rng_seed(&r, 8, 0);
 	for (i = 0; i < SR * ST; i++) {
-		x[i] = (float)rt_rng_below(&r, SV);
-		target[i] = (int32_t)rt_rng_below(&r, SV);
+		x[i] = (float)dt_rng_below(&r, SV);
+		target[i] = (int32_t)dt_rng_below(&r, SV);
 	}
 	assert_int_equal(rt_stage_forward(&whole, &wa, x, SR, &yw), 0);
 	y = x;

@@ -111,12 +111,12 @@ static void from_dev(void *h, const void *d, size_t bytes)
 static float *randn(size_t n, float scale, uint64_t seed)
 {
 	float *p = xmalloc(n * sizeof(*p));
-	struct rt_rng r;
+	struct dt_rng r;
 	size_t i;
 
-	rt_rng_seed(&r, seed, 5);
+	dt_rng_seed(&r, seed, 5);
 	for (i = 0; i < n; i++)
-		p[i] = scale * rt_rng_normal(&r);
+		p[i] = scale * dt_rng_normal(&r);
 	return p;
 }
 
@@ -278,7 +278,7 @@ static void test_softmax_xent(void **state)
 	struct rt_gpu_xent_acc *acc = dmalloc(sizeof(*acc));
 	struct rt_gpu_xent_sums sums;
 	struct dt_err err = { 0 };
-	struct rt_rng r;
+	struct dt_rng r;
 	int64_t correct = 0;
 	double loss;
 	float *d_z, *d_dz;
@@ -286,9 +286,9 @@ static void test_softmax_xent(void **state)
 	int i;
 
 	(void)state;
-	rt_rng_seed(&r, 32, 0);
+	dt_rng_seed(&r, 32, 0);
 	for (i = 0; i < rows; i++)
-		y[i] = (int32_t)rt_rng_below(&r, classes);
+		y[i] = (int32_t)dt_rng_below(&r, classes);
 	/* rows of huge logits (the log-sum-exp must subtract the max) */
 	for (i = 0; i < classes; i++) {
 		z[i] += 1e4f;
@@ -545,12 +545,12 @@ static void check_stage(const char *act, bool tf32, double tol)
 	const float scale = 1.0f / (float)total;
 	int64_t correct = 0;
 	double loss = 0.0;
-	struct rt_rng r;
+	struct dt_rng r;
 
 	mlp_set(&m, act);
-	rt_rng_seed(&r, 62, 0);
+	dt_rng_seed(&r, 62, 0);
 	for (i = 0; i < total; i++)
-		y[i] = (int32_t)rt_rng_below(&r, 10);
+		y[i] = (int32_t)dt_rng_below(&r, 10);
 	d_y = (int32_t *)to_dev(y, (size_t)total * sizeof(int32_t));
 	buf = xmalloc((size_t)MAX_ROWS * 48 * sizeof(float));
 	dl = xmalloc((size_t)MAX_ROWS * 10 * sizeof(float));

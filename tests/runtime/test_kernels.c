@@ -24,14 +24,14 @@
 
 /* --- helpers --- */
 
-static float *randn(struct rt_rng *r, size_t n, float scale)
+static float *randn(struct dt_rng *r, size_t n, float scale)
 {
 	float *p = malloc(n * sizeof(*p));
 	size_t i;
 
 	assert_non_null(p);
 	for (i = 0; i < n; i++)
-		p[i] = scale * rt_rng_normal(r);
+		p[i] = scale * dt_rng_normal(r);
 	return p;
 }
 
@@ -47,54 +47,54 @@ static float *randn(struct rt_rng *r, size_t n, float scale)
 /* xoshiro256** from state {1, 2, 3, 4}: the reference implementation's output */
 static void test_rng_known_answer(void **state)
 {
-	struct rt_rng r = { { 1, 2, 3, 4 } };
+	struct dt_rng r = { { 1, 2, 3, 4 } };
 
 	(void)state;
-	assert_int_equal(rt_rng_u64(&r), 11520ULL);
-	assert_int_equal(rt_rng_u64(&r), 0ULL);
-	assert_int_equal(rt_rng_u64(&r), 1509978240ULL);
-	assert_int_equal(rt_rng_u64(&r), 1215971899390074240ULL);
+	assert_int_equal(dt_rng_u64(&r), 11520ULL);
+	assert_int_equal(dt_rng_u64(&r), 0ULL);
+	assert_int_equal(dt_rng_u64(&r), 1509978240ULL);
+	assert_int_equal(dt_rng_u64(&r), 1215971899390074240ULL);
 	/* Seeding is frozen too: these values are part of every checkpoint's and
 	 * every initialisation's meaning (computed by an independent Python
 	 * implementation of rng.c's seeding). */
-	rt_rng_seed(&r, 1234, 0);
-	assert_int_equal(rt_rng_u64(&r), 0xd6281e39ae29bde8ULL);
-	assert_int_equal(rt_rng_u64(&r), 0xefbd9dce59a797d3ULL);
-	rt_rng_seed(&r, 1234, 7);
-	assert_int_equal(rt_rng_u64(&r), 0x62227fcd069e0c81ULL);
-	rt_rng_seed(&r, 0, 0);
-	assert_int_equal(rt_rng_u64(&r), 0xff73d0ed7d9fce26ULL);
+	dt_rng_seed(&r, 1234, 0);
+	assert_int_equal(dt_rng_u64(&r), 0xd6281e39ae29bde8ULL);
+	assert_int_equal(dt_rng_u64(&r), 0xefbd9dce59a797d3ULL);
+	dt_rng_seed(&r, 1234, 7);
+	assert_int_equal(dt_rng_u64(&r), 0x62227fcd069e0c81ULL);
+	dt_rng_seed(&r, 0, 0);
+	assert_int_equal(dt_rng_u64(&r), 0xff73d0ed7d9fce26ULL);
 }
 
 static void test_rng_determinism(void **state)
 {
-	struct rt_rng a, b, c, saved;
+	struct dt_rng a, b, c, saved;
 	int i, same_stream = 0, same_seed = 0;
 
 	(void)state;
-	rt_rng_seed(&a, 42, 3);
-	rt_rng_seed(&b, 42, 3);
+	dt_rng_seed(&a, 42, 3);
+	dt_rng_seed(&b, 42, 3);
 	for (i = 0; i < 1000; i++)
-		assert_int_equal(rt_rng_u64(&a), rt_rng_u64(&b));
+		assert_int_equal(dt_rng_u64(&a), dt_rng_u64(&b));
 	/* neighbouring streams and seeds give unrelated sequences */
-	rt_rng_seed(&a, 42, 3);
-	rt_rng_seed(&b, 42, 4);
-	rt_rng_seed(&c, 43, 3);
+	dt_rng_seed(&a, 42, 3);
+	dt_rng_seed(&b, 42, 4);
+	dt_rng_seed(&c, 43, 3);
 	for (i = 0; i < 1000; i++) {
-		uint64_t x = rt_rng_u64(&a);
+		uint64_t x = dt_rng_u64(&a);
 
-		same_stream += x == rt_rng_u64(&b);
-		same_seed += x == rt_rng_u64(&c);
+		same_stream += x == dt_rng_u64(&b);
+		same_seed += x == dt_rng_u64(&c);
 	}
 	assert_int_equal(same_stream, 0);
 	assert_int_equal(same_seed, 0);
 	/* the state is plain data: a copy continues the same sequence */
-	rt_rng_seed(&a, 7, 0);
+	dt_rng_seed(&a, 7, 0);
 	for (i = 0; i < 10; i++)
-		rt_rng_u64(&a);
+		dt_rng_u64(&a);
 	memcpy(&saved, &a, sizeof(a));
 	for (i = 0; i < 100; i++)
-		assert_int_equal(rt_rng_u64(&a), rt_rng_u64(&saved));
+		assert_int_equal(dt_rng_u64(&a), dt_rng_u64(&saved));
 }
 
 static void test_rng_distributions(void **state)
@@ -103,12 +103,12 @@ static void test_rng_distributions(void **state)
 	double sum = 0, sum2 = 0, nsum = 0, nsum2 = 0;
 	float lo = 1, hi = 0;
 	int counts[7] = { 0 }, i, k;
-	struct rt_rng r;
+	struct dt_rng r;
 
 	(void)state;
-	rt_rng_seed(&r, 99, 0);
+	dt_rng_seed(&r, 99, 0);
 	for (i = 0; i < n; i++) {
-		float u = rt_rng_uniform(&r), z = rt_rng_normal(&r);
+		float u = dt_rng_uniform(&r), z = dt_rng_normal(&r);
 
 		assert_true(u >= 0.0f && u < 1.0f);
 		assert_true(isfinite(z));
@@ -124,17 +124,17 @@ static void test_rng_distributions(void **state)
 	assert_true(lo < 0.001f && hi > 0.999f);
 	assert_close(nsum / n, 0.0, 0.01);
 	assert_close(nsum2 / n, 1.0, 0.02);
-	/* rt_rng_below: in range, every value about equally often */
+	/* dt_rng_below: in range, every value about equally often */
 	for (i = 0; i < 70000; i++) {
-		uint64_t v = rt_rng_below(&r, 7);
+		uint64_t v = dt_rng_below(&r, 7);
 
 		assert_true(v < 7);
 		counts[v]++;
 	}
 	for (k = 0; k < 7; k++)
 		assert_in_range(counts[k], 9500, 10500);
-	assert_int_equal(rt_rng_below(&r, 1), 0);
-	assert_true(rt_rng_uniform_double(&r) < 1.0);
+	assert_int_equal(dt_rng_below(&r, 1), 0);
+	assert_true(dt_rng_uniform_double(&r) < 1.0);
 }
 
 static void test_rng_permutation(void **state)
@@ -147,16 +147,16 @@ static void test_rng_permutation(void **state)
 	assert_non_null(p);
 	assert_non_null(q);
 	assert_non_null(seen);
-	rt_rng_permutation(5, 1, p, 1000);
+	dt_rng_permutation(5, 1, p, 1000);
 	for (i = 0; i < 1000; i++) { /* a real permutation of 0..999 */
 		assert_in_range(p[i], 0, 999);
 		assert_int_equal(seen[p[i]], 0);
 		seen[p[i]] = 1;
 	}
-	rt_rng_permutation(5, 1, q, 1000);
+	dt_rng_permutation(5, 1, q, 1000);
 	assert_memory_equal(p, q, 1000 * sizeof(*p)); /* deterministic */
 	for (k = 0; k < 2; k++) { /* another seed, another stream: another order */
-		rt_rng_permutation(k ? 5 : 6, k ? 2 : 1, q, 1000);
+		dt_rng_permutation(k ? 5 : 6, k ? 2 : 1, q, 1000);
 		for (differ = 0, i = 0; i < 1000; i++)
 			differ += p[i] != q[i];
 		assert_true(differ > 900);
@@ -166,16 +166,16 @@ static void test_rng_permutation(void **state)
 	assert_true(differ > 900); /* it shuffles */
 	/* uniform: the 6 orders of 3 elements about equally often */
 	for (k = 0; k < 6000; k++) {
-		rt_rng_permutation(1000 + (uint64_t)k, 0, q, 3);
+		dt_rng_permutation(1000 + (uint64_t)k, 0, q, 3);
 		orders[q[0] * 2 + (q[1] > q[2])]++;
 	}
 	for (k = 0; k < 6; k++)
 		assert_in_range(orders[k], 850, 1150);
 	/* edge sizes */
 	q[0] = 77;
-	rt_rng_permutation(1, 1, q, 0);
+	dt_rng_permutation(1, 1, q, 0);
 	assert_int_equal(q[0], 77);
-	rt_rng_permutation(1, 1, q, 1);
+	dt_rng_permutation(1, 1, q, 1);
 	assert_int_equal(q[0], 0);
 	free(seen);
 	free(q);
@@ -191,11 +191,11 @@ static const int shapes[][3] = { /* rows, in, out */
 
 static void test_linear_forward_naive(void **state)
 {
-	struct rt_rng r;
+	struct dt_rng r;
 	size_t s;
 
 	(void)state;
-	rt_rng_seed(&r, 1, 0);
+	dt_rng_seed(&r, 1, 0);
 	for (s = 0; s < NSHAPES; s++) {
 		int rows = shapes[s][0], in = shapes[s][1], out = shapes[s][2], i, o, k, bias;
 		float *x = randn(&r, (size_t)rows * in, 1.0f);
@@ -228,11 +228,11 @@ static void test_linear_forward_naive(void **state)
 
 static void test_linear_backward_naive(void **state)
 {
-	struct rt_rng r;
+	struct dt_rng r;
 	size_t s;
 
 	(void)state;
-	rt_rng_seed(&r, 2, 0);
+	dt_rng_seed(&r, 2, 0);
 	for (s = 0; s < NSHAPES; s++) {
 		int rows = shapes[s][0], in = shapes[s][1], out = shapes[s][2], i, o, k;
 		float *x = randn(&r, (size_t)rows * in, 1.0f);
@@ -317,11 +317,11 @@ static void test_linear_empty(void **state)
 static void test_linear_overwrite(void **state)
 {
 	static const int shapes[][3] = { { 1, 5, 3 }, { 7, 33, 17 }, { 64, 784, 40 }, { 300, 130, 9 } };
-	struct rt_rng r;
+	struct dt_rng r;
 	size_t k, i;
 
 	(void)state;
-	rt_rng_seed(&r, 11, 0);
+	dt_rng_seed(&r, 11, 0);
 	for (k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
 		int rows = shapes[k][0], in = shapes[k][1], out = shapes[k][2];
 		size_t nw = (size_t)out * in;
@@ -468,16 +468,16 @@ static void test_xent_naive(void **state)
 	int32_t labels[ROWS];
 	double p[CLASSES], ref = 0;
 	int64_t correct = 5, hits = 0;
-	struct rt_rng r;
+	struct dt_rng r;
 	double loss;
 	int i, c;
 
 	(void)state;
-	rt_rng_seed(&r, 3, 0);
+	dt_rng_seed(&r, 3, 0);
 	for (i = 0; i < ROWS * CLASSES; i++)
-		z[i] = 3.0f * rt_rng_normal(&r);
+		z[i] = 3.0f * dt_rng_normal(&r);
 	for (i = 0; i < ROWS; i++)
-		labels[i] = (int32_t)rt_rng_below(&r, CLASSES);
+		labels[i] = (int32_t)dt_rng_below(&r, CLASSES);
 	labels[0] = 0; /* row 0's argmax made the label: a hit for sure */
 	z[0] = 50.0f;
 	loss = rt_softmax_xent(z, labels, ROWS, CLASSES, 0.25f, d, &correct);

@@ -74,12 +74,12 @@ static void stage_ok(struct rt_stage *st, const struct spec *s, int stage, int n
 
 static void fill_normal(float *p, size_t n, uint64_t seed)
 {
-	struct rt_rng r;
+	struct dt_rng r;
 	size_t i;
 
-	rt_rng_seed(&r, seed, 99);
+	dt_rng_seed(&r, seed, 99);
 	for (i = 0; i < n; i++)
-		p[i] = rt_rng_normal(&r);
+		p[i] = dt_rng_normal(&r);
 }
 
 /* A whole model as a chain of stages, for forward/backward through all of
@@ -281,20 +281,20 @@ static void brute_rec(struct brute *b, int stage, int start, uint64_t mx, uint64
 static void test_split_optimal(void **state)
 {
 	size_t cost[10];
-	struct rt_rng r;
+	struct dt_rng r;
 	int trial;
 
 	(void)state;
-	rt_rng_seed(&r, 11, 0);
+	dt_rng_seed(&r, 11, 0);
 	for (trial = 0; trial < 300; trial++) {
-		int n_hidden = (int)rt_rng_below(&r, 9), n = n_hidden + 1, k, i, again[11], first[11];
+		int n_hidden = (int)dt_rng_below(&r, 9), n = n_hidden + 1, k, i, again[11], first[11];
 		long hidden[9];
 		struct mlp m;
 
 		for (i = 0; i < n_hidden; i++)
-			hidden[i] = 1 + (long)rt_rng_below(&r, trial % 2 ? 300 : 30);
-		mlp_set(&m, 1 + (long)rt_rng_below(&r, 300), hidden, (size_t)n_hidden,
-			1 + (long)rt_rng_below(&r, 20), "relu", 1);
+			hidden[i] = 1 + (long)dt_rng_below(&r, trial % 2 ? 300 : 30);
+		mlp_set(&m, 1 + (long)dt_rng_below(&r, 300), hidden, (size_t)n_hidden,
+			1 + (long)dt_rng_below(&r, 20), "relu", 1);
 		for (i = 0; i < n; i++)
 			cost[i] = rt_block_params(&m.s, i);
 		for (k = 1; k <= n; k++) {

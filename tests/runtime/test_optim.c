@@ -181,18 +181,18 @@ static void test_long_vector(void **state)
 	double *rw = malloc(n * sizeof(*rw)), *rm = calloc(n, sizeof(*rm)), *rv = calloc(n, sizeof(*rv));
 	struct opt_spec o;
 	struct rt_optim opt;
-	struct rt_rng r;
+	struct dt_rng r;
 	int type, t;
 	size_t i;
 
 	(void)state;
 	assert_true(w && g && rw && rm && rv);
 	for (type = 0; type < 2; type++) {
-		rt_rng_seed(&r, 8, (uint64_t)type);
+		dt_rng_seed(&r, 8, (uint64_t)type);
 		opt_set(&o, type ? "adamw" : "sgd", 0.05, 0.8, 0.02);
 		optim_ok(&opt, &o.s, n);
 		for (i = 0; i < n; i++) {
-			w[i] = rt_rng_normal(&r);
+			w[i] = dt_rng_normal(&r);
 			rw[i] = w[i];
 			rm[i] = rv[i] = 0;
 		}
@@ -200,7 +200,7 @@ static void test_long_vector(void **state)
 			double lr = 0.05 / t;
 
 			for (i = 0; i < n; i++)
-				g[i] = rt_rng_normal(&r);
+				g[i] = dt_rng_normal(&r);
 			rt_optim_step(&opt, w, g, n, lr);
 			for (i = 0; i < n; i++) {
 				if (type == 0) {
@@ -310,7 +310,7 @@ static void test_fused_update(void **state)
 	for (t = 0; t < 2; t++) {
 		for (k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
 			struct rt_optim a, b, c;
-			struct rt_rng r;
+			struct dt_rng r;
 			float *w1, *w2, *w3, *g0, *g1, *g2, *g3;
 			int step;
 
@@ -329,15 +329,15 @@ static void test_fused_update(void **state)
 			g3 = malloc(n * sizeof(float));
 			g0 = malloc(n * sizeof(float));
 			assert_true(w1 && w2 && w3 && g0 && g1 && g2 && g3);
-			rt_rng_seed(&r, 3, n);
+			dt_rng_seed(&r, 3, n);
 			for (i = 0; i < n; i++)
-				w1[i] = w2[i] = w3[i] = rt_rng_normal(&r);
+				w1[i] = w2[i] = w3[i] = dt_rng_normal(&r);
 			for (step = 0; step < 3; step++) {
 				float scale = step == 1 ? 0.37f : 1.0f; /* step 1 clipped */
 				double want, got;
 
 				for (i = 0; i < n; i++)
-					g1[i] = g2[i] = g3[i] = rt_rng_normal(&r);
+					g1[i] = g2[i] = g3[i] = dt_rng_normal(&r);
 				want = rt_sumsq(g1, n);
 				if (scale != 1.0f)
 					rt_scale(g1, n, scale);
@@ -397,7 +397,7 @@ static void test_step_sum(void **state)
 	(void)state;
 	for (t = 0; t < 4; t++) {
 		struct rt_optim a, b;
-		struct rt_rng r;
+		struct dt_rng r;
 		float *w1 = malloc(n * sizeof(float)), *w2 = malloc(n * sizeof(float));
 		float *sum = malloc(n * sizeof(float)), *s[3];
 		int k, step, L = t < 2 ? 2 : 3;
@@ -406,9 +406,9 @@ static void test_step_sum(void **state)
 		opt_set(&os, types[t % 2], 0.05, 0.9, 0.01);
 		optim_ok(&a, &os.s, n);
 		optim_ok(&b, &os.s, n);
-		rt_rng_seed(&r, 5, t);
+		dt_rng_seed(&r, 5, t);
 		for (i = 0; i < n; i++)
-			w1[i] = w2[i] = rt_rng_normal(&r);
+			w1[i] = w2[i] = dt_rng_normal(&r);
 		for (k = 0; k < 3; k++) {
 			s[k] = malloc(n * sizeof(float));
 			assert_non_null(s[k]);
@@ -416,7 +416,7 @@ static void test_step_sum(void **state)
 		for (step = 0; step < 3; step++) {
 			for (k = 0; k < 3; k++)
 				for (i = 0; i < n; i++)
-					s[k][i] = rt_rng_normal(&r);
+					s[k][i] = dt_rng_normal(&r);
 			if (L == 2)
 				memset(s[2], 0, n * sizeof(float)); /* so that the sum below holds */
 			for (i = 0; i < n; i++)
@@ -478,7 +478,7 @@ static void test_step_spans(void **state)
 		float *w1 = malloc(n * sizeof(float)), *w2 = malloc(n * sizeof(float));
 		float *w3 = malloc(n * sizeof(float)), *g1 = malloc(n * sizeof(float));
 		float *g2 = malloc(n * sizeof(float)), *g3 = malloc(n * sizeof(float));
-		struct rt_rng r;
+		struct dt_rng r;
 		int step;
 
 		assert_true(w1 && w2 && w3 && g1 && g2 && g3);
@@ -487,15 +487,15 @@ static void test_step_spans(void **state)
 		optim_ok(&b, &os.s, n);
 		optim_ok(&c, &os.s, n);
 		b.pool = &pool;
-		rt_rng_seed(&r, 5, t);
+		dt_rng_seed(&r, 5, t);
 		for (i = 0; i < n; i++)
-			w1[i] = w2[i] = w3[i] = rt_rng_normal(&r);
+			w1[i] = w2[i] = w3[i] = dt_rng_normal(&r);
 		for (step = 0; step < 3; step++) {
 			float scale = step == 2 ? 0.5f : 1.0f;
 			double want, got, part = 0.0;
 
 			for (i = 0; i < n; i++)
-				g1[i] = g2[i] = g3[i] = rt_rng_normal(&r);
+				g1[i] = g2[i] = g3[i] = dt_rng_normal(&r);
 			want = rt_optim_step_take(&a, w1, g1, 0, n, 0.05, scale);
 			got = rt_optim_step_spans(&b, w2, g2, cover, 4, 0.05, scale);
 			assert_int_equal(b.step, a.step);
@@ -557,7 +557,7 @@ static void test_step_pieces(void **state)
 		struct rt_optim whole, shard;
 		float *w1 = malloc(n * sizeof(float)), *w2 = malloc(n * sizeof(float));
 		float *g1 = malloc(n * sizeof(float)), *gs = malloc(packed * sizeof(float));
-		struct rt_rng r;
+		struct dt_rng r;
 		int step, p;
 
 		assert_true(w1 && w2 && g1 && gs);
@@ -567,9 +567,9 @@ static void test_step_pieces(void **state)
 		shard.pool = &pool;
 		assert_int_equal(rt_optim_no_decay(&whole, exempt, 1), 0);
 		assert_int_equal(rt_optim_no_decay(&shard, exempt, 1), 0);
-		rt_rng_seed(&r, 13, t);
+		dt_rng_seed(&r, 13, t);
 		for (i = 0; i < n; i++)
-			w1[i] = w2[i] = rt_rng_normal(&r);
+			w1[i] = w2[i] = dt_rng_normal(&r);
 		for (step = 0; step < 3; step++) {
 			float scale = step == 1 ? 0.25f : 1.0f;
 			double want = 0.0, got;
@@ -578,7 +578,7 @@ static void test_step_pieces(void **state)
 				g1[i] = 0.0f;
 			for (p = 0; p < 3; p++)
 				for (i = 0; i < pieces[p].count; i++)
-					g1[pieces[p].first + i] = gs[pieces[p].at + i] = rt_rng_normal(&r);
+					g1[pieces[p].first + i] = gs[pieces[p].at + i] = dt_rng_normal(&r);
 			for (p = 0; p < 3; p++)
 				want += rt_sumsq(gs + pieces[p].at, pieces[p].count);
 			/* the reference: only the pieces' elements move (their
@@ -637,7 +637,7 @@ static void test_no_decay(void **state)
 	for (t = 0; t < 2; t++) {
 		struct rt_optim dec, nodec, mixed, mixed_sum;
 		float *w[4], *g[4], *slot[1];
-		struct rt_rng r;
+		struct dt_rng r;
 		int step, k;
 
 		for (k = 0; k < 4; k++) {
@@ -653,14 +653,14 @@ static void test_no_decay(void **state)
 		mixed.pool = &pool;
 		assert_int_equal(rt_optim_no_decay(&mixed, exempt, 3), 0);
 		assert_int_equal(rt_optim_no_decay(&mixed_sum, exempt, 3), 0);
-		rt_rng_seed(&r, 9, t);
+		dt_rng_seed(&r, 9, t);
 		for (i = 0; i < n; i++)
-			w[0][i] = w[1][i] = w[2][i] = w[3][i] = rt_rng_normal(&r);
+			w[0][i] = w[1][i] = w[2][i] = w[3][i] = dt_rng_normal(&r);
 		for (step = 0; step < 3; step++) {
 			double want, got;
 
 			for (i = 0; i < n; i++)
-				g[0][i] = g[1][i] = g[2][i] = g[3][i] = rt_rng_normal(&r);
+				g[0][i] = g[1][i] = g[2][i] = g[3][i] = dt_rng_normal(&r);
 			want = rt_sumsq(g[0], n);
 			rt_optim_step_take(&dec, w[0], g[0], 0, n, 0.05, 1.0f);
 			rt_optim_step_take(&nodec, w[1], g[1], 0, n, 0.05, 1.0f);

@@ -267,12 +267,12 @@ static void test_epoch_orders(void **state)
 	memcpy(p0, a.perm, (size_t)n * sizeof(int64_t));
 	assert_memory_equal(a.perm, b.perm, (size_t)n * sizeof(int64_t));
 	assert_memory_not_equal(a.perm, c.perm, (size_t)n * sizeof(int64_t)); /* other seed */
-	rt_rng_permutation(123, 0, ref, n);
+	dt_rng_permutation(123, 0, ref, n);
 	assert_memory_equal(a.perm, ref, (size_t)n * sizeof(int64_t)); /* (seed, epoch) */
 
 	assert_int_equal(rt_sampler_epoch(&a, 1), 0);
 	assert_memory_not_equal(a.perm, p0, (size_t)n * sizeof(int64_t)); /* a new order */
-	rt_rng_permutation(123, 1, ref, n);
+	dt_rng_permutation(123, 1, ref, n);
 	assert_memory_equal(a.perm, ref, (size_t)n * sizeof(int64_t));
 	assert_int_equal(rt_sampler_epoch(&a, 1), 0); /* idempotent */
 	assert_memory_equal(a.perm, ref, (size_t)n * sizeof(int64_t));

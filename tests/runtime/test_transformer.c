@@ -27,12 +27,12 @@
 
 static void fill(float *x, size_t n, uint64_t seed, float scale)
 {
-	struct rt_rng r;
+	struct dt_rng r;
 	size_t i;
 
-	rt_rng_seed(&r, seed, 7);
+	dt_rng_seed(&r, seed, 7);
 	for (i = 0; i < n; i++)
-		x[i] = scale * (float)rt_rng_normal(&r);
+		x[i] = scale * (float)dt_rng_normal(&r);
 }
 
 static double dot(const float *a, const float *b, size_t n)
