@@ -364,21 +364,19 @@ static void check_optim(enum rt_optim_type type, double wd)
 	float *got = xmalloc(n * sizeof(float));
 	float *d_w = to_dev(w, n * sizeof(float)), *d_g = to_dev(g0, n * sizeof(float));
 	float *d_m = dmalloc(n * sizeof(float)), *d_v = dmalloc(n * sizeof(float));
+	double betas[2] = { 0.9, 0.999 };
+	struct spec s = { 0 };
 	struct rt_optim o;
 	struct dt_err err = { 0 };
 	int k;
 
-	memset(&o, 0, sizeof(o));
-	o.type = type;
-	o.momentum = 0.9;
-	o.beta1 = 0.9;
-	o.beta2 = 0.999;
-	o.eps = 1e-8;
-	o.weight_decay = wd;
-	o.n = n;
-	o.m = calloc(n, sizeof(float));
-	o.v = type == RT_OPTIM_ADAMW ? calloc(n, sizeof(float)) : NULL;
-	assert_non_null(o.m);
+	/* the optimizer as the trainer makes it (its state and its scratch:
+	 * a hand-zeroed struct lacks o.part, which the CPU update uses) */
+	s.train.optimizer.type = type == RT_OPTIM_ADAMW ? "adamw" : "sgd";
+	s.train.optimizer.momentum = 0.9;
+	s.train.optimizer.betas = (struct spec_nums){ .v = betas, .n = 2 };
+	s.train.optimizer.weight_decay = wd;
+	rc_ok(rt_optim_init(&o, &s, n, &err));
 	cuda_ok(cudaMemset(d_m, 0, n * sizeof(float)));
 	cuda_ok(cudaMemset(d_v, 0, n * sizeof(float)));
 	for (k = 0; k < 3; k++) {
