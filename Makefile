@@ -5,6 +5,7 @@
 #   make test    install what is missing, build, run every test (also under
 #                AddressSanitizer + UBSan, in a CPU-only build; the Release
 #                configuration is compiled too)
+#   make gpu-bundle  the GPU device check's archive (runtime/gpu/README.md)
 #   make bench   dtrain against its peers (PyTorch, OpenBLAS, MPI, dd, srun):
 #                one table, also as JSON (bench/README.md)
 #
@@ -16,7 +17,7 @@ REL_BUILD  ?= build/release
 JOBS       ?= $(shell nproc)
 PREFIX     ?= /usr/local
 
-.PHONY: all deps build build-asan build-release test test-fast demo demo-gpt bench bench-checkpoint cluster-up \
+.PHONY: all deps build build-asan build-release gpu-bundle test test-fast demo demo-gpt bench bench-checkpoint cluster-up \
         cluster-down cluster-status install clean
 
 all: build
@@ -54,6 +55,11 @@ test: build build-asan build-release
 # The unit tests of the normal build only (quick, no cluster).
 test-fast: build
 	@cd $(BUILD) && ctest -L unit --output-on-failure
+
+# dtrain for a lent GPU machine: one archive with every library it needs
+# but the driver, CUDA and NCCL (site/gpu-bundle.sh, runtime/gpu/README.md)
+gpu-bundle: deps
+	@bash site/gpu-bundle.sh $(CURDIR)/$(BUILD)/gpu-bundle
 
 demo: build
 	@bash site/demo.sh $(BUILD)
