@@ -13,6 +13,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+bin=$here/bin
 # shellcheck source=/dev/null
 . "$here/env.sh"
 logs=${1:-${OUT:-/tmp/dtrain-gpu-check}}
@@ -53,7 +54,7 @@ nccl_at=$(IFS=:; for d in $LD_LIBRARY_PATH; do [ -e "$d/libnccl.so.2" ] && { ech
 [ -n "$nccl_at" ] && row "NCCL library" PASS "$nccl_at" ||
 	row "NCCL library" FAIL "libnccl.so.2 in no directory of LD_LIBRARY_PATH, nor ldconfig's"
 
-if run version 30 dtrain-run --version; then
+if run version 30 "$bin/dtrain-run" --version; then
 	row "dtrain-run from the bundle" PASS "$(grep 'GPU path' "$logs/version.log")"
 else
 	row "dtrain-run from the bundle" FAIL "$(last version)"
@@ -84,16 +85,16 @@ else
 fi
 
 # --- the bundle's MPI: two CPU ranks under its mpirun ---
-dtrain-data synthetic "$work/syn.h5" --samples 2000 --features 32 --classes 5 --seed 3 >/dev/null 2>&1
+"$bin/dtrain-data" synthetic "$work/syn.h5" --samples 2000 --features 32 --classes 5 --seed 3 >/dev/null 2>&1
 cat >"$work/mlp.json" <<JSON
 { "name": "gpucheck", "model": { "inputs": 32, "hidden": [64, 64], "outputs": 5 },
   "data": { "train": "$work/syn.h5" },
   "train": { "max_steps": 20, "epochs": 1, "global_batch": 40, "log_every": 1,
              "optimizer": { "type": "adamw", "lr": 0.003 } } }
 JSON
-spec() { dtrain-submit validate "$work/mlp.json" --set run_dir="$work/$1" "${@:2}" >"$work/$1.json" 2>"$logs/spec-$1.log" && mkdir -p "$work/$1"; }
+spec() { "$bin/dtrain-submit" validate "$work/mlp.json" --set run_dir="$work/$1" "${@:2}" >"$work/$1.json" 2>"$logs/spec-$1.log" && mkdir -p "$work/$1"; }
 if spec cpu2 --set resources.tasks_per_node=2 --set parallel.data=2 &&
-	run mpi-cpu2 120 mpirun --oversubscribe --bind-to none -np 2 dtrain-run "$work/cpu2.json"; then
+	run mpi-cpu2 120 mpirun --oversubscribe --bind-to none -np 2 "$bin/dtrain-run" "$work/cpu2.json"; then
 	row "2 CPU ranks under the bundle's mpirun" PASS "$(grep -c '"event":"step"' "$work/cpu2/metrics.jsonl") steps"
 else
 	row "2 CPU ranks under the bundle's mpirun" FAIL "$(last mpi-cpu2)"
@@ -107,7 +108,7 @@ gpu_rows() {
 	shift 3
 	if ! spec "$name" --set train.device=cuda --set resources.gpus_per_node=1 "$@"; then
 		row "$what" FAIL "spec: $(tail -n 1 "$logs/spec-$name.log")"
-	elif run "$name" 240 mpirun --oversubscribe --bind-to none -np "$np" dtrain-run "$work/$name.json"; then
+	elif run "$name" 240 mpirun --oversubscribe --bind-to none -np "$np" "$bin/dtrain-run" "$work/$name.json"; then
 		row "$what" PASS "$(grep -c '"event":"step"' "$work/$name/metrics.jsonl") steps"
 	elif grep -q "not in this build yet" "$logs/$name.log"; then
 		row "$what" "NOT YET" "the GPU training loop (#32 item 1)"
