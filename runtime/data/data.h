@@ -47,7 +47,8 @@
  *
  * Not thread-safe: one struct rt_data per thread (HDF5 serialises anyway).
  *
- * Sections: reading (life cycle, rows, checks), writing, sources.
+ * Sections: reading (life cycle, rows, checks; data.c, finite.c, windows.c),
+ * writing (writer.c), sources (fashion_mnist.c, synthetic.c).
  */
 #ifndef DTRAIN_RUNTIME_DATA_H
 #define DTRAIN_RUNTIME_DATA_H
@@ -90,13 +91,6 @@ struct rt_data {
 	int64_t y_addr;
 	int64_t tok_bytes;        /* token windows: what load_all takes */
 };
-
-/* token windows' side of the functions below (windows.c), private */
-int rt__data_windows_read(struct rt_data *d, const int64_t *idx, int n_idx, float *x, int32_t *y,
-			  struct dt_err *err);
-int rt__data_windows_load(struct rt_data *d, struct dt_err *err);
-void rt__data_windows_close(struct rt_data *d);
-
 
 /* --- life cycle --- */
 

@@ -78,13 +78,73 @@ bool rt_tokens_is_stream(const char *path)
 	return yes;
 }
 
+/* The root attributes of an open stream, each checked before it is trusted;
+ * *vocab and *byte_level get theirs. -EINVAL naming the first that is wrong. */
+static int check_attrs(struct rt_tokens *t, const char *path, int64_t *vocab, int64_t *byte_level,
+		       struct dt_err *err)
+{
+	char format[64];
+	int64_t version = 0;
+
+	if (!attr_str(t->file, "format", format, sizeof(format)) || strcmp(format, RT_TOKENS_FORMAT))
+		return dt_err_add(err, "%s: not a dtrain token stream (attribute format must be \"%s\")",
+				  path, RT_TOKENS_FORMAT);
+	if (!attr_int(t->file, "version", &version) || version != RT_TOKENS_VERSION)
+		return dt_err_add(err, "%s: attribute version must be %d (got %" PRId64 ")", path,
+				  RT_TOKENS_VERSION, version);
+	if (!attr_int(t->file, "vocab_size", vocab) || *vocab < 2 || *vocab > RT_TOKENS_MAX_VOCAB)
+		return dt_err_add(err, "%s: attribute vocab_size must be an integer in [2, %d]", path,
+				  RT_TOKENS_MAX_VOCAB);
+	if (!attr_int(t->file, "byte_level", byte_level) || (*byte_level != 0 && *byte_level != 1) ||
+	    (*byte_level && *vocab != 256))
+		return dt_err_add(err, "%s: attribute byte_level must be 0, or 1 with vocab_size 256",
+				  path);
+	if (!attr_str(t->file, "source", t->source, sizeof(t->source)))
+		return dt_err_add(err, "%s: attribute source must be a string of at most %zu bytes",
+				  path, sizeof(t->source) - 1);
+	return 0;
+}
+
+/* Opens /tokens into t->set (t's to close) once its type and shape are what
+ * reads assume: one dimension of integers, 2 .. 2^46 of them (*n). */
+static int open_tokens(struct rt_tokens *t, const char *path, hsize_t *n, struct dt_err *err)
+{
+	hid_t type = H5I_INVALID_HID, space = H5I_INVALID_HID;
+	hsize_t dims[2];
+	int rc = -EINVAL;
+
+	if (H5Lexists(t->file, "tokens", H5P_DEFAULT) <= 0 ||
+	    (t->set = H5Dopen2(t->file, "tokens", H5P_DEFAULT)) < 0) {
+		dt_err_add(err, "%s: no dataset /tokens", path);
+		goto out;
+	}
+	type = H5Dget_type(t->set);
+	space = H5Dget_space(t->set);
+	if (type < 0 || H5Tget_class(type) != H5T_INTEGER || space < 0 ||
+	    H5Sget_simple_extent_ndims(space) != 1 || H5Sget_simple_extent_dims(space, dims, NULL) != 1) {
+		dt_err_add(err, "%s: /tokens must be a one-dimensional integer dataset", path);
+		goto out;
+	}
+	if (dims[0] < 2 || dims[0] > ((hsize_t)1 << 46)) {
+		dt_err_add(err, "%s: /tokens has %llu tokens (2 .. 2^46)", path,
+			   (unsigned long long)dims[0]);
+		goto out;
+	}
+	*n = dims[0];
+	rc = 0;
+out:
+	dt_h5_close(&space, H5Sclose);
+	dt_h5_close(&type, H5Tclose);
+	return rc;
+}
+
 int rt_tokens_open(struct rt_tokens *t, const char *path, struct dt_err *err)
 {
 	struct dt_h5_quiet q;
-	hid_t fapl = H5I_INVALID_HID, type = H5I_INVALID_HID, space = H5I_INVALID_HID;
-	char format[64], why[DT_H5_WHY_MAX];
-	hsize_t dims[2];
-	int64_t version = 0, vocab = 0, byte_level = 0;
+	hid_t fapl = H5I_INVALID_HID;
+	char why[DT_H5_WHY_MAX];
+	hsize_t n = 0;
+	int64_t vocab = 0, byte_level = 0;
 	struct stat st;
 	int rc = -EINVAL;
 
@@ -107,55 +167,15 @@ int rt_tokens_open(struct rt_tokens *t, const char *path, struct dt_err *err)
 		dt_err_add(err, "%s: cannot open: %s", path, dt_h5_why(why));
 		goto out;
 	}
-	if (!attr_str(t->file, "format", format, sizeof(format)) || strcmp(format, RT_TOKENS_FORMAT)) {
-		dt_err_add(err, "%s: not a dtrain token stream (attribute format must be \"%s\")", path,
-			   RT_TOKENS_FORMAT);
+	rc = check_attrs(t, path, &vocab, &byte_level, err);
+	if (!rc)
+		rc = open_tokens(t, path, &n, err);
+	if (rc)
 		goto out;
-	}
-	if (!attr_int(t->file, "version", &version) || version != RT_TOKENS_VERSION) {
-		dt_err_add(err, "%s: attribute version must be %d (got %" PRId64 ")", path,
-			   RT_TOKENS_VERSION, version);
-		goto out;
-	}
-	if (!attr_int(t->file, "vocab_size", &vocab) || vocab < 2 || vocab > RT_TOKENS_MAX_VOCAB) {
-		dt_err_add(err, "%s: attribute vocab_size must be an integer in [2, %d]", path,
-			   RT_TOKENS_MAX_VOCAB);
-		goto out;
-	}
-	if (!attr_int(t->file, "byte_level", &byte_level) || (byte_level != 0 && byte_level != 1) ||
-	    (byte_level && vocab != 256)) {
-		dt_err_add(err, "%s: attribute byte_level must be 0, or 1 with vocab_size 256", path);
-		goto out;
-	}
-	if (!attr_str(t->file, "source", t->source, sizeof(t->source))) {
-		dt_err_add(err, "%s: attribute source must be a string of at most %zu bytes", path,
-			   sizeof(t->source) - 1);
-		goto out;
-	}
-	if (H5Lexists(t->file, "tokens", H5P_DEFAULT) <= 0 ||
-	    (t->set = H5Dopen2(t->file, "tokens", H5P_DEFAULT)) < 0) {
-		dt_err_add(err, "%s: no dataset /tokens", path);
-		goto out;
-	}
-	type = H5Dget_type(t->set);
-	space = H5Dget_space(t->set);
-	if (type < 0 || H5Tget_class(type) != H5T_INTEGER || space < 0 ||
-	    H5Sget_simple_extent_ndims(space) != 1 || H5Sget_simple_extent_dims(space, dims, NULL) != 1) {
-		dt_err_add(err, "%s: /tokens must be a one-dimensional integer dataset", path);
-		goto out;
-	}
-	if (dims[0] < 2 || dims[0] > ((hsize_t)1 << 46)) {
-		dt_err_add(err, "%s: /tokens has %llu tokens (2 .. 2^46)", path,
-			   (unsigned long long)dims[0]);
-		goto out;
-	}
-	t->n = (int64_t)dims[0];
+	t->n = (int64_t)n;
 	t->vocab = (int32_t)vocab;
 	t->byte_level = byte_level == 1;
-	rc = 0;
 out:
-	dt_h5_close(&space, H5Sclose);
-	dt_h5_close(&type, H5Tclose);
 	dt_h5_close(&fapl, H5Pclose);
 	dt_h5_quiet_off(&q);
 	if (rc)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/data/internal.h"
 #include "runtime/data/tokens.h"
 
 int rt_data_open_windows(struct rt_data *d, const char *path, int context, struct dt_err *err)
