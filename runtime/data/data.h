@@ -213,6 +213,10 @@ int rt_data_commit(struct rt_data_writer *w, struct dt_err *err);
 /* Drops the temporary file and frees w; safe on a zeroed or finished w. */
 void rt_data_abort(struct rt_data_writer *w);
 
+/* The end of a write that went well so far (rc 0: rt_data_commit) or not
+ * (rt_data_abort, rc returned as it is): 0 or a negative errno. */
+int rt_data_finish(struct rt_data_writer *w, int rc, struct dt_err *err);
+
 /* create + append all + commit, for data already in memory. */
 int rt_data_write(const char *path, const struct rt_data_meta *meta, const float *x,
 		  const int32_t *y, struct dt_err *err);

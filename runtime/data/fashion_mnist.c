@@ -301,10 +301,7 @@ static int fm_write(const char *out_dir, struct fm_part *p, const struct rt_data
 		if (!rc && progress && first + k < m.n)
 			progress(arg, path, first + k, m.n);
 	}
-	if (rc)
-		rt_data_abort(&w);
-	else
-		rc = rt_data_commit(&w, err);
+	rc = rt_data_finish(&w, rc, err);
 	if (!rc && progress)
 		progress(arg, path, m.n, m.n);
 out:

@@ -181,10 +181,7 @@ int rt_data_make_synthetic(const char *path, const struct rt_data_synthetic *p,
 	rc = append_samples(&w, path, p, c, x, progress, arg, &scored, &right, err);
 	if (!rc)
 		rc = put_attrs(&w, p, scored, right, err);
-	if (rc)
-		rt_data_abort(&w);
-	else
-		rc = rt_data_commit(&w, err);
+	rc = rt_data_finish(&w, rc, err);
 	if (!rc && progress)
 		progress(arg, path, m.n, m.n);
 out:

@@ -366,11 +366,14 @@ int rt_data_write(const char *path, const struct rt_data_meta *meta, const float
 	rc = rt_data_create(&w, path, meta, err);
 	if (rc)
 		return rc;
-	rc = rt_data_append(&w, x, y, meta->n, err);
-	if (rc) {
-		rt_data_abort(&w);
-		return rc;
-	}
-	return rt_data_commit(&w, err);
+	return rt_data_finish(&w, rt_data_append(&w, x, y, meta->n, err), err);
+}
+
+int rt_data_finish(struct rt_data_writer *w, int rc, struct dt_err *err)
+{
+	if (!rc)
+		return rt_data_commit(w, err);
+	rt_data_abort(w);
+	return rc;
 }
 
