@@ -298,6 +298,104 @@ out:
 	return fd;
 }
 
+int dt_dir_open_nofollow(const char *path)
+{
+	char *dir = strdup(path), *name, *slash;
+	struct stat st;
+	int dfd, fd;
+
+	if (!dir)
+		return -ENOMEM;
+	/* "a/b/" names b: trailing slashes would make openat follow a link */
+	for (slash = dir + strlen(dir); slash > dir + 1 && slash[-1] == '/'; slash--)
+		slash[-1] = '\0';
+	slash = strrchr(dir, '/');
+	if (!slash) {
+		name = dir;
+		dfd = AT_FDCWD;
+	} else {
+		name = slash + 1;
+		*slash = '\0';
+		dfd = open(slash == dir ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0) {
+			fd = -errno;
+			goto out;
+		}
+	}
+	if (!*name) { /* "/" itself */
+		fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		fd = fd < 0 ? -errno : fd;
+		goto out;
+	}
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		/* a link fails O_DIRECTORY before O_NOFOLLOW: say which it was */
+		fd = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode) ?
+			     -ELOOP : -errno;
+out:
+	if (dfd >= 0)
+		close(dfd);
+	free(dir);
+	return fd;
+}
+
+/* Is the file at name (followed) the one open at fd? */
+static bool names_fd(const char *name, const struct stat *of_fd)
+{
+	struct stat st;
+
+	return stat(name, &st) == 0 && st.st_dev == of_fd->st_dev && st.st_ino == of_fd->st_ino;
+}
+
+int dt_fd_name(int fd, const char *path, char *out, size_t size)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if ((size_t)snprintf(out, size, "/proc/self/fd/%d", fd) < size && names_fd(out, &st))
+		return 0;
+	if ((size_t)snprintf(out, size, "%s", path) >= size)
+		return -ENAMETOOLONG;
+	return names_fd(out, &st) ? 0 : -ESTALE;
+}
+
+int dt_read_fd(int fd, char **out, size_t *len)
+{
+	struct dt_buf b = {0};
+	char chunk[65536];
+	uint64_t at = 0;
+	ssize_t n;
+	int rc = 0;
+
+	*out = NULL;
+	for (;;) {
+		n = pread(fd, chunk, sizeof(chunk), (off_t)at);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		rc = dt_buf_add(&b, chunk, (size_t)n);
+		if (rc)
+			break;
+		at += (uint64_t)n;
+	}
+	if (!rc && !b.p)
+		rc = dt_buf_add(&b, "", 0);
+	if (rc) {
+		dt_buf_free(&b);
+		return rc;
+	}
+	*out = b.p;
+	if (len)
+		*len = b.len;
+	return 0;
+}
+
 /* Everything inside the directory open at dfd, never leaving it: a link
  * is removed as a link, a directory opened relative to its parent with
  * O_NOFOLLOW (one swapped for a link meanwhile fails to open). Takes dfd. */

@@ -47,6 +47,22 @@ int dt_mkdirs(const char *path, int mode);
  * is taken as given (the user's). Returns an fd for openat() (the caller
  * closes it), or -errno. */
 int dt_dir_open_in(const char *dir, const char *name, int mode);
+/* The directory path, opened without following a symbolic link at its
+ * last component: a link there is refused (-ELOOP), as is anything but a
+ * directory (-ENOTDIR). The components above it are taken as given (the
+ * user's). Nothing is made. Returns an fd for openat() (the caller closes
+ * it), or -errno. */
+int dt_dir_open_nofollow(const char *path);
+/* A name by which code that opens files by name (a library: HDF5) reaches
+ * exactly the file open at fd, into out: /proc/self/fd/<fd> where /proc
+ * shows that file (checked: the same device and inode), else path when it
+ * names that file now (the same check; without /proc, a rename between
+ * this check and the library's open is not covered). 0, -ENAMETOOLONG, or
+ * -ESTALE when neither names it (path was replaced). */
+int dt_fd_name(int fd, const char *path, char *out, size_t size);
+/* Reads all of the file open at fd, from offset 0, into *out
+ * (NUL-terminated, caller frees). 0 or -errno. */
+int dt_read_fd(int fd, char **out, size_t *len);
 /* rm -r of path, never through a symbolic link: a link, at path or
  * anywhere below it, is removed as a link and its target left untouched
  * (run and checkpoint directories live on shared file systems where

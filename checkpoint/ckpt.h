@@ -33,7 +33,8 @@
  * people; resume never trusts it, it checks every file).
  *
  * Commit protocol (checkpoint/README.md has the full story):
- *   1. files are written into <dir>/.step-<8 digits>.tmp, each fsynced;
+ *   0. one rank makes <dir>/.step-<8 digits>.tmp afresh (ckpt_tmp_make);
+ *   1. files are written into it, each made new and fsynced;
  *   2. the sizes and checksums are gathered by one rank, which writes
  *      MANIFEST.json there, fsyncs it and the directory, renames the
  *      directory to step-<8 digits>, fsyncs <dir>, repoints latest (symlink
@@ -54,6 +55,14 @@
  * A reader that lists step-* directories therefore sees only complete
  * checkpoints; a crash leaves at most a .tmp directory, which the next
  * writer removes (ckpt_clean_tmp).
+ *
+ * Links: a checkpoint directory is often on a shared file system, where
+ * others may plant a symbolic link under a name a save uses. No file of a
+ * save is opened, written, renamed or removed through a link the save did
+ * not make: the tmp directory is made afresh, its files are opened
+ * relative to it with O_NOFOLLOW (and made with O_EXCL), leftovers are
+ * removed as links, latest is replaced by rename. A planted link is
+ * refused with an error naming it (or, a leftover, removed as a link).
  *
  * Trust: nothing read from a checkpoint is used before it is checked:
  * the manifest's fields and file names, each file's size and CRC, and each
@@ -239,7 +248,11 @@ struct ckpt_shard_writer {
 	/* the file being written */
 	char path[4096];
 	bool begun;              /* ckpt_shard_begin succeeded (a piece may have
-				  * no tensor bytes to write: no rows of any) */
+				  * no tensor bytes to write: no rows of any),
+				  * and ckpt_shard_write has not run yet */
+	int fd;                  /* the file, made by ckpt_shard_begin and
+				  * written through this descriptor (never by
+				  * name again); open while begun */
 	int n_regions;
 	struct ckpt_region {     /* where each tensor's bytes go in the file */
 		uint64_t offset;     /* file offset (HDF5 contiguous storage) */
@@ -259,7 +272,9 @@ struct ckpt_shard_writer {
  * no snapshot: not before ckpt_shard_write has returned), then creates
  * tmpdir/shard-<stage>.h5 with the meta attributes, one contiguous dataset
  * per tensor (storage allocated, not written) and records where each
- * tensor's bytes go. tmpdir must exist. The view's pointers are kept until
+ * tensor's bytes go. tmpdir must exist; the file is made new in it, never
+ * through a symbolic link (ckpt.h, links: -ELOOP naming it), and stays
+ * open until ckpt_shard_write. The view's pointers are kept until
  * the copy (or, borrowed, the write). 0, -ENOMEM, or -errno / -EIO naming
  * the path (e.g. ENOSPC, EROFS); on failure no copy is left to make. */
 int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
@@ -276,14 +291,17 @@ void ckpt_shard_copy(struct ckpt_shard_writer *w);
  * tensors' bytes as they are written, from the snapshot or the borrowed
  * tensors; the file for the metadata between them). 0 or -errno naming the
  * path (ENOSPC, EIO, ...). On failure the file stays in the tmp directory
- * (the commit will not happen). */
+ * (the commit will not happen). Either way the file is closed: a shard is
+ * begun again before it is written again. */
 int ckpt_shard_write(struct ckpt_shard_writer *w, struct dt_err *err);
-/* Frees the snapshot and regions; safe on a zeroed writer. */
+/* Frees the snapshot and regions, closes a file begun and not written;
+ * safe on a zeroed writer. */
 void ckpt_shard_free(struct ckpt_shard_writer *w);
 
 /* --- the root file --- */
 
-/* Writes tmpdir/model.h5: the meta attributes and one virtual dataset per
+/* Writes tmpdir/model.h5, made new, never through a symbolic link (as a
+ * shard): the meta attributes and one virtual dataset per
  * tensor of the whole model, tensors [n] (meta's layout says which shard
  * holds which block). Main thread (HDF5). Not fsynced: ckpt_file_seal()
  * does that. */
@@ -312,7 +330,9 @@ int ckpt_root_write_cached(struct ckpt_root_cache *cache, const char *tmpdir,
 /* Frees the kept bytes; safe on a zeroed cache. */
 void ckpt_root_cache_free(struct ckpt_root_cache *cache);
 
-/* fsync path and compute its size and CRC-32 by reading it. Any thread. */
+/* fsync path, a file of a save's tmp directory (opened as ckpt.h's links
+ * say: never through a link), and compute its size and CRC-32 by reading
+ * it. Any thread. */
 int ckpt_file_seal(const char *path, uint64_t *size, uint32_t *crc, struct dt_err *err);
 
 /* --- commit --- */
@@ -333,21 +353,36 @@ struct ckpt_file {
 void ckpt_tmp_path(const char *dir, int64_t step, char *out, size_t size);
 void ckpt_final_path(const char *dir, int64_t step, char *out, size_t size);
 
-/* Removes every .step-*.tmp directory under dir (leftovers of a crash).
- * Call on one rank before anyone starts writing. 0 or -errno. */
+/* Removes every .step-*.tmp directory under dir (leftovers of a crash),
+ * and every symbolic link under such a name, as a link (its target is
+ * never touched). Call on one rank before anyone starts writing. 0 or
+ * -errno. */
 int ckpt_clean_tmp(const char *dir, struct dt_err *err);
 
-/* The commit (steps 2 above): tmp must hold exactly the files listed.
- * Writes tmp/MANIFEST.json from meta, the model's tensors [n_tensors] and
- * files, fsyncs it and tmp, renames
+/* Makes the tmp directory of a save of step `step`, dir/.step-<8>.tmp,
+ * afresh, on one rank before any rank writes into it: whatever is at that
+ * name (a failed attempt's leftover, a planted link) is removed first,
+ * never through a link, then mkdir: a name taken again meanwhile (EEXIST)
+ * is refused, naming it. So every file in it is this save's. 0 or -errno
+ * naming the path (EROFS, ENOSPC, ...). */
+int ckpt_tmp_make(const char *dir, int64_t step, struct dt_err *err);
+
+/* The commit (steps 2 above): tmp must be a directory (not a link) that
+ * holds exactly the files listed, each a regular file (a link is refused,
+ * named). Writes tmp/MANIFEST.json from meta, the model's tensors
+ * [n_tensors] and files, fsyncs it and tmp, renames
  * tmp to the final name (an existing final directory of the same step, from
- * an earlier attempt, is replaced), fsyncs dir, repoints dir/latest, then
+ * an earlier attempt, is replaced; a link there is removed as a link), fsyncs dir, repoints dir/latest, then
  * deletes committed checkpoints beyond the newest `keep` (keep >= 1; the
  * new one is never deleted). On failure before the rename the tmp directory
- * is removed and the previous checkpoints are untouched. 0 or -errno. */
+ * is removed and the previous checkpoints are untouched. 0 or -errno.
+ * *committed (may be NULL) says whether this call's rename committed the
+ * checkpoint: true with an error means only latest or retention failed
+ * (the message says so); false means this save is not committed, whatever
+ * stands at step-<8> (an earlier attempt's, another run's). */
 int ckpt_commit(const char *dir, const char *tmp, const struct ckpt_meta *meta,
 		const struct ckpt_tensor *tensors, int n_tensors, const struct ckpt_file *files,
-		int n_files, int keep, struct dt_err *err);
+		int n_files, int keep, bool *committed, struct dt_err *err);
 
 /* --- listing and manifests --- */
 
@@ -448,7 +483,11 @@ int ckpt_export(const char *ckpt, const char *out, struct dt_err *err);
 
 /* Human-readable summary to f: step, epoch, lr, optimizer, model, layout
  * and the split, hashes, then each tensor with its shape and the shard
- * holding it. */
+ * holding it, and the files. Then every file is verified as ckpt_verify
+ * does (size and CRC-32): a damaged checkpoint gets a last line
+ * "status        damaged: ..." naming the bad files, their problems go to
+ * err, and the result is ckpt_verify's error (-ENOENT, -EIO, -EINVAL);
+ * an intact one gets nothing more (0). */
 int ckpt_inspect(const char *ckpt, FILE *f, struct dt_err *err);
 
 #endif

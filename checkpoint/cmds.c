@@ -97,12 +97,15 @@ static const char usage_inspect[] =
 	"epoch, learning rate, optimizer, the model, the layout and how the blocks were\n"
 	"split over the stages, the spec and model hashes, and every tensor with\n"
 	"its shape and the shard that holds it. CKPT may be a run directory or\n"
-	"checkpoint dir (its newest checkpoint).\n"
+	"checkpoint dir (its newest checkpoint). Every file is then checked as\n"
+	"verify checks it: the summary ends with \"status ok\", or for a damaged\n"
+	"checkpoint \"status damaged: FILES\" with each problem named on stderr.\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help  this text\n"
 	"\n"
-	"Exit codes: 0 printed, 1 not a checkpoint or unreadable, 2 usage error.\n";
+	"Exit codes: 0 printed, intact; 1 damaged, not a checkpoint or unreadable;\n"
+	"2 usage error.\n";
 
 static const char usage_export[] =
 	"usage: dtrain-ckpt export CKPT OUT.h5 [--force]\n"

@@ -104,6 +104,23 @@ int ckpt__manifest_emit(const struct ckpt_meta *meta, const struct ckpt_tensor *
 int ckpt__manifest_parse(const char *text, const char *path, struct ckpt_manifest *m,
 			 struct dt_err *err);
 
+/* --- files of a save's tmp directory (commit.c) ---
+ *
+ * A checkpoint directory often lives on a shared file system where others
+ * may plant a symbolic link under a name a save uses. The tmp directory is
+ * made afresh by the save (ckpt_tmp_make), and every file of it is opened
+ * relative to it, never through a link the save did not make. */
+
+/* Opens path, <a save's tmp directory>/<name>: the tmp directory without
+ * following a link at its last component (the checkpoint directory above
+ * it is the user's, taken as given), then name relative to it without
+ * following a link (O_NOFOLLOW). With O_CREAT in flags the file is made
+ * new (O_EXCL): a regular file already there (an earlier attempt's) is
+ * removed first. A link at either place is refused with -ELOOP and a
+ * message naming it; other failures give -errno and "path: doing: why".
+ * Returns the fd (the caller closes it). */
+int ckpt__tmp_file(const char *path, int flags, const char *doing, struct dt_err *err);
+
 /* Silences HDF5's own error stack printing for the calling thread (we
  * report errors ourselves, naming the path). Call before HDF5 work. */
 void ckpt__h5_quiet(void);

@@ -22,6 +22,11 @@
  * a trainer's later saves write it from the bytes of its first one
  * (ckpt_root_write_cached), with only the attributes written over.
  *
+ * Every file is made new in the save's tmp directory, never through a
+ * symbolic link (ckpt__tmp_file, commit.c), and HDF5, which opens files by
+ * name, is given a name of that very file (/proc/self/fd/N, dt_fd_name):
+ * a link planted at the file's name meanwhile is not followed by anyone.
+ *
  * Sections: HDF5 helpers, meta attributes, a shard's fast part, a shard's
  * slow part, the root file, sealing a file.
  */
@@ -56,12 +61,12 @@
 /* No time stamps in any object header, so that the same state gives the
  * same bytes (and CRC) whenever it is saved: the root group's come from the
  * file creation list, every other group is made by make_parents(). */
-static hid_t create_file(const char *path)
+static hid_t create_file(const char *h5name)
 {
 	hid_t fcpl = H5Pcreate(H5P_FILE_CREATE), fapl = dt_h5_fapl(DT_H5_V110), file = H5I_INVALID_HID;
 
 	if (fcpl >= 0 && fapl >= 0 && H5Pset_obj_track_times(fcpl, 0) >= 0)
-		file = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
+		file = H5Fcreate(h5name, H5F_ACC_TRUNC, fcpl, fapl);
 	dt_h5_close(&fapl, H5Pclose);
 	dt_h5_close(&fcpl, H5Pclose);
 	return file;
@@ -339,6 +344,8 @@ static int shard_prepare(struct ckpt_shard_writer *w, const char *tmpdir,
 	int n_regions, from, to, rc;
 	char name[32];
 
+	if (w->begun) /* begun and never written: its file is left as it is */
+		close(w->fd);
 	w->begun = false;
 	w->n_regions = 0;
 	w->copy_parts = 0;
@@ -370,23 +377,28 @@ static int shard_prepare(struct ckpt_shard_writer *w, const char *tmpdir,
 	return 0;
 }
 
-/* Creates the file at path, its root group open in *root. The file is
- * created with open() first: HDF5 would report a missing or read-only
- * directory as "unable to open file", we report the errno. */
-static int shard_create(const char *path, hid_t *file, hid_t *root, struct dt_err *err)
+/* Makes the file at path new (never through a link, ckpt__tmp_file: *fd,
+ * which the caller closes), then lets HDF5 create it through a name of
+ * that file (dt_fd_name), its root group open in *root. We make the file
+ * first also because HDF5 would report a missing or read-only directory
+ * as "unable to open file": we report the errno. */
+static int new_h5_file(const char *path, const char *doing, int *fd, hid_t *file, hid_t *root,
+		       struct dt_err *err)
 {
-	char why[DT_H5_WHY_MAX] = "";
-	int fd, rc;
+	char why[DT_H5_WHY_MAX] = "", h5name[4200];
+	int rc;
 
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = -errno;
-		dt_err_add(err, "%s: cannot create checkpoint shard: %s", path, strerror(-rc));
+	*fd = ckpt__tmp_file(path, O_RDWR | O_CREAT, doing, err);
+	if (*fd < 0)
+		return *fd;
+	rc = dt_fd_name(*fd, path, h5name, sizeof(h5name));
+	if (rc) {
+		dt_err_add(err, "%s: %s: %s", path, doing,
+			   rc == -ESTALE ? "replaced as it was made" : strerror(-rc));
 		return rc;
 	}
-	close(fd);
-	if ((*file = create_file(path)) < 0 || (*root = H5Gopen2(*file, "/", H5P_DEFAULT)) < 0) {
-		dt_err_add(err, "%s: cannot create checkpoint shard: %s", path, dt_h5_why(why));
+	if ((*file = create_file(h5name)) < 0 || (*root = H5Gopen2(*file, "/", H5P_DEFAULT)) < 0) {
+		dt_err_add(err, "%s: %s: %s", path, doing, dt_h5_why(why));
 		return -EIO;
 	}
 	return 0;
@@ -470,12 +482,12 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 {
 	hid_t file = H5I_INVALID_HID, root = H5I_INVALID_HID;
 	char why[DT_H5_WHY_MAX] = "";
-	int rc;
+	int rc, fd = -1;
 
 	ckpt__h5_quiet();
 	rc = shard_prepare(w, tmpdir, meta, view, err);
 	if (!rc)
-		rc = shard_create(w->path, &file, &root, err);
+		rc = new_h5_file(w->path, "cannot create checkpoint shard", &fd, &file, &root, err);
 	if (!rc)
 		rc = shard_attrs(root, meta, view, w->path, err);
 	if (!rc)
@@ -489,7 +501,11 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 	if (rc) {
 		w->n_regions = 0;
 		w->copy_parts = 0;
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
 	}
+	w->fd = fd;
 	w->begun = rc == 0;
 	return rc;
 }
@@ -567,12 +583,9 @@ int ckpt_shard_write(struct ckpt_shard_writer *w, struct dt_err *err)
 	if (!w->begun)
 		return dt_err_add(err, "%s: checkpoint shard was not begun", w->path);
 	ckpt_shard_copy(w);
-	fd = open(w->path, O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		dt_err_add(err, "%s: cannot open checkpoint shard: %s", w->path, strerror(-rc));
-		goto out;
-	}
+	/* the file ckpt_shard_begin made, not whatever has its name now */
+	fd = w->fd;
+	w->begun = false;
 
 	/* One pass in file order computes the checksum of the file as it will
 	 * be on disk: the metadata HDF5 wrote between and after the tensors
@@ -635,6 +648,8 @@ out:
 
 void ckpt_shard_free(struct ckpt_shard_writer *w)
 {
+	if (w->begun)
+		close(w->fd);
 	free(w->snap);
 	free(w->regions);
 	w->snap = NULL;
@@ -706,13 +721,16 @@ out:
 	return rc;
 }
 
-int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta,
-		    const struct ckpt_tensor *tensors, int n, struct dt_err *err)
+/* ckpt_root_write; with image, the file's bytes as written, read back
+ * through the descriptor that made it (*image NULL when they cannot be). */
+static int root_write(const char *tmpdir, const struct ckpt_meta *meta,
+		      const struct ckpt_tensor *tensors, int n, char **image, size_t *len,
+		      struct dt_err *err)
 {
 	hid_t file = H5I_INVALID_HID, root = H5I_INVALID_HID;
 	hid_t gcpl = H5I_INVALID_HID, dcpl = H5I_INVALID_HID;
 	char path[4096], why[DT_H5_WHY_MAX] = "";
-	int fd, s, t, rc = 0;
+	int fd = -1, s, t, rc = 0;
 
 	ckpt__h5_quiet();
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", tmpdir, CKPT_ROOT) >= sizeof(path))
@@ -720,20 +738,9 @@ int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta,
 	rc = ckpt__check_meta(meta, tensors, n, path, "write", err);
 	if (rc)
 		return rc;
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = -errno;
-		dt_err_add(err, "%s: cannot create checkpoint root file: %s", path, strerror(-rc));
+	rc = new_h5_file(path, "cannot create checkpoint root file", &fd, &file, &root, err);
+	if (rc)
 		goto out;
-	}
-	close(fd);
-	if ((file = create_file(path)) < 0 ||
-	    (root = H5Gopen2(file, "/", H5P_DEFAULT)) < 0) {
-		dt_err_add(err, "%s: cannot create checkpoint root file: %s", path,
-				dt_h5_why(why));
-		rc = -EIO;
-		goto out;
-	}
 	rc = ckpt__write_meta_attrs(root, meta, path, err);
 	if (rc)
 		goto out;
@@ -760,7 +767,17 @@ out:
 		dt_err_add(err, "%s: cannot write checkpoint root file: %s", path, dt_h5_why(why));
 		rc = -EIO;
 	}
+	if (!rc && image && dt_read_fd(fd, image, len))
+		*image = NULL; /* only not kept: the save does not depend on it */
+	if (fd >= 0)
+		close(fd);
 	return rc;
+}
+
+int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta,
+		    const struct ckpt_tensor *tensors, int n, struct dt_err *err)
+{
+	return root_write(tmpdir, meta, tensors, n, NULL, NULL, err);
 }
 
 /* A hash of the tensor table: names, shapes and blocks. */
@@ -806,19 +823,23 @@ static int root_from_cache(const struct ckpt_root_cache *cache, const char *path
 			   const struct ckpt_meta *meta, struct dt_err *err)
 {
 	hid_t file = H5I_INVALID_HID, root = H5I_INVALID_HID, fapl = H5I_INVALID_HID;
-	char why[DT_H5_WHY_MAX] = "";
+	char why[DT_H5_WHY_MAX] = "", h5name[4200];
 	int fd, rc;
 
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = ckpt__tmp_file(path, O_RDWR | O_CREAT, "cannot create", err);
 	if (fd < 0)
-		return dt_err_add(err, "%s: cannot create: %s", path, strerror(errno)), -EIO;
+		return fd;
 	rc = dt_write_all(fd, cache->image, cache->len);
-	if (close(fd) < 0 && !rc)
-		rc = -errno;
-	if (rc)
+	if (rc) {
+		close(fd);
 		return dt_err_add(err, "%s: cannot write: %s", path, strerror(-rc)), rc;
-	if ((fapl = dt_h5_fapl(DT_H5_V110)) < 0 || (file = H5Fopen(path, H5F_ACC_RDWR, fapl)) < 0 ||
-	    (root = H5Gopen2(file, "/", H5P_DEFAULT)) < 0) {
+	}
+	rc = dt_fd_name(fd, path, h5name, sizeof(h5name));
+	if (rc)
+		dt_err_add(err, "%s: cannot open: %s", path, strerror(-rc));
+	else if ((fapl = dt_h5_fapl(DT_H5_V110)) < 0 ||
+		 (file = H5Fopen(h5name, H5F_ACC_RDWR, fapl)) < 0 ||
+		 (root = H5Gopen2(file, "/", H5P_DEFAULT)) < 0) {
 		dt_err_add(err, "%s: cannot open: %s", path, dt_h5_why(why));
 		rc = -EIO;
 	}
@@ -830,6 +851,10 @@ static int root_from_cache(const struct ckpt_root_cache *cache, const char *path
 		rc = -EIO;
 	}
 	dt_h5_close(&fapl, H5Pclose);
+	if (close(fd) < 0 && !rc) {
+		rc = -errno;
+		dt_err_add(err, "%s: cannot write: %s", path, strerror(-rc));
+	}
 	return rc;
 }
 
@@ -856,10 +881,10 @@ int ckpt_root_write_cached(struct ckpt_root_cache *cache, const char *tmpdir,
 		/* written afresh below, which reports a failure that is real */
 	}
 	ckpt_root_cache_free(cache);
-	rc = ckpt_root_write(tmpdir, meta, tensors, n, err);
 	/* kept for the next save; a file that cannot be read back is only
 	 * not kept (the save does not depend on it) */
-	if (!rc && dt_read_file(path, &image, &len) == 0) {
+	rc = root_write(tmpdir, meta, tensors, n, &image, &len, err);
+	if (!rc && image) {
 		cache->image = (unsigned char *)image;
 		cache->len = len;
 		cache->meta = *meta;
@@ -884,12 +909,9 @@ int ckpt_file_seal(const char *path, uint64_t *size, uint32_t *crc, struct dt_er
 	uint32_t c = 0;
 	int fd, rc = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		dt_err_add(err, "%s: cannot open: %s", path, strerror(-rc));
-		return rc;
-	}
+	fd = ckpt__tmp_file(path, O_RDONLY, "cannot open", err);
+	if (fd < 0)
+		return fd;
 	rc = dt_fsync_fd(fd);
 	if (rc) {
 		dt_err_add(err, "%s: cannot sync: %s", path, strerror(-rc));

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -747,13 +748,15 @@ static void *commit_main(void *arg)
 	double t0 = dt_mono_s();
 
 	dt_err_clear(&c->commit_err);
+	c->committed = false;
 	if (c->failed >= 0) {
 		dt_remove_tree(c->tmp);
 		c->commit_rc = -ECANCELED;
 	} else {
 		c->commit_rc = ckpt_commit(c->dir, c->tmp, c->meta, c->model_tensors,
 					   c->n_model_tensors, c->files, c->n_files,
-					   (int)c->s->checkpoint.keep, &c->commit_err);
+					   (int)c->s->checkpoint.keep, &c->committed,
+					   &c->commit_err);
 	}
 	c->commit_s = dt_mono_s() - t0;
 	c->t_done = dt_mono_s();
@@ -766,7 +769,6 @@ static int report(struct rt_ckpt *c)
 {
 	char name[32];
 	char final[4400];
-	struct stat sb;
 
 	ckpt_step_name(c->meta->step, name, sizeof(name));
 	if (c->failed >= 0) {
@@ -777,15 +779,19 @@ static int report(struct rt_ckpt *c)
 		return -ECANCELED;
 	}
 	snprintf(final, sizeof(final), "%s/%s", c->dir, name);
-	if (c->commit_rc && stat(final, &sb) == 0) {
+	/* ckpt_commit says whether its rename committed this save: a step-N
+	 * that stands there anyway (an earlier run's, damaged or not) is not
+	 * this save */
+	if (c->commit_rc && c->committed) {
 		/* committed; only latest or the retention failed */
 		fprintf(stderr, "dtrain-run: warning: %s\n", c->commit_err.msg);
 		fflush(stderr);
 		c->commit_rc = 0;
 	}
 	if (c->commit_rc) {
-		fprintf(stderr, "dtrain-run: checkpoint at step %lld not saved: %s\n",
-			(long long)c->meta->step, c->commit_err.msg);
+		fprintf(stderr, "dtrain-run: checkpoint at step %lld not saved: %s%s\n",
+			(long long)c->meta->step, c->commit_err.msg,
+			c->last_step >= 0 ? "; the previous checkpoint stays" : "");
 		fflush(stderr);
 		return -ECANCELED;
 	}
@@ -865,6 +871,42 @@ static void stage_view(const struct rt_ckpt *c, int piece, struct ckpt_stage_vie
 	v->defer_copy = c->async;
 }
 
+/* The save's tmp directory, made afresh by rank 0 (ckpt_tmp_make: nothing
+ * planted at its name is written through), before any rank writes into
+ * it: rank 0 says whether it did (one broadcast, every rank), and the
+ * other writers open it without following a link. Sets c->local_rc: 0,
+ * the error, or -ECANCELED when rank 0 failed (its message says why). */
+static int make_tmp(struct rt_ckpt *c, int64_t step)
+{
+	const char *base = strrchr(c->tmp, '/') + 1; /* ckpt_tmp_path: dir/.step-N.tmp */
+	int made = 0, fd;
+
+	if (c->g->rank == 0 && !c->local_rc) {
+		c->local_rc = ckpt_tmp_make(c->dir, step, &c->local_err);
+		made = c->local_rc == 0;
+	}
+	if (MPI_Bcast(&made, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS && !c->local_rc) {
+		c->local_rc = -EIO;
+		dt_err_add(&c->local_err, "rank %d: MPI_Bcast of the checkpoint directory failed",
+			   c->g->rank);
+	}
+	if (c->local_rc || c->g->rank == 0 || !(c->writer || c->shard))
+		return c->local_rc;
+	if (!made)
+		return c->local_rc = -ECANCELED;
+	/* mkdirat first, as every writer did: a shared file system's cached
+	 * "not there" is not trusted (EEXIST is the expected answer) */
+	fd = dt_dir_open_in(c->dir, base, 0755);
+	if (fd < 0) {
+		c->local_rc = fd;
+		dt_err_add(&c->local_err, "%s: cannot open: %s", c->tmp,
+			   fd == -ELOOP ? "a symbolic link, which this save did not make: not followed" :
+					  strerror(-fd));
+	} else
+		close(fd);
+	return c->local_rc;
+}
+
 /* The main-thread part of a save: meta, HDF5 metadata (an async save's
  * snapshot is allocated here and copied by writer_main). */
 static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
@@ -880,13 +922,8 @@ static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
 	c->root_crc = 0;
 	ckpt_tmp_path(c->dir, pos->step, c->tmp, sizeof(c->tmp));
 	c->local_rc = fill_meta(c, pos, c->meta, &c->local_err);
-	if (c->local_rc || !(c->writer || c->shard || c->g->rank == 0))
+	if (make_tmp(c, pos->step) || !(c->writer || c->shard || c->g->rank == 0))
 		return;
-	c->local_rc = dt_mkdirs(c->tmp, 0755);
-	if (c->local_rc) {
-		dt_err_add(&c->local_err, "%s: cannot create: %s", c->tmp, strerror(-c->local_rc));
-		return;
-	}
 	if (c->writer) {
 		stage_view(c, -1, &v);
 		c->local_rc = ckpt_shard_begin(&c->w, c->tmp, c->meta, &v, &c->local_err);

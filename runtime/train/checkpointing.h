@@ -30,7 +30,14 @@
  *      rename, latest, deleting old checkpoints) while training goes on.
  *      sync: the same, at once, and every rank learns the outcome.
  * A failed periodic save is reported and training goes on (the previous
- * checkpoint stays); a failed final or preemption save is an error.
+ * checkpoint stays); a failed final or preemption save is an error. A save
+ * is reported saved only when its own commit renamed it into place: a
+ * step-N directory already there (an older run's, a damaged one resumed
+ * past) never counts as this save.
+ *
+ * Rank 0 makes each save's tmp directory afresh (ckpt_tmp_make) and says
+ * so in one broadcast before any rank writes into it: nothing planted in
+ * a shared checkpoint directory is written through (checkpoint/ckpt.h).
  *
  * Preemption: SIGTERM and spec preemption.signal only set a flag
  * (runtime/world/preempt.h). rt_ckpt_poll() reduces it over all ranks at every step
@@ -135,6 +142,9 @@ struct rt_ckpt {
 	uint64_t bytes;
 	double max_stall_s, max_write_s;
 	int commit_rc;
+	bool committed;          /* this save's rename happened (ckpt_commit
+				  * says; whatever stands at step-N otherwise
+				  * is not this save) */
 	struct dt_err commit_err;
 	double commit_s, t_done;
 };

@@ -209,7 +209,7 @@ static char *save(const char *dir, const struct ckpt_meta *m, int mark)
 	files[n_files].stage = -1;
 	assert_int_equal(ckpt_file_seal(path, &files[n_files].size, &files[n_files].crc, &err), 0);
 	n_files++;
-	if (ckpt_commit(dir, tmp, m, all, N_TENSORS, files, n_files, 10, &err))
+	if (ckpt_commit(dir, tmp, m, all, N_TENSORS, files, n_files, 10, NULL, &err))
 		fail_msg("commit: %s", err.msg);
 	assert_non_null(final = malloc(4096));
 	ckpt_final_path(dir, m->step, final, 4096);

@@ -11,6 +11,7 @@
  *
  * Sections: fixtures, reading back, saves, refusals and failures, main.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -224,7 +225,7 @@ static void save(const char *dir, const char *optimizer, int64_t step, int keep)
 	make_meta(&m, optimizer, step);
 	write_files(dir, &m, files);
 	ckpt_tmp_path(dir, step, tmp, sizeof(tmp));
-	if (ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1, keep, &err))
+	if (ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1, keep, NULL, &err))
 		fail_msg("ckpt_commit: %s", err.msg);
 }
 
@@ -1056,6 +1057,7 @@ static void test_commit_failure(void **state)
 	struct ckpt_file files[N_STAGES + 1];
 	struct dt_err err = { 0 };
 	struct ckpt_meta m;
+	bool done = true;
 
 	(void)state;
 	save(dir, "sgd", 10, 3);
@@ -1064,9 +1066,10 @@ static void test_commit_failure(void **state)
 	ckpt_tmp_path(dir, 20, tmp, sizeof(tmp));
 	setenv("DTRAIN_FAULT_WRITE", "enospc@0", 1);
 	assert_int_equal(ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
-				     3, &err),
+				     3, &done, &err),
 			 -ENOSPC);
 	unsetenv("DTRAIN_FAULT_WRITE");
+	assert_false(done);
 	assert_true(tu_has(&err, "/.step-00000020.tmp/MANIFEST.json: cannot write: No space left on device"));
 	assert_false(exists(tmp));
 	committed(dir, got, sizeof(got));
@@ -1213,6 +1216,7 @@ static void test_latest_failure(void **state)
 	struct dt_err err = { 0 };
 	struct ckpt_meta m;
 	char tmp[4096];
+	bool done = false;
 
 	(void)state;
 	save(dir, "sgd", 10, 1);
@@ -1223,8 +1227,9 @@ static void test_latest_failure(void **state)
 	write_files(dir, &m, files);
 	ckpt_tmp_path(dir, 20, tmp, sizeof(tmp));
 	assert_int_not_equal(ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files,
-					 N_STAGES + 1, 1, &err),
+					 N_STAGES + 1, 1, &done, &err),
 			     0);
+	assert_true(done); /* committed, though the call failed */
 	assert_true(tu_has(&err, "/latest: cannot point to step-00000020: "));
 	assert_true(tu_has(&err, "(step-00000020 is committed)"));
 	committed(dir, got, sizeof(got));
@@ -1250,7 +1255,7 @@ static void test_commit_refusals(void **state)
 	do {                                                                            \
 		dt_err_clear(&err);                                                     \
 		assert_int_not_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS, bad, N_STAGES + 1, \
-						 2, &err),                              \
+						 2, NULL, &err),                              \
 				     0);                                                \
 		assert_true(tu_has(&err, want));                                        \
 		assert_false(exists(tmp));                                              \
@@ -1277,7 +1282,7 @@ static void test_commit_refusals(void **state)
 	write_files(dir, &m, files);
 	memcpy(bad, files, sizeof(bad));
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS - 2, bad, N_STAGES + 1, 2, &err),
+	assert_int_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS - 2, bad, N_STAGES + 1, 2, NULL, &err),
 			 -EINVAL);
 	assert_true(tu_has(&err, "checkpoint tensors: block 2 has none (the model has 3 blocks)"));
 	assert_true(tu_has(&err, "refusing to commit a checkpoint with an inconsistent meta or tensor table"));
@@ -1300,7 +1305,7 @@ static void test_commit_refusals(void **state)
 	/* keep must be >= 1 */
 	write_files(dir, &m, files);
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS, files, N_STAGES + 1, 0, &err),
+	assert_int_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS, files, N_STAGES + 1, 0, NULL, &err),
 			 -EINVAL);
 	assert_true(tu_has(&err, "keep must be at least 1"));
 	assert_false(exists(tmp));
@@ -1309,14 +1314,343 @@ static void test_commit_refusals(void **state)
 	write_files(dir, &m, files);
 	m.step = 11;
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS, files, N_STAGES + 1, 2, &err),
+	assert_int_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS, files, N_STAGES + 1, 2, NULL, &err),
 			 -EINVAL);
 	assert_true(tu_has(&err, "not the directory of a save of step 11"));
 	assert_true(exists(tmp));
 	m.step = 10;
-	assert_int_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS, files, N_STAGES + 1, 2, &err), 0);
+	assert_int_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS, files, N_STAGES + 1, 2, NULL, &err), 0);
 	check_committed(dir, &m);
 #undef REFUSED
+	free(dir);
+}
+
+/* A commit that fails where a step-N of the same step already stands (an
+ * earlier run's, damaged or not: the fallback after a damaged newest
+ * checkpoint, or checkpoint.resume "never" over old ones) says that it did
+ * not commit: the caller must not take that directory for its save. The
+ * one standing is left as it was. */
+static void test_commit_failure_over_stale(void **state)
+{
+	char *dir = ckpt_dir("stale"), tmp[4096], got[256], *shard, *old, *before, *after;
+	struct ckpt_file files[N_STAGES + 1];
+	struct dt_err err = { 0 };
+	struct ckpt_meta m;
+	size_t len_before, len_after;
+	bool done = true;
+
+	(void)state;
+	save(dir, "sgd", 20, 3); /* the earlier run's step 20 */
+	old = path2(dir, "step-00000020");
+	shard = path2(old, "shard-0.h5");
+	assert_int_equal(truncate(shard, 100), 0); /* ... damaged */
+	before = tu_read(shard, &len_before);
+	make_meta(&m, "sgd", 20);
+	write_files(dir, &m, files);
+	ckpt_tmp_path(dir, 20, tmp, sizeof(tmp));
+	setenv("DTRAIN_FAULT_WRITE", "enospc@0", 1);
+	assert_int_equal(ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
+				     3, &done, &err),
+			 -ENOSPC);
+	unsetenv("DTRAIN_FAULT_WRITE");
+	assert_false(done);
+	assert_false(exists(tmp));
+	committed(dir, got, sizeof(got));
+	assert_string_equal(got, "20,");
+	after = tu_read(shard, &len_after);
+	assert_int_equal(len_after, len_before);
+	assert_true(memcmp(before, after, len_after) == 0);
+	dt_err_clear(&err);
+	assert_int_not_equal(ckpt_verify(old, true, &err), 0);
+
+	/* the same commit, not failing: committed, replacing the stale one */
+	write_files(dir, &m, files);
+	dt_err_clear(&err);
+	assert_int_equal(ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
+				     3, &done, &err),
+			 0);
+	assert_true(done);
+	check_committed(dir, &m);
+	free(before);
+	free(after);
+	free(shard);
+	free(old);
+	free(dir);
+}
+
+/* --- planted symbolic links: nothing is written or removed through them --- */
+
+/* A victim outside the checkpoint directory: a directory of files whose
+ * content must survive whatever a save does. */
+#define VICTIM_TEXT "precious, not a checkpoint's"
+static const char *const victim_files[] = { "shard-0.h5", "shard-1.h5", "model.h5",
+					    "MANIFEST.json", "other" };
+#define N_VICTIM ((int)(sizeof(victim_files) / sizeof(victim_files[0])))
+
+static char *victim_dir(const char *name)
+{
+	char *d = path2(tu_scratch(), name), *p;
+	int i;
+
+	dt_remove_tree(d);
+	assert_int_equal(dt_mkdirs(d, 0755), 0);
+	for (i = 0; i < N_VICTIM; i++) {
+		p = path2(d, victim_files[i]);
+		tu_write_path(p, VICTIM_TEXT, 0644);
+		free(p);
+	}
+	return d;
+}
+
+/* Every file of the victim directory as it was, and nothing added. */
+static void assert_victim_dir(const char *d)
+{
+	struct dirent *de;
+	size_t len;
+	char *p, *text;
+	DIR *dd;
+	int i, n = 0;
+
+	for (i = 0; i < N_VICTIM; i++) {
+		p = path2(d, victim_files[i]);
+		len = 0;
+		text = tu_read(p, &len);
+		if (!text || len != strlen(VICTIM_TEXT) || memcmp(text, VICTIM_TEXT, len))
+			fail_msg("%s: changed through a planted link (%zu bytes: %.40s)", p, len,
+				 text ? text : "(missing)");
+		free(text);
+		free(p);
+	}
+	assert_non_null(dd = opendir(d));
+	while ((de = readdir(dd)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(dd);
+	assert_int_equal(n, N_VICTIM);
+}
+
+static void plant(const char *target, const char *at)
+{
+	unlink(at);
+	assert_int_equal(symlink(target, at), 0);
+}
+
+static bool is_link(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+/* A link planted at a save's tmp name (.step-N.tmp -> elsewhere):
+ * ckpt_clean_tmp and ckpt_tmp_make remove it as a link; the writers and
+ * the commit refuse it, naming it; the target is never written, and the
+ * link is never committed as step-N. */
+static void test_planted_tmp_link(void **state)
+{
+	char *dir = ckpt_dir("planted-tmp"), *victim = victim_dir("victim-tmp"), tmp[4096], got[256];
+	char *p, *real;
+	struct ckpt_shard_writer w = { 0 };
+	struct ckpt_file files[N_STAGES + 1];
+	struct dt_err err = { 0 };
+	struct ckpt_stage_view v;
+	struct ckpt_meta m;
+	struct stage st;
+	uint64_t size;
+	uint32_t crc;
+	bool done = true;
+
+	(void)state;
+	make_meta(&m, "sgd", 10);
+	ckpt_tmp_path(dir, 10, tmp, sizeof(tmp));
+
+	/* a crash's leftovers are cleaned: the link goes, as a link */
+	plant(victim, tmp);
+	assert_int_equal(ckpt_clean_tmp(dir, &err), 0);
+	assert_false(exists(tmp));
+	assert_victim_dir(victim);
+
+	/* a save makes its directory afresh over it */
+	plant(victim, tmp);
+	assert_int_equal(ckpt_tmp_make(dir, 10, &err), 0);
+	assert_false(is_link(tmp));
+	assert_true(exists(tmp));
+	assert_victim_dir(victim);
+	assert_int_equal(dt_remove_tree(tmp), 0);
+
+	/* a link planted after that: the writers refuse it, naming it */
+	plant(victim, tmp);
+	stage_fill(&st, &m, 0);
+	v = view_of(&st, &m, 0);
+	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -ELOOP);
+	assert_true(tu_has(&err, "/.step-00000010.tmp/shard-0.h5: cannot create checkpoint shard: "));
+	assert_true(tu_has(&err, "/.step-00000010.tmp is a symbolic link, which this save did not make: not followed"));
+	dt_err_clear(&err);
+	assert_int_equal(ckpt_root_write(tmp, &m, model_tensors(), N_TENSORS, &err), -ELOOP);
+	assert_true(tu_has(&err, "/model.h5: cannot create checkpoint root file: "));
+	p = path2(tmp, "model.h5");
+	dt_err_clear(&err);
+	assert_int_equal(ckpt_file_seal(p, &size, &crc, &err), -ELOOP);
+	free(p);
+	assert_victim_dir(victim);
+	stage_free(&st);
+	ckpt_shard_free(&w);
+
+	/* the commit refuses it too, even when the target holds a whole
+	 * save's files: nothing written there, the link not committed */
+	real = path2(tu_scratch(), "victim-save");
+	dt_remove_tree(real);
+	assert_int_equal(unlink(tmp), 0);
+	write_files(dir, &m, files);
+	assert_int_equal(rename(tmp, real), 0);
+	plant(real, tmp);
+	dt_err_clear(&err);
+	assert_int_equal(ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
+				     3, &done, &err),
+			 -ELOOP);
+	assert_false(done);
+	assert_true(tu_has(&err, "/.step-00000010.tmp: cannot commit: a symbolic link, which this save did not make: not followed"));
+	p = path2(real, CKPT_MANIFEST);
+	assert_false(exists(p)); /* no manifest written into the target */
+	free(p);
+	p = path2(real, "shard-0.h5");
+	assert_true(exists(p));  /* and nothing removed from it */
+	free(p);
+	assert_false(exists(tmp)); /* the link removed, as a link */
+	committed(dir, got, sizeof(got));
+	assert_string_equal(got, "");
+	dt_remove_tree(real);
+	free(real);
+	free(victim);
+	free(dir);
+}
+
+/* Links planted inside a save's tmp directory, at a file's name: the
+ * writers make their files new and refuse a link; the manifest is never
+ * written through one, nor a link committed as a shard; the target keeps
+ * its content. */
+static void test_planted_file_link(void **state)
+{
+	char *dir = ckpt_dir("planted-file"), *victim = victim_dir("victim-file"), tmp[4096];
+	char *target = path2(victim, "other"), *p, got[256];
+	struct ckpt_shard_writer w = { 0 };
+	struct ckpt_file files[N_STAGES + 1];
+	struct dt_err err = { 0 };
+	struct ckpt_stage_view v;
+	struct ckpt_meta m;
+	struct stage st;
+	bool done = true;
+
+	(void)state;
+	make_meta(&m, "sgd", 10);
+	ckpt_tmp_path(dir, 10, tmp, sizeof(tmp));
+	assert_int_equal(ckpt_tmp_make(dir, 10, &err), 0);
+
+	p = path2(tmp, "shard-0.h5");
+	plant(target, p);
+	stage_fill(&st, &m, 0);
+	v = view_of(&st, &m, 0);
+	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -ELOOP);
+	assert_true(tu_has(&err, "/.step-00000010.tmp/shard-0.h5: cannot create checkpoint shard: a symbolic link, which this save did not make: not followed"));
+	assert_true(is_link(p));
+	free(p);
+	p = path2(tmp, "model.h5");
+	plant(target, p);
+	dt_err_clear(&err);
+	assert_int_equal(ckpt_root_write(tmp, &m, model_tensors(), N_TENSORS, &err), -ELOOP);
+	assert_true(tu_has(&err, "/model.h5: cannot create checkpoint root file: a symbolic link"));
+	free(p);
+	assert_victim_dir(victim);
+	stage_free(&st);
+	ckpt_shard_free(&w);
+	assert_int_equal(dt_remove_tree(tmp), 0);
+
+	/* a manifest planted as a link beside a whole save's files */
+	write_files(dir, &m, files);
+	p = path2(tmp, CKPT_MANIFEST);
+	plant(target, p);
+	dt_err_clear(&err);
+	assert_int_equal(ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
+				     3, &done, &err),
+			 -ELOOP);
+	assert_false(done);
+	assert_true(tu_has(&err, "/.step-00000010.tmp/MANIFEST.json: cannot write: a symbolic link, which this save did not make: not followed"));
+	assert_false(exists(tmp));
+	committed(dir, got, sizeof(got));
+	assert_string_equal(got, "");
+	free(p);
+
+	/* a shard that is a link is refused by the commit's check */
+	write_files(dir, &m, files);
+	p = path2(tmp, "shard-1.h5");
+	assert_int_equal(unlink(p), 0);
+	plant(target, p);
+	dt_err_clear(&err);
+	assert_int_equal(ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
+				     3, &done, &err),
+			 -ELOOP);
+	assert_true(tu_has(&err, "/.step-00000010.tmp/shard-1.h5: cannot commit: a symbolic link"));
+	free(p);
+	assert_victim_dir(victim);
+	free(target);
+	free(victim);
+	free(dir);
+}
+
+/* Links planted where the commit moves things: the aside name of an
+ * earlier commit of the step (.step-N.old.tmp -> a directory), a step-N
+ * that is a link, and latest -> a file. Each is replaced or removed as a
+ * link; the targets keep every file. */
+static void test_planted_commit_links(void **state)
+{
+	char *dir = ckpt_dir("planted-commit"), *victim = victim_dir("victim-commit");
+	char *target = path2(victim, "other"), *aside, *final, *latest, link[64];
+	struct dt_err err = { 0 };
+	struct ckpt_meta m;
+	ssize_t n;
+
+	(void)state;
+	save(dir, "sgd", 20, 3);
+	aside = path2(dir, ".step-00000020.old.tmp");
+	final = path2(dir, "step-00000020");
+	latest = path2(dir, "latest");
+	make_meta(&m, "sgd", 20);
+
+	/* step 20 committed again (a requeued job's second attempt) with a
+	 * link at the name its earlier commit goes aside under */
+	plant(victim, aside);
+	save(dir, "sgd", 20, 3);
+	check_committed(dir, &m);
+	assert_false(exists(aside));
+	assert_victim_dir(victim);
+
+	/* step-20 itself a link: moved aside and removed as a link */
+	assert_int_equal(dt_remove_tree(final), 0);
+	plant(victim, final);
+	save(dir, "sgd", 20, 3);
+	check_committed(dir, &m);
+	assert_false(is_link(final));
+	assert_false(exists(aside));
+	assert_victim_dir(victim);
+
+	/* latest a link to a file: replaced, never written through */
+	plant(target, latest);
+	save(dir, "sgd", 30, 3);
+	n = readlink(latest, link, sizeof(link) - 1);
+	assert_true(n > 0);
+	link[n] = '\0';
+	assert_string_equal(link, "step-00000030");
+	assert_victim_dir(victim);
+
+	/* a link at a .step-*.old.tmp name left by a crash: cleaned as a link */
+	plant(victim, aside);
+	assert_int_equal(ckpt_clean_tmp(dir, &err), 0);
+	assert_false(exists(aside));
+	assert_victim_dir(victim);
+	free(latest);
+	free(final);
+	free(aside);
+	free(target);
+	free(victim);
 	free(dir);
 }
 
@@ -1346,6 +1680,10 @@ int main(void)
 		cmocka_unit_test(test_clean_tmp),
 		cmocka_unit_test(test_enospc_shard),
 		cmocka_unit_test(test_commit_failure),
+		cmocka_unit_test(test_commit_failure_over_stale),
+		cmocka_unit_test(test_planted_tmp_link),
+		cmocka_unit_test(test_planted_file_link),
+		cmocka_unit_test(test_planted_commit_links),
 		cmocka_unit_test(test_missing_dir),
 		cmocka_unit_test(test_view_mismatch),
 		cmocka_unit_test(test_commit_refusals),
