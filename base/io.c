@@ -224,7 +224,11 @@ int dt_write_file_atomic(const char *path, const void *data, size_t len, int mod
 	rc = dt_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
 	if (rc)
 		goto out;
-	fd = open(tmp.p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	/* a leftover of this pid, or a link planted at the predictable name, is
+	 * removed (a link as a link); the file is then made new, never
+	 * written through a link planted meanwhile (O_EXCL, O_NOFOLLOW) */
+	unlink(tmp.p);
+	fd = open(tmp.p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0) {
 		rc = -errno;
 		goto out;

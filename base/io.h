@@ -36,7 +36,9 @@ int dt_pread_all(int fd, void *buf, size_t len, uint64_t offset);
  * has less left to wait for. A hint, not a sync: 0 where the file system
  * or OS cannot; -errno only for an I/O error or a full disk it reports. */
 int dt_writeback_start(int fd, uint64_t offset, uint64_t len);
-/* Writes data to path atomically: path.tmp.<pid>, fsync, rename, fsync dir.
+/* Writes data to path atomically: path.tmp.<pid> (made new: a file or a
+ * symbolic link already at that name is removed, never written through),
+ * fsync, rename (a link at path is replaced, not followed), fsync dir.
  * mode is the new file's permission bits. 0 or -errno. */
 int dt_write_file_atomic(const char *path, const void *data, size_t len, int mode);
 /* mkdir -p; 0 or -errno (EEXIST of a directory is not an error). */

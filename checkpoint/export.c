@@ -123,8 +123,12 @@ int ckpt_export(const char *ckpt, const char *out, struct dt_err *err)
 		dt_err_add(err, "%s: HDF5 cannot set up file access: %s", out, dt_h5_why(why));
 		goto out;
 	}
+	/* a leftover of this pid, or a link planted at the name, is removed
+	 * (a link as a link); the file is then made new (O_EXCL: one planted
+	 * meanwhile fails the create instead of being written through) */
+	unlink(tmp);
 	created = true; /* a failed create may still leave the file */
-	file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+	file = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
 	if (file < 0) {
 		rc = -EIO;
 		dt_err_add(err, "%s: cannot create: %s", tmp, dt_h5_why(why));

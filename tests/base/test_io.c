@@ -1,14 +1,15 @@
 /*
  * test_io.c - base/io.h: rm -r that never follows a symbolic link (a link
  * planted at the tree's root or anywhere below it is removed as a link, its
- * target left whole), and a directory opened in another without following
- * one.
+ * target left whole), a directory opened in another without following
+ * one, and an atomic write that never writes through a planted link.
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -144,6 +145,30 @@ static void test_dir_open_in(void **state)
 	assert_victim_whole(victim);
 }
 
+/* dt_write_file_atomic: a link planted at its predictable temporary name
+ * (path.tmp.<pid>) is not written through; the victim keeps its content. */
+static void test_atomic_write_planted_link(void **state)
+{
+	const char *victim = tu_write("victim-file", "precious\n");
+	char path[600], tmp[700], *text;
+	size_t len;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/written", tu_scratch());
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	assert_int_equal(symlink(victim, tmp), 0);
+	assert_int_equal(dt_write_file_atomic(path, "new\n", 4, 0644), 0);
+	text = tu_read(victim, &len);
+	assert_non_null(text);
+	assert_string_equal(text, "precious\n");
+	free(text);
+	text = tu_read(path, &len);
+	assert_non_null(text);
+	assert_string_equal(text, "new\n");
+	free(text);
+	assert_false(exists(tmp));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +177,7 @@ int main(void)
 		cmocka_unit_test(test_remove_tree_inner_links),
 		cmocka_unit_test(test_remove_tree_file),
 		cmocka_unit_test(test_dir_open_in),
+		cmocka_unit_test(test_atomic_write_planted_link),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 
