@@ -18,19 +18,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int dt_read_file(const char *path, char **out, size_t *len)
+/* All of fd into *out (NUL-terminated): from offset 0 with pread when
+ * positional (an fd whose offset is elsewhere), else with read from where
+ * it is (pipes too). */
+static int read_all(int fd, bool positional, char **out, size_t *len)
 {
 	struct dt_buf b = {0};
 	char chunk[65536];
-	int fd, rc = 0;
+	uint64_t at = 0;
 	ssize_t n;
+	int rc = 0;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	for (;;) {
-		n = read(fd, chunk, sizeof(chunk));
+		n = positional ? pread(fd, chunk, sizeof(chunk), (off_t)at) : read(fd, chunk, sizeof(chunk));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -42,8 +43,8 @@ int dt_read_file(const char *path, char **out, size_t *len)
 		rc = dt_buf_add(&b, chunk, (size_t)n);
 		if (rc)
 			break;
+		at += (uint64_t)n;
 	}
-	close(fd);
 	if (!rc && !b.p)
 		rc = dt_buf_add(&b, "", 0);
 	if (rc) {
@@ -54,6 +55,19 @@ int dt_read_file(const char *path, char **out, size_t *len)
 	if (len)
 		*len = b.len;
 	return 0;
+}
+
+int dt_read_file(const char *path, char **out, size_t *len)
+{
+	int fd, rc;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rc = read_all(fd, false, out, len);
+	close(fd);
+	return rc;
 }
 
 /*
@@ -366,38 +380,7 @@ int dt_fd_name(int fd, const char *path, char *out, size_t size)
 
 int dt_read_fd(int fd, char **out, size_t *len)
 {
-	struct dt_buf b = {0};
-	char chunk[65536];
-	uint64_t at = 0;
-	ssize_t n;
-	int rc = 0;
-
-	*out = NULL;
-	for (;;) {
-		n = pread(fd, chunk, sizeof(chunk), (off_t)at);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		rc = dt_buf_add(&b, chunk, (size_t)n);
-		if (rc)
-			break;
-		at += (uint64_t)n;
-	}
-	if (!rc && !b.p)
-		rc = dt_buf_add(&b, "", 0);
-	if (rc) {
-		dt_buf_free(&b);
-		return rc;
-	}
-	*out = b.p;
-	if (len)
-		*len = b.len;
-	return 0;
+	return read_all(fd, true, out, len);
 }
 
 /* Everything inside the directory open at dfd, never leaving it: a link
