@@ -952,6 +952,8 @@ const char *spec_env_starts_job(const char *name)
 		return "Slurm's settings of the job";
 	if (!strncmp(name, "DTRAIN_FAULT_", 13))
 		return "dtrain's fault injection";
+	if (!strcmp(name, "BASH_ENV") || !strcmp(name, "ENV"))
+		return "a file every shell of the job runs first";
 	return NULL;
 }
 
@@ -976,6 +978,21 @@ static int report_locked(struct layers *l, json_object *val, const char *full, c
 			  WHERE_ARGS(&w, full), l->policy->label ? l->policy->label : "site", lock);
 }
 
+/* The entry of paths that covers path by name, not as a pattern; NULL
+ * when none does. */
+static const char *exact_cover(const struct spec_strs *paths, const char *path)
+{
+	size_t i, n;
+
+	for (i = 0; paths && i < paths->n; i++) {
+		n = strlen(paths->v[i]);
+		if (paths->v[i][n - 1] != '*' && !strncmp(path, paths->v[i], n) &&
+		    (path[n] == '\0' || path[n] == '.'))
+			return paths->v[i];
+	}
+	return NULL;
+}
+
 /* Every node of the user's layer that a site lock covers is an error. */
 static int check_locks(struct layers *l, json_object *obj, const char *path, struct dt_err *err)
 {
@@ -989,10 +1006,11 @@ static int check_locks(struct layers *l, json_object *obj, const char *path, str
 		if (strchr(key, '.'))
 			continue; /* refused as a dotted key (walk_tree), not taken for a path */
 		lock = spec_path_covered(l->policy->locked, full);
-		/* a pattern's lock ("env.*") spares the variables the site allows */
+		/* a pattern's lock ("env.*") spares the variables the site allows,
+		 * an exact one ("env.NAME", or "env") does not */
 		if (lock && lock[strlen(lock) - 1] == '*' &&
 		    spec_env_listed(l->policy->env_allowed, full + 4))
-			lock = NULL;
+			lock = exact_cover(l->policy->locked, full);
 		if (lock) {
 			rc = report_locked(l, val, full, lock, err);
 			continue;

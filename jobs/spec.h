@@ -214,8 +214,8 @@ bool spec_env_listed(const struct spec_strs *names, const char *name);
 /* What an environment variable changes about how the job starts, when it is
  * one a job spec may not set without the site's leave (LD_*: the dynamic
  * loader; PATH: which programs run, srun among them; SLURM_*: Slurm's
- * settings of the job; DTRAIN_FAULT_*: dtrain's fault injection); NULL for
- * any other. */
+ * settings of the job; DTRAIN_FAULT_*: dtrain's fault injection; BASH_ENV,
+ * ENV: a file every shell runs first); NULL for any other. */
 const char *spec_env_starts_job(const char *name);
 
 /* Resolve a job spec (see the top of this file). On success *out is a valid

@@ -45,7 +45,7 @@ static const struct spec_field fields[] = {
 
 	/* --- environment and set-up --- */
 	{ "env", SPEC_STRMAP, F(env), "{}", 0, 4096, 0, 256, NULL, SPEC_F_TEXT,
-	  "environment variables for every rank; values are exported verbatim, never run. LD_*, PATH, SLURM_*, SBATCH_* and DTRAIN_FAULT_* change how the job starts and are refused unless the site's env_allow names them (site/README.md)" },
+	  "environment variables for every rank; values are exported verbatim, never run. LD_*, PATH, SLURM_*, SBATCH_*, BASH_ENV, ENV and DTRAIN_FAULT_* change how the job starts and are refused unless the site's env_allow names them (site/README.md)" },
 	{ "setup", SPEC_STRLIST, F(setup), "[]", 0, 4096, 0, 256, NULL, SPEC_F_SHELL,
 	  "shell lines run by the batch script before the ranks start (the only field that is shell code)" },
 

@@ -194,9 +194,8 @@ static void feed(int *fd, const struct launch__proc *p, size_t *off)
 /* Feed stdin and collect stdout and stderr together, so that a child that
  * fills one pipe while we wait on another cannot deadlock; until all three
  * are closed or one fails. */
-static int pump(const struct launch__proc *p, struct pipes *pp, pid_t pid)
+static int pump(const struct launch__proc *p, struct pipes *pp, pid_t pid, double deadline)
 {
-	double deadline = p->timeout_s > 0 ? dt_mono_s() + p->timeout_s : 0;
 	size_t in_off = 0;
 	int rc = 0, wait_ms = -1;
 
@@ -247,10 +246,26 @@ static int pump(const struct launch__proc *p, struct pipes *pp, pid_t pid)
 /* Wait for the child and turn its end into *status, or into an error:
  * exec failed (its errno on ex_fd) or rc, what went wrong while it ran. */
 static int reap(const struct launch__proc *p, const char *path, pid_t pid, int ex_fd,
-		int rc, int *status, struct dt_err *err)
+		double deadline, int rc, int *status, struct dt_err *err)
 {
 	int wst = 0, exec_errno = 0;
 
+	/* a child that closed its pipes early still gets only until the
+	 * deadline to end */
+	while (deadline > 0 && !rc) {
+		pid_t r = waitpid(pid, &wst, WNOHANG);
+
+		if (r == pid)
+			goto waited;
+		if (r < 0 && errno != EINTR)
+			break;
+		if (dt_mono_s() >= deadline) {
+			kill(pid, SIGKILL);
+			rc = -ETIMEDOUT;
+			break;
+		}
+		usleep(10000);
+	}
 	while (waitpid(pid, &wst, 0) < 0) {
 		if (errno != EINTR) {
 			if (!rc)
@@ -258,6 +273,7 @@ static int reap(const struct launch__proc *p, const char *path, pid_t pid, int e
 			break;
 		}
 	}
+waited:
 	if (read(ex_fd, &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno)) {
 		if (!rc)
 			rc = -exec_errno;
@@ -282,6 +298,7 @@ int launch__run(const struct launch__proc *p, int *status, struct dt_err *err)
 	char *path = NULL, **envp = NULL;
 	pid_t pid = -1;
 	int rc = 0;
+	double deadline = p->timeout_s > 0 ? dt_mono_s() + p->timeout_s : 0;
 
 	*status = -1;
 	path = launch__which(p->argv[0]);
@@ -327,11 +344,11 @@ int launch__run(const struct launch__proc *p, int *status, struct dt_err *err)
 			close_fd(&pp.in[1]);
 	}
 	if (!rc)
-		rc = pump(p, &pp, pid);
+		rc = pump(p, &pp, pid, deadline);
 	close_fd(&pp.in[1]);
 	close_fd(&pp.out[0]);
 	close_fd(&pp.eo[0]);
-	rc = reap(p, path, pid, pp.ex[0], rc, status, err);
+	rc = reap(p, path, pid, pp.ex[0], deadline, rc, status, err);
 out:
 	if (pipe_ignored)
 		sigaction(SIGPIPE, &old_pipe, NULL);

@@ -172,6 +172,12 @@ clean_node() {
   done
 }
 
+any_daemon_runs() {
+  local d
+  for d in $(daemons); do pid_of "$d" >/dev/null && return 0; done
+  return 1
+}
+
 all_slurmds_run() {
   local n
   for n in "${NODES[@]}"; do pid_of "slurmd-$n" >/dev/null || return 1; done
@@ -338,7 +344,9 @@ cmd_up() {
     echo "export SLURM_CONF=$DIR/slurm.conf"
     return 0
   fi
-  if [[ -s $DIR/slurm.conf && -s $DIR/munge/munge.key && -d $DIR/ctld ]]; then
+  # a cluster some of whose daemons still run (after `down`, or a reboot,
+  # none does: it is made anew, from a fresh slurm.conf)
+  if [[ -s $DIR/slurm.conf && -s $DIR/munge/munge.key && -d $DIR/ctld ]] && any_daemon_runs; then
     if restart_down; then
       log "up again in $((SECONDS - t0)) s: $(node_states | tr '\n' ' ')"
       echo "export SLURM_CONF=$DIR/slurm.conf"

@@ -39,7 +39,7 @@ static const struct spec_field site_fields[] = {
 	{ "locked", SPEC_STRLIST, S(locked), "[]", 1, 256, 0, 1024, NULL, SPEC_F_TEXT,
 	  "job-spec paths a user spec may not set (their value comes from defaults)" },
 	{ "env_allow", SPEC_STRLIST, S(env_allow), "[]", 1, 128, 0, 256, NULL, SPEC_F_TEXT,
-	  "environment variables (NAME, or PREFIX* for every name starting with PREFIX) a job spec may set although a lock pattern covers them or they change how the job starts (LD_*, PATH, SLURM_*, SBATCH_*, DTRAIN_FAULT_*)" },
+	  "environment variables (NAME, or PREFIX* for every name starting with PREFIX) a job spec may set although a lock pattern covers them or they change how the job starts (LD_*, PATH, SLURM_*, SBATCH_*, BASH_ENV, ENV, DTRAIN_FAULT_*)" },
 	{ "env", SPEC_STRMAP, S(env), "{}", 0, 4096, 0, 256, NULL, SPEC_F_TEXT,
 	  "environment exported in every batch script, after the user's (the site wins)" },
 	{ "sbatch_extra", SPEC_STRLIST, S(sbatch_extra), "[]", 1, 256, 0, 64, NULL, SPEC_F_TEXT,

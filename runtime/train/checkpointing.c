@@ -332,10 +332,21 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 		return 0;
 	}
 	if (g->rank == 0) {
-		rc = dt_mkdirs(c->dir, 0755);
+		rc = dt_mkdirs(s->checkpoint.dir ? c->dir : s->run_dir, 0755);
+		if (!rc && !s->checkpoint.dir) {
+			/* the run dir's own "checkpoints": a link planted there (a
+			 * shared file system) would take the saves, and retention's
+			 * deletes, elsewhere; checkpoint.dir is the user's, as given */
+			int fd = dt_dir_open_in(s->run_dir, "checkpoints", 0755);
+
+			rc = fd < 0 ? fd : 0;
+			if (fd >= 0)
+				close(fd);
+		}
 		if (rc)
-			dt_err_add(&e, "%s: cannot create the checkpoint directory: %s", c->dir,
-				   strerror(-rc));
+			dt_err_add(&e, "%s: cannot create the checkpoint directory: %s%s", c->dir,
+				   strerror(-rc),
+				   rc == -ELOOP ? " (a symbolic link that dtrain did not make: remove it)" : "");
 		else
 			rc = ckpt_clean_tmp(c->dir, &e);
 	}

@@ -9,27 +9,36 @@
 #include "base/json.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* --- the metrics file --- */
 
 void rt__open_metrics(struct trainer *t)
 {
 	char path[4200];
+	int fd;
 
 	if (t->g->rank != 0 || !t->s->run_dir)
 		return;
 	/* dtrain-submit made it; a spec run by hand may name a new one */
 	dt_mkdirs(t->s->run_dir, 0755);
 	snprintf(path, sizeof(path), "%s/metrics.jsonl", t->s->run_dir);
-	t->metrics = fopen(path, "a"); /* a requeued job appends */
-	if (!t->metrics)
-		fprintf(stderr, "dtrain-run: warning: cannot write %s: %s\n", path, strerror(errno));
+	/* a requeued job appends; never through a link planted in the run dir */
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	t->metrics = fd < 0 ? NULL : fdopen(fd, "a");
+	if (!t->metrics) {
+		fprintf(stderr, "dtrain-run: warning: cannot write %s: %s%s\n", path, strerror(errno),
+			errno == ELOOP ? " (a symbolic link that dtrain did not make: remove it)" : "");
+		if (fd >= 0)
+			close(fd);
+	}
 }
 
 /* --- helpers --- */

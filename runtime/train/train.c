@@ -739,10 +739,12 @@ static int acts_place(struct trainer *t)
  * agree before the loop, so that none waits for a peer that gave up. */
 static int agree(struct trainer *t, int rc)
 {
-	rc = rt_agree(rc, t->err, NULL);
+	int first;
+
+	rc = rt_agree(rc, t->err, &first);
 	if (rc == RT_AGREE_BROKEN)
 		return -EIO;
-	if (rc == -ENOMEM && !t->err->count)
+	if (rc == -ENOMEM && first == t->g->rank && !t->err->count)
 		dt_err_add(t->err, "rank %d: out of memory while setting up training", t->g->rank);
 	return rc == 0 ? 0 : rc == -ENOMEM ? -ENOMEM : -EINVAL;
 }

@@ -20,8 +20,9 @@
 #include "base/err.h"
 
 /* Returned by rt_agree when MPI itself failed: nothing is agreed and the
- * caller aborts (MPI_Abort), since its peers may be left waiting. */
-#define RT_AGREE_BROKEN (-ECOMM)
+ * caller aborts (MPI_Abort), since its peers may be left waiting. Positive,
+ * so that no step's own negative errno is taken for it. */
+#define RT_AGREE_BROKEN 1
 
 /*
  * Collective: every rank passes the outcome of its own step (rc 0 or a

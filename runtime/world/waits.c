@@ -78,3 +78,36 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 {
 	COUNTED(PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
 }
+
+/* the collectives that make and free communicators and windows: they too
+ * wait for every member */
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+	COUNTED(PMPI_Comm_split(comm, color, key, newcomm));
+}
+
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
+{
+	COUNTED(PMPI_Comm_split_type(comm, split_type, key, info, newcomm));
+}
+
+int MPI_Comm_free(MPI_Comm *comm)
+{
+	COUNTED(PMPI_Comm_free(comm));
+}
+
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+			    void *baseptr, MPI_Win *win)
+{
+	COUNTED(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win));
+}
+
+int MPI_Win_free(MPI_Win *win)
+{
+	COUNTED(PMPI_Win_free(win));
+}
+
+int MPI_Finalize(void)
+{
+	COUNTED(PMPI_Finalize());
+}

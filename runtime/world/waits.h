@@ -7,12 +7,15 @@
  * keeps its heartbeat fresh and its step and phase equal to its peers', who
  * wait for it inside a collective: by step and phase alone nobody is behind.
  * What tells them apart is that the peers are inside a blocking MPI call
- * and it is not. waits.c counts every blocking MPI call this process makes
+ * and it is not. waits.c counts the blocking MPI calls dtrain makes
  * (MPI_Allreduce, MPI_Bcast, MPI_Barrier, MPI_Wait, MPI_Waitall, MPI_Recv,
- * MPI_Sendrecv, MPI_Gather, MPI_Allgather) as begun and ended, through
- * MPI's profiling interface: it defines those functions and calls their
- * PMPI_ twins, so no call site changes and none is missed. The heartbeat
- * carries the two counts (base/heartbeat.h).
+ * MPI_Sendrecv, MPI_Gather, MPI_Allgather, and the collectives that make
+ * and free communicators and windows: MPI_Comm_split(_type), MPI_Comm_free,
+ * MPI_Win_allocate_shared, MPI_Win_free, MPI_Finalize) as begun and ended,
+ * through MPI's profiling interface: it defines those functions and calls
+ * their PMPI_ twins, so no call site changes. A blocking call added to the
+ * runtime needs its wrapper here, or a rank stuck in it looks idle. The
+ * heartbeat carries the two counts (base/heartbeat.h).
  *
  * The counts are the process's: one MPI world per process, like the rank
  * itself (STYLE.md's process descriptor). Safe from any thread (atomics).

@@ -62,6 +62,7 @@ expect_rc 1 timeout 120 bash -c "$limit && exec $MPI 2 $RUN $T/s.json"
 must_contain "$T/err" "rank 1: stage 1: cannot allocate"
 must_contain "$T/err" "parameters and their gradients"
 [ "$(grep -c 'cannot allocate' "$T/err")" -eq 1 ] || { cat "$T/err"; fail "expected one report from one rank"; }
+must_not_contain "$T/err" "out of memory while setting up" # the rank that did not fail says nothing
 ! grep -q "MPI_ABORT" "$T/out" "$T/err" || { cat "$T/err"; fail "out of memory in set-up aborted the job"; }
 pass "out of memory in set-up: exit 1 naming the allocation, no abort"
 
@@ -119,3 +120,19 @@ expect_rc 3 env DTRAIN_DATA_LOAD_ALL_BYTES=0 timeout 60 $MPI 2 "$RUN" "$T/s.json
 must_contain "$T/err" "$T/inf.h5: /features: row 321, column 4 is infinite"
 [ "$(grep -c "row 321" "$T/err")" -eq 1 ] || { cat "$T/err"; fail "expected one report from one rank"; }
 pass "NaN and infinite features named at their row and column (loaded whole, and read per step), not blamed on the learning rate"
+
+# Links planted in a run dir (a shared file system) are not written through:
+# metrics.jsonl (a warning, the run goes on) and checkpoints/ (refused: the
+# saves and retention's deletes would go elsewhere).
+spec --set run_dir="$T/planted" --set checkpoint.every_steps=2 --set train.max_steps=4
+mkdir -p "$T/planted" "$T/victim-dir"
+echo precious >"$T/victim"
+echo keep >"$T/victim-dir/file"
+ln -s "$T/victim" "$T/planted/metrics.jsonl"
+ln -s "$T/victim-dir" "$T/planted/checkpoints"
+expect_rc 3 solo timeout 60 "$RUN" "$T/s.json"
+must_contain "$T/err" "$T/planted/metrics.jsonl: Too many levels of symbolic links (a symbolic link that dtrain did not make: remove it)"
+must_contain "$T/err" "$T/planted/checkpoints: cannot create the checkpoint directory: Too many levels of symbolic links (a symbolic link that dtrain did not make: remove it)"
+[ "$(cat "$T/victim")" = precious ] || fail "metrics written through a planted link"
+[ "$(ls "$T/victim-dir")" = file ] || { ls -la "$T/victim-dir"; fail "the checkpoint dir's link was followed"; }
+pass "links planted in the run dir (metrics.jsonl, checkpoints/): not written through, named"

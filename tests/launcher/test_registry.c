@@ -370,6 +370,13 @@ static void test_job_state(void **state)
 	launch_job_state(&sl, "6", &st);
 	assert_string_equal(st.name, "UNKNOWN");
 	assert_true(dt_mono_s() - t0 < 0.5);
+	/* one that closes its output first and then hangs is cut off too */
+	memset(&sl, 0, sizeof(sl));
+	fake("squeue", "exec >&- 2>&-; exec /bin/sleep 60");
+	t0 = dt_mono_s();
+	launch_job_state(&sl, "5", &st);
+	assert_string_equal(st.name, "UNKNOWN");
+	assert_true(dt_mono_s() - t0 < LAUNCH_SLURM_WAIT_S + 2);
 	no_fake("squeue");
 	no_fake("scontrol");
 

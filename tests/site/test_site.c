@@ -383,6 +383,17 @@ static void env_patterns_and_allowed(void **state)
 	assert_true(tu_has(&e, "job.json: env.LD_PRELOAD: locked by the site"));
 	site_free(&pat.site);
 
+	/* an exact lock stands, whatever env_allow says */
+	assert_int_equal(site_load(tu_write("exact.json",
+		"{\"locked\": [\"env.*\", \"env.NCCL_IB_HCA\"], \"env_allow\": [\"NCCL_*\"]}"), &pat.site, &e), 0);
+	snprintf(pat.site_path, sizeof(pat.site_path), "%s", pat.site.path);
+	assert_int_equal(resolve(&pat, "{\"env\": {\"NCCL_IB_HCA\": \"mlx5\", \"NCCL_DEBUG\": \"INFO\"}}",
+				 NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "job.json: env.NCCL_IB_HCA: locked by the site"));
+	assert_true(tu_has(&e, "locked: \"env.NCCL_IB_HCA\""));
+	assert_int_equal(e.count, 1);
+	site_free(&pat.site);
+
 	/* env.LD_* is a prefix pattern, as an admin reads it */
 	assert_int_equal(site_load(tu_write("ld.json", "{\"locked\": [\"env.LD_*\"], \"env_allow\": [\"LD_LIBRARY_PATH\"]}"),
 				   &pat.site, &e), 0);
