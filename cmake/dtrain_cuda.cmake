@@ -98,6 +98,10 @@ if(DTRAIN_GPU)
   else()
     add_compile_options("$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>")
   endif()
+  # no a * b + c fused into one rounding: the element math shared with the
+  # CPU (runtime/kernels/elem.h) then gives the CPU's bits, which the CPU
+  # (the x86-64 baseline and AVX2, no FMA) computes unfused too
+  add_compile_options("$<$<COMPILE_LANGUAGE:CUDA>:-fmad=false>")
 
   add_library(dtrain_nccl INTERFACE IMPORTED)
   set_target_properties(dtrain_nccl PROPERTIES

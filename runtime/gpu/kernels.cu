@@ -19,6 +19,7 @@
  * optimizers, gradient norm.
  */
 #include "runtime/gpu/kernels.h"
+#include "runtime/kernels/elem.h"
 
 #include <errno.h>
 #include <math.h>
@@ -31,9 +32,6 @@
 #define WARPS (THREADS / 32)  /* warps per block (softmax: one row each) */
 #define MAX_BLOCKS (1u << 20) /* element-wise kernels loop over the rest */
 
-/* GELU, tanh form: 0.5 x (1 + tanh(k (x + c x^3))), as runtime/kernels/kernels.c */
-#define GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
-#define GELU_C 0.044715f
 
 extern "C" int rt_gpu__failv(struct dt_err *err, int rc, const char *why, const char *fmt,
 			     va_list ap)
@@ -131,31 +129,17 @@ __device__ double block_sum(double v)
 
 /* --- activations --- */
 
+/* GELU's element math is the CPU's (runtime/kernels/elem.h): the same
+ * operations in the same order, no fused multiply-add (-fmad=false), the
+ * same bits */
 __device__ float gelu_fwd(float v)
 {
-	/* 0.5f * v * (1.0f + tanhf(GELU_K * (v + GELU_C * v * v * v))) */
-	float c3 = __fmul_rn(__fmul_rn(__fmul_rn(GELU_C, v), v), v);
-	float t = tanhf(__fmul_rn(GELU_K, __fadd_rn(v, c3)));
-
-	return __fmul_rn(__fmul_rn(0.5f, v), __fadd_rn(1.0f, t));
+	return rt_gelu(v);
 }
 
 __device__ float gelu_bwd(float v, float g)
 {
-	/* t = tanhf(GELU_K * (v + GELU_C * v * v * v));
-	 * d = 0.5f * (1.0f + t) +
-	 *     0.5f * v * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * GELU_C * v * v);
-	 * dx = g * d */
-	float c3 = __fmul_rn(__fmul_rn(__fmul_rn(GELU_C, v), v), v);
-	float t = tanhf(__fmul_rn(GELU_K, __fadd_rn(v, c3)));
-	float left = __fmul_rn(0.5f, __fadd_rn(1.0f, t));
-	float poly = __fadd_rn(1.0f, __fmul_rn(__fmul_rn(3.0f * GELU_C, v), v));
-	float right = __fmul_rn(__fmul_rn(__fmul_rn(__fmul_rn(0.5f, v),
-						     __fsub_rn(1.0f, __fmul_rn(t, t))),
-					  GELU_K),
-				poly);
-
-	return __fmul_rn(g, __fadd_rn(left, right));
+	return rt_gelu_back(v, g);
 }
 
 __global__ void k_act_forward(int act, const float *x, float *y, size_t n)
@@ -421,40 +405,24 @@ extern "C" int rt_gpu_softmax_xent(const float *logits, const int32_t *labels, i
 
 /* --- optimizers --- */
 
-/* optim.c sgd_step, element by element:
- *	gi = g + wd w;  v = mu v + gi;  w -= lr v */
+/* The optimizers' element math is the CPU's (runtime/kernels/elem.h). */
 __global__ void k_sgd(float *w, const float *g, float *v, size_t n, float mu, float wd, float a)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	size_t stride = (size_t)gridDim.x * blockDim.x;
 
-	for (; i < n; i += stride) {
-		float gi = __fadd_rn(g[i], __fmul_rn(wd, w[i]));
-		float vi = __fadd_rn(__fmul_rn(mu, v[i]), gi);
-
-		v[i] = vi;
-		w[i] = __fsub_rn(w[i], __fmul_rn(a, vi));
-	}
+	for (; i < n; i += stride)
+		rt_sgd_elem(&w[i], &v[i], g[i], mu, wd, a);
 }
 
-/* optim.c adamw_step, element by element (constants from the host) */
-__global__ void k_adamw(float *w, const float *g, float *m, float *v, size_t n, float decay,
-			float b1, float b2, float c1, float c2, float step_size, float bc2_sqrt,
-			float eps)
+__global__ void k_adamw(float *w, const float *g, float *m, float *v, size_t n,
+			struct rt_adamw_k k)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	size_t stride = (size_t)gridDim.x * blockDim.x;
 
-	for (; i < n; i += stride) {
-		float gi = g[i], wi = __fmul_rn(w[i], decay), mi, vi, denom;
-
-		mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(c1, gi));
-		vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(__fmul_rn(c2, gi), gi));
-		m[i] = mi;
-		v[i] = vi;
-		denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bc2_sqrt), eps);
-		w[i] = __fsub_rn(wi, __fdiv_rn(__fmul_rn(step_size, mi), denom));
-	}
+	for (; i < n; i += stride)
+		rt_adamw_elem(&w[i], &m[i], &v[i], g[i], k);
 }
 
 extern "C" int rt_gpu_optim_update(const struct rt_optim *o, int64_t t, float *params,
@@ -471,17 +439,19 @@ extern "C" int rt_gpu_optim_update(const struct rt_optim *o, int64_t t, float *p
 	if (o->type == RT_OPTIM_ADAMW) {
 		/* the constants exactly as optim.c adamw_step computes them */
 		double tt = (double)t;
-		const float decay = (float)(1.0 - lr * o->weight_decay);
-		const float b1 = (float)o->beta1, b2 = (float)o->beta2;
-		const float c1 = (float)(1.0 - o->beta1), c2 = (float)(1.0 - o->beta2);
-		const float step_size = (float)(lr / (1.0 - pow(o->beta1, tt)));
-		const float bc2_sqrt = (float)sqrt(1.0 - pow(o->beta2, tt));
-		const float eps = (float)o->eps;
+		struct rt_adamw_k k;
 
+		k.decay = (float)(1.0 - lr * o->weight_decay);
+		k.b1 = (float)o->beta1;
+		k.b2 = (float)o->beta2;
+		k.c1 = (float)(1.0 - o->beta1);
+		k.c2 = (float)(1.0 - o->beta2);
+		k.step_size = (float)(lr / (1.0 - pow(o->beta1, tt)));
+		k.bc2_sqrt = (float)sqrt(1.0 - pow(o->beta2, tt));
+		k.eps = (float)o->eps;
 		if (!v)
 			return dt_err_add(err, "gpu: optim_update: adamw needs its second-moment buffer (v is NULL)");
-		k_adamw<<<blocks_for(n, MAX_BLOCKS), THREADS, 0, stream>>>(
-			params, grads, m, v, n, decay, b1, b2, c1, c2, step_size, bc2_sqrt, eps);
+		k_adamw<<<blocks_for(n, MAX_BLOCKS), THREADS, 0, stream>>>(params, grads, m, v, n, k);
 		return launched(err, "kernel adamw (%zu parameters)", n);
 	}
 	k_sgd<<<blocks_for(n, MAX_BLOCKS), THREADS, 0, stream>>>(

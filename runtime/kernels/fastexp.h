@@ -8,14 +8,25 @@
  * it only without -ftrapping-math (the clamps' compares "could trap"):
  * runtime/CMakeLists.txt builds its callers with -fno-trapping-math, which
  * changes no result (dtrain never unmasks floating-point exceptions).
- * Private to the runtime's kernels (kernels.c, transformer.c).
+ * Private to the runtime's kernels (kernels.c, transformer.c, elem.h and
+ * through it the GPU's kernels).
  */
 #ifndef DTRAIN_RUNTIME_FASTEXP_H
 #define DTRAIN_RUNTIME_FASTEXP_H
 
 #include <stdint.h>
 
-static inline float rt__expf(float x)
+/* An element function of the kernels, compiled for the CPU and, by nvcc,
+ * for the GPU as well (elem.h). */
+#ifndef RT_ELEM
+#ifdef __CUDACC__
+#define RT_ELEM static inline __host__ __device__
+#else
+#define RT_ELEM static inline __attribute__((always_inline))
+#endif
+#endif
+
+RT_ELEM float rt__expf(float x)
 {
 	const float log2e = 1.44269504088896341f, ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
 	union { int32_t i; float f; } u; /* the bits of 2^n */

@@ -17,13 +17,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "runtime/kernels/fastexp.h"
+#include "runtime/kernels/elem.h"
 
-/* --- activations --- */
-
-/* GELU, tanh form: 0.5 x (1 + tanh(k (x + c x^3))), Hendrycks & Gimpel 2016 */
-#define GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
-#define GELU_C 0.044715f
+/* --- activations (GELU's element math: elem.h, shared with the GPU) --- */
 
 int rt_act_parse(const char *name, enum rt_act *act)
 {
@@ -61,11 +57,7 @@ RT_SIMD_CLONES void rt_act_forward(enum rt_act act, const float *x, float *y, si
 		break;
 	case RT_ACT_GELU:
 		for (i = 0; i < n; i++) {
-			float v = x[i];
-
-			/* 0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u)): one expf, and no
-			 * cancellation where tanh nears -1 */
-			y[i] = v / (1.0f + rt__expf(-2.0f * GELU_K * (v + GELU_C * v * v * v)));
+			y[i] = rt_gelu(x[i]);
 		}
 		break;
 	case RT_ACT_TANH:
@@ -92,12 +84,7 @@ RT_SIMD_CLONES void rt_act_backward(enum rt_act act, const float *x, const float
 		break;
 	case RT_ACT_GELU:
 		for (i = 0; i < n; i++) {
-			float v = x[i], g = dy[i];
-			/* s = 0.5 (1 + tanh(u)); 0.5 (1 - tanh(u)^2) = 2 s (1 - s) */
-			float s = 1.0f / (1.0f + rt__expf(-2.0f * GELU_K * (v + GELU_C * v * v * v)));
-			float d = s + 2.0f * v * s * (1.0f - s) * GELU_K * (1.0f + 3.0f * GELU_C * v * v);
-
-			dx[i] = g * d;
+			dx[i] = rt_gelu_back(x[i], dy[i]);
 		}
 		break;
 	case RT_ACT_TANH:

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/elem.h"
 
 /* --- life cycle --- */
 
@@ -137,24 +138,19 @@ sgd_body(struct upd u, float *restrict w, float *restrict g, float *restrict g2,
 	for (; i + RT_LANES <= n; i += RT_LANES)
 		for (j = 0; j < RT_LANES; j++) {
 			float raw = g2 ? g[i + j] + g2[i + j] : g[i + j];
-			float gi = raw * scale + wd * w[i + j];
-			float vi = mu * v[i + j] + gi;
 
 			acc[j] += (double)raw * (double)raw;
-			v[i + j] = vi;
-			w[i + j] -= lr * vi;
+			rt_sgd_elem(&w[i + j], &v[i + j], raw * scale, mu, wd, lr);
 			if (take)
 				g[i + j] = 0.0f;
 			if (g2)
 				g2[i + j] = 0.0f;
 		}
 	for (j = 0; i < n; i++, j++) {
-		float raw = g2 ? g[i] + g2[i] : g[i], gi = raw * scale + wd * w[i];
-		float vi = mu * v[i] + gi;
+		float raw = g2 ? g[i] + g2[i] : g[i];
 
 		acc[j] += (double)raw * (double)raw;
-		v[i] = vi;
-		w[i] -= lr * vi;
+		rt_sgd_elem(&w[i], &v[i], raw * scale, mu, wd, lr);
 		if (take)
 			g[i] = 0.0f;
 		if (g2)
@@ -187,8 +183,8 @@ static inline __attribute__((always_inline)) double
 adamw_body(struct upd u, float *restrict w, float *restrict g, float *restrict m,
 	   float *restrict v, size_t n, const bool take)
 {
-	const float decay = u.decay, b1 = u.b1, b2 = u.b2, c1 = u.c1, c2 = u.c2;
-	const float step_size = u.step_size, bc2_sqrt = u.bc2_sqrt, eps = u.eps, scale = u.scale;
+	const struct rt_adamw_k c = { u.decay, u.b1, u.b2, u.c1, u.c2, u.step_size, u.bc2_sqrt, u.eps };
+	const float scale = u.scale;
 	double acc[RT_LANES] = { 0 };
 	size_t i = 0, j, k;
 
@@ -196,16 +192,11 @@ adamw_body(struct upd u, float *restrict w, float *restrict g, float *restrict m
 		size_t len = n - i < RT_LANES ? n - i : RT_LANES;
 
 		for (j = 0; j < len; j++) {
-			float raw = g[i + j], gi = raw * scale, mi, vi, denom;
+			float raw = g[i + j];
 
 			k = i + j;
 			acc[j] += (double)raw * (double)raw;
-			mi = b1 * m[k] + c1 * gi;
-			vi = b2 * v[k] + c2 * gi * gi;
-			denom = sqrtf(vi) / bc2_sqrt + eps;
-			m[k] = mi;
-			v[k] = vi;
-			w[k] = w[k] * decay - step_size * mi / denom;
+			rt_adamw_elem(&w[k], &m[k], &v[k], raw * scale, c);
 			if (take)
 				g[k] = 0.0f;
 		}
