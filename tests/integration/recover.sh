@@ -64,7 +64,7 @@ for round in 1 2 3; do
 	# its rank and node, from its heartbeat file (base/heartbeat.h)
 	who=$(grep -l " pid $victim " "$dir"/heartbeat/rank-* | head -n 1)
 	[ -n "$who" ] || { cat "$dir"/heartbeat/rank-*; fail "no heartbeat names pid $victim"; }
-	who=$(sed -n 's/^dtrain-heartbeat 1 rank \([0-9]*\) world [0-9]* pid [0-9]* node \([^ ]*\) .*/rank \1 on node \2/p' "$who")
+	who=$(sed -n 's/^dtrain-heartbeat [0-9]* rank \([0-9]*\) world [0-9]* pid [0-9]* node \([^ ]*\) .*/rank \1 on node \2/p' "$who")
 	if [ $mode = stop ]; then
 		# status while it runs: when the last step began, no flag
 		$SUBMIT status "$id" >"$T/status" 2>&1 || { cat "$T/status"; fail "status $id"; }
