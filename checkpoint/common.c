@@ -54,9 +54,9 @@ static uint32_t crc32_zlib(uint32_t crc, const unsigned char *p, size_t n)
 
 /*
  * The same CRC-32, folded with carry-less multiplication (PCLMULQDQ) on
- * x86-64: zlib's table-driven loop does 2.5-3 GB/s on one core here, the
- * largest CPU cost of a checkpoint write after the copies; this does about
- * 20 GB/s on data in cache (7-8 GB/s from memory, where memory is the limit).
+ * x86-64: zlib's table-driven loop was the largest CPU cost of a checkpoint
+ * write after the copies (checkpoint/README.md, "Where the write time went",
+ * has both speeds and how they were measured).
  *
  * Over GF(2), zlib's CRC register (before its final inversion) is
  * M(x) * x^32 mod P(x), bit-reflected, where M is the message with the
