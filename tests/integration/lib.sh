@@ -182,3 +182,23 @@ JSON
 	final_name=step-$(printf %08d $total)
 	reference_run "$2" "$final_name"
 }
+
+# forge_header_damage CKPT FILE: one byte of FILE's first HDF5 object header
+# flipped (HDF5's own checksum then fails), and the manifest's size and CRC
+# forged to match, so that the damage reaches HDF5 past dtrain's checks.
+forge_header_damage() {
+	python3 - "$1" "$2" <<'PY' || fail "forging a damaged object header in $1/$2"
+import json, os, sys, zlib
+d, name = sys.argv[1], sys.argv[2]
+path = os.path.join(d, name)
+data = bytearray(open(path, "rb").read())
+at = data.find(b"OHDR", 8) + 12  # past its prefix: covered by its checksum
+data[at] ^= 0x5a
+open(path, "wb").write(data)
+m = json.load(open(os.path.join(d, "MANIFEST.json")))
+for e in m["files"]:
+    if e["name"] == name:
+        e["size"], e["crc32"] = len(data), "%08x" % (zlib.crc32(bytes(data)) & 0xffffffff)
+json.dump(m, open(os.path.join(d, "MANIFEST.json"), "w"), indent=2)
+PY
+}

@@ -357,20 +357,7 @@ must_contain "$T/bad6.out" "$T/inf/shard-0.h5: model/0.weight: element 5 is infi
 # leak is the library's (tests/checkpoint/lsan-hdf5.supp, which needs the
 # full unwinder to name its frame), so that any other still fails here.
 cp -a "$T/ref/checkpoints/step-00000020" "$T/hdr"
-python3 - "$T/hdr" shard-0.h5 <<'PY' || fail "forging a damaged object header"
-import json, os, sys, zlib
-d, name = sys.argv[1], sys.argv[2]
-path = os.path.join(d, name)
-data = bytearray(open(path, "rb").read())
-at = data.find(b"OHDR", 8) + 12  # past its prefix: covered by its checksum
-data[at] ^= 0x5a
-open(path, "wb").write(data)
-m = json.load(open(os.path.join(d, "MANIFEST.json")))
-for e in m["files"]:
-    if e["name"] == name:
-        e["size"], e["crc32"] = len(data), "%08x" % (zlib.crc32(bytes(data)) & 0xffffffff)
-json.dump(m, open(os.path.join(d, "MANIFEST.json"), "w"), indent=2)
-PY
+forge_header_damage "$T/hdr" shard-0.h5
 "$CKPT" verify "$T/hdr" >/dev/null || fail "the edited checkpoint should verify (its checksums were forged)"
 spec bad7 1 1 --set checkpoint.resume="$T/hdr"
 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0 \
