@@ -112,7 +112,8 @@ B=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 R=$B/root/usr/lib/x86_64-linux-gnu
 export OPAL_PREFIX=$B/root/usr
 export PMIX_INSTALL_PREFIX=$R/pmix2
-export PATH=$B/bin:$B/root/usr/bin:$PATH
+# the toolkit's bin too: compute-sanitizer, nvcc
+export PATH=$B/bin:$B/root/usr/bin:${CUDA_HOME:-/usr/local/cuda}/bin:$PATH
 # NCCL from its Python wheel (nvidia-nccl-cu13), cudart and cuBLAS from the toolkit
 nccl=$(ls -d /usr/local/lib/python3*/dist-packages/nvidia/nccl/lib /opt/*/.venv/lib/python3*/site-packages/nvidia/nccl/lib \
 	$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null) 2>/dev/null | head -n 1)
