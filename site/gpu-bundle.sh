@@ -86,21 +86,24 @@ unpack_all() {
 	local d
 	for d in "$out"/debs/*.deb; do dpkg -x "$d" "$b/root"; done
 }
-for round in 1 2 3; do
-	missing=()
+# fetch what is missing, unpack everything (a rerun reuses the .debs it
+# has: the bundle's root is made anew), then add the packages of what the
+# unpacked plugins and helpers load, until nothing new comes
+missing_pkgs() {
+	local p
 	for p in "${!pkgs[@]}"; do
-		ls "$out/debs/${p}_"*.deb >/dev/null 2>&1 || missing+=("$p")
+		ls "$out/debs/${p}_"*.deb >/dev/null 2>&1 || echo "$p"
 	done
-	[ ${#missing[@]} -eq 0 ] && break
-	fetch "${missing[@]}"
+}
+for round in 1 2 3 4; do
+	mapfile -t missing < <(missing_pkgs)
+	[ ${#missing[@]} -gt 0 ] && fetch "${missing[@]}"
 	unpack_all
-	# the unpacked plugins and helpers' own libraries
 	mapfile -t elfs < <(find "$b/root" -type f \( -name '*.so*' -o -perm -u+x \) -exec sh -c 'head -c 4 "$1" | grep -q ELF && echo "$1"' _ {} \; 2>/dev/null)
 	[ ${#elfs[@]} -gt 0 ] && add_pkgs_of "${elfs[@]}"
+	[ -z "$(missing_pkgs)" ] && break
 done
-for p in "${!pkgs[@]}"; do
-	ls "$out/debs/${p}_"*.deb >/dev/null 2>&1 || die "$p: still missing after three rounds of what the packages load"
-done
+[ -z "$(missing_pkgs)" ] || die "$(missing_pkgs | tr '\n' ' '): still missing after four rounds of what the packages load"
 rm -rf "$b/root/usr/share/doc" "$b/root/usr/share/man" "$b/root/usr/share/lintian"
 # the alternatives' names dpkg -x does not make: mpirun is Open MPI's orterun
 ln -sf ../root/usr/bin/orterun "$b/bin/mpirun"
