@@ -268,6 +268,29 @@ static int tensor_tables(struct rt_ckpt *c, struct dt_err *err)
 	return rc;
 }
 
+/* Rank 0: the checkpoint directory made, and a crashed save's leftovers
+ * cleaned. The run dir's own "checkpoints" is opened without following a
+ * link: one planted there (a shared file system) would take the saves, and
+ * retention's deletes, elsewhere; checkpoint.dir is the user's, as given. */
+static int make_dir(struct rt_ckpt *c, const struct spec *s, struct dt_err *e)
+{
+	int rc = dt_mkdirs(s->checkpoint.dir ? c->dir : s->run_dir, 0755);
+
+	if (!rc && !s->checkpoint.dir) {
+		int fd = dt_dir_open_in(s->run_dir, "checkpoints", 0755);
+
+		rc = fd < 0 ? fd : 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	if (rc)
+		return dt_err_add(e, "%s: cannot create the checkpoint directory: %s%s", c->dir,
+				  strerror(-rc),
+				  rc == -ELOOP ? " (a symbolic link that dtrain did not make: remove it)" : ""),
+		       rc;
+	return ckpt_clean_tmp(c->dir, e);
+}
+
 int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *g,
 		 struct rt_stage *st, struct rt_optim *opt, const struct rt_dp *dp,
 		 const struct rt_shard *shard, const int *first, int64_t train_rows, FILE *metrics,
@@ -331,25 +354,8 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 		}
 		return 0;
 	}
-	if (g->rank == 0) {
-		rc = dt_mkdirs(s->checkpoint.dir ? c->dir : s->run_dir, 0755);
-		if (!rc && !s->checkpoint.dir) {
-			/* the run dir's own "checkpoints": a link planted there (a
-			 * shared file system) would take the saves, and retention's
-			 * deletes, elsewhere; checkpoint.dir is the user's, as given */
-			int fd = dt_dir_open_in(s->run_dir, "checkpoints", 0755);
-
-			rc = fd < 0 ? fd : 0;
-			if (fd >= 0)
-				close(fd);
-		}
-		if (rc)
-			dt_err_add(&e, "%s: cannot create the checkpoint directory: %s%s", c->dir,
-				   strerror(-rc),
-				   rc == -ELOOP ? " (a symbolic link that dtrain did not make: remove it)" : "");
-		else
-			rc = ckpt_clean_tmp(c->dir, &e);
-	}
+	if (g->rank == 0)
+		rc = make_dir(c, s, &e);
 	return agreed(rc, &e, err);
 }
 
