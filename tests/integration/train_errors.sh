@@ -89,14 +89,16 @@ pass "DTRAIN_STOP_AT passed: saved at step $step, exit 75"
 # the node's barrier: both heartbeats are fresh and at the same step, and
 # the wait counts tell (runtime/world/waits.h): rank 0's watchdog names
 # rank 1 as the one that never reached the collective, and rank 1's says
-# that it is the one late.
+# that it is the one late. Both watchdogs run out at about the same time
+# and the first to fire ends the job, so either report may be the one.
 spec --set train.epochs=3 --set resources.tasks_per_node=2 --set parallel.data=2 \
 	--set parallel.grad_sync=split --set recovery.step_timeout_seconds=5 \
 	--set recovery.timeout_seconds=10 --set run_dir="$T/deadlock"
 mkdir -p "$T/deadlock"
 expect_rc 5 env DTRAIN_FAULT_SPLIT=slow@600000:1 timeout 120 $MPI 2 "$RUN" "$T/s.json"
-grep -qE "^dtrain-run: watchdog: rank 0 on node [^ ]+ waited [0-9.]+ s in step [0-9]+ \(step; bound [0-9]+ s\); waiting for rank 1 on node [^ ]+: alive in step [0-9]+ \(step\) but in no wait on the others \([0-9]+ waits done; this rank is in its wait [0-9]+\): it never reached the collective the others wait in" "$T/err" ||
-	{ cat "$T/err"; fail "rank 0's watchdog does not name rank 1"; }
+grep -qE "^dtrain-run: watchdog: (rank 0 on node [^ ]+ waited [0-9.]+ s in step [0-9]+ \(step; bound [0-9]+ s\); waiting for rank 1 on node [^ ]+: alive in step [0-9]+ \(step\) but in no wait on the others \([0-9]+ waits done; this rank is in its wait [0-9]+\): it never reached the collective the others wait in|rank 1 on node [^ ]+ waited [0-9.]+ s in step [0-9]+ \(step; bound [0-9]+ s\); this rank is in no wait while 1 rank at its step waits in one: it is the one late \(busy outside MPI\))" "$T/err" ||
+	{ cat "$T/err"; fail "neither rank 0's watchdog names rank 1 nor rank 1's says it is the one late"; }
+grep -q "watchdog: .*waiting for rank 0\|watchdog: rank 0 .*the one late" "$T/err" && { cat "$T/err"; fail "the watchdog blames rank 0"; }
 pass "a rank stuck outside MPI while its peer waits in a collective: named by the watchdog (exit 5)"
 
 # A NaN or an infinity in the features (a file written by another tool:
