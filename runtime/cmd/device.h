@@ -13,19 +13,25 @@
 #include "jobs/spec.h"
 #include "runtime/world/bootstrap.h"
 #include "base/err.h"
+#include "runtime/model/device.h"
 
 /* --- life cycle --- */
 
-/* Opens the spec's train.device for this rank: "cpu" is always there;
- * "cuda" picks and selects this rank's GPU (rt_gpu_select). Returns 0, or
- * on this rank only, with a message that names what is missing (messages
- * from rt_gpu_select name the rank and its host):
+/* Opens the spec's train.device for this rank into *dev (borrowed until
+ * rt_device_close): "cpu" is always there (DTRAIN_SIM_DEVICE=1 puts the
+ * simulated device of model/device.h in its place, a test aid); "cuda"
+ * picks and selects this rank's GPU (rt_gpu_select). Returns 0, or on this
+ * rank only, with a message that names what is missing (messages from
+ * rt_gpu_select name the rank and its host):
  *   -ENOTSUP  this dtrain-run was built without the GPU path
  *   -ENODEV   no GPU is visible to this rank (or CUDA failed: -EIO)
  *   -ENOSYS   a GPU was selected, but the GPU training loop is not in this
  *             build yet (dtrain-run never trains on the CPU instead)
  * Local: calls no collective; the caller agrees with rt_agree (world/agree.h). */
-int rt_device_open(const struct spec *s, const struct rt_proc *p, struct dt_err *err);
+int rt_device_open(const struct spec *s, const struct rt_proc *p, struct rt_dev **dev,
+		   struct dt_err *err);
+/* Ends what rt_device_open opened; NULL is fine. */
+void rt_device_close(struct rt_dev *dev);
 
 /* --- queries --- */
 

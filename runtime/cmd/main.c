@@ -91,6 +91,7 @@ struct run {
 	struct rt_proc proc;
 	struct rt_grid grid;
 	struct rt_watchdog wd;
+	struct rt_dev *dev; /* train.device, opened (device.h) */
 	bool mpi_up;   /* MPI_Init succeeded: MPI_Finalize (or MPI_Abort) at the end */
 	bool together; /* every rank fails alike: no MPI_Abort needed */
 	char prefix[32]; /* "rank R: " once the rank is known */
@@ -246,7 +247,7 @@ static int set_up(struct run *r, const char *spec_path)
 				     &err, DT_EXIT_FAIL, "");
 	/* a rank without its device (no GPU visible) ends every rank */
 	if (status == CONTINUE)
-		status = agree_setup(r, rt_device_open(&r->spec, &r->proc, &err), &err,
+		status = agree_setup(r, rt_device_open(&r->spec, &r->proc, &r->dev, &err), &err,
 				     DT_EXIT_FAIL, "");
 	return status;
 }
@@ -273,6 +274,11 @@ static int report_placement(const struct run *r)
 	       g->coord[RT_DIM_DATA], g->size[RT_DIM_DATA], g->coord[RT_DIM_PIPE],
 	       g->size[RT_DIM_PIPE], rt_boot_via_name(p->via), p->machine_size, p->machine_cpus,
 	       rt_mpi_yields() ? "yield" : "spin");
+	/* a device other than the CPU: which, and how its ranks talk (the
+	 * host's MPI, through host copies of the device's arrays) */
+	if (!r->dev->host)
+		printf("dtrain-run: rank %d device %s collectives mpi (through host memory)\n", p->rank,
+		       r->dev->name);
 	fflush(stdout);
 	rc = MPI_Barrier(MPI_COMM_WORLD);
 	if (rc != MPI_SUCCESS) {
@@ -291,6 +297,7 @@ static int train(struct run *r, struct rt_train_opts *topts)
 
 	topts->proc = &r->proc;
 	topts->watchdog = &r->wd;
+	topts->dev = r->dev;
 	rc = rt_train(&r->spec, &r->grid, topts, &r->together, &err);
 	if (err.count)
 		print_err(&err, rc == -ERANGE ? "" : r->prefix);
@@ -303,6 +310,7 @@ static int train(struct run *r, struct rt_train_opts *topts)
 static void tear_down(struct run *r, int status)
 {
 	rt_watchdog_stop(&r->wd);
+	rt_device_close(r->dev);
 	rt_grid_free(&r->grid);
 	if (r->mpi_up) {
 		if (status != DT_EXIT_OK && !r->together)

@@ -9,6 +9,8 @@
  */
 #include "runtime/model/gpt.h"
 
+#include "runtime/model/device.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -211,7 +213,6 @@ static void gpt_init(const struct spec *s, int b, float *params)
 
 struct gpt_stage {
 	struct gpt_shape g;
-	float *att_scratch; /* [2 T T]: attention's one head at a time (transformer.h) */
 };
 
 static int gpt_stage_init(struct rt_stage *st, const struct spec *s, struct dt_err *err)
@@ -225,17 +226,13 @@ static int gpt_stage_init(struct rt_stage *st, const struct spec *s, struct dt_e
 	if (st->first_block + st->n_blocks == 1 ||
 	    (st->first_block == st->n_model_blocks - 1 && st->n_blocks == 1))
 		return 0; /* the embedding or the head alone: no attention */
-	m->att_scratch = malloc(2 * (size_t)m->g.T * (size_t)m->g.T * sizeof(float));
-	if (!m->att_scratch)
-		return dt_err_add(err, "stage %d: out of memory for attention's scores (2 x %ld x %ld floats)",
-				  st->stage, m->g.T, m->g.T), -ENOMEM;
-	return 0;
+	/* attention's scores for one sequence, at the start (more sequences,
+	 * where a device keeps their scores at once, grow it in the passes) */
+	return st->dev->ops->attention_reserve(st->dev, 1, (int)m->g.T, (int)m->g.NH, err);
 }
 
 static void gpt_stage_free(struct rt_stage *st)
 {
-	if (st->model)
-		free(((struct gpt_stage *)st->model)->att_scratch);
 	free(st->model);
 	st->model = NULL;
 }
@@ -245,10 +242,8 @@ static struct gpt_shape stage_shape(const struct rt_stage *st)
 	return ((const struct gpt_stage *)st->model)->g;
 }
 
-static float *att_scratch(const struct rt_stage *st)
-{
-	return ((const struct gpt_stage *)st->model)->att_scratch;
-}
+/* the stage's device's kernels (device.h) */
+#define D (st->dev->ops)
 
 enum kind { EMBED, LAYER, HEAD };
 
@@ -295,14 +290,12 @@ static void embed_forward(const struct rt_stage *st, const struct rt_block *b, c
 			  float *acts, int max_rows, int rows, const float **y)
 {
 	struct gpt_shape g = stage_shape(st);
-	size_t P = (size_t)max_rows * (size_t)g.T, N = (size_t)rows * (size_t)g.T, i;
-	int32_t *tok = (int32_t *)acts;
+	size_t P = (size_t)max_rows * (size_t)g.T;
 	float *out = acts + P;
 
-	for (i = 0; i < N; i++)
-		tok[i] = (int32_t)x[i]; /* in [0, V): the data's vocabulary is checked against it */
-	rt_embed_forward(tok, tp(st, b, 0, false), tp(st, b, 1, false), out, rows, (int)g.T,
-			 (int)g.C);
+	/* the ids are in [0, V): the data's vocabulary is checked against it */
+	D->embed_forward(st->dev, x, (int32_t *)acts, tp(st, b, 0, false), tp(st, b, 1, false), out,
+			 rows, (int)g.T, (int)g.C);
 	*y = out;
 }
 
@@ -311,10 +304,10 @@ static void embed_backward(const struct rt_stage *st, const struct rt_block *b, 
 {
 	struct gpt_shape g = stage_shape(st);
 
-	rt_embed_backward((const int32_t *)acts, dy, tp(st, b, 0, true), tp(st, b, 1, true), rows,
-			  (int)g.T, (int)g.C);
+	D->embed_backward(st->dev, (const int32_t *)acts, dy, tp(st, b, 0, true), tp(st, b, 1, true),
+			  rows, (int)g.T, (int)g.C);
 	if (dx) /* token ids have no gradient */
-		memset(dx, 0, (size_t)rows * (size_t)g.T * sizeof(*dx));
+		D->zero(st->dev, dx, (size_t)rows * (size_t)g.T * sizeof(*dx));
 }
 
 /* --- a transformer block --- */
@@ -344,14 +337,6 @@ static struct layer_acts layer_acts(struct gpt_shape g, float *a, int max_rows)
 	return la;
 }
 
-static void add(float *y, const float *x, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		y[i] += x[i];
-}
-
 static void layer_forward(const struct rt_stage *st, const struct rt_block *b, const float *x,
 			  float *acts, int max_rows, int rows, const float **y)
 {
@@ -360,18 +345,18 @@ static void layer_forward(const struct rt_stage *st, const struct rt_block *b, c
 	int N = rows * (int)g.T, C = (int)g.C;
 	size_t NC = (size_t)N * (size_t)C;
 
-	rt_layernorm_forward(x, tp(st, b, LN1_W, false), tp(st, b, LN1_B, false), a.ln1, a.mean1,
+	D->layernorm_forward(st->dev, x, tp(st, b, LN1_W, false), tp(st, b, LN1_B, false), a.ln1, a.mean1,
 			     a.rstd1, N, C);
-	rt_linear_forward(a.ln1, tp(st, b, QKV_W, false), tp(st, b, QKV_B, false), a.qkv, N, C, 3 * C);
-	rt_attention_forward(a.qkv, a.att, a.lse, rows, (int)g.T, C, (int)g.NH, att_scratch(st));
-	rt_linear_forward(a.att, tp(st, b, PROJ_W, false), tp(st, b, PROJ_B, false), a.x2, N, C, C);
-	add(a.x2, x, NC); /* x2 = x + attention */
-	rt_layernorm_forward(a.x2, tp(st, b, LN2_W, false), tp(st, b, LN2_B, false), a.ln2, a.mean2,
+	D->linear_forward(st->dev, a.ln1, tp(st, b, QKV_W, false), tp(st, b, QKV_B, false), a.qkv, N, C, 3 * C);
+	D->attention_forward(st->dev, a.qkv, a.att, a.lse, rows, (int)g.T, C, (int)g.NH);
+	D->linear_forward(st->dev, a.att, tp(st, b, PROJ_W, false), tp(st, b, PROJ_B, false), a.x2, N, C, C);
+	D->add(st->dev, a.x2, x, NC); /* x2 = x + attention */
+	D->layernorm_forward(st->dev, a.x2, tp(st, b, LN2_W, false), tp(st, b, LN2_B, false), a.ln2, a.mean2,
 			     a.rstd2, N, C);
-	rt_linear_forward(a.ln2, tp(st, b, FC_W, false), tp(st, b, FC_B, false), a.fc, N, C, 4 * C);
-	rt_act_forward(RT_ACT_GELU, a.fc, a.fcg, (size_t)N * 4 * (size_t)C);
-	rt_linear_forward(a.fcg, tp(st, b, FCP_W, false), tp(st, b, FCP_B, false), a.out, N, 4 * C, C);
-	add(a.out, a.x2, NC); /* out = x2 + mlp */
+	D->linear_forward(st->dev, a.ln2, tp(st, b, FC_W, false), tp(st, b, FC_B, false), a.fc, N, C, 4 * C);
+	D->act_forward(st->dev, RT_ACT_GELU, a.fc, a.fcg, (size_t)N * 4 * (size_t)C);
+	D->linear_forward(st->dev, a.fcg, tp(st, b, FCP_W, false), tp(st, b, FCP_B, false), a.out, N, 4 * C, C);
+	D->add(st->dev, a.out, a.x2, NC); /* out = x2 + mlp */
 	*y = a.out;
 }
 
@@ -389,27 +374,27 @@ static void layer_backward(const struct rt_stage *st, const struct rt_block *b, 
 	size_t NC = (size_t)N * (size_t)C;
 
 	/* out = x2 + fcp(gelu(fc(ln2(x2)))): dy reaches x2 directly and through the MLP */
-	rt_linear_backward(a.fcg, NULL, dy, NULL, tp(st, b, FCP_W, true), tp(st, b, FCP_B, true), N,
+	D->linear_backward(st->dev, a.fcg, NULL, dy, NULL, tp(st, b, FCP_W, true), tp(st, b, FCP_B, true), N,
 			   4 * C, C, true);
-	rt_linear_backward(NULL, tp(st, b, FCP_W, false), dy, a.fcg, NULL, NULL, N, 4 * C, C, true);
-	rt_act_backward(RT_ACT_GELU, a.fc, a.fcg, a.fcg, (size_t)N * 4 * (size_t)C);
-	rt_linear_backward(a.ln2, NULL, a.fcg, NULL, tp(st, b, FC_W, true), tp(st, b, FC_B, true), N, C,
+	D->linear_backward(st->dev, NULL, tp(st, b, FCP_W, false), dy, a.fcg, NULL, NULL, N, 4 * C, C, true);
+	D->act_backward(st->dev, RT_ACT_GELU, a.fc, a.fcg, a.fcg, (size_t)N * 4 * (size_t)C);
+	D->linear_backward(st->dev, a.ln2, NULL, a.fcg, NULL, tp(st, b, FC_W, true), tp(st, b, FC_B, true), N, C,
 			   4 * C, true);
-	rt_linear_backward(NULL, tp(st, b, FC_W, false), a.fcg, a.ln2, NULL, NULL, N, C, 4 * C, true);
-	rt_layernorm_backward(a.ln2, a.x2, tp(st, b, LN2_W, false), a.mean2, a.rstd2, dy,
+	D->linear_backward(st->dev, NULL, tp(st, b, FC_W, false), a.fcg, a.ln2, NULL, NULL, N, C, 4 * C, true);
+	D->layernorm_backward(st->dev, a.ln2, a.x2, tp(st, b, LN2_W, false), a.mean2, a.rstd2, dy,
 			      tp(st, b, LN2_W, true), tp(st, b, LN2_B, true), N, C);
 	/* dy is now d x2; x2 = x + proj(attention(qkv(ln1(x)))) */
-	rt_linear_backward(a.att, NULL, dy, NULL, tp(st, b, PROJ_W, true), tp(st, b, PROJ_B, true), N,
+	D->linear_backward(st->dev, a.att, NULL, dy, NULL, tp(st, b, PROJ_W, true), tp(st, b, PROJ_B, true), N,
 			   C, C, true);
-	rt_linear_backward(NULL, tp(st, b, PROJ_W, false), dy, a.x2, NULL, NULL, N, C, C, true);
-	rt_attention_backward(a.x2, a.qkv, a.lse, a.fc, rows, (int)g.T, C, (int)g.NH, att_scratch(st));
-	rt_linear_backward(a.ln1, NULL, a.fc, NULL, tp(st, b, QKV_W, true), tp(st, b, QKV_B, true), N,
+	D->linear_backward(st->dev, NULL, tp(st, b, PROJ_W, false), dy, a.x2, NULL, NULL, N, C, C, true);
+	D->attention_backward(st->dev, a.x2, a.qkv, a.lse, a.fc, rows, (int)g.T, C, (int)g.NH);
+	D->linear_backward(st->dev, a.ln1, NULL, a.fc, NULL, tp(st, b, QKV_W, true), tp(st, b, QKV_B, true), N,
 			   C, 3 * C, true);
-	rt_linear_backward(NULL, tp(st, b, QKV_W, false), a.fc, a.ln1, NULL, NULL, N, C, 3 * C, true);
-	rt_layernorm_backward(a.ln1, x, tp(st, b, LN1_W, false), a.mean1, a.rstd1, dy,
+	D->linear_backward(st->dev, NULL, tp(st, b, QKV_W, false), a.fc, a.ln1, NULL, NULL, N, C, 3 * C, true);
+	D->layernorm_backward(st->dev, a.ln1, x, tp(st, b, LN1_W, false), a.mean1, a.rstd1, dy,
 			      tp(st, b, LN1_W, true), tp(st, b, LN1_B, true), N, C);
 	if (dx)
-		memcpy(dx, dy, NC * sizeof(*dx));
+		D->copy(st->dev, dx, dy, NC * sizeof(*dx));
 }
 
 /* --- the head --- */
@@ -422,8 +407,8 @@ static void head_forward(const struct rt_stage *st, const struct rt_block *b, co
 	float *ln = acts, *mean = ln + P * C, *rstd = mean + P, *logits = rstd + P;
 	int N = rows * (int)g.T;
 
-	rt_layernorm_forward(x, tp(st, b, 0, false), tp(st, b, 1, false), ln, mean, rstd, N, (int)C);
-	rt_linear_forward(ln, tp(st, b, 2, false), NULL, logits, N, (int)C, (int)g.V);
+	D->layernorm_forward(st->dev, x, tp(st, b, 0, false), tp(st, b, 1, false), ln, mean, rstd, N, (int)C);
+	D->linear_forward(st->dev, ln, tp(st, b, 2, false), NULL, logits, N, (int)C, (int)g.V);
 	*y = logits;
 }
 
@@ -437,12 +422,12 @@ static void head_backward(const struct rt_stage *st, const struct rt_block *b, c
 	float *ln = acts, *mean = ln + P * C, *rstd = mean + P;
 	int N = rows * (int)g.T;
 
-	rt_linear_backward(ln, NULL, dy, NULL, tp(st, b, 2, true), NULL, N, (int)C, (int)g.V, true);
-	rt_linear_backward(NULL, tp(st, b, 2, false), dy, ln, NULL, NULL, N, (int)C, (int)g.V, true);
+	D->linear_backward(st->dev, ln, NULL, dy, NULL, tp(st, b, 2, true), NULL, N, (int)C, (int)g.V, true);
+	D->linear_backward(st->dev, NULL, tp(st, b, 2, false), dy, ln, NULL, NULL, N, (int)C, (int)g.V, true);
 	if (!dx)
 		return;
-	memset(dx, 0, (size_t)N * C * sizeof(*dx));
-	rt_layernorm_backward(ln, x, tp(st, b, 0, false), mean, rstd, dx, tp(st, b, 0, true),
+	D->zero(st->dev, dx, (size_t)N * C * sizeof(*dx));
+	D->layernorm_backward(st->dev, ln, x, tp(st, b, 0, false), mean, rstd, dx, tp(st, b, 0, true),
 			      tp(st, b, 1, true), N, (int)C);
 }
 

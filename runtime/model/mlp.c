@@ -8,6 +8,8 @@
  */
 #include "runtime/model/mlp.h"
 
+#include "runtime/model/device.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -196,15 +198,16 @@ static void mlp_forward(const struct rt_stage *st, const struct rt_block *b, con
 			float *acts, int max_rows, int rows, const float **y)
 {
 	struct rt_layer ly = rt_mlp_layer(st, b->index - st->first_block);
+	struct rt_dev *d = st->dev;
 	float *z = acts;
 
-	rt_linear_forward(x, ly.w, ly.b, z, rows, ly.in, ly.out);
+	d->ops->linear_forward(d, x, ly.w, ly.b, z, rows, ly.in, ly.out);
 	if (!ly.act) {
 		*y = z;
 		return;
 	}
-	rt_act_forward(rt_mlp_act(st), z, z + (size_t)max_rows * (size_t)ly.out,
-		       (size_t)rows * (size_t)ly.out);
+	d->ops->act_forward(d, rt_mlp_act(st), z, z + (size_t)max_rows * (size_t)ly.out,
+			    (size_t)rows * (size_t)ly.out);
 	*y = z + (size_t)max_rows * (size_t)ly.out;
 }
 
@@ -212,12 +215,13 @@ static void mlp_backward(const struct rt_stage *st, const struct rt_block *b, co
 			 float *acts, int max_rows, int rows, float *dy, float *dx)
 {
 	struct rt_layer ly = rt_mlp_layer(st, b->index - st->first_block);
+	struct rt_dev *d = st->dev;
 
 	(void)max_rows;
 	/* dy becomes dLoss/d(pre-activation), in place */
 	if (ly.act)
-		rt_act_backward(rt_mlp_act(st), acts, dy, dy, (size_t)rows * (size_t)ly.out);
-	rt_linear_backward(x, ly.w, dy, dx, ly.dw, ly.db, rows, ly.in, ly.out, true);
+		d->ops->act_backward(d, rt_mlp_act(st), acts, dy, dy, (size_t)rows * (size_t)ly.out);
+	d->ops->linear_backward(d, x, ly.w, dy, dx, ly.dw, ly.db, rows, ly.in, ly.out, true);
 }
 
 /* --- a part of every layer --- */

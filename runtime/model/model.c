@@ -9,6 +9,8 @@
  */
 #include "runtime/model/model.h"
 
+#include "runtime/model/device.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -380,14 +382,42 @@ static void point_blocks(struct rt_stage *st)
 	}
 }
 
+/* The stage's initial parameters (ops->init), on its device: written in
+ * place on a host device, else in host memory and put there. */
+static int init_params(struct rt_stage *st, const struct spec *s, struct dt_err *err)
+{
+	float *host = st->params;
+	int i;
+
+	if (!st->dev->host) {
+		host = malloc(st->n_params * sizeof(float));
+		if (!host)
+			return dt_err_add(err, "stage %d: out of host memory for the initial parameters (%zu floats)",
+					  st->stage, st->n_params), -ENOMEM;
+	}
+	for (i = 0; i < st->n_blocks; i++)
+		st->ops->init(s, st->blocks[i].index, host + st->blocks[i].offset);
+	rt_dev_put(st->dev, st->params, host, st->n_params * sizeof(float));
+	if (host != st->params)
+		free(host);
+	return 0;
+}
+
 int rt_stage_init(struct rt_stage *st, const struct spec *s, int stage, int n_stages,
 		  const int *first, struct dt_err *err)
+{
+	return rt_stage_init_on(st, rt_dev_cpu(), s, stage, n_stages, first, err);
+}
+
+int rt_stage_init_on(struct rt_stage *st, struct rt_dev *dev, const struct spec *s, int stage,
+		     int n_stages, const int *first, struct dt_err *err)
 {
 	const struct rt_model_ops *ops;
 	size_t bytes;
 	int rc, i, t = 0;
 
 	memset(st, 0, sizeof(*st));
+	st->dev = dev;
 	if ((rc = check_model(s, &ops, err)) || (rc = check_split(s, ops, stage, n_stages, first, err)))
 		return rc;
 	st->ops = ops;
@@ -406,8 +436,8 @@ int rt_stage_init(struct rt_stage *st, const struct spec *s, int stage, int n_st
 	if (__builtin_mul_overflow(st->n_params, sizeof(float), &bytes))
 		bytes = SIZE_MAX;
 	st->blocks = calloc((size_t)st->n_blocks, sizeof(*st->blocks));
-	st->params = bytes == SIZE_MAX ? NULL : malloc(bytes);
-	st->grads = bytes == SIZE_MAX ? NULL : calloc(st->n_params, sizeof(float));
+	if (bytes != SIZE_MAX && !rt_dev_alloc(dev, bytes, "the parameters", &st->params, NULL))
+		rt_dev_alloc(dev, bytes, "the gradients", &st->grads, NULL);
 	if (!st->blocks || !st->params || !st->grads) {
 		dt_err_add(err, "stage %d: cannot allocate %.1f MiB for %zu parameters and their gradients; use more pipeline stages (parallel.pipeline) or a smaller model",
 			   stage, 2.0 * (double)st->n_params * sizeof(float) / 1048576.0, st->n_params);
@@ -429,8 +459,8 @@ int rt_stage_init(struct rt_stage *st, const struct spec *s, int stage, int n_st
 			st->max_width = b->out;
 	}
 	point_blocks(st);
-	for (i = 0; i < st->n_blocks; i++)
-		ops->init(s, st->blocks[i].index, st->blocks[i].params);
+	if ((rc = init_params(st, s, err)))
+		goto fail;
 	if (ops->stage_init && (rc = ops->stage_init(st, s, err)))
 		goto fail;
 	return 0;
@@ -445,9 +475,9 @@ void rt_stage_free(struct rt_stage *st)
 		st->ops->stage_free(st);
 	free(st->blocks);
 	free(st->tensors);
-	if (!st->adopted) {
-		free(st->grads);
-		free(st->params);
+	if (!st->adopted && st->dev) {
+		rt_dev_free(st->dev, st->grads);
+		rt_dev_free(st->dev, st->params);
 	}
 	memset(st, 0, sizeof(*st));
 }
@@ -455,8 +485,8 @@ void rt_stage_free(struct rt_stage *st)
 void rt_stage_adopt(struct rt_stage *st, float *params, float *grads)
 {
 	if (!st->adopted) {
-		free(st->grads);
-		free(st->params);
+		rt_dev_free(st->dev, st->grads);
+		rt_dev_free(st->dev, st->params);
 	}
 	st->adopted = true;
 	st->params = params;
@@ -467,7 +497,7 @@ void rt_stage_adopt(struct rt_stage *st, float *params, float *grads)
 void rt_stage_zero_grads(struct rt_stage *st)
 {
 	if (st->grads)
-		memset(st->grads, 0, st->n_params * sizeof(*st->grads));
+		st->dev->ops->zero(st->dev, st->grads, st->n_params * sizeof(*st->grads));
 }
 
 /* --- activations --- */
@@ -512,6 +542,7 @@ static int acts_lay_out(struct rt_acts *acts, const struct rt_stage *st, int max
 	size_t rows = (size_t)max_rows, at;
 	int i;
 
+	acts->dev = st->dev;
 	acts->first_block = st->first_block;
 	acts->n_blocks = st->n_blocks;
 	acts->in = st->in;
@@ -544,10 +575,7 @@ int rt_acts_init(struct rt_acts *acts, const struct rt_stage *st, int max_rows)
 	if (max_rows < 1 || st->n_blocks < 1)
 		return -EINVAL;
 	total = rt_acts_floats(st, max_rows);
-	if (total == 0)
-		return -ENOMEM;
-	mem = malloc(total * sizeof(float));
-	if (!mem)
+	if (total == 0 || rt_dev_alloc(st->dev, total * sizeof(float), "activations", &mem, NULL))
 		return -ENOMEM;
 	acts->own_mem = true;
 	rc = acts_lay_out(acts, st, max_rows, mem);
@@ -562,7 +590,7 @@ int rt_acts_place(struct rt_acts *acts, const struct rt_stage *st, int max_rows,
 
 	memset(acts, 0, sizeof(*acts));
 	acts->rows = -1;
-	if (max_rows < 1 || st->n_blocks < 1 || !mem)
+	if (max_rows < 1 || st->n_blocks < 1 || !mem || !st->dev->host)
 		return -EINVAL;
 	rc = acts_lay_out(acts, st, max_rows, mem);
 	if (rc)
@@ -572,8 +600,8 @@ int rt_acts_place(struct rt_acts *acts, const struct rt_stage *st, int max_rows,
 
 void rt_acts_free(struct rt_acts *acts)
 {
-	if (acts->own_mem)
-		free(acts->mem);
+	if (acts->own_mem && acts->dev)
+		rt_dev_free(acts->dev, acts->mem);
 	free(acts->blk);
 	free(acts->y);
 	memset(acts, 0, sizeof(*acts));
@@ -597,7 +625,7 @@ int rt_stage_forward(const struct rt_stage *st, struct rt_acts *acts, const floa
 	if (!acts_match(st, acts) || rows < 0 || rows > acts->max_rows)
 		return -EINVAL;
 	if (rows > 0)
-		memcpy(acts->x, x, (size_t)rows * (size_t)st->in * sizeof(*x));
+		st->dev->ops->copy(st->dev, acts->x, x, (size_t)rows * (size_t)st->in * sizeof(*x));
 	in = acts->x;
 	for (i = 0; i < st->n_blocks; i++) {
 		st->ops->forward(st, &st->blocks[i], in, acts->blk[i], acts->max_rows, rows,

@@ -65,6 +65,7 @@ struct rt_tensor {
 	size_t n;                  /* floats: the product of the shape */
 };
 
+struct rt_dev; /* device.h */
 struct rt_stage;
 struct rt_acts;
 struct rt_part;
@@ -212,6 +213,8 @@ int rt_stage_split(const struct spec *s, int stages, int *first, struct dt_err *
  * and freed by rt_stage_free(), but params and grads once adopted. */
 struct rt_stage {
 	const struct rt_model_ops *ops;
+	struct rt_dev *dev; /* borrowed: where params, grads, activations and
+			     * the model's state live and compute (device.h) */
 	void *model;        /* ops->stage_init's state, or NULL */
 	int stage;          /* 0 <= stage < n_stages */
 	int n_stages;
@@ -221,8 +224,8 @@ struct rt_stage {
 	int in;             /* floats per sample into the stage: width(first_block) */
 	int out;            /* floats per sample out of it */
 	int max_width;      /* widest block output of the stage */
-	float *params;      /* [n_params]: every block's tensors, in order */
-	float *grads;       /* [n_params]: same layout; zero after init */
+	float *params;      /* device [n_params]: every block's tensors, in order */
+	float *grads;       /* device [n_params]: same layout; zero after init */
 	size_t n_params;
 	struct rt_block *blocks;   /* [n_blocks], in order */
 	struct rt_tensor *tensors; /* [n_tensors], in order */
@@ -236,6 +239,10 @@ struct rt_stage {
  * empty). 0, -EINVAL (bad spec, stage or split) or -ENOMEM, with a message. */
 int rt_stage_init(struct rt_stage *st, const struct spec *s, int stage, int n_stages,
 		  const int *first, struct dt_err *err);
+/* The same on device dev (borrowed until rt_stage_free; rt_stage_init:
+ * the CPU). The initial values are the CPU's bits on every device. */
+int rt_stage_init_on(struct rt_stage *st, struct rt_dev *dev, const struct spec *s, int stage,
+		     int n_stages, const int *first, struct dt_err *err);
 /* Frees what the stage owns and zeroes it; safe on a zeroed or freed stage. */
 void rt_stage_free(struct rt_stage *st);
 /* Points the stage, and its blocks' views, at params and grads [n_params]
@@ -254,6 +261,7 @@ void rt_stage_zero_grads(struct rt_stage *st);
  * step; 1F1B: at most n_stages). Owned by the caller's struct, allocated
  * by rt_acts_init(), freed by rt_acts_free(). */
 struct rt_acts {
+	struct rt_dev *dev; /* the stage's: where mem lives */
 	/* the stage these were sized for (checked by forward and backward) */
 	int first_block, n_blocks, in;
 	int max_rows;
@@ -277,14 +285,15 @@ size_t rt_acts_floats(const struct rt_stage *st, int max_rows);
  * and keeps until rt_acts_free() (runtime/parallel/dp.h: a shared-memory window).
  * 0, -EINVAL or -ENOMEM. */
 int rt_acts_place(struct rt_acts *acts, const struct rt_stage *st, int max_rows, float *mem);
+/* (rt_acts_place: a stage on a host device only, -EINVAL otherwise) */
 /* Frees and zeroes; safe on a zeroed or freed struct. */
 void rt_acts_free(struct rt_acts *acts);
 
 /* --- forward and backward --- */
 
 /* Forward of rows (0 <= rows <= acts->max_rows) samples x [rows][st->in]
- * through the stage. x is copied into acts, so the caller may reuse its
- * buffer at once. *y gets the stage output [rows][st->out] (on the last
+ * (device memory, like every array of the passes) through the stage. x is
+ * copied into acts, so the caller may reuse its buffer at once. *y gets the stage output [rows][st->out] (on the last
  * stage the logits), which lives in acts: valid until the next forward on
  * the same acts. 0, or -EINVAL when rows is out of range or acts were
  * sized for another stage. */

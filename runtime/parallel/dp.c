@@ -11,6 +11,8 @@
  * Sections: choosing the way, life cycle, the step, checkpoints.
  */
 #include "runtime/parallel/dp.h"
+
+#include "runtime/model/device.h"
 #include "runtime/world/pool.h"
 #include "runtime/world/agree.h"
 
@@ -129,6 +131,13 @@ static int choose_way(const struct spec *s, const struct rt_grid *g, const struc
 
 	if (g->size[RT_DIM_DATA] == 1 || strcmp(way, "allreduce") == 0)
 		return 0;
+	/* the node's window is host memory: a device's stage sums its buckets */
+	if (!st->dev->host) {
+		if (!strcmp(way, "auto"))
+			return 0;
+		return dt_err_add(err, "parallel.grad_sync: \"%s\" shares the node's host memory: not available on the %s device; use \"allreduce\" or \"auto\"",
+				  way, st->dev->kind);
+	}
 	/* a sharded optimizer reduce-scatters over data_comm (runtime/parallel/shard.h):
 	 * "auto" is that (the spec refuses "shared" and "split" with it) */
 	if (spec_optimizer_sharded(s))

@@ -60,11 +60,17 @@ int rt__grad_sync_init(struct trainer *t)
 
 /* --- during backward --- */
 
+/* The bucket's sum, in place: in the stage's gradients on a host device,
+ * else in their host copy (the device's range copied there first, and
+ * back once the sum is done: rt__grad_sync_finish). */
 static int start_bucket(struct trainer *t, struct bucket *b)
 {
+	float *g = rt_dev_staging(t->dev, t->st.grads, t->hgrads) + b->off;
+
 	b->started = 1;
-	MPI_CHECK(t, MPI_Iallreduce(MPI_IN_PLACE, t->st.grads + b->off, (int)b->len, MPI_FLOAT,
-				    MPI_SUM, t->g->data_comm, &b->req));
+	rt_dev_get(t->dev, g, t->st.grads + b->off, b->len * sizeof(float));
+	MPI_CHECK(t, MPI_Iallreduce(MPI_IN_PLACE, g, (int)b->len, MPI_FLOAT, MPI_SUM,
+				    t->g->data_comm, &b->req));
 	return 0;
 }
 
@@ -141,8 +147,13 @@ int rt__grad_sync_finish(struct trainer *t, bool save_reading)
 	for (i = 0; i < t->n_buckets; i++)
 		if (!t->buckets[i].started && start_bucket(t, &t->buckets[i]))
 			return -EIO;
-	for (i = 0; i < t->n_buckets; i++)
-		MPI_CHECK(t, MPI_Wait(&t->buckets[i].req, MPI_STATUS_IGNORE));
+	for (i = 0; i < t->n_buckets; i++) {
+		struct bucket *b = &t->buckets[i];
+
+		MPI_CHECK(t, MPI_Wait(&b->req, MPI_STATUS_IGNORE));
+		if (!t->dev->host)
+			rt_dev_put(t->dev, t->st.grads + b->off, t->hgrads + b->off, b->len * sizeof(float));
+	}
 	t->tm.grad += dt_mono_s() - t0;
 	return 0;
 }
@@ -174,7 +185,7 @@ double rt__grad_sync_sumsq(const struct trainer *t, const struct rt_span *sp, in
 		return sumsq;
 	}
 	for (i = 0; i < n; i++)
-		sumsq += rt_sumsq(t->st.grads + sp[i].first, sp[i].count);
+		sumsq += t->dev->ops->sumsq(t->dev, t->st.grads + sp[i].first, sp[i].count);
 	return sumsq;
 }
 
@@ -209,7 +220,7 @@ double rt__grad_sync_update(struct trainer *t, const struct rt_span *sp, int n, 
 	if (t->dp.fuse) /* shared, one node, no clipping (runtime/parallel/dp.h) */
 		return rt_optim_step_sum(&t->opt, t->st.params, t->dp.slot, t->dp.locals, sp[0].first,
 					 sp[0].count, lr);
-	return rt_optim_step_spans(&t->opt, t->st.params, t->st.grads, sp, n, lr, scale);
+	return t->dev->ops->optim_spans(t->dev, &t->opt, t->st.params, t->st.grads, sp, n, lr, scale);
 }
 
 int rt__grad_sync_publish(struct trainer *t, bool clipped)

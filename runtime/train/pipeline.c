@@ -11,11 +11,11 @@
 
 /* --- pipeline operations --- */
 
-int rt__forward_mb(struct trainer *t, struct slot *sl, const struct mb *m, double *loss,
-		      int64_t *correct, int want_grad)
+int rt__forward_mb(struct trainer *t, struct slot *sl, const struct mb *m, int want_grad)
 {
 	MPI_Comm pc = t->g->pipe_comm;
 	int last = t->stage == t->stages - 1;
+	size_t rows = (size_t)m->rows;
 	const float *y = NULL;
 	int rc;
 
@@ -28,8 +28,8 @@ int rt__forward_mb(struct trainer *t, struct slot *sl, const struct mb *m, doubl
 	t1 = dt_mono_s();
 	t->tm.pipe += t1 - t0;
 	if (t->stage == 0 || last) {
-		rc = rt_data_read(m->data, m->idx, (int)m->rows, t->stage == 0 ? sl->x : NULL,
-				  last ? sl->y : NULL, t->err);
+		rc = rt_data_read(m->data, m->idx, (int)m->rows, t->stage == 0 ? sl->hx : NULL,
+				  last ? sl->hy : NULL, t->err);
 		if (rc)
 			return rc;
 		t0 = dt_mono_s();
@@ -37,23 +37,29 @@ int rt__forward_mb(struct trainer *t, struct slot *sl, const struct mb *m, doubl
 		t1 = t0;
 	}
 	if (t->stage > 0) {
-		MPI_CHECK(t, MPI_Recv(sl->x, (int)(m->rows * t->in), MPI_FLOAT, t->prev, m->tag, pc,
+		MPI_CHECK(t, MPI_Recv(sl->hx, (int)(m->rows * t->in), MPI_FLOAT, t->prev, m->tag, pc,
 				      MPI_STATUS_IGNORE));
 		t0 = dt_mono_s();
 		t->tm.pipe += t0 - t1;
 		t1 = t0;
 	}
+	rt_dev_put(t->dev, sl->x, sl->hx, rows * (size_t)t->in * sizeof(float));
+	if (last)
+		rt_dev_put(t->dev, sl->y, sl->hy, rows * (size_t)t->labels * sizeof(int32_t));
 	rc = rt_stage_forward(&t->st, &sl->acts, sl->x, (int)m->rows, &y);
 	if (rc)
 		return dt_err_add(t->err, "rank %d: forward pass failed", t->g->rank), rc;
 	if (!last) {
+		float *out = rt_dev_staging(t->dev, (float *)y, sl->hout);
+
+		rt_dev_get(t->dev, out, y, rows * (size_t)t->out * sizeof(float));
 		t->tm.compute += dt_mono_s() - t1;
-		MPI_CHECK(t, MPI_Isend(y, (int)(m->rows * t->out), MPI_FLOAT, t->next, m->tag, pc,
+		MPI_CHECK(t, MPI_Isend(out, (int)(m->rows * t->out), MPI_FLOAT, t->next, m->tag, pc,
 				       &sl->send_fwd));
 		return 0;
 	}
-	*loss += rt_softmax_xent(y, sl->y, (int)m->rows * t->labels, t->classes, t->grad_scale,
-				 want_grad ? sl->dy : NULL, correct);
+	t->dev->ops->loss_add(t->dev, y, sl->y, (int)m->rows * t->labels, t->classes, t->grad_scale,
+			      want_grad ? sl->dy : NULL);
 	t->tm.compute += dt_mono_s() - t1;
 	return 0;
 }
@@ -69,9 +75,11 @@ int rt__backward_mb(struct trainer *t, struct slot *sl, const struct mb *m)
 		return 0;
 	t0 = dt_mono_s();
 	MPI_CHECK(t, MPI_Wait(&sl->send_bwd, MPI_STATUS_IGNORE));
-	if (t->stage < t->stages - 1)
-		MPI_CHECK(t, MPI_Recv(sl->dy, (int)(m->rows * t->out), MPI_FLOAT, t->next, m->tag, pc,
+	if (t->stage < t->stages - 1) {
+		MPI_CHECK(t, MPI_Recv(sl->hdy, (int)(m->rows * t->out), MPI_FLOAT, t->next, m->tag, pc,
 				      MPI_STATUS_IGNORE));
+		rt_dev_put(t->dev, sl->dy, sl->hdy, (size_t)m->rows * (size_t)t->out * sizeof(float));
+	}
 	t1 = dt_mono_s();
 	t->tm.pipe += t1 - t0;
 	rc = rt_stage_backward(&t->st, &sl->acts, sl->dy, t->stage > 0 ? sl->dx : NULL,
@@ -80,9 +88,11 @@ int rt__backward_mb(struct trainer *t, struct slot *sl, const struct mb *m)
 		return dt_err_add(t->err, "rank %d: backward pass failed", t->g->rank), rc;
 	if (t->bucket_rc)
 		return t->bucket_rc;
+	if (t->stage > 0)
+		rt_dev_get(t->dev, sl->hdx, sl->dx, (size_t)m->rows * (size_t)t->in * sizeof(float));
 	t->tm.compute += dt_mono_s() - t1;
 	if (t->stage > 0)
-		MPI_CHECK(t, MPI_Isend(sl->dx, (int)(m->rows * t->in), MPI_FLOAT, t->prev, m->tag, pc,
+		MPI_CHECK(t, MPI_Isend(sl->hdx, (int)(m->rows * t->in), MPI_FLOAT, t->prev, m->tag, pc,
 				       &sl->send_bwd));
 	return 0;
 }
@@ -120,11 +130,11 @@ int rt__run_schedule(struct trainer *t, const struct mb *mbs)
 			last_nonempty = i;
 	t->loss_sum = 0;
 	t->correct = 0;
+	t->dev->ops->loss_zero(t->dev);
 
 #define FWD()                                                                            \
 	do {                                                                             \
-		rc = rt__forward_mb(t, &t->slots[f % t->n_slots], &mbs[f], &t->loss_sum,     \
-				&t->correct, 1);                                         \
+		rc = rt__forward_mb(t, &t->slots[f % t->n_slots], &mbs[f], 1);               \
 		if (rc)                                                                  \
 			return rc;                                                       \
 		f++;                                                                     \
@@ -149,5 +159,9 @@ int rt__run_schedule(struct trainer *t, const struct mb *mbs)
 #undef FWD
 #undef BWD
 	t->final_backward = 0;
-	return 0;
+	/* the loss sums wait for the device; so does a stage without a loss,
+	 * which learns of a kernel's failure here */
+	if (t->stage == t->stages - 1)
+		return t->dev->ops->loss_fetch(t->dev, &t->loss_sum, &t->correct, t->err);
+	return rt_dev_sync(t->dev, t->err);
 }

@@ -21,6 +21,9 @@ struct tie_here {
 	int tensor[2]; /* the copies' indices in the stage's tensors, -1: not here */
 	int peer;      /* pipe_comm rank of the stage with the other copy; -1: both here */
 	float *buf;    /* [n]: the peer's gradient */
+	float *mine;   /* host [n]: this stage's copy's gradient, on a device
+			* that is not the host's (else NULL) */
+	float *other;  /* host [n]: the same of copy 1 when both are here */
 	size_t n;
 	int index;     /* the model's index of the tie: its message tag, alike on both stages */
 };
@@ -56,8 +59,11 @@ void rt__ties_free(struct trainer *t)
 
 	if (!t->ties)
 		return;
-	for (i = 0; i < t->ties->n; i++)
+	for (i = 0; i < t->ties->n; i++) {
 		free(t->ties->c[i].buf);
+		free(t->ties->c[i].mine);
+		free(t->ties->c[i].other);
+	}
 	free(t->ties);
 	t->ties = NULL;
 }
@@ -95,11 +101,16 @@ int rt__ties_init(struct trainer *t)
 		if (c->tensor[0] < 0 || c->tensor[1] < 0) {
 			c->peer = stage_of(t, tie[i].block[c->tensor[0] < 0 ? 0 : 1]);
 			c->buf = malloc(c->n * sizeof(float));
-			if (!c->buf)
-				return dt_err_add(t->err, "rank %d: out of memory for the gradient of tied tensor \"%s\" (%zu floats)",
-						  t->g->rank, tie[i].name[0], c->n), -ENOMEM;
+		}
+		if (!t->dev->host) {
+			c->mine = malloc(c->n * sizeof(float));
+			if (c->peer < 0)
+				c->other = malloc(c->n * sizeof(float));
 		}
 		t->ties->n++;
+		if ((c->peer >= 0 && !c->buf) || (!t->dev->host && (!c->mine || (c->peer < 0 && !c->other))))
+			return dt_err_add(t->err, "rank %d: out of memory for the gradient of tied tensor \"%s\" (%zu floats)",
+					  t->g->rank, tie[i].name[0], c->n), -ENOMEM;
 	}
 	return 0;
 }
@@ -123,13 +134,19 @@ int rt__ties_sum(struct trainer *t)
 	for (i = 0; t->ties && i < t->ties->n; i++) {
 		struct tie_here *c = &t->ties->c[i];
 		int mine = c->tensor[0] >= 0 ? 0 : 1;
-		float *g = rt__grad_of(t, c->tensor[mine], &n);
+		float *dg = rt__grad_of(t, c->tensor[mine], &n);
+		float *g = rt_dev_staging(t->dev, dg, c->mine); /* on the host */
 
+		rt_dev_get(t->dev, g, dg, n * sizeof(float));
 		if (c->peer < 0) {
-			float *g1 = rt__grad_of(t, c->tensor[1], &n1);
+			float *dg1 = rt__grad_of(t, c->tensor[1], &n1);
+			float *g1 = rt_dev_staging(t->dev, dg1, c->other);
 
+			rt_dev_get(t->dev, g1, dg1, n * sizeof(float));
 			for (k = 0; k < n; k++)
 				g1[k] = g[k] = g[k] + g1[k];
+			rt_dev_put(t->dev, dg, g, n * sizeof(float));
+			rt_dev_put(t->dev, dg1, g1, n * sizeof(float));
 			continue;
 		}
 		if (n > (size_t)INT_MAX)
@@ -144,6 +161,7 @@ int rt__ties_sum(struct trainer *t)
 		else
 			for (k = 0; k < n; k++)
 				g[k] = c->buf[k] + g[k];
+		rt_dev_put(t->dev, dg, g, n * sizeof(float));
 	}
 	return 0;
 }
@@ -161,7 +179,7 @@ double rt__ties_dup_sumsq(const struct trainer *t)
 		if (c->tensor[1] < 0)
 			continue;
 		g = rt__grad_of(t, c->tensor[1], &n); /* sets n: not in the call's arguments */
-		s += rt_sumsq(g, n);
+		s += t->dev->ops->sumsq(t->dev, g, n);
 	}
 	return s;
 }

@@ -190,7 +190,7 @@ static int build_stage(struct trainer *t)
 	rc = rt_stage_split(s, t->stages, t->first, t->err);
 	if (rc)
 		return rc;
-	rc = rt_stage_init(&t->st, s, t->stage, t->stages, t->first, t->err);
+	rc = rt_stage_init_on(&t->st, t->dev, s, t->stage, t->stages, t->first, t->err);
 	if (rc)
 		return rc;
 	t->in = t->st.in;
@@ -205,6 +205,8 @@ static int build_stage(struct trainer *t)
 	rc = rt_optim_init(&t->opt, s, t->sharded ? t->shard.floats : t->st.n_params, t->err);
 	if (!rc)
 		rc = exempt_from_decay(t);
+	if (!rc)
+		rc = rt__dev_state(t);
 	rt_pool_init(&t->pool, (int)s->resources.cpus_per_task);
 	t->opt.pool = &t->pool;
 	t->part_loss = calloc((size_t)rt_pool_gang_size(&t->pool), sizeof(*t->part_loss));
@@ -237,18 +239,15 @@ static int alloc_slots(struct trainer *t)
 				  t->n_slots), -ENOMEM;
 	for (i = 0; i < t->n_slots; i++) {
 		struct slot *sl = &t->slots[i];
-		size_t rows = (size_t)t->max_rows;
 
 		sl->send_fwd = sl->send_bwd = MPI_REQUEST_NULL;
 		rc = rt_acts_init(&sl->acts, &t->st, (int)t->max_rows);
 		if (rc)
-			return dt_err_add(t->err, "rank %d: out of memory for activations", t->g->rank), rc;
-		sl->x = malloc(rows * (size_t)t->in * sizeof(float));
-		sl->dx = malloc(rows * (size_t)t->in * sizeof(float));
-		sl->dy = malloc(rows * (size_t)t->out * sizeof(float));
-		sl->y = malloc(rows * (size_t)t->labels * sizeof(int32_t));
-		if (!sl->x || !sl->dx || !sl->dy || !sl->y)
-			return dt_err_add(t->err, "rank %d: out of memory for micro-batch buffers", t->g->rank), -ENOMEM;
+			return dt_err_add(t->err, "rank %d: out of %s memory for activations", t->g->rank,
+					  t->dev->host ? "host" : "device"), rc;
+		rc = rt__dev_slot(t, sl);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -262,10 +261,7 @@ static void free_trainer(struct trainer *t, bool together)
 	rt_acts_free(&t->split_acts);
 	for (i = 0; t->slots && i < t->n_slots; i++) {
 		rt_acts_free(&t->slots[i].acts);
-		free(t->slots[i].x);
-		free(t->slots[i].dx);
-		free(t->slots[i].dy);
-		free(t->slots[i].y);
+		rt__dev_slot_free(t, &t->slots[i]);
 	}
 	free(t->slots);
 	free(t->buckets);
@@ -278,6 +274,7 @@ static void free_trainer(struct trainer *t, bool together)
 		rt_dp_free(&t->dp, &t->st, &t->opt);
 	else
 		rt_dp_abandon(&t->dp, &t->st, &t->opt);
+	rt__dev_state_free(t);
 	rt_optim_free(&t->opt);
 	rt_shard_free(&t->shard);
 	rt_pool_free(&t->pool);
@@ -312,18 +309,21 @@ static int evaluate(struct trainer *t, struct rt_data *d, double *loss, double *
 	n_chunks = (count + t->max_rows - 1) / t->max_rows;
 	if (t->tsplit) /* whole products here: OpenBLAS's threads, for a while */
 		rt_blas_threads(t->pool.threads);
+	t->dev->ops->loss_zero(t->dev);
 	for (c = 0, done = 0; c < n_chunks; c++) {
 		struct mb m = { .idx = idx + done,
 				.rows = count - done < t->max_rows ? count - done : t->max_rows,
 				.tag = TAG_EVAL + (int)(c % 1000000), .data = d };
 
 		rt_watchdog_progress(t->wd); /* a large test set is many chunks */
-		rc = rt__forward_mb(t, &t->slots[c % t->n_slots], &m, &tot[0], &correct, 0);
+		rc = rt__forward_mb(t, &t->slots[c % t->n_slots], &m, 0);
 		if (rc)
 			goto out;
 		done += m.rows;
 	}
 	rc = rt__wait_sends(t);
+	if (!rc && t->stage == t->stages - 1)
+		rc = t->dev->ops->loss_fetch(t->dev, &tot[0], &correct, t->err);
 	if (rc)
 		goto out;
 	tot[1] = (double)correct;
@@ -357,12 +357,14 @@ static int save_params(struct trainer *t, const char *dir)
 	rc = dt_mkdirs(dir, 0755);
 	if (rc)
 		return dt_err_add(t->err, "%s: cannot create: %s", dir, strerror(-rc)), rc;
+	rc = rt__dev_to_host(t); /* the host's copy of a device's parameters */
 	for (l = 0; l < t->st.n_blocks && !rc; l++) {
 		const struct rt_block *b = &t->st.blocks[l];
 		char path[4200];
 
 		snprintf(path, sizeof(path), "%s/%s-%d.f32", dir, t->st.ops->block_noun, b->index);
-		rc = dt_write_file_atomic(path, b->params, b->n_params * sizeof(float), 0644);
+		rc = dt_write_file_atomic(path, rt__ckpt_stage(t)->params + b->offset,
+					  b->n_params * sizeof(float), 0644);
 		if (rc)
 			dt_err_add(t->err, "%s: cannot write: %s", path, strerror(-rc));
 	}
@@ -483,7 +485,9 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 		dt_json_line(t->metrics, "{\"event\":\"stop\",\"step\":%lld,\"signal\":\"%s\"}", (long long)step,
 		       sigabbrev_np(sig));
 		rt_watchdog_beat(t->wd, step, DT_PHASE_SAVE);
-		rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
+		rc = rt__dev_to_host(t);
+		if (!rc)
+			rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
 		if (rc == -ECANCELED && t->g->rank == 0)
 			dt_err_add(t->err, "stopped at step %lld without saving it (see above); a resume "
 				   "starts from the newest saved checkpoint", (long long)step);
@@ -491,7 +495,8 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 	}
 	if (s->checkpoint.every_steps > 0 && step % s->checkpoint.every_steps == 0 && step < total) {
 		rt_watchdog_beat(t->wd, step, DT_PHASE_SAVE);
-		return rt_ckpt_save(&t->ck, &pos, !s->checkpoint.async, t->err);
+		rc = rt__dev_to_host(t);
+		return rc ? rc : rt_ckpt_save(&t->ck, &pos, !s->checkpoint.async, t->err);
 	}
 	return 0;
 }
@@ -605,8 +610,9 @@ static int final_save(struct trainer *t, int64_t step, int64_t per_epoch, int64_
 	int rc;
 
 	rt_watchdog_beat(t->wd, step, DT_PHASE_SAVE);
-	rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
-
+	rc = rt__dev_to_host(t);
+	if (!rc)
+		rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
 	if (rc == -ECANCELED && t->g->rank == 0)
 		dt_err_add(t->err, "training finished, but its final checkpoint (step %lld) could "
 			   "not be saved (see above)", (long long)step);
@@ -689,7 +695,7 @@ static int choose_threads(struct trainer *t, const struct rt_train_opts *opts)
 	 * machine's other ranks (several Slurm nodes on one machine) */
 	bool shared = rt_machine_oversubscribed(opts->proc, t->pool.threads);
 
-	ok = strcmp(want, "blas") != 0 && rt_stage_can_part(&t->st) && t->stages == 1 &&
+	ok = strcmp(want, "blas") != 0 && t->dev->host && rt_stage_can_part(&t->st) && t->stages == 1 &&
 	     (t->replicas == 1 || t->dp.split) &&
 	     t->pool.threads > 1 && t->pool.started == t->pool.threads - 1 &&
 	     (strcmp(want, "auto") != 0 || ((cpus == 0 || cpus >= t->pool.threads) && !shared));
@@ -764,6 +770,7 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	t.t_proc = dt_mono_s();
 	t.s = s;
 	t.g = g;
+	t.dev = opts->dev ? opts->dev : rt_dev_cpu();
 	t.wd = opts->watchdog;
 	t.err = err;
 	t.stage = g->coord[RT_DIM_PIPE];
@@ -780,7 +787,9 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 		t.split_slow_ms = 0;
 	rt_blas_threads((int)s->resources.cpus_per_task);
 
-	rc = open_data(&t);
+	rc = rt__dev_check(&t);
+	if (!rc)
+		rc = open_data(&t);
 	if (!rc)
 		rc = build_stage(&t);
 	if (!rc)
@@ -800,13 +809,15 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	if (rc)
 		goto out;
 	rt__open_metrics(&t);
-	rc = rt_ckpt_init(&t.ck, s, g, &t.st, &t.opt, &t.dp, t.sharded ? &t.shard : NULL, t.first,
-			  t.train.n, t.metrics, opts->quiet, err);
+	rc = rt_ckpt_init(&t.ck, s, g, rt__ckpt_stage(&t), rt__ckpt_optim(&t), &t.dp,
+			  t.sharded ? &t.shard : NULL, t.first, t.train.n, t.metrics, opts->quiet, err);
 	if (!rc) {
 		struct rt_ckpt_pos pos = { 0, rt_sampler_steps(&t.sampler), total_steps(&t) };
 
 		rc = rt_ckpt_resume(&t.ck, &pos, &t.start_step, err);
 	}
+	if (!rc)
+		rc = rt__dev_from_host(&t);
 	if (!rc) {
 		rc = train_loop(&t, opts);
 		/* in the loop only a divergence, a stop and a failed save are

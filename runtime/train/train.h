@@ -30,6 +30,7 @@
 
 struct rt_proc;
 struct rt_watchdog;
+struct rt_dev;
 
 struct rt_train_opts {
 	const char *save_params; /* directory for the final parameters, or NULL */
@@ -37,6 +38,8 @@ struct rt_train_opts {
 	const struct rt_proc *proc; /* this process (bootstrap.h): how many ranks share
 				     * its machine's CPUs */
 	struct rt_watchdog *watchdog; /* told each phase of the loop (watchdog.h), or NULL */
+	struct rt_dev *dev;      /* where the stage computes (model/device.h; borrowed),
+				  * or NULL: the CPU */
 };
 
 /* Train as the spec says, on this rank's place in the grid (communicators

@@ -13,6 +13,8 @@
  *   split_step.c   a step with every block cut into parts between the
  *                  node's replicas and/or the rank's threads
  *   metrics.c      progress lines and metrics.jsonl events
+ *   on_device.c    what a stage on a device other than the host needs
+ *                  around the loop: host staging, checkpoints' twins
  * Every function here is collective over the communicators its work uses;
  * each returns 0 or a negative errno with the message in t->err, unless it
  * says otherwise.
@@ -32,6 +34,7 @@
 #include "runtime/data/data.h"
 #include "runtime/parallel/dp.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/model/device.h"
 #include "runtime/model/model.h"
 #include "runtime/model/optim.h"
 #include "runtime/world/pool.h"
@@ -56,15 +59,23 @@ struct times {
 	double optim;   /* gradient norm, clipping and the optimizer update */
 };
 
-/* One micro-batch in flight on this stage. */
+/* One micro-batch in flight on this stage: the passes' arrays in device
+ * memory, and where the host reads, receives and sends them (on a host
+ * device the same arrays; out then stays NULL: the output is sent from
+ * acts). */
 struct slot {
 	struct rt_acts acts;
-	float *x;        /* [rows][in]: stage input, read or received */
-	int32_t *y;      /* [rows][labels]: targets (last stage) */
-	float *dy;       /* [rows][out]: gradient of the stage output */
-	float *dx;       /* [rows][in]: gradient of the stage input, sent back */
-	MPI_Request send_fwd; /* output to the next stage (buffer: acts) */
-	MPI_Request send_bwd; /* dx to the previous stage */
+	float *x;        /* device [rows][in]: stage input, read or received */
+	int32_t *y;      /* device [rows][labels]: targets (last stage) */
+	float *dy;       /* device [rows][out]: gradient of the stage output */
+	float *dx;       /* device [rows][in]: gradient of the stage input, sent back */
+	float *hx;       /* host: x as read or received */
+	int32_t *hy;     /* host: y as read */
+	float *hdy;      /* host: dy as received */
+	float *hdx;      /* host: dx as sent */
+	float *hout;     /* host [rows][out]: the output as sent (not a host device) */
+	MPI_Request send_fwd; /* output to the next stage (buffer: hout, or acts) */
+	MPI_Request send_bwd; /* dx to the previous stage (buffer: hdx) */
 };
 
 /* Whole blocks whose gradients are allreduced together. */
@@ -77,6 +88,7 @@ struct bucket {
 
 struct trainer {
 	const struct spec *s;
+	struct rt_dev *dev; /* borrowed (rt_train_opts): where the stage computes */
 	struct rt_grid *g;
 	int stage, stages, replica, replicas, micro;
 	int prev, next;    /* pipe_comm ranks of the neighbours, or -1 */
@@ -116,6 +128,13 @@ struct trainer {
 	FILE *metrics;     /* rank 0 only */
 	int first[CKPT_MAX_BLOCKS + 1]; /* the stage split: stage k owns blocks first[k].. */
 	struct rt_ckpt ck; /* saves and resume */
+	/* a device that is not the host's: what checkpoints read and write,
+	 * host twins of st and opt whose arrays (params; m, v) are host
+	 * copies made before each save and put back after a resume
+	 * (on_device.c); on a host device ck borrows st and opt themselves */
+	struct rt_stage host_st;
+	struct rt_optim host_opt;
+	float *hgrads;     /* host [n_params]: the gradients as MPI sums them */
 	int64_t start_step; /* where this process started (> 0 after a resume) */
 	double t_proc;     /* when rt_train started (monotonic seconds) */
 	struct times tm;   /* this rank, the current log window */
@@ -191,6 +210,28 @@ double rt__grad_sync_update(struct trainer *t, const struct rt_span *sp, int n, 
  * (sharded) every replica's rows all-gathered. */
 int rt__grad_sync_publish(struct trainer *t, bool clipped);
 
+/* --- the device seam (on_device.c) --- */
+
+/* What the stage's device cannot do (yet), named with the spec key. */
+int rt__dev_check(struct trainer *t);
+/* A slot's arrays on the device and their host staging (the same arrays
+ * on a host device); freed by rt__dev_slot_free, also after a failure. */
+int rt__dev_slot(struct trainer *t, struct slot *sl);
+void rt__dev_slot_free(struct trainer *t, struct slot *sl);
+/* After the stage and optimizer: the optimizer's state on the device, the
+ * checkpoints' host twins, the gradients' host copy; freed by
+ * rt__dev_state_free (nothing on a host device). */
+int rt__dev_state(struct trainer *t);
+void rt__dev_state_free(struct trainer *t);
+/* What checkpoints read and write: st and opt, or their host twins. */
+struct rt_stage *rt__ckpt_stage(struct trainer *t);
+struct rt_optim *rt__ckpt_optim(struct trainer *t);
+/* The twins made equal to the device's state (before a save), and the
+ * device's made equal to the twins (after a resume); nothing on a host
+ * device. */
+int rt__dev_to_host(struct trainer *t);
+int rt__dev_from_host(struct trainer *t);
+
 /* --- tied tensors (tied.c) --- */
 
 /* Set-up (after the stage): which tied copies this stage holds, and the
@@ -211,9 +252,9 @@ double rt__ties_dup_sumsq(const struct trainer *t);
 
 /* Forward of micro-batch m in slot sl: receive or read the input, run the
  * stage, send the output on, or (last stage) add the loss and correct
- * count; keeps the activations for backward when want_grad. */
-int rt__forward_mb(struct trainer *t, struct slot *sl, const struct mb *m, double *loss,
-		   int64_t *correct, int want_grad);
+ * count to the device's loss accumulator (device.h: the caller zeroes and
+ * fetches it); keeps the activations for backward when want_grad. */
+int rt__forward_mb(struct trainer *t, struct slot *sl, const struct mb *m, int want_grad);
 /* Backward of micro-batch m in slot sl: receive the output's gradient,
  * accumulate the stage's gradients, send the input's gradient back. */
 int rt__backward_mb(struct trainer *t, struct slot *sl, const struct mb *m);
