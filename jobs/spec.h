@@ -84,6 +84,7 @@ struct spec {
 	} parallel;
 	struct spec_train {
 		char *device; /* "cpu" | "cuda" */
+		bool tf32;    /* cuda: TF32 products (runtime/gpu/cuda_device.h) */
 		long epochs;
 		long max_steps; /* 0: no limit */
 		long global_batch;

@@ -102,6 +102,8 @@ static const struct spec_field fields[] = {
 	/* --- training --- */
 	{ "train.device", SPEC_ENUM, F(train.device), "\"cpu\"", 0, 0, 0, 0, "cpu|cuda", 0,
 	  "where the model trains" },
+	{ "train.tf32", SPEC_BOOL, F(train.tf32), "false", 0, 0, 0, 0, NULL, 0,
+	  "cuda: matrix products on TF32 tensor cores (inputs rounded to 10-bit mantissas, about 1e-3 relative; Ampere and later); false: float32" },
 	{ "train.epochs", SPEC_INT, F(train.epochs), "1", 0, 1e6, 0, 0, NULL, 0,
 	  "passes over the training set" },
 	{ "train.max_steps", SPEC_INT, F(train.max_steps), "0", 0, BIG, 0, 0, NULL, 0,

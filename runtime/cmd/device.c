@@ -9,12 +9,16 @@
 #include <string.h>
 
 #ifdef DTRAIN_HAVE_CUDA
+#include "runtime/gpu/cuda_device.h"
 #include "runtime/gpu/gpu.h"
 #endif
 
 /* DTRAIN_SIM_DEVICE=1: the CPU's kernels behind the device seam on memory
  * the host may not touch (model/device.h), a test aid */
 static struct rt_dev sim;
+#ifdef DTRAIN_HAVE_CUDA
+static struct rt_dev cuda; /* train.device "cuda" */
+#endif
 
 int rt_device_open(const struct spec *s, const struct rt_proc *p, struct rt_dev **dev,
 		   struct dt_err *err)
@@ -33,13 +37,14 @@ int rt_device_open(const struct spec *s, const struct rt_proc *p, struct rt_dev 
 	struct rt_gpu_device gpu;
 	int rc = rt_gpu_select(p, &gpu, err);
 
-	if (rc)
+	if (!rc)
+		rc = rt_gpu_dev_open(&cuda, &gpu, s->train.tf32, err);
+	if (rc) {
+		rt_dev_close(&cuda);
 		return rc;
-	/* Until the GPU training loop (runtime/gpu/) is wired into rt_train,
-	 * a rank with a GPU stops here: never train on the CPU instead. */
-	dt_err_add(err, "rank %d on host %s: train.device is \"cuda\" (device %d of %d, %s) but the GPU training loop is not in this build yet; hint: set train.device to \"cpu\"",
-		   p->rank, p->node, gpu.index, gpu.count, gpu.name);
-	return -ENOSYS;
+	}
+	*dev = &cuda;
+	return 0;
 #else
 	(void)p;
 	dt_err_add(err, "train.device is \"cuda\" but this dtrain-run was built without the GPU path (DTRAIN_CUDA=OFF or no CUDA at build time); hint: set train.device to \"cpu\", or rebuild where CUDA and NCCL are installed");

@@ -25,8 +25,8 @@
  * rt_gpu_select name the rank and its host):
  *   -ENOTSUP  this dtrain-run was built without the GPU path
  *   -ENODEV   no GPU is visible to this rank (or CUDA failed: -EIO)
- *   -ENOSYS   a GPU was selected, but the GPU training loop is not in this
- *             build yet (dtrain-run never trains on the CPU instead)
+ *   -ENOMEM   the GPU could not hold the device's own state
+ * (dtrain-run never trains on the CPU instead)
  * Local: calls no collective; the caller agrees with rt_agree (world/agree.h). */
 int rt_device_open(const struct spec *s, const struct rt_proc *p, struct rt_dev **dev,
 		   struct dt_err *err);

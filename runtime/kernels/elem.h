@@ -1,8 +1,9 @@
 /*
  * elem.h - the per-element math of the kernels, written once for the CPU and
- * the GPU: the CPU's loops (kernels.c, model/optim.c) and the CUDA kernels
- * (gpu/kernels.cu) call these same functions, so that every element gets the
- * same operations in the same order on both.
+ * the GPU: the CPU's loops (kernels.c, transformer.c, model/optim.c) and the
+ * CUDA kernels (gpu/kernels.cu, gpu/transformer.cu) call these same
+ * functions, so that every element gets the same operations in the same
+ * order on both.
  *
  * Same operations give the same bits when neither side fuses a * b + c into
  * one rounding: the CPU code is built for the x86-64 baseline and for AVX2,
@@ -12,11 +13,14 @@
  * own way (tanhf) stays out of this file: a kernel that needs it is compared
  * with a tolerance, not bit for bit.
  *
- * tests/runtime/test_elem.c checks each function against its definition in
- * double precision; test_gpu_kernels checks the GPU's kernels against the
- * CPU's, bit for bit for what is here.
+ * tests/runtime/test_elem.c checks the activations and the updates against
+ * their definitions in double precision, test_transformer the LayerNorm
+ * ones through finite differences; test_gpu_kernels checks the GPU's
+ * kernels against the CPU's, bit for bit for what is here. (LayerNorm's
+ * elements are the CPU's formula on the GPU too, but its row sums run in
+ * another order there: test_gpu_transformer compares within a tolerance.)
  *
- * Sections: activations, optimizer updates.
+ * Sections: activations, LayerNorm, optimizer updates.
  */
 #ifndef DTRAIN_RUNTIME_ELEM_H
 #define DTRAIN_RUNTIME_ELEM_H
@@ -45,6 +49,28 @@ RT_ELEM float rt_gelu_back(float v, float dy)
 	float d = s + 2.0f * v * s * (1.0f - s) * RT_GELU_K * (1.0f + 3.0f * RT_GELU_C * v * v);
 
 	return dy * d;
+}
+
+/* --- LayerNorm (transformer.h; the row's mean m and rstd s = 1 / sqrt(var + eps) given) --- */
+
+/* the normalised element: (x - m) s */
+RT_ELEM float rt_ln_norm(float x, float m, float s)
+{
+	return (x - m) * s;
+}
+
+/* the output of an element normalised to norm: norm w + b */
+RT_ELEM float rt_ln_out(float norm, float w, float b)
+{
+	return norm * w + b;
+}
+
+/* dLoss/dx of an element normalised to norm, with dn = dy w and the row's
+ * means mean_d of dn and mean_dn of dn norm:
+ *	s (dn - mean_d - norm mean_dn) */
+RT_ELEM float rt_ln_dx(float dn, float norm, float s, float mean_d, float mean_dn)
+{
+	return s * (dn - mean_d - norm * mean_dn);
 }
 
 /* --- optimizer updates (model/optim.h's rules, PyTorch's) --- */

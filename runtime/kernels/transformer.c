@@ -12,6 +12,7 @@
 
 #include <cblas.h>
 
+#include "runtime/kernels/elem.h"
 #include "runtime/kernels/fastexp.h"
 #include "runtime/kernels/kernels.h"
 
@@ -51,7 +52,7 @@ void rt_embed_backward(const int32_t *tok, const float *dout, float *dwte, float
 		}
 }
 
-/* --- LayerNorm --- */
+/* --- LayerNorm (the element math: elem.h, shared with the GPU) --- */
 
 void rt_layernorm_forward(const float *x, const float *w, const float *b, float *y, float *mean,
 			  float *rstd, int N, int C)
@@ -70,7 +71,7 @@ void rt_layernorm_forward(const float *x, const float *w, const float *b, float 
 		v /= (float)C;
 		s = 1.0f / sqrtf(v + RT_LN_EPS);
 		for (i = 0; i < C; i++)
-			yr[i] = (xr[i] - m) * s * w[i] + b[i];
+			yr[i] = rt_ln_out(rt_ln_norm(xr[i], m, s), w[i], b[i]);
 		mean[n] = m;
 		rstd[n] = s;
 	}
@@ -88,7 +89,7 @@ void rt_layernorm_backward(const float *dy, const float *x, const float *w, cons
 
 		/* dnorm = dy w; dx = s (dnorm - mean(dnorm) - norm mean(dnorm norm)) */
 		for (i = 0; i < C; i++) {
-			float norm = (xr[i] - m) * s, dn = dyr[i] * w[i];
+			float norm = rt_ln_norm(xr[i], m, s), dn = dyr[i] * w[i];
 
 			mean_d += dn;
 			mean_dn += dn * norm;
@@ -96,11 +97,11 @@ void rt_layernorm_backward(const float *dy, const float *x, const float *w, cons
 		mean_d /= (float)C;
 		mean_dn /= (float)C;
 		for (i = 0; i < C; i++) {
-			float norm = (xr[i] - m) * s, dn = dyr[i] * w[i];
+			float norm = rt_ln_norm(xr[i], m, s), dn = dyr[i] * w[i];
 
 			db[i] += dyr[i];
 			dw[i] += norm * dyr[i];
-			dxr[i] += s * (dn - mean_d - norm * mean_dn);
+			dxr[i] += rt_ln_dx(dn, norm, s, mean_d, mean_dn);
 		}
 	}
 }

@@ -61,7 +61,7 @@ else
 fi
 
 # --- the GPU unit tests, and memcheck on them ---
-for t in test_gpu_device test_gpu_kernels; do
+for t in test_gpu_device test_gpu_kernels test_gpu_transformer; do
 	rc=0
 	run "$t" 180 "$here/tests/$t" || rc=$?
 	if [ "$rc" -eq 0 ]; then
@@ -73,7 +73,7 @@ for t in test_gpu_device test_gpu_kernels; do
 	fi
 done
 if command -v compute-sanitizer >/dev/null; then
-	for t in test_gpu_device test_gpu_kernels; do
+	for t in test_gpu_device test_gpu_kernels test_gpu_transformer; do
 		if run "memcheck-$t" 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$here/tests/$t"; then
 			row "memcheck $t" PASS "$(grep -m1 'ERROR SUMMARY' "$logs/memcheck-$t.log")"
 		else
@@ -100,24 +100,94 @@ else
 	row "2 CPU ranks under the bundle's mpirun" FAIL "$(last mpi-cpu2)"
 fi
 
-# --- training on the GPU ---
-# train.device "cuda" before the GPU trainer exists stops at start-up with
-# "the GPU training loop is not in this build yet": NOT YET, not a FAIL
-gpu_rows() {
-	local what=$1 name=$2 np=$3
-	shift 3
-	if ! spec "$name" --set train.device=cuda --set resources.gpus_per_node=1 "$@"; then
-		row "$what" FAIL "spec: $(tail -n 1 "$logs/spec-$name.log")"
-	elif run "$name" 240 mpirun --oversubscribe --bind-to none -np "$np" "$bin/dtrain-run" "$work/$name.json"; then
-		row "$what" PASS "$(grep -c '"event":"step"' "$work/$name/metrics.jsonl") steps"
-	elif grep -q "not in this build yet" "$logs/$name.log"; then
-		row "$what" "NOT YET" "the GPU training loop (#32 item 1)"
-	else
-		row "$what" FAIL "$(last "$name")"
+# --- training on the GPU: the same loop as the CPU's (runtime/model/device.h) ---
+cmp_py=$here/compare.py
+cat >"$work/gpt.json" <<JSON
+{ "name": "gpucheck-gpt", "model": { "type": "gpt", "vocab_size": 256, "context": 64, "layers": 4, "heads": 4, "embd": 128 },
+  "data": { "train": "$here/data/fortunes/train.h5", "test": "$here/data/fortunes/val.h5" },
+  "train": { "max_steps": 20, "epochs": 1, "global_batch": 8, "log_every": 1, "eval_every": 10,
+             "optimizer": { "type": "adamw", "lr": 0.001, "weight_decay": 0.1, "betas": [0.9, 0.95] },
+             "grad_clip": 1.0 },
+  "parallel": { "grad_sync": "allreduce" },
+  "checkpoint": { "every_steps": 10 } }
+JSON
+gspec() { "$bin/dtrain-submit" validate "$work/gpt.json" --set run_dir="$work/$1" "${@:2}" >"$work/$1.json" 2>"$logs/spec-$1.log" && mkdir -p "$work/$1"; }
+cuda=(--set train.device=cuda --set resources.gpus_per_node=1)
+
+# train WHAT SPECFN NAME NP [--set ...]: a run; a row only when it fails
+train() {
+	local what=$1 specfn=$2 name=$3 np=$4
+	shift 4
+	if ! "$specfn" "$name" --set resources.tasks_per_node="$np" "$@"; then
+		row "$what" FAIL "spec $name: $(tail -n 1 "$logs/spec-$name.log")"
+		return 1
 	fi
+	run "$name" 240 mpirun --oversubscribe --bind-to none -np "$np" "$bin/dtrain-run" "$work/$name.json" && return 0
+	row "$what" FAIL "$name: $(last "$name")"
+	return 1
 }
-gpu_rows "MLP, 1 GPU, 20 steps" gpu1 1
-gpu_rows "MLP, 2 ranks sharing the GPU (data 2)" gpu2 2 --set resources.tasks_per_node=2 --set parallel.data=2
+
+# same WHAT A B [compare.py options]: a row from two runs' loss curves
+same() {
+	local what=$1 a=$2 b=$3 out
+	shift 3
+	out=$(python3 "$cmp_py" "$work/$a/metrics.jsonl" "$work/$b/metrics.jsonl" "$@" 2>&1) &&
+		row "$what" PASS "$out" || row "$what" FAIL "$out"
+}
+
+if train "MLP, 1 GPU" spec mlp-cpu 1 && train "MLP, 1 GPU" spec mlp-gpu 1 "${cuda[@]}"; then
+	same "MLP, 1 GPU against the CPU (1e-5)" mlp-cpu mlp-gpu
+	grep -m1 "device cuda" "$logs/mlp-gpu.log" | cut -c1-110 >"$logs/device-line.txt"
+fi
+if train "GPT, 1 GPU" gspec gpt-cpu 1 && train "GPT, 1 GPU" gspec gpt-gpu 1 "${cuda[@]}"; then
+	same "GPT, 1 GPU against the CPU (1e-5)" gpt-cpu gpt-gpu
+fi
+if train "GPT, 2 ranks sharing the GPU (data 2)" gspec gpt-d2 2 "${cuda[@]}" --set parallel.data=2; then
+	same "GPT, data 2 on the GPU against 1 rank (1e-5)" gpt-gpu gpt-d2
+fi
+if train "GPT, 2 ranks sharing the GPU (pipeline 2)" gspec gpt-p2 2 "${cuda[@]}" --set parallel.pipeline=2 \
+	--set parallel.micro_batches=2; then
+	same "GPT, pipeline 2 on the GPU against 1 rank (1e-5)" gpt-gpu gpt-p2
+fi
+# the GPU run's step-10 checkpoint, resumed on the CPU
+if [ -d "$work/gpt-gpu/checkpoints/step-00000010" ] &&
+	train "GPT checkpoint of the GPU resumed on the CPU" gspec gpt-resume 1 \
+		--set checkpoint.resume="$work/gpt-gpu/checkpoints/step-00000010"; then
+	same "GPT checkpoint of the GPU resumed on the CPU (1e-5)" gpt-gpu gpt-resume --from 11 --min 10
+fi
+# the trainer's own kernels under memcheck: 3 steps of the GPT
+if command -v compute-sanitizer >/dev/null && gspec gpt-mc --set resources.tasks_per_node=1 "${cuda[@]}" \
+	--set train.max_steps=3 --set checkpoint.every_steps=0; then
+	if run memcheck-gpt 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/dtrain-run" "$work/gpt-mc.json"; then
+		row "memcheck dtrain-run (GPT, 3 steps)" PASS "$(grep -m1 'ERROR SUMMARY' "$logs/memcheck-gpt.log")"
+	else
+		row "memcheck dtrain-run (GPT, 3 steps)" FAIL "$(grep -m1 -E 'ERROR SUMMARY|Invalid|error' "$logs/memcheck-gpt.log" | cut -c1-100)"
+	fi
+fi
+
+# --- performance: GPT-2 small against PyTorch and cuBLAS on this card (perf.py) ---
+# perf_rows: a row from each pair of perf.py's `RESULT name=value` lines
+perf_rows() {
+	local rc=0 m d t f r
+	run perf 200 python3 "$here/perf.py" "$here" "$work" "$logs" || rc=$?
+	perf_value() { sed -n "s/^RESULT $1=//p" "$logs/perf.log" | tail -n 1; }
+	for m in fp32 tf32; do
+		d=$(perf_value "dtrain_${m}_tok_s") t=$(perf_value "torch_${m}_tok_s")
+		[ -n "$d" ] && [ -n "$t" ] || continue
+		awk -v d="$d" -v t="$t" 'BEGIN { exit !(d >= t) }' && r=PASS || r=FAIL
+		row "GPT-2 small $m tokens/s vs PyTorch" "$r" \
+			"$(awk -v d="$d" -v t="$t" 'BEGIN { printf "dtrain %.0f, PyTorch %.0f tokens/s (x%.2f)", d, t, d / t }')"
+	done
+	f=$(perf_value step_vs_cublas)
+	if [ -n "$f" ]; then
+		awk -v f="$f" 'BEGIN { exit !(f >= 0.60) }' && r=PASS || r=FAIL
+		row "GPT-2 small step vs cuBLAS on its shapes" "$r" "$f of cuBLAS's FLOP/s (dtrain $(perf_value dtrain_fp32_tflops), cuBLAS $(perf_value cublas_fp32_tflops) TFLOP/s; target 0.60)"
+	fi
+	[ "$rc" -eq 124 ] && row "GPT-2 small performance (perf.py)" FAIL "timed out after 200 s: $(tail -n 1 "$logs/perf.log" | cut -c1-80)"
+	[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && row "GPT-2 small performance (perf.py)" FAIL "exit $rc: $(tail -n 1 "$logs/perf.log" | cut -c1-100)"
+	return 0
+}
+perf_rows
 
 echo
 printf '%-46s %-8s %s\n' "check" "result" "detail"

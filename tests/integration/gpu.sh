@@ -3,8 +3,9 @@
 # ends with exit 1 and one message from the first rank, naming its host and
 # CUDA's reason (no hang, no MPI_Abort, no training on the CPU); in a build
 # without the GPU path the message says so. `dtrain-run --version` tells which
-# build this is. On a machine with a GPU the device is selected and the run
-# stops honestly: the GPU training loop is not wired in yet.
+# build this is. On a machine with a GPU (the device check, tests/gpu/
+# check.sh, compares its runs with the CPU's) the same jobs train there and
+# each rank says which device it drives.
 . "$(dirname "$0")/lib.sh"
 RUN=$DTRAIN_BIN/dtrain-run
 MPI="mpirun --allow-run-as-root --oversubscribe -np"
@@ -38,22 +39,27 @@ check_refusal() {
 		must_contain "$T/err" "dtrain-run: rank 0 on host $(hostname): train.device is \"cuda\" but no GPU is visible (cudaGetDeviceCount: "
 		must_contain "$T/err" 'hint: request GPUs with resources.gpus_per_node, or set train.device to "cpu"'
 		[ "$(grep -c 'no GPU is visible' "$T/err")" -eq 1 ] || { cat "$T/err"; fail "$1: expected one report"; }
-	else
-		must_contain "$T/err" "the GPU training loop is not in this build yet"
 	fi
 	must_not_contain "$T/err" "MPI_ABORT"
 	must_not_contain "$T/out" "step "
 }
 
-expect_rc 1 timeout 60 $MPI 2 "$RUN" "$T/s.json"
-check_refusal "mpirun -np 2"
-pass "train.device cuda under mpirun -np 2: exit 1, one clear message (built=$built gpu=$gpu)"
-
 $SUBMIT validate "$T/base.json" --set parallel.data=1 --set resources.tasks_per_node=1 >"$T/s1.json" ||
 	fail "spec"
-expect_rc 1 solo timeout 60 "$RUN" "$T/s1.json"
-check_refusal "one process"
-pass "train.device cuda as one process: exit 1, one clear message"
+if [ "$gpu" = 1 ]; then
+	expect_rc 0 timeout 120 $MPI 2 "$RUN" "$T/s.json"
+	must_contain "$T/out" "dtrain-run: rank 1 device cuda "
+	expect_rc 0 solo timeout 120 "$RUN" "$T/s1.json"
+	must_contain "$T/out" "dtrain-run: rank 0 device cuda "
+	pass "train.device cuda trains on this machine's GPU, under mpirun -np 2 and as one process"
+else
+	expect_rc 1 timeout 60 $MPI 2 "$RUN" "$T/s.json"
+	check_refusal "mpirun -np 2"
+	pass "train.device cuda under mpirun -np 2: exit 1, one clear message (built=$built gpu=$gpu)"
+	expect_rc 1 solo timeout 60 "$RUN" "$T/s1.json"
+	check_refusal "one process"
+	pass "train.device cuda as one process: exit 1, one clear message"
+fi
 
 # the CPU is still the CPU
 $SUBMIT validate "$T/base.json" --set train.device=cpu --set resources.gpus_per_node=0 >"$T/c.json" ||

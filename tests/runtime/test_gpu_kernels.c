@@ -1,7 +1,8 @@
 /*
- * test_gpu_kernels.c - the GPU path's kernels (runtime/gpu/kernels.h) and
- * stage (runtime/gpu/stage.h) against the CPU implementation they mirror
- * (runtime/kernels/kernels.h, model.h, optim.h), on random data.
+ * test_gpu_kernels.c - the GPU path's kernels (runtime/gpu/kernels.h)
+ * against the CPU implementation they mirror (runtime/kernels/kernels.h,
+ * optim.h), on random data. Whole models on the GPU through the device
+ * seam: test_cuda_device.c.
  *
  * Without a visible GPU the program says so and exits 77, which ctest counts
  * as skipped (SKIP_RETURN_CODE), never as passed.
@@ -24,15 +25,9 @@
  *     float where the two doubles straddle a rounding boundary) plus
  *     1e-14 grad_scale (p - 1 cancels for a probability close to 1, where
  *     a few double ulps of p are all that differ).
- *   - the stage in float32 (cuBLAS, other summation order than OpenBLAS):
- *     max |got - want| <= 1e-5 max |want| over each array (logits, dx,
- *     each layer's dW and db, parameters after an SGD step) and on the
- *     loss, with the same count of correct predictions; in TF32 mode
- *     (inputs of products rounded to 10 mantissa bits) 5e-3, and the
- *     count within 3 (a near tie of two logits may flip).
  *
  * Sections: helpers, activations, bias, softmax cross-entropy, optimizers,
- * gradient norm, stage, main.
+ * gradient norm, main.
  */
 #include <errno.h>
 #include <math.h>
@@ -49,9 +44,7 @@
 #include <cuda_runtime_api.h>
 
 #include "runtime/gpu/kernels.h"
-#include "runtime/gpu/stage.h"
 #include "runtime/kernels/kernels.h"
-#include "runtime/model/mlp.h"
 #include "runtime/model/optim.h"
 #include "base/rng.h"
 
@@ -133,29 +126,6 @@ static void check_bitwise(const char *what, const float *got, const float *want,
 			fail_msg("%s[%zu] = %.9g, want %.9g bit for bit", what, i, got[i], want[i]);
 }
 
-/* max |got - want| <= tol * max |want| over the array */
-static void check_array(const char *what, const float *got, const float *want, size_t n,
-			double tol)
-{
-	double scale = 0.0, worst = 0.0;
-	size_t i, at = 0;
-
-	for (i = 0; i < n; i++)
-		if (fabs(want[i]) > scale)
-			scale = fabs(want[i]);
-	for (i = 0; i < n; i++) {
-		double d = fabs((double)got[i] - (double)want[i]);
-
-		if (!(d <= worst)) { /* NaN counts as worst */
-			worst = d;
-			at = i;
-		}
-	}
-	if (!(worst <= tol * scale))
-		fail_msg("%s[%zu] = %.9g, want %.9g: error %.3g > %.3g x max |want| %.3g",
-			 what, at, got[at], want[at], worst, tol, scale);
-}
-
 /* --- activations --- */
 
 static void check_act(enum rt_act act)
@@ -195,7 +165,7 @@ static void check_act(enum rt_act act)
 		}
 	}
 
-	/* in place (y == x, dx == dy), as the stage uses them */
+	/* in place (y == x, dx == dy), as the MLP uses them */
 	rc_ok(rt_gpu_act_backward(act, dx, ddy, ddy, n, stream, &err));
 	from_dev(want, ddy, n * sizeof(float));
 	check_bitwise("backward in place", want, got, n);
@@ -464,272 +434,6 @@ static void test_norm(void **state)
 	free(g);
 }
 
-/* --- stage --- */
-
-/* A spec holding the model and optimizer, built by hand (not spec_free'd). */
-struct mlp {
-	struct spec s;
-	long hidden[2];
-};
-
-static void mlp_set(struct mlp *m, const char *act)
-{
-	memset(m, 0, sizeof(*m));
-	m->hidden[0] = 48;
-	m->hidden[1] = 40;
-	m->s.model.type = "mlp";
-	m->s.model.inputs = 33;
-	m->s.model.hidden.v = m->hidden;
-	m->s.model.hidden.n = 2;
-	m->s.model.outputs = 10;
-	m->s.model.activation = (char *)act;
-	m->s.model.init_seed = 7;
-	m->s.train.optimizer.type = "sgd";
-	m->s.train.optimizer.lr = 0.1;
-	m->s.train.optimizer.momentum = 0.9;
-	m->s.train.optimizer.weight_decay = 1e-4;
-}
-
-#define STAGES 2
-#define MAX_ROWS 64
-
-/* what the layer_done callback saw */
-struct done_log {
-	int calls[STAGES][8];
-	int n[STAGES];
-	int k;                  /* the stage whose backward is running */
-	bool snapshot;          /* copy the layer's grads on the comm stream */
-	cudaStream_t comm;
-	struct rt_gpu_stage *g;
-	float *snap[STAGES];    /* device, [n_params] per stage */
-};
-
-/* The allreduce contract of stage.h: wait for the event on another stream,
- * then read that layer's gradients there. */
-static void on_layer_done(void *ctx, int layer, cudaEvent_t ready)
-{
-	struct done_log *d = ctx;
-	const struct rt_gpu_layer *ly = &d->g[d->k].layers[layer];
-
-	assert_non_null(ready);
-	d->calls[d->k][d->n[d->k]++] = layer;
-	if (!d->snapshot)
-		return;
-	cuda_ok(cudaStreamWaitEvent(d->comm, ready, 0));
-	cuda_ok(cudaMemcpyAsync(d->snap[d->k] + ly->offset, ly->dw, ly->n_params * sizeof(float),
-				cudaMemcpyDeviceToDevice, d->comm));
-}
-
-/* Two micro-batches (64 and 37 rows) through a 3-layer model cut in two
- * stages, forward and backward on both CPU and GPU, gradients compared,
- * then one SGD step and the next forward compared. */
-static void check_stage(const char *act, bool tf32, double tol)
-{
-	static const int rows_of[2] = { MAX_ROWS, 37 };
-	const int total = rows_of[0] + rows_of[1];
-	struct mlp m;
-	int first[STAGES + 1], k, mb, i, l;
-	struct rt_stage c[STAGES];
-	struct rt_acts ca[STAGES];
-	struct rt_optim co[STAGES];
-	struct rt_gpu_stage g[STAGES];
-	struct rt_gpu_acts ga[STAGES];
-	struct rt_gpu_optim go[STAGES];
-	struct rt_gpu_xent_acc *acc = dmalloc(sizeof(*acc));
-	struct rt_gpu_xent_sums sums;
-	struct done_log log;
-	struct dt_err err = { 0 };
-	float *x = randn((size_t)total * 33, 1.0f, 61), *buf, *dl, *cdx;
-	float *d_dl = dmalloc((size_t)MAX_ROWS * 10 * sizeof(float));
-	float *d_dx = dmalloc((size_t)MAX_ROWS * 48 * sizeof(float));
-	int32_t *y = xmalloc((size_t)total * sizeof(int32_t)), *d_y;
-	const float scale = 1.0f / (float)total;
-	int64_t correct = 0;
-	double loss = 0.0;
-	struct dt_rng r;
-
-	mlp_set(&m, act);
-	dt_rng_seed(&r, 62, 0);
-	for (i = 0; i < total; i++)
-		y[i] = (int32_t)dt_rng_below(&r, 10);
-	d_y = (int32_t *)to_dev(y, (size_t)total * sizeof(int32_t));
-	buf = xmalloc((size_t)MAX_ROWS * 48 * sizeof(float));
-	dl = xmalloc((size_t)MAX_ROWS * 10 * sizeof(float));
-	cdx = xmalloc((size_t)MAX_ROWS * 48 * sizeof(float));
-	memset(&log, 0, sizeof(log));
-	cuda_ok(cudaStreamCreate(&log.comm));
-	log.g = g;
-
-	rc_ok(rt_stage_split(&m.s, STAGES, first, &err));
-	for (k = 0; k < STAGES; k++) {
-		rc_ok(rt_stage_init(&c[k], &m.s, k, STAGES, first, &err));
-		assert_int_equal(rt_acts_init(&ca[k], &c[k], MAX_ROWS), 0);
-		rc_ok(rt_optim_init(&co[k], &m.s, c[k].n_params, &err));
-		rc_ok(rt_gpu_stage_init(&g[k], &c[k], tf32, stream, &err));
-		rc_ok(rt_gpu_acts_init(&ga[k], &g[k], MAX_ROWS, &err));
-		rc_ok(rt_gpu_optim_init(&go[k], &m.s, g[k].n_params, &err));
-		log.snap[k] = dmalloc(g[k].n_params * sizeof(float));
-		/* the copy is the CPU's initialisation, bit for bit */
-		assert_int_equal(g[k].n_params, c[k].n_params);
-		{
-			float *p = xmalloc(c[k].n_params * sizeof(float));
-
-			rc_ok(rt_gpu_stage_params_to_host(&g[k], p, &err));
-			cuda_ok(cudaStreamSynchronize(stream));
-			check_bitwise("initial params", p, c[k].params, c[k].n_params);
-			free(p);
-		}
-	}
-	rc_ok(rt_gpu_xent_zero(acc, stream, &err));
-
-	for (mb = 0; mb < 2; mb++) {
-		const int rows = rows_of[mb], off = mb ? rows_of[0] : 0;
-		const float *cy = x + (size_t)off * 33, *gy = cy;
-		float *got;
-
-		/* forward: the CPU chain and the GPU chain (host input on stage 0) */
-		for (k = 0; k < STAGES; k++) {
-			assert_int_equal(rt_stage_forward(&c[k], &ca[k], cy, rows, &cy), 0);
-			rc_ok(rt_gpu_stage_forward(&g[k], &ga[k], gy, rows, &gy, &err));
-		}
-		got = xmalloc((size_t)rows * 10 * sizeof(float));
-		from_dev(got, gy, (size_t)rows * 10 * sizeof(float));
-		check_array("logits", got, cy, (size_t)rows * 10, tol);
-		free(got);
-
-		loss += rt_softmax_xent(cy, y + off, rows, 10, scale, dl, &correct);
-		rc_ok(rt_gpu_softmax_xent(gy, d_y + off, rows, 10, scale, d_dl, acc, stream, &err));
-
-		/* backward, last stage first; the second (last) micro-batch
-		 * snapshots each layer's gradients on the comm stream */
-		log.snapshot = mb == 1;
-		for (k = STAGES - 1; k >= 0; k--) {
-			float *gdx = k > 0 ? d_dx : NULL;
-
-			assert_int_equal(rt_stage_backward(&c[k], &ca[k], k == STAGES - 1 ? dl : buf,
-							   k > 0 ? cdx : NULL, NULL, NULL), 0);
-			log.k = k;
-			rc_ok(rt_gpu_stage_backward(&g[k], &ga[k], k == STAGES - 1 ? d_dl : d_dx,
-						    gdx, on_layer_done, &log, &err));
-			if (k > 0) {
-				/* dx of this stage is dy of the previous one */
-				got = xmalloc((size_t)rows * c[k].in * sizeof(float));
-				from_dev(got, d_dx, (size_t)rows * c[k].in * sizeof(float));
-				check_array("dx", got, cdx, (size_t)rows * c[k].in, tol);
-				free(got);
-				memcpy(buf, cdx, (size_t)rows * c[k].in * sizeof(float));
-				/* the GPU's dx must not be overwritten by the next backward
-				 * before use: it is its dy, consumed in order on the stream */
-			}
-		}
-	}
-	rc_ok(rt_gpu_xent_fetch(acc, &sums, stream, &err));
-	cuda_ok(cudaStreamSynchronize(stream));
-	assert_close(sums.loss, loss, tol * fabs(loss));
-	if (!tf32)
-		assert_int_equal(sums.correct, correct);
-	else /* TF32's 1e-3 may flip the argmax of a row with two near-equal logits */
-		assert_true(llabs((long long)sums.correct - (long long)correct) <= 3);
-
-	/* layer_done: every layer of each stage, last first, once per backward */
-	for (k = 0; k < STAGES; k++) {
-		assert_int_equal(log.n[k], 2 * c[k].n_blocks);
-		for (i = 0; i < log.n[k]; i++)
-			assert_int_equal(log.calls[k][i], c[k].n_blocks - 1 - i % c[k].n_blocks);
-	}
-
-	/* gradients, layer by layer, and the comm stream's snapshot of them */
-	cuda_ok(cudaStreamSynchronize(log.comm));
-	for (k = 0; k < STAGES; k++) {
-		float *got = xmalloc(c[k].n_params * sizeof(float));
-		float *snap = xmalloc(c[k].n_params * sizeof(float));
-
-		from_dev(got, g[k].grads, c[k].n_params * sizeof(float));
-		from_dev(snap, log.snap[k], c[k].n_params * sizeof(float));
-		check_bitwise("grads seen after the layer's event", snap, got, c[k].n_params);
-		for (l = 0; l < c[k].n_blocks; l++) {
-			const struct rt_layer ly_v = rt_mlp_layer(&c[k], l), *ly = &ly_v;
-			size_t nw = (size_t)ly->out * ly->in;
-
-			check_array("dW", got + ly->offset, ly->dw, nw, tol);
-			check_array("db", got + ly->offset + nw, ly->db, (size_t)ly->out, tol);
-		}
-		free(snap);
-		free(got);
-	}
-
-	/* one SGD step on both, zero the gradients, and the next forward */
-	for (k = 0; k < STAGES; k++) {
-		float *got = xmalloc(c[k].n_params * sizeof(float));
-
-		rt_optim_step(&co[k], c[k].params, c[k].grads, c[k].n_params, 0.1);
-		rt_stage_zero_grads(&c[k]);
-		rc_ok(rt_gpu_optim_step(&go[k], g[k].params, g[k].grads, 0.1, stream, &err));
-		rc_ok(rt_gpu_stage_zero_grads(&g[k], &err));
-		assert_int_equal(go[k].host.step, co[k].step);
-		from_dev(got, g[k].params, c[k].n_params * sizeof(float));
-		check_array("params after a step", got, c[k].params, c[k].n_params, tol);
-		from_dev(got, g[k].grads, c[k].n_params * sizeof(float));
-		for (i = 0; i < (int)c[k].n_params; i++)
-			assert_true(got[i] == 0.0f);
-		rc_ok(rt_gpu_optim_to_host(&go[k], stream, &err));
-		check_array("momentum", go[k].host.m, co[k].m, c[k].n_params, tol);
-		free(got);
-	}
-	{
-		const float *cy = x, *gy = x;
-		float *got = xmalloc((size_t)MAX_ROWS * 10 * sizeof(float));
-
-		for (k = 0; k < STAGES; k++) {
-			assert_int_equal(rt_stage_forward(&c[k], &ca[k], cy, MAX_ROWS, &cy), 0);
-			rc_ok(rt_gpu_stage_forward(&g[k], &ga[k], gy, MAX_ROWS, &gy, &err));
-		}
-		from_dev(got, gy, (size_t)MAX_ROWS * 10 * sizeof(float));
-		check_array("logits after a step", got, cy, (size_t)MAX_ROWS * 10, tol);
-		free(got);
-	}
-
-	/* rows = 0: no work, but layer_done still reports every layer */
-	memset(&log.n, 0, sizeof(log.n));
-	log.snapshot = false;
-	for (k = STAGES - 1; k >= 0; k--) {
-		const float *gy;
-
-		log.k = k;
-		rc_ok(rt_gpu_stage_forward(&g[k], &ga[k], d_dx, 0, &gy, &err));
-		rc_ok(rt_gpu_stage_backward(&g[k], &ga[k], d_dl, k ? d_dx : NULL, on_layer_done,
-					    &log, &err));
-		assert_int_equal(log.n[k], g[k].n_layers);
-	}
-	/* activations of another stage are refused */
-	assert_int_equal(rt_gpu_stage_forward(&g[0], &ga[1], x, 1, NULL, &err), -EINVAL);
-
-	for (k = 0; k < STAGES; k++) {
-		cudaFree(log.snap[k]);
-		rt_gpu_optim_free(&go[k]);
-		rt_gpu_acts_free(&ga[k]);
-		rt_gpu_stage_free(&g[k]);
-		rt_optim_free(&co[k]);
-		rt_acts_free(&ca[k]);
-		rt_stage_free(&c[k]);
-	}
-	cuda_ok(cudaStreamDestroy(log.comm));
-	cudaFree(d_y);
-	cudaFree(d_dx);
-	cudaFree(d_dl);
-	cudaFree(acc);
-	free(cdx);
-	free(dl);
-	free(buf);
-	free(y);
-	free(x);
-}
-
-static void test_stage_relu(void **state) { (void)state; check_stage("relu", false, 1e-5); }
-static void test_stage_gelu(void **state) { (void)state; check_stage("gelu", false, 1e-5); }
-static void test_stage_tanh(void **state) { (void)state; check_stage("tanh", false, 1e-5); }
-static void test_stage_tf32(void **state) { (void)state; check_stage("gelu", true, 5e-3); }
-
 /* --- main --- */
 
 int main(void)
@@ -744,10 +448,6 @@ int main(void)
 		cmocka_unit_test(test_sgd),
 		cmocka_unit_test(test_adamw),
 		cmocka_unit_test(test_norm),
-		cmocka_unit_test(test_stage_relu),
-		cmocka_unit_test(test_stage_gelu),
-		cmocka_unit_test(test_stage_tanh),
-		cmocka_unit_test(test_stage_tf32),
 	};
 	cudaError_t e;
 	int n = 0, rc;

@@ -1,0 +1,502 @@
+/*
+ * cuda_device.cu - the CUDA device of the seam (cuda_device.h): the table
+ * of runtime/model/device.h over cudaMalloc'd memory, one stream, cuBLAS
+ * products and the kernels of kernels.h and transformer.h.
+ *
+ * Sections: state and errors, memory, linear layers and the element-wise
+ * kernels, the transformer's, loss, optimizer, opening.
+ */
+#include "runtime/gpu/cuda_device.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <mpi.h> /* before gpu.h's extern "C": C++ declarations of its own */
+
+#include "runtime/gpu/kernels.h"
+#include "runtime/gpu/transformer.h"
+extern "C" {
+#include "runtime/gpu/gpu.h"
+#include "runtime/model/model.h"
+#include "runtime/model/optim.h"
+}
+
+/* --- state and errors --- */
+
+struct cuda_ctx {
+	cudaStream_t stream;
+	cublasHandle_t blas;
+	struct rt_gpu_xent_acc *xent; /* device: the loss accumulator */
+	struct rt_gpu_sum *sum;       /* device: sums of squares */
+	struct rt_gpu_xent_sums *hx;  /* pinned host: the loss fetched */
+	double *hsum;                 /* pinned host: a sum fetched */
+	float *ws;                    /* device: attention's workspace */
+	size_t ws_floats;
+	int rc;                       /* the first failure since the last sync */
+	struct dt_err err;            /* its message */
+};
+
+static struct cuda_ctx *C(struct rt_dev *d)
+{
+	return (struct cuda_ctx *)d->ctx;
+}
+
+/* keeps the first failure for sync; true when the device may go on */
+static bool keep(struct cuda_ctx *c, int rc)
+{
+	if (rc && !c->rc)
+		c->rc = rc;
+	return c->rc == 0;
+}
+
+static bool ok(struct cuda_ctx *c, cudaError_t e, const char *what)
+{
+	return keep(c, rt_gpu__check(e, what, &c->err));
+}
+
+static bool blas_ok(struct cuda_ctx *c, cublasStatus_t s, const char *what)
+{
+	if (s == CUBLAS_STATUS_SUCCESS)
+		return true;
+	if (!c->rc)
+		dt_err_add(&c->err, "gpu: %s: cuBLAS status %d", what, (int)s);
+	return keep(c, -EIO);
+}
+
+static int cuda_sync(struct rt_dev *d, struct dt_err *err)
+{
+	struct cuda_ctx *c = C(d);
+
+	ok(c, cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
+	if (!c->rc)
+		return 0;
+	dt_err_add(err, "%s", c->err.msg);
+	return c->rc;
+}
+
+/* --- memory --- */
+
+static int cuda_alloc(struct rt_dev *d, size_t bytes, const char *what, void **p,
+		      struct dt_err *err)
+{
+	struct cuda_ctx *c = C(d);
+	cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
+
+	if (e != cudaSuccess) {
+		*p = NULL;
+		(void)cudaGetLastError();
+		if (err)
+			dt_err_add(err, "gpu: cannot allocate %.1f MiB of GPU memory for %s (%s)",
+				   (double)bytes / 1048576.0, what, cudaGetErrorString(e));
+		return e == cudaErrorMemoryAllocation ? -ENOMEM : -EIO;
+	}
+	if (!ok(c, cudaMemsetAsync(*p, 0, bytes, c->stream), "zeroing new GPU memory")) {
+		if (err)
+			dt_err_add(err, "%s", c->err.msg);
+		return c->rc;
+	}
+	return 0;
+}
+
+static void cuda_free(struct rt_dev *d, void *p)
+{
+	/* cudaFree waits for the device: nothing queued outlives the buffer */
+	(void)d;
+	cudaFree(p);
+}
+
+static void cuda_put(struct rt_dev *d, void *dst, const void *src, size_t bytes)
+{
+	ok(C(d), cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, C(d)->stream),
+	   "copy to the GPU");
+}
+
+static void cuda_get(struct rt_dev *d, void *dst, const void *src, size_t bytes)
+{
+	struct cuda_ctx *c = C(d);
+
+	if (ok(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream),
+	       "copy from the GPU"))
+		ok(c, cudaStreamSynchronize(c->stream), "copy from the GPU (waiting)");
+}
+
+static void cuda_copy(struct rt_dev *d, void *dst, const void *src, size_t bytes)
+{
+	ok(C(d), cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, C(d)->stream),
+	   "copy within the GPU");
+}
+
+static void cuda_zero(struct rt_dev *d, void *p, size_t bytes)
+{
+	ok(C(d), cudaMemsetAsync(p, 0, bytes, C(d)->stream), "cudaMemsetAsync");
+}
+
+static void cuda_close(struct rt_dev *d)
+{
+	struct cuda_ctx *c = C(d);
+
+	if (!c)
+		return;
+	if (c->stream)
+		(void)cudaStreamSynchronize(c->stream);
+	if (c->blas)
+		cublasDestroy(c->blas);
+	cudaFree(c->xent);
+	cudaFree(c->sum);
+	cudaFree(c->ws);
+	cudaFreeHost(c->hx);
+	cudaFreeHost(c->hsum);
+	if (c->stream)
+		cudaStreamDestroy(c->stream);
+	free(c);
+	d->ctx = NULL;
+}
+
+/* --- linear layers and the element-wise kernels --- */
+
+/* y [rows][out] = x [rows][in] W^T + b: b broadcast into y, then the
+ * product added onto it (beta 1), as rt_linear_forward */
+static void k_linear_forward(struct rt_dev *d, const float *x, const float *w, const float *b,
+			     float *y, int rows, int in, int out)
+{
+	struct cuda_ctx *c = C(d);
+	const float one = 1.0f, zero = 0.0f;
+
+	if (rows == 0 || c->rc)
+		return;
+	if (b && !keep(c, rt_gpu_bias_fill(b, y, rows, out, c->stream, &c->err)))
+		return;
+	blas_ok(c, cublasSgemm(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, &one, w, in, x, in,
+			       b ? &one : &zero, y, out),
+		"cublasSgemm y = x W^T + b");
+}
+
+/* dw [out][in] (+)= dy^T x, db [out] (+)= column sums of dy, dx = dy W */
+static void k_linear_backward(struct rt_dev *d, const float *x, const float *w, const float *dy,
+			      float *dx, float *dw, float *db, int rows, int in, int out, bool add)
+{
+	struct cuda_ctx *c = C(d);
+	const float one = 1.0f, zero = 0.0f;
+
+	if (rows == 0 || c->rc)
+		return;
+	if (dw && !blas_ok(c, cublasSgemm(c->blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, &one, x,
+					  in, dy, out, add ? &one : &zero, dw, in),
+			   "cublasSgemm dW += dy^T x"))
+		return;
+	if (db && !add && !ok(c, cudaMemsetAsync(db, 0, (size_t)out * sizeof(float), c->stream),
+			      "zeroing a bias gradient"))
+		return;
+	if (db && !keep(c, rt_gpu_bias_grad(dy, db, rows, out, c->stream, &c->err)))
+		return;
+	if (dx)
+		blas_ok(c, cublasSgemm(c->blas, CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, &one, w, in, dy,
+				       out, &zero, dx, in),
+			"cublasSgemm dx = dy W");
+}
+
+static void k_act_forward(struct rt_dev *d, enum rt_act act, const float *x, float *y, size_t n)
+{
+	if (!C(d)->rc)
+		keep(C(d), rt_gpu_act_forward(act, x, y, n, C(d)->stream, &C(d)->err));
+}
+
+static void k_act_backward(struct rt_dev *d, enum rt_act act, const float *x, const float *dy,
+			   float *dx, size_t n)
+{
+	if (!C(d)->rc)
+		keep(C(d), rt_gpu_act_backward(act, x, dy, dx, n, C(d)->stream, &C(d)->err));
+}
+
+__global__ void k_add_kernel(float *y, const float *x, size_t n)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	size_t stride = (size_t)gridDim.x * blockDim.x;
+
+	for (; i < n; i += stride)
+		y[i] = __fadd_rn(y[i], x[i]);
+}
+
+static void k_add(struct rt_dev *d, float *y, const float *x, size_t n)
+{
+	size_t blocks = (n + 255) / 256;
+
+	if (n == 0 || C(d)->rc)
+		return;
+	k_add_kernel<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, C(d)->stream>>>(y, x, n);
+	ok(C(d), cudaGetLastError(), "kernel add");
+}
+
+/* --- the transformer's --- */
+
+static void k_embed_forward(struct rt_dev *d, const float *ids, int32_t *tok, const float *wte,
+			    const float *wpe, float *out, int B, int T, int C_)
+{
+	if (B > 0 && !C(d)->rc)
+		keep(C(d), rt_gpu_embed_forward(ids, tok, wte, wpe, out, B, T, C_, C(d)->stream,
+						&C(d)->err));
+}
+
+static void k_embed_backward(struct rt_dev *d, const int32_t *tok, const float *dout, float *dwte,
+			     float *dwpe, int B, int T, int C_)
+{
+	if (B > 0 && !C(d)->rc)
+		keep(C(d), rt_gpu_embed_backward(tok, dout, dwte, dwpe, B, T, C_, C(d)->stream,
+						 &C(d)->err));
+}
+
+static void k_layernorm_forward(struct rt_dev *d, const float *x, const float *w, const float *b,
+				float *y, float *mean, float *rstd, int N, int C_)
+{
+	if (N > 0 && !C(d)->rc)
+		keep(C(d), rt_gpu_layernorm_forward(x, w, b, y, mean, rstd, N, C_, C(d)->stream,
+						    &C(d)->err));
+}
+
+static void k_layernorm_backward(struct rt_dev *d, const float *dy, const float *x,
+				 const float *w, const float *mean, const float *rstd, float *dx,
+				 float *dw, float *db, int N, int C_)
+{
+	if (N > 0 && !C(d)->rc)
+		keep(C(d), rt_gpu_layernorm_backward(dy, x, w, mean, rstd, dx, dw, db, N, C_,
+						     C(d)->stream, &C(d)->err));
+}
+
+/* attention's workspace of at least B sequences; grown (after the stream
+ * has passed every use of the old one: cudaFree waits) */
+static float *workspace(struct rt_dev *d, int B, int T, int NH, struct dt_err *err)
+{
+	struct cuda_ctx *c = C(d);
+	size_t need = rt_gpu_attention_scratch_floats(B, T, NH);
+	void *p = NULL;
+
+	if (c->ws_floats >= need)
+		return c->ws;
+	cudaFree(c->ws);
+	c->ws = NULL;
+	c->ws_floats = 0;
+	if (cuda_alloc(d, need * sizeof(float), "attention's scores", &p, err))
+		return NULL;
+	c->ws = (float *)p;
+	c->ws_floats = need;
+	return c->ws;
+}
+
+static int k_attention_reserve(struct rt_dev *d, int B, int T, int NH, struct dt_err *err)
+{
+	return workspace(d, B, T, NH, err) ? 0 : -ENOMEM;
+}
+
+static void k_attention_forward(struct rt_dev *d, const float *qkv, float *out, float *lse, int B,
+				int T, int C_, int NH)
+{
+	struct cuda_ctx *c = C(d);
+	float *ws;
+
+	if (B == 0 || c->rc)
+		return;
+	ws = workspace(d, B, T, NH, &c->err);
+	if (keep(c, ws ? 0 : -ENOMEM))
+		keep(c, rt_gpu_attention_forward(c->blas, qkv, out, lse, B, T, C_, NH, ws, c->stream,
+						 &c->err));
+}
+
+static void k_attention_backward(struct rt_dev *d, const float *dout, const float *qkv,
+				 const float *lse, float *dqkv, int B, int T, int C_, int NH)
+{
+	struct cuda_ctx *c = C(d);
+	float *ws;
+
+	if (B == 0 || c->rc)
+		return;
+	ws = workspace(d, B, T, NH, &c->err);
+	if (keep(c, ws ? 0 : -ENOMEM))
+		keep(c, rt_gpu_attention_backward(c->blas, dout, qkv, lse, dqkv, B, T, C_, NH, ws,
+						  c->stream, &c->err));
+}
+
+/* --- loss --- */
+
+static void k_loss_zero(struct rt_dev *d)
+{
+	if (!C(d)->rc)
+		keep(C(d), rt_gpu_xent_zero(C(d)->xent, C(d)->stream, &C(d)->err));
+}
+
+static void k_loss_add(struct rt_dev *d, const float *logits, const int32_t *labels, int rows,
+		       int classes, float grad_scale, float *dlogits)
+{
+	if (rows > 0 && !C(d)->rc)
+		keep(C(d), rt_gpu_softmax_xent(logits, labels, rows, classes, grad_scale, dlogits,
+					       C(d)->xent, C(d)->stream, &C(d)->err));
+}
+
+static int k_loss_fetch(struct rt_dev *d, double *loss, int64_t *correct, struct dt_err *err)
+{
+	struct cuda_ctx *c = C(d);
+	int rc;
+
+	if (!c->rc)
+		keep(c, rt_gpu_xent_fetch(c->xent, c->hx, c->stream, &c->err));
+	rc = cuda_sync(d, err);
+	*loss = rc ? NAN : c->hx->loss;
+	*correct = rc ? 0 : (int64_t)c->hx->correct;
+	return rc;
+}
+
+/* --- optimizer --- */
+
+/* the sum accumulated since the last zero, fetched (waits) */
+static double fetch_sum(struct cuda_ctx *c)
+{
+	if (!ok(c, cudaMemcpyAsync(c->hsum, &c->sum->value, sizeof(double), cudaMemcpyDeviceToHost,
+				   c->stream), "copy of a sum of squares") ||
+	    !ok(c, cudaStreamSynchronize(c->stream), "waiting for a sum of squares"))
+		return NAN;
+	return *c->hsum;
+}
+
+static double k_sumsq(struct rt_dev *d, const float *g, size_t n)
+{
+	struct cuda_ctx *c = C(d);
+
+	if (c->rc || !keep(c, rt_gpu_sum_zero(c->sum, c->stream, &c->err)) ||
+	    !keep(c, rt_gpu_sumsq(g, n, c->sum, c->stream, &c->err)))
+		return NAN;
+	return fetch_sum(c);
+}
+
+/* One range's update with weight decay wd (the optimizer's, or 0 where a
+ * model exempts it: rt_optim_no_decay's spans) at update count t. */
+static void update_range(struct cuda_ctx *c, const struct rt_optim *o, int64_t t, float *params,
+			 const float *grads, size_t first, size_t n, double lr, bool decay)
+{
+	struct rt_optim k = *o;
+
+	if (!decay)
+		k.weight_decay = 0.0;
+	keep(c, rt_gpu_optim_update(&k, t, params + first, grads + first, o->m + first,
+				    o->v ? o->v + first : NULL, n, lr, c->stream, &c->err));
+}
+
+/* [first, first + n) cut where the no-decay spans begin and end */
+static void update_span(struct cuda_ctx *c, const struct rt_optim *o, int64_t t, float *params,
+			const float *grads, size_t first, size_t n, double lr)
+{
+	size_t at = first, end = first + n;
+	int i;
+
+	for (i = 0; i < o->n_no_decay && at < end; i++) {
+		size_t a = o->no_decay[i].first, b = a + o->no_decay[i].count;
+
+		if (b <= at || a >= end)
+			continue;
+		if (a > at)
+			update_range(c, o, t, params, grads, at, a - at, lr, true);
+		a = a > at ? a : at;
+		b = b < end ? b : end;
+		update_range(c, o, t, params, grads, a, b - a, lr, false);
+		at = b;
+	}
+	if (at < end)
+		update_range(c, o, t, params, grads, at, end - at, lr, true);
+}
+
+/* rt_optim_step_spans on the GPU: the sum of squares of the gradients
+ * read (before scale), the update from grads * scale, the gradients left
+ * zero; step += 1 once */
+static double k_optim_spans(struct rt_dev *d, struct rt_optim *o, float *params, float *grads,
+			    const struct rt_span *spans, int n_spans, double lr, float scale)
+{
+	struct cuda_ctx *c = C(d);
+	int64_t t = o->step + 1;
+	int i;
+
+	o->step = t;
+	if (c->rc || !keep(c, rt_gpu_sum_zero(c->sum, c->stream, &c->err)))
+		return NAN;
+	for (i = 0; i < n_spans && !c->rc; i++) {
+		float *g = grads + spans[i].first;
+		size_t n = spans[i].count;
+
+		if (!keep(c, rt_gpu_sumsq(g, n, c->sum, c->stream, &c->err)) ||
+		    (scale != 1.0f && !keep(c, rt_gpu_scale(g, n, scale, c->stream, &c->err))))
+			break;
+		update_span(c, o, t, params, grads, spans[i].first, n, lr);
+		ok(c, cudaMemsetAsync(g, 0, n * sizeof(float), c->stream), "zeroing the gradients");
+	}
+	return c->rc ? NAN : fetch_sum(c);
+}
+
+/* --- opening --- */
+
+static void fill_ops(struct rt_dev_ops *o)
+{
+	o->alloc = cuda_alloc;
+	o->free = cuda_free;
+	o->put = cuda_put;
+	o->get = cuda_get;
+	o->copy = cuda_copy;
+	o->zero = cuda_zero;
+	o->sync = cuda_sync;
+	o->close = cuda_close;
+	o->linear_forward = k_linear_forward;
+	o->linear_backward = k_linear_backward;
+	o->act_forward = k_act_forward;
+	o->act_backward = k_act_backward;
+	o->add = k_add;
+	o->embed_forward = k_embed_forward;
+	o->embed_backward = k_embed_backward;
+	o->layernorm_forward = k_layernorm_forward;
+	o->layernorm_backward = k_layernorm_backward;
+	o->attention_reserve = k_attention_reserve;
+	o->attention_forward = k_attention_forward;
+	o->attention_backward = k_attention_backward;
+	o->loss_zero = k_loss_zero;
+	o->loss_add = k_loss_add;
+	o->loss_fetch = k_loss_fetch;
+	o->optim_spans = k_optim_spans;
+	o->sumsq = k_sumsq;
+}
+
+static struct rt_dev_ops cuda_ops;
+
+extern "C" int rt_gpu_dev_open(struct rt_dev *d, const struct rt_gpu_device *gpu, bool tf32,
+			       struct dt_err *err)
+{
+	struct cuda_ctx *c = (struct cuda_ctx *)calloc(1, sizeof(*c));
+
+	memset(d, 0, sizeof(*d));
+	if (!c)
+		return dt_err_add(err, "gpu: out of host memory for the device's state"), -ENOMEM;
+	fill_ops(&cuda_ops);
+	d->ops = &cuda_ops;
+	d->kind = "cuda";
+	d->host = false;
+	d->ctx = c;
+	snprintf(d->name, sizeof(d->name), "cuda %d of %d (%.100s, sm_%d%d, %.0f GiB%s)", gpu->index,
+		 gpu->count, gpu->name, gpu->cc_major, gpu->cc_minor,
+		 (double)gpu->mem_bytes / 1073741824.0, tf32 ? ", tf32 products" : "");
+	if (!ok(c, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "cudaStreamCreate") ||
+	    !ok(c, cudaMalloc((void **)&c->xent, sizeof(*c->xent)), "cudaMalloc of the loss sums") ||
+	    !ok(c, cudaMalloc((void **)&c->sum, sizeof(*c->sum)), "cudaMalloc of a sum of squares") ||
+	    !ok(c, cudaMallocHost((void **)&c->hx, sizeof(*c->hx)), "cudaMallocHost of the loss sums") ||
+	    !ok(c, cudaMallocHost((void **)&c->hsum, sizeof(double)), "cudaMallocHost of a sum"))
+		return dt_err_add(err, "%s", c->err.msg), c->rc;
+	if (cublasCreate(&c->blas) != CUBLAS_STATUS_SUCCESS) {
+		c->blas = NULL;
+		return dt_err_add(err, "gpu: cannot create a cuBLAS handle (is the GPU usable? see nvidia-smi)"),
+		       -EIO;
+	}
+	if (!blas_ok(c, cublasSetStream(c->blas, c->stream), "cublasSetStream") ||
+	    !blas_ok(c, cublasSetMathMode(c->blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+		     "cublasSetMathMode"))
+		return dt_err_add(err, "%s", c->err.msg), c->rc;
+	return 0;
+}
