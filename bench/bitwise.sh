@@ -9,8 +9,9 @@
 # compared with the format-2 name /model/<2l>....). OLD_BIN: e.g. a build of
 # an earlier commit (git worktree add /tmp/old REV; cmake -S /tmp/old -B
 # /tmp/oldbuild -DDTRAIN_TESTS=OFF; make -C /tmp/oldbuild dtrain-run).
-# Specs are resolved by NEW_BIN's dtrain-submit. ONLY_NEW=1 skips the first 10
-# MLP layouts.
+# Specs are resolved by NEW_BIN's dtrain-submit (the old runs' by
+# OLD_BIN's when it is there: make -C /tmp/oldbuild dtrain-submit too).
+# ONLY_NEW=1 skips the first 10 MLP layouts.
 # Prints one line per layout and "failures: N"; exits 1 when N > 0.
 set -u
 OLD=$1 NEW=$2 OUT=$3 SUB=$2/dtrain-submit
@@ -52,9 +53,12 @@ cmpck() {
 cfg() {
 	local name=$1 d=$2 p=$3 m=$4 sch=$5 np=$(($2 * $3)); shift 5
 	for which in old new; do
-		local bin=$OLD; [ $which = new ] && bin=$NEW
+		local bin=$OLD sub=$SUB; [ $which = new ] && bin=$NEW
+		# the old build resolves its own specs when it has its dtrain-submit
+		# (a key added since, with its default, is unknown to its dtrain-run)
+		[ $which = old ] && [ -x "$OLD/dtrain-submit" ] && sub=$OLD/dtrain-submit
 		local dir="$OUT/$name-$which"
-		$SUB validate "$OUT/${BASE:-base}.json" --set run_dir="$dir" --set resources.tasks_per_node=$np \
+		$sub validate "$OUT/${BASE:-base}.json" --set run_dir="$dir" --set resources.tasks_per_node=$np \
 			--set parallel.data=$d --set parallel.pipeline=$p --set parallel.micro_batches=$m \
 			--set parallel.schedule=$sch "$@" >"$dir.json" 2>"$dir.err" || { cat "$dir.err"; return 1; }
 		mkdir -p "$dir"
