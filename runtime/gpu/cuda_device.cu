@@ -97,17 +97,20 @@ static int cuda_alloc(struct rt_dev *d, size_t bytes, const char *what, void **p
 		return e == cudaErrorMemoryAllocation ? -ENOMEM : -EIO;
 	}
 	if (!ok(c, cudaMemsetAsync(*p, 0, bytes, c->stream), "zeroing new GPU memory")) {
-		if (err)
+		cudaFree(*p);
+		*p = NULL;
+		if (err && err != &c->err)
 			dt_err_add(err, "%s", c->err.msg);
 		return c->rc;
 	}
 	return 0;
 }
 
+/* after the stream's work: nothing queued may outlive its buffer (the
+ * runtime does not promise that cudaFree waits for a non-blocking stream) */
 static void cuda_free(struct rt_dev *d, void *p)
 {
-	/* cudaFree waits for the device: nothing queued outlives the buffer */
-	(void)d;
+	(void)cudaStreamSynchronize(C(d)->stream);
 	cudaFree(p);
 }
 
@@ -278,6 +281,7 @@ static float *workspace(struct rt_dev *d, int B, int T, int NH, struct dt_err *e
 
 	if (c->ws_floats >= need)
 		return c->ws;
+	(void)cudaStreamSynchronize(c->stream); /* the old one's last use is over */
 	cudaFree(c->ws);
 	c->ws = NULL;
 	c->ws_floats = 0;

@@ -74,12 +74,16 @@ int rt__dev_slot(struct trainer *t, struct slot *sl)
 		sl->hy = sl->y;
 		return 0;
 	}
+	/* what this stage's messages and reads go through: the last stage
+	 * sends no output and receives no gradient, the first sends none back */
 	if ((rc = host_alloc(t, &sl->hx, in, "a micro-batch's input")) ||
-	    (rc = host_alloc(t, &sl->hdx, in, "a micro-batch's input gradient")) ||
-	    (rc = host_alloc(t, &sl->hdy, out, "a micro-batch's output gradient")) ||
-	    (rc = host_alloc(t, &sl->hout, out, "a micro-batch's output")))
+	    (t->stage > 0 && (rc = host_alloc(t, &sl->hdx, in, "a micro-batch's input gradient"))))
 		return rc;
-	return host_alloc(t, &sl->hy, labels, "a micro-batch's targets");
+	if (t->stage == t->stages - 1)
+		return host_alloc(t, &sl->hy, labels, "a micro-batch's targets");
+	if ((rc = host_alloc(t, &sl->hdy, out, "a micro-batch's output gradient")))
+		return rc;
+	return host_alloc(t, &sl->hout, out, "a micro-batch's output");
 }
 
 void rt__dev_slot_free(struct trainer *t, struct slot *sl)

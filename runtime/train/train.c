@@ -375,8 +375,14 @@ static int save_params(struct trainer *t, const char *dir)
 
 static int check_finite(struct trainer *t, int64_t step, double loss, double norm)
 {
+	int rc;
+
 	if (isfinite(loss) && isfinite(norm))
 		return 0;
+	/* a device's failure (its sums then NaN) is this rank's, with its
+	 * own message, not a divergence */
+	if ((rc = rt_dev_sync(t->dev, t->err)))
+		return rc;
 	if (t->g->rank == 0)
 		dt_err_add(t->err, "step %lld: %s is %s; training diverged (hint: lower train.optimizer.lr, "
 			   "add train.lr_schedule.warmup_steps or set train.grad_clip)",

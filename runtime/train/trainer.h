@@ -61,8 +61,9 @@ struct times {
 
 /* One micro-batch in flight on this stage: the passes' arrays in device
  * memory, and where the host reads, receives and sends them (on a host
- * device the same arrays; out then stays NULL: the output is sent from
- * acts). */
+ * device the same arrays, and hout stays NULL: the output is sent from
+ * acts; on another, the staging arrays this stage uses, NULL the others:
+ * hy on the last stage, hdy and hout on the others, hdx past the first). */
 struct slot {
 	struct rt_acts acts;
 	float *x;        /* device [rows][in]: stage input, read or received */
