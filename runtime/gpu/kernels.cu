@@ -223,20 +223,31 @@ __global__ void k_bias_fill(const float *b, float *y, size_t rows, size_t out)
 		y[i] = b[i % out];
 }
 
-/* One thread per column, rows in order: the CPU's loop turned inside out,
- * same additions in the same order onto db[o]. Neighbouring threads read
- * neighbouring columns, so each row is one coalesced read. */
-__global__ void k_bias_grad(const float *dy, float *db, int rows, int out)
+/* A block per 32 columns: thread (x, y) sums column x of rows y, y + 32,
+ * y + 64, ... in order (each row one coalesced read of 32 floats), then
+ * thread (x, 0) adds the 32 partial sums in y order onto db[x]. A fixed
+ * order, no atomics: the same bits every run, not the CPU's (which adds the
+ * rows one by one onto db): a column of 8192 rows is 256 additions per
+ * thread instead of 8192 in one. */
+#define BIAS_LANES 32
+__global__ void __launch_bounds__(BIAS_LANES * BIAS_LANES)
+k_bias_grad(const float *dy, float *db, int rows, int out)
 {
-	int o = blockIdx.x * blockDim.x + threadIdx.x, r;
-	float s;
+	__shared__ float part[BIAS_LANES][BIAS_LANES + 1];
+	int x = threadIdx.x, y = threadIdx.y, o = blockIdx.x * BIAS_LANES + x, r, k;
+	float s = 0.0f;
 
-	if (o >= out)
+	if (o < out)
+		for (r = y; r < rows; r += BIAS_LANES)
+			s = __fadd_rn(s, dy[(size_t)r * (size_t)out + (size_t)o]);
+	part[y][x] = s;
+	__syncthreads();
+	if (y != 0 || o >= out)
 		return;
-	s = db[o];
-	for (r = 0; r < rows; r++)
-		s = __fadd_rn(s, dy[(size_t)r * (size_t)out + (size_t)o]);
-	db[o] = s;
+	s = part[0][x];
+	for (k = 1; k < BIAS_LANES; k++)
+		s = __fadd_rn(s, part[k][x]);
+	db[o] = __fadd_rn(db[o], s);
 }
 
 extern "C" int rt_gpu_bias_fill(const float *b, float *y, int rows, int out, cudaStream_t stream,
@@ -260,7 +271,8 @@ extern "C" int rt_gpu_bias_grad(const float *dy, float *db, int rows, int out, c
 		return dt_err_add(err, "gpu: bias_grad: negative shape [%d][%d]", rows, out);
 	if (rows == 0 || out == 0)
 		return 0;
-	k_bias_grad<<<blocks_for((size_t)out, MAX_BLOCKS), THREADS, 0, stream>>>(dy, db, rows, out);
+	k_bias_grad<<<(unsigned)((out + BIAS_LANES - 1) / BIAS_LANES), dim3(BIAS_LANES, BIAS_LANES), 0,
+		      stream>>>(dy, db, rows, out);
 	return launched(err, "kernel bias_grad ([%d][%d])", rows, out);
 }
 

@@ -8,8 +8,8 @@
  * as skipped (SKIP_RETURN_CODE), never as passed.
  *
  * Tolerances, and why:
- *   - bitwise: ReLU, GELU forward and backward, bias broadcast and bias
- *     gradient, SGD, AdamW, scaling and clipping. The kernels perform the
+ *   - bitwise: ReLU, GELU forward and backward, bias broadcast, SGD,
+ *     AdamW, scaling and clipping. The kernels perform the
  *     CPU's float operations in the CPU's order without fused multiply-adds
  *     (GELU and the updates call the very functions the CPU's loops call:
  *     runtime/kernels/elem.h; nvcc builds with -fmad=false), so anything
@@ -20,6 +20,9 @@
  *     2 ulp, glibc's within 1-2: the difference in t = tanh(.) is a few
  *     1e-7, multiplied by |df/dt| <= 0.5 |x| (forward), |x| k (1 + 3 c x^2)
  *     + 0.5 (GELU backward) or 2 (tanh backward).
+ *   - the bias gradient (float sums in another fixed order): both sums'
+ *     rounding bound, (rows + 32) x 6e-8 x the column's sum of magnitudes,
+ *     and the same bits run to run;
  *   - loss sums and sums of squares (double, other order): 1e-12 relative;
  *     dlogits (double, then rounded to float): 1e-6 relative (1 ulp of a
  *     float where the two doubles straddle a rounding boundary) plus
@@ -205,6 +208,7 @@ static void test_bias(void **state)
 	const int rows = 300, out = 77;
 	float *b = randn((size_t)out, 1.0f, 21), *dy = randn((size_t)rows * out, 1.0f, 22);
 	float *db = randn((size_t)out, 1.0f, 23); /* accumulated onto, not overwritten */
+	float *db0 = randn((size_t)out, 1.0f, 23), bound[77];
 	float *want = xmalloc((size_t)rows * out * sizeof(float));
 	float *got = xmalloc((size_t)rows * out * sizeof(float));
 	float *d_b = to_dev(b, out * sizeof(float)), *d_dy = to_dev(dy, (size_t)rows * out * sizeof(float));
@@ -219,12 +223,31 @@ static void test_bias(void **state)
 	from_dev(got, d_y, (size_t)rows * out * sizeof(float));
 	check_bitwise("bias_fill", got, want, (size_t)rows * out);
 
-	/* the CPU's bias gradient: rt_linear_backward with only db wanted */
+	/* the CPU's bias gradient: rt_linear_backward with only db wanted;
+	 * the GPU's sums in another fixed order, so within both sums' rounding
+	 * bound: (rows + 32) ulp-halves of the column's sum of magnitudes */
+	for (r = 0; r < out; r++) {
+		double mag = fabs(db[r]);
+		int k;
+
+		for (k = 0; k < rows; k++)
+			mag += fabs(dy[(size_t)k * out + r]);
+		bound[r] = (rows + 32) * 6e-8 * mag;
+	}
 	rt_linear_backward(NULL, NULL, dy, NULL, NULL, db, rows, 1, out, true);
 	rc_ok(rt_gpu_bias_grad(d_dy, d_db, rows, out, stream, &err));
 	rc_ok(rt_gpu_bias_grad(d_dy, d_db, 0, out, stream, &err)); /* rows = 0: nothing */
 	from_dev(got, d_db, out * sizeof(float));
-	check_bitwise("bias_grad", got, db, (size_t)out);
+	for (r = 0; r < out; r++)
+		assert_close(got[r], db[r], bound[r]);
+	/* and the same bits on a second run */
+	cuda_ok(cudaMemcpy(d_db, db0, out * sizeof(float), cudaMemcpyHostToDevice));
+	rc_ok(rt_gpu_bias_grad(d_dy, d_db, rows, out, stream, &err));
+	from_dev(want, d_db, out * sizeof(float));
+	cuda_ok(cudaMemcpy(d_db, db0, out * sizeof(float), cudaMemcpyHostToDevice));
+	rc_ok(rt_gpu_bias_grad(d_dy, d_db, rows, out, stream, &err));
+	from_dev(got, d_db, out * sizeof(float));
+	check_bitwise("bias_grad run to run", got, want, (size_t)out);
 
 	cudaFree(d_y);
 	cudaFree(d_db);
@@ -233,6 +256,7 @@ static void test_bias(void **state)
 	free(got);
 	free(want);
 	free(db);
+	free(db0);
 	free(dy);
 	free(b);
 }
