@@ -9,6 +9,8 @@
 #include <string.h>
 
 #ifdef DTRAIN_HAVE_CUDA
+#include <mpi.h>
+
 #include "runtime/gpu/cuda_device.h"
 #include "runtime/gpu/gpu.h"
 #endif
@@ -18,6 +20,7 @@
 static struct rt_dev sim;
 #ifdef DTRAIN_HAVE_CUDA
 static struct rt_dev cuda; /* train.device "cuda" */
+static struct rt_gpu_device gpu; /* the one this rank drives */
 #endif
 
 int rt_device_open(const struct spec *s, const struct rt_proc *p, struct rt_dev **dev,
@@ -34,7 +37,6 @@ int rt_device_open(const struct spec *s, const struct rt_proc *p, struct rt_dev 
 		return 0;
 	}
 #ifdef DTRAIN_HAVE_CUDA
-	struct rt_gpu_device gpu;
 	int rc = rt_gpu_select(p, &gpu, err);
 
 	if (!rc)
@@ -49,6 +51,37 @@ int rt_device_open(const struct spec *s, const struct rt_proc *p, struct rt_dev 
 	(void)p;
 	dt_err_add(err, "train.device is \"cuda\" but this dtrain-run was built without the GPU path (DTRAIN_CUDA=OFF or no CUDA at build time); hint: set train.device to \"cpu\", or rebuild where CUDA and NCCL are installed");
 	return -ENOTSUP;
+#endif
+}
+
+int rt_device_collectives(struct rt_dev *dev, const struct rt_proc *p, const struct rt_grid *g,
+			  struct dt_err *err)
+{
+#ifdef DTRAIN_HAVE_CUDA
+	const char *want = getenv("DTRAIN_NCCL");
+	struct rt_gpu_comms comms;
+	int shared, rc;
+
+	if (dev != &cuda || g->size[RT_DIM_DATA] == 1)
+		return 0;
+	/* NCCL refuses two ranks of a communicator on one GPU ("Duplicate GPU
+	 * detected"): ranks that share one sum through the host */
+	shared = p->local_size > gpu.count || (want && !strcmp(want, "0"));
+	if (MPI_Allreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
+		return dt_err_add(err, "rank %d: MPI_Allreduce of whether ranks share a GPU failed", p->rank),
+		       -ECOMM;
+	if (shared)
+		return 0;
+	rc = rt_gpu_comms(p, g, &comms, err);
+	if (!rc)
+		rt_gpu_dev_use_nccl(dev, &comms);
+	return rc;
+#else
+	(void)dev;
+	(void)p;
+	(void)g;
+	(void)err;
+	return 0;
 #endif
 }
 

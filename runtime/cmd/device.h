@@ -14,6 +14,7 @@
 #include "runtime/world/bootstrap.h"
 #include "base/err.h"
 #include "runtime/model/device.h"
+#include "runtime/world/grid.h"
 
 /* --- life cycle --- */
 
@@ -30,6 +31,16 @@
  * Local: calls no collective; the caller agrees with rt_agree (world/agree.h). */
 int rt_device_open(const struct spec *s, const struct rt_proc *p, struct rt_dev **dev,
 		   struct dt_err *err);
+/* How the replicas of a stage on GPUs sum their gradients: NCCL when every
+ * rank has a GPU of its own (the device's allreduce, rt_gpu_dev_use_nccl),
+ * else MPI through host copies (ranks sharing a GPU; DTRAIN_NCCL=0 asks
+ * for it); nothing to do on the CPU or with one replica. Collective over
+ * the world, after rt_device_open everywhere. 0; -EIO on every rank alike
+ * (the NCCL ids could not be made or shared: every rank has it, one has
+ * the message); -ECOMM on this rank only (ncclCommInitRank failed): the
+ * caller aborts the job. */
+int rt_device_collectives(struct rt_dev *dev, const struct rt_proc *p, const struct rt_grid *g,
+			  struct dt_err *err);
 /* Ends what rt_device_open opened; NULL is fine. */
 void rt_device_close(struct rt_dev *dev);
 

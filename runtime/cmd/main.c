@@ -218,6 +218,19 @@ static int lay_out(struct run *r)
 	return CONTINUE;
 }
 
+/* NCCL for GPUs of their own (device.h): a failure every rank has is
+ * agreed; one on this rank alone aborts the job (together stays false). */
+static int collectives(struct run *r, struct dt_err *err)
+{
+	int rc = rt_device_collectives(r->dev, &r->proc, &r->grid, err);
+
+	if (rc == -ECOMM) {
+		print_err(err, r->prefix);
+		return DT_EXIT_FAIL;
+	}
+	return agree_setup(r, rc, err, DT_EXIT_FAIL, "");
+}
+
 /* Bootstrap, MPI, the spec, the layout, the watchdog and the device, in
  * that order; CONTINUE, or the exit status. */
 static int set_up(struct run *r, const char *spec_path)
@@ -249,6 +262,8 @@ static int set_up(struct run *r, const char *spec_path)
 	if (status == CONTINUE)
 		status = agree_setup(r, rt_device_open(&r->spec, &r->proc, &r->dev, &err), &err,
 				     DT_EXIT_FAIL, "");
+	if (status == CONTINUE)
+		status = collectives(r, &err);
 	return status;
 }
 
@@ -277,8 +292,8 @@ static int report_placement(const struct run *r)
 	/* a device other than the CPU: which, and how its ranks talk (the
 	 * host's MPI, through host copies of the device's arrays) */
 	if (!r->dev->host)
-		printf("dtrain-run: rank %d device %s collectives mpi (through host memory)\n", p->rank,
-		       r->dev->name);
+		printf("dtrain-run: rank %d device %s collectives %s\n", p->rank, r->dev->name,
+		       r->dev->collectives);
 	fflush(stdout);
 	rc = MPI_Barrier(MPI_COMM_WORLD);
 	if (rc != MPI_SUCCESS) {

@@ -16,6 +16,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <nccl.h>
 
 #include <mpi.h> /* before gpu.h's extern "C": C++ declarations of its own */
 
@@ -38,6 +39,7 @@ struct cuda_ctx {
 	double *hsum;                 /* pinned host: a sum fetched */
 	float *ws;                    /* device: attention's workspace */
 	size_t ws_floats;
+	struct rt_gpu_comms comms;    /* NCCL's, when the ranks use them */
 	int rc;                       /* the first failure since the last sync */
 	struct dt_err err;            /* its message */
 };
@@ -150,6 +152,7 @@ static void cuda_close(struct rt_dev *d)
 		(void)cudaStreamSynchronize(c->stream);
 	if (c->blas)
 		cublasDestroy(c->blas);
+	rt_gpu_comms_free(&c->comms);
 	cudaFree(c->xent);
 	cudaFree(c->sum);
 	cudaFree(c->ws);
@@ -438,6 +441,22 @@ static double k_optim_spans(struct rt_dev *d, struct rt_optim *o, float *params,
 	return c->rc ? NAN : fetch_sum(c);
 }
 
+/* --- collectives --- */
+
+static void k_allreduce(struct rt_dev *d, float *buf, size_t n)
+{
+	struct cuda_ctx *c = C(d);
+	ncclResult_t r;
+
+	if (n == 0 || c->rc)
+		return;
+	r = ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, c->comms.data, c->stream);
+	if (r != ncclSuccess && !c->rc) {
+		dt_err_add(&c->err, "gpu: ncclAllReduce of %zu gradients: %s", n, ncclGetErrorString(r));
+		c->rc = -EIO;
+	}
+}
+
 /* --- opening --- */
 
 static void fill_ops(struct rt_dev_ops *o)
@@ -483,6 +502,7 @@ extern "C" int rt_gpu_dev_open(struct rt_dev *d, const struct rt_gpu_device *gpu
 	d->ops = &cuda_ops;
 	d->kind = "cuda";
 	d->host = false;
+	d->collectives = "mpi (through host memory)";
 	d->ctx = c;
 	snprintf(d->name, sizeof(d->name), "cuda %d of %d (%.100s, sm_%d%d, %.0f GiB%s)", gpu->index,
 		 gpu->count, gpu->name, gpu->cc_major, gpu->cc_minor,
@@ -503,4 +523,12 @@ extern "C" int rt_gpu_dev_open(struct rt_dev *d, const struct rt_gpu_device *gpu
 		     "cublasSetMathMode"))
 		return dt_err_add(err, "%s", c->err.msg), c->rc;
 	return 0;
+}
+
+extern "C" void rt_gpu_dev_use_nccl(struct rt_dev *d, struct rt_gpu_comms *comms)
+{
+	C(d)->comms = *comms;
+	memset(comms, 0, sizeof(*comms)); /* the device's now */
+	cuda_ops.allreduce = k_allreduce;
+	d->collectives = "nccl";
 }

@@ -26,6 +26,7 @@ extern "C" {
 #include "runtime/model/device.h"
 
 struct rt_gpu_device; /* gpu.h */
+struct rt_gpu_comms;  /* gpu.h */
 
 /* Opens the GPU that rt_gpu_select made current (gpu: its description)
  * as device d: a stream, a cuBLAS handle, the loss and sum accumulators.
@@ -33,6 +34,10 @@ struct rt_gpu_device; /* gpu.h */
  * rt_dev_close(d), also after a failure. */
 int rt_gpu_dev_open(struct rt_dev *d, const struct rt_gpu_device *gpu, bool tf32,
 		    struct dt_err *err);
+/* The replicas sum their gradients with NCCL from now on (the device's
+ * allreduce: ncclAllReduce over comms->data on the device's stream);
+ * takes the communicators over (*comms zeroed), freed by rt_dev_close. */
+void rt_gpu_dev_use_nccl(struct rt_dev *d, struct rt_gpu_comms *comms);
 
 #ifdef __cplusplus
 }

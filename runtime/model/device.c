@@ -303,7 +303,8 @@ static const struct rt_dev_ops cpu_ops = {
 };
 
 static struct rt_dev cpu_dev = {
-	.ops = &cpu_ops, .kind = "cpu", .name = "cpu", .host = true, .ctx = &cpu_state,
+	.ops = &cpu_ops, .kind = "cpu", .name = "cpu", .host = true,
+	.collectives = "mpi", .ctx = &cpu_state,
 };
 
 struct rt_dev *rt_dev_cpu(void)
@@ -318,6 +319,7 @@ void rt_dev_sim_init(struct rt_dev *d)
 	d->kind = "sim";
 	snprintf(d->name, sizeof(d->name), "sim (the CPU's kernels on memory the host may not touch)");
 	d->host = false;
+	d->collectives = "mpi (through host memory)";
 	d->ctx = calloc(1, sizeof(struct cpu_ctx));
 	if (!d->ctx) /* nothing kept: the accumulator falls back to the CPU's */
 		d->ctx = &cpu_state;

@@ -51,6 +51,8 @@ struct rt_dev {
 	const char *kind;  /* "cpu", "sim", "cuda" */
 	char name[160];    /* for the rank's start line: "cpu", "cuda device 0 (NVIDIA H100 ...)" */
 	bool host;         /* device memory is host memory: no copies needed */
+	const char *collectives; /* how its ranks sum gradients: "mpi (through host
+				  * memory)", or the device's own ("nccl") */
 	void *ctx;         /* the implementation's state */
 };
 
@@ -103,6 +105,12 @@ struct rt_dev_ops {
 	double (*optim_spans)(struct rt_dev *d, struct rt_optim *o, float *params, float *grads,
 			      const struct rt_span *spans, int n_spans, double lr, float scale);
 	double (*sumsq)(struct rt_dev *d, const float *g, size_t n);
+
+	/* the device's own collective (NULL: none; the trainer then sums a
+	 * host copy with MPI): buf [n] summed in place over the replicas of
+	 * the stage (the data-parallel group), queued on the stream in the
+	 * order of the calls, which every replica makes alike */
+	void (*allreduce)(struct rt_dev *d, float *buf, size_t n);
 };
 
 /* The CPU: static, never closed. */

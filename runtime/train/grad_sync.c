@@ -68,6 +68,10 @@ static int start_bucket(struct trainer *t, struct bucket *b)
 	float *g = rt_dev_staging(t->dev, t->st.grads, t->hgrads) + b->off;
 
 	b->started = 1;
+	if (t->dev->ops->allreduce) { /* the device's own (NCCL), on its stream */
+		t->dev->ops->allreduce(t->dev, t->st.grads + b->off, b->len);
+		return 0;
+	}
 	rt_dev_get(t->dev, g, t->st.grads + b->off, b->len * sizeof(float));
 	MPI_CHECK(t, MPI_Iallreduce(MPI_IN_PLACE, g, (int)b->len, MPI_FLOAT, MPI_SUM,
 				    t->g->data_comm, &b->req));
@@ -151,7 +155,7 @@ int rt__grad_sync_finish(struct trainer *t, bool save_reading)
 		struct bucket *b = &t->buckets[i];
 
 		MPI_CHECK(t, MPI_Wait(&b->req, MPI_STATUS_IGNORE));
-		if (!t->dev->host)
+		if (!t->dev->host && !t->dev->ops->allreduce)
 			rt_dev_put(t->dev, t->st.grads + b->off, t->hgrads + b->off, b->len * sizeof(float));
 	}
 	t->tm.grad += dt_mono_s() - t0;
