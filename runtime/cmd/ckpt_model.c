@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@
 
 #include "base/cli.h"
 #include "checkpoint/ckpt.h"
+#include "runtime/cmd/device.h"
+#include "runtime/model/device.h"
 #include "runtime/train/checkpointing.h"
 #include "runtime/data/data.h"
 #include "runtime/kernels/kernels.h"
@@ -72,11 +75,13 @@ static int spec_of(struct spec *s, const struct ckpt_meta *meta, const char *ckp
 	return rc ? -EINVAL : 0;
 }
 
-int rt_ckpt_model_load(struct rt_ckpt_model *m, const char *ckpt, struct dt_err *err)
+int rt_ckpt_model_load(struct rt_ckpt_model *m, const char *ckpt, struct rt_dev *dev,
+		       struct dt_err *err)
 {
 	struct ckpt_reader r = { 0 };
 	struct ckpt_tensor *ct = NULL;
 	const struct rt_model_ops *ops;
+	float *host = NULL; /* where the tensors are read: the parameters on a host device */
 	int first[2] = { 0, 0 }, i, rc;
 
 	memset(m, 0, sizeof(*m));
@@ -99,12 +104,20 @@ int rt_ckpt_model_load(struct rt_ckpt_model *m, const char *ckpt, struct dt_err 
 		goto out;
 	}
 	first[1] = ops->blocks(&m->s);
-	rc = rt_stage_init(&m->st, &m->s, 0, 1, first, err);
+	rc = rt_stage_init_on(&m->st, dev, &m->s, 0, 1, first, err);
 	if (!rc && rt_ckpt_tensors(m->st.tensors, m->st.n_tensors, &ct))
 		rc = (dt_err_add(err, "out of memory for %d tensors", m->st.n_tensors), -ENOMEM);
+	if (!rc)
+		host = dev->host ? m->st.params : malloc(m->st.n_params * sizeof(float));
+	if (!rc && !host)
+		rc = (dt_err_add(err, "out of memory for %zu parameters", m->st.n_params), -ENOMEM);
 	for (i = 0; !rc && i < m->st.n_tensors; i++)
-		rc = ckpt_read_tensor(&r, &ct[i], m->st.params + ct[i].offset, NULL, err);
+		rc = ckpt_read_tensor(&r, &ct[i], host + ct[i].offset, NULL, err);
+	if (!rc)
+		rt_dev_put(dev, m->st.params, host, m->st.n_params * sizeof(float));
 out:
+	if (host != m->st.params)
+		free(host);
 	free(ct);
 	ckpt_reader_close(&r);
 	return rc;
@@ -134,11 +147,12 @@ static const char usage_eval[] =
 	"  --batch B       samples per forward pass (default 16)\n"
 	"  --logits FILE   also write the logits, float32 [N][outputs] row-major\n"
 	"                  (a language model: [N][context][vocab_size])\n"
+	"  --device D      cpu (default) or cuda (the first visible GPU)\n"
 	"\n"
 	"Exit codes: 0 evaluated, 1 failure (checkpoint or data unusable), 2 usage error.\n";
 
 struct eval_opts {
-	const char *ckpt, *data, *logits;
+	const char *ckpt, *data, *logits, *device;
 	long samples, batch;
 };
 
@@ -147,7 +161,7 @@ static int parse_eval(int argc, char **argv, struct eval_opts *o)
 	static const struct option opts[] = {
 		{ "samples", required_argument, NULL, 'n' }, { "batch", required_argument, NULL, 'b' },
 		{ "logits", required_argument, NULL, 'l' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "device", required_argument, NULL, 'd' }, { NULL, 0, NULL, 0 },
 	};
 	char *end;
 	long v;
@@ -155,6 +169,7 @@ static int parse_eval(int argc, char **argv, struct eval_opts *o)
 
 	o->samples = -1;
 	o->batch = 16;
+	o->device = "cpu";
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -174,6 +189,9 @@ static int parse_eval(int argc, char **argv, struct eval_opts *o)
 		case 'l':
 			o->logits = optarg;
 			break;
+		case 'd':
+			o->device = optarg;
+			break;
 		case ':':
 			return dt_usage_error("dtrain-ckpt", usage_eval, "%s: needs a value", argv[optind - 1]);
 		default:
@@ -190,20 +208,100 @@ static int parse_eval(int argc, char **argv, struct eval_opts *o)
 	return 0;
 }
 
-static int eval_run(const struct eval_opts *o, struct dt_err *err)
+/* One batch's arrays: on the device (dx, dy), and where the host reads
+ * them (x, y: the same on a host device) and the logits it writes. */
+struct eval_bufs {
+	float *x, *dx, *lg;
+	int32_t *y, *dy;
+};
+
+static int eval_alloc(struct eval_bufs *b, struct rt_dev *dev, const struct rt_stage *st,
+		      int rows, int labels, bool logits, struct dt_err *err)
+{
+	size_t nx = (size_t)rows * (size_t)st->in * sizeof(float);
+	size_t ny = (size_t)rows * (size_t)labels * sizeof(int32_t);
+
+	if (rt_dev_alloc(dev, nx, "a batch", &b->dx, err) || rt_dev_alloc(dev, ny, "a batch's targets", &b->dy, err))
+		return -ENOMEM;
+	b->x = dev->host ? b->dx : malloc(nx);
+	b->y = dev->host ? b->dy : malloc(ny);
+	if (logits && !dev->host)
+		b->lg = malloc((size_t)rows * (size_t)st->out * sizeof(float));
+	if (!b->x || !b->y || (logits && !dev->host && !b->lg))
+		return dt_err_add(err, "out of memory for %d samples of %d floats", rows, st->in), -ENOMEM;
+	return 0;
+}
+
+static void eval_free(struct eval_bufs *b, struct rt_dev *dev)
+{
+	if (!dev->host) {
+		free(b->x);
+		free(b->y);
+		free(b->lg);
+	}
+	rt_dev_free(dev, b->dx);
+	rt_dev_free(dev, b->dy);
+}
+
+/* The first n samples of d through m in batches of rows; the summed loss
+ * and correct count from the device's accumulator; the logits to out. */
+static int eval_batches(struct rt_ckpt_model *m, struct rt_data *d, int64_t n, int rows,
+			struct eval_bufs *b, FILE *out, const char *out_path, double *loss,
+			int64_t *correct, struct dt_err *err)
+{
+	struct rt_dev *dev = m->st.dev;
+	struct rt_acts acts = { 0 };
+	int64_t *idx = malloc((size_t)rows * sizeof(*idx)), done;
+	int labels = d->labels, rc = 0;
+
+	if (!idx || rt_acts_init(&acts, &m->st, rows)) {
+		rc = (dt_err_add(err, "out of %s memory for %d samples' activations",
+				 dev->host ? "host" : "device", rows), -ENOMEM);
+		goto out;
+	}
+	dev->ops->loss_zero(dev);
+	for (done = 0; done < n && !rc; done += rows) {
+		int r = (int)(n - done < rows ? n - done : rows), i;
+		size_t nl = (size_t)r * (size_t)m->st.out;
+		const float *logits;
+
+		for (i = 0; i < r; i++)
+			idx[i] = done + i;
+		rc = rt_data_read(d, idx, r, b->x, b->y, err);
+		if (rc)
+			break;
+		rt_dev_put(dev, b->dx, b->x, (size_t)r * (size_t)m->st.in * sizeof(float));
+		rt_dev_put(dev, b->dy, b->y, (size_t)r * (size_t)labels * sizeof(int32_t));
+		rc = rt_stage_forward(&m->st, &acts, b->dx, r, &logits);
+		if (rc)
+			break;
+		dev->ops->loss_add(dev, logits, b->dy, r * labels, m->st.out / labels, 1.0f, NULL);
+		if (!out)
+			continue;
+		rt_dev_get(dev, b->lg ? b->lg : (float *)logits, logits, nl * sizeof(float));
+		if (fwrite(b->lg ? b->lg : logits, sizeof(float), nl, out) != nl)
+			rc = (dt_err_add(err, "%s: cannot write: %s", out_path, strerror(errno)), -EIO);
+	}
+	if (!rc)
+		rc = dev->ops->loss_fetch(dev, loss, correct, err);
+out:
+	rt_acts_free(&acts);
+	free(idx);
+	return rc;
+}
+
+static int eval_run(const struct eval_opts *o, struct rt_dev *dev, struct dt_err *err)
 {
 	struct rt_ckpt_model m;
 	struct rt_data d = { 0 };
-	struct rt_acts acts = { 0 };
+	struct eval_bufs b = { 0 };
 	const struct rt_model_ops *ops;
-	float *x = NULL;
-	int32_t *y = NULL;
-	int64_t *idx = NULL, n, done, correct = 0;
+	int64_t n, correct = 0;
 	double loss = 0;
 	int labels, classes, rows, rc;
 	FILE *out = NULL;
 
-	rc = rt_ckpt_model_load(&m, o->ckpt, err);
+	rc = rt_ckpt_model_load(&m, o->ckpt, dev, err);
 	if (rc)
 		goto out;
 	ops = m.st.ops;
@@ -220,34 +318,16 @@ static int eval_run(const struct eval_opts *o, struct dt_err *err)
 	}
 	n = o->samples > 0 && o->samples < d.n ? o->samples : d.n;
 	rows = (int)(o->batch < n ? o->batch : n);
-	x = malloc((size_t)rows * (size_t)m.st.in * sizeof(*x));
-	y = malloc((size_t)rows * (size_t)labels * sizeof(*y));
-	idx = malloc((size_t)rows * sizeof(*idx));
-	if (!x || !y || !idx || rt_acts_init(&acts, &m.st, rows)) {
-		rc = (dt_err_add(err, "out of memory for %d samples of %d floats", rows, m.st.in), -ENOMEM);
+	rc = eval_alloc(&b, dev, &m.st, rows, labels, o->logits != NULL, err);
+	if (rc)
 		goto out;
-	}
 	if (o->logits && !(out = fopen(o->logits, "wb"))) {
 		int e = errno;
 
 		rc = (dt_err_add(err, "%s: cannot create: %s", o->logits, strerror(e)), -e);
 		goto out;
 	}
-	for (done = 0; done < n && !rc; done += rows) {
-		int r = (int)(n - done < rows ? n - done : rows), i;
-		const float *logits;
-
-		for (i = 0; i < r; i++)
-			idx[i] = done + i;
-		rc = rt_data_read(&d, idx, r, x, y, err);
-		if (!rc)
-			rc = rt_stage_forward(&m.st, &acts, x, r, &logits);
-		if (rc)
-			break;
-		loss += rt_softmax_xent(logits, y, r * labels, classes, 1.0f, NULL, &correct);
-		if (out && fwrite(logits, sizeof(float) * (size_t)m.st.out, (size_t)r, out) != (size_t)r)
-			rc = (dt_err_add(err, "%s: cannot write: %s", o->logits, strerror(errno)), -EIO);
-	}
+	rc = eval_batches(&m, &d, n, rows, &b, out, o->logits, &loss, &correct, err);
 	if (out && fclose(out) && !rc)
 		rc = (dt_err_add(err, "%s: cannot write: %s", o->logits, strerror(errno)), -EIO);
 	out = NULL;
@@ -262,10 +342,7 @@ static int eval_run(const struct eval_opts *o, struct dt_err *err)
 out:
 	if (out)
 		fclose(out);
-	rt_acts_free(&acts);
-	free(x);
-	free(y);
-	free(idx);
+	eval_free(&b, dev);
 	rt_data_close(&d);
 	rt_ckpt_model_free(&m);
 	return rc;
@@ -273,6 +350,7 @@ out:
 
 int rt_cmd_eval(int argc, char **argv)
 {
+	struct rt_dev *dev = NULL;
 	struct eval_opts o = { 0 };
 	struct dt_err err = { 0 };
 	int rc = parse_eval(argc, argv, &o);
@@ -280,7 +358,10 @@ int rt_cmd_eval(int argc, char **argv)
 	if (rc)
 		return rc == 1 ? DT_EXIT_OK : rc;
 	rt_blas_threads(1);
-	rc = eval_run(&o, &err);
+	rc = rt_device_open_named(o.device, &dev, &err);
+	if (!rc)
+		rc = eval_run(&o, dev, &err);
 	dt_err_print("dtrain-ckpt", "", &err);
+	rt_device_close(dev);
 	return rc ? DT_EXIT_FAIL : DT_EXIT_OK;
 }

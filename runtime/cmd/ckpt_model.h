@@ -15,16 +15,18 @@
 
 struct rt_ckpt_model {
 	struct spec s;          /* model.* from the checkpoint's model config; the rest zero */
-	struct rt_stage st;     /* the whole model */
+	struct rt_stage st;     /* the whole model, on the device of the load */
 	int64_t step;           /* the checkpoint's step */
 	char path[4096];        /* the checkpoint read */
 };
 
 /* Verifies the checkpoint ckpt (a step-<n> directory, or a run or
- * checkpoint directory standing for its newest one), builds its model and
- * reads its parameters. 0 or a negative errno with a message naming the
- * file; rt_ckpt_model_free() in both cases. */
-int rt_ckpt_model_load(struct rt_ckpt_model *m, const char *ckpt, struct dt_err *err);
+ * checkpoint directory standing for its newest one), builds its model on
+ * device dev (borrowed; model/device.h) and reads its parameters. 0 or a
+ * negative errno with a message naming the file; rt_ckpt_model_free() in
+ * both cases. */
+int rt_ckpt_model_load(struct rt_ckpt_model *m, const char *ckpt, struct rt_dev *dev,
+		       struct dt_err *err);
 void rt_ckpt_model_free(struct rt_ckpt_model *m);
 
 /* dtrain-ckpt eval (here) and sample (sample.c): argv from the command's

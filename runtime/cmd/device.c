@@ -5,8 +5,10 @@
 #include "runtime/cmd/device.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef DTRAIN_HAVE_CUDA
 #include <mpi.h>
@@ -83,6 +85,29 @@ int rt_device_collectives(struct rt_dev *dev, const struct rt_proc *p, const str
 	(void)err;
 	return 0;
 #endif
+}
+
+int rt_device_open_named(const char *name, struct rt_dev **dev, struct dt_err *err)
+{
+	struct rt_proc p;
+	struct spec s;
+
+	*dev = rt_dev_cpu();
+	if (!strcmp(name, "cpu"))
+		return 0;
+	if (!strcmp(name, "sim")) {
+		rt_dev_sim_init(&sim);
+		*dev = &sim;
+		return 0;
+	}
+	if (strcmp(name, "cuda"))
+		return dt_err_add(err, "--device: \"%s\" is not a device: cpu, cuda or sim", name), -EINVAL;
+	memset(&p, 0, sizeof(p));
+	memset(&s, 0, sizeof(s));
+	if (gethostname(p.node, sizeof(p.node) - 1))
+		snprintf(p.node, sizeof(p.node), "?");
+	s.train.device = (char *)"cuda";
+	return rt_device_open(&s, &p, dev, err);
 }
 
 void rt_device_close(struct rt_dev *dev)

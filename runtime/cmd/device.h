@@ -41,6 +41,11 @@ int rt_device_open(const struct spec *s, const struct rt_proc *p, struct rt_dev 
  * caller aborts the job. */
 int rt_device_collectives(struct rt_dev *dev, const struct rt_proc *p, const struct rt_grid *g,
 			  struct dt_err *err);
+/* For one process (dtrain-ckpt's --device): "cpu", "sim" (the simulated
+ * device) or "cuda" (the first visible GPU, float32 products) into *dev,
+ * borrowed until rt_device_close. 0, -EINVAL naming --device for another
+ * name, or rt_device_open's errors. */
+int rt_device_open_named(const char *name, struct rt_dev **dev, struct dt_err *err);
 /* Ends what rt_device_open opened; NULL is fine. */
 void rt_device_close(struct rt_dev *dev);
 

@@ -19,14 +19,16 @@
 #include <string.h>
 
 #include "base/cli.h"
+#include "runtime/cmd/device.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/model/device.h"
 #include "base/rng.h"
 
 /* --- options --- */
 
 static const char usage_sample[] =
 	"usage: dtrain-ckpt sample CKPT [--prompt TEXT] [--tokens N] [--temperature T]\n"
-	"                          [--top-k K] [--seed S]\n"
+	"                          [--top-k K] [--seed S] [--device D]\n"
 	"\n"
 	"Generates N tokens after the prompt with the language model (model.type\n"
 	"\"gpt\") of checkpoint CKPT, saved on any layout (a run directory stands for\n"
@@ -43,12 +45,13 @@ static const char usage_sample[] =
 	"                      0 takes the most likely token every time\n"
 	"  --top-k K           draw among the K most likely tokens only (default: all)\n"
 	"  --seed S            the draws' seed (default 1): the same seed, the same text\n"
+	"  --device D          cpu (default) or cuda (the first visible GPU)\n"
 	"\n"
 	"Exit codes: 0 generated, 1 failure (checkpoint unusable, not a language\n"
 	"model, a prompt token outside the vocabulary), 2 usage error.\n";
 
 struct sample_opts {
-	const char *ckpt, *prompt;
+	const char *ckpt, *prompt, *device;
 	long tokens, top_k, seed;
 	double temperature;
 };
@@ -65,13 +68,13 @@ static int parse_sample(int argc, char **argv, struct sample_opts *o)
 		{ "prompt", required_argument, NULL, 'p' },  { "tokens", required_argument, NULL, 'n' },
 		{ "temperature", required_argument, NULL, 't' }, { "top-k", required_argument, NULL, 'k' },
 		{ "seed", required_argument, NULL, 's' },    { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "device", required_argument, NULL, 'd' },  { NULL, 0, NULL, 0 },
 	};
 	char *end;
 	long v;
 	int c;
 
-	*o = (struct sample_opts){ .tokens = 200, .seed = 1, .temperature = 1.0 };
+	*o = (struct sample_opts){ .tokens = 200, .seed = 1, .temperature = 1.0, .device = "cpu" };
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -82,6 +85,9 @@ static int parse_sample(int argc, char **argv, struct sample_opts *o)
 			return 1;
 		case 'p':
 			o->prompt = optarg;
+			break;
+		case 'd':
+			o->device = optarg;
 			break;
 		case 't':
 			o->temperature = strtod(optarg, &end);
@@ -206,18 +212,18 @@ static void put_token(int32_t id, bool bytes, bool first)
 	fflush(stdout);
 }
 
-static int sample_run(const struct sample_opts *o, struct dt_err *err)
+static int sample_run(const struct sample_opts *o, struct rt_dev *dev, struct dt_err *err)
 {
 	struct rt_ckpt_model m;
 	struct rt_acts acts = { 0 };
 	struct dt_rng r;
 	int32_t *ids = NULL, *grown;
-	float *x = NULL, *lg = NULL;
+	float *x = NULL, *lg = NULL, *dx = NULL; /* dx: x on the device */
 	long n = 0, V, T, i, cap;
 	bool bytes;
 	int rc;
 
-	rc = rt_ckpt_model_load(&m, o->ckpt, err);
+	rc = rt_ckpt_model_load(&m, o->ckpt, dev, err);
 	if (rc)
 		goto out;
 	if (!m.st.ops->reads_tokens) {
@@ -242,7 +248,8 @@ static int sample_run(const struct sample_opts *o, struct dt_err *err)
 	grown = realloc(ids, (size_t)cap * sizeof(*ids)); /* cap >= n >= 1 */
 	if (grown)
 		ids = grown;
-	if (!x || !lg || !grown || rt_acts_init(&acts, &m.st, 1)) {
+	if (!x || !lg || !grown || rt_acts_init(&acts, &m.st, 1) ||
+	    rt_dev_alloc(dev, (size_t)T * sizeof(*x), "a window", &dx, NULL)) {
 		rc = (dt_err_add(err, "out of memory for %ld tokens", cap), -ENOMEM);
 		goto out;
 	}
@@ -256,11 +263,17 @@ static int sample_run(const struct sample_opts *o, struct dt_err *err)
 		memset(x, 0, (size_t)T * sizeof(*x));
 		for (j = 0; j < len; j++)
 			x[j] = (float)ids[from + j];
-		rc = rt_stage_forward(&m.st, &acts, x, 1, &logits);
+		rt_dev_put(dev, dx, x, (size_t)T * sizeof(*x));
+		rc = rt_stage_forward(&m.st, &acts, dx, 1, &logits);
+		if (!rc)
+			rc = rt_dev_sync(dev, err);
 		if (rc)
 			break;
 		/* the newest position's logits, a copy: draw() overwrites it */
-		memcpy(lg, logits + (size_t)(len - 1) * (size_t)V, (size_t)V * sizeof(*lg));
+		if (dev->host)
+			memcpy(lg, logits + (size_t)(len - 1) * (size_t)V, (size_t)V * sizeof(*lg));
+		else
+			rt_dev_get(dev, lg, logits + (size_t)(len - 1) * (size_t)V, (size_t)V * sizeof(*lg));
 		ids[n] = draw(lg, V, o, &r);
 		put_token(ids[n], bytes, false);
 	}
@@ -268,6 +281,7 @@ static int sample_run(const struct sample_opts *o, struct dt_err *err)
 		putchar('\n');
 out:
 	rt_acts_free(&acts);
+	rt_dev_free(dev, dx);
 	free(x);
 	free(lg);
 	free(ids);
@@ -279,6 +293,7 @@ out:
 
 int rt_cmd_sample(int argc, char **argv)
 {
+	struct rt_dev *dev = NULL;
 	struct sample_opts o;
 	struct dt_err err = { 0 };
 	int rc = parse_sample(argc, argv, &o);
@@ -286,7 +301,10 @@ int rt_cmd_sample(int argc, char **argv)
 	if (rc)
 		return rc == 1 ? DT_EXIT_OK : rc;
 	rt_blas_threads(1);
-	rc = sample_run(&o, &err);
+	rc = rt_device_open_named(o.device, &dev, &err);
+	if (!rc)
+		rc = sample_run(&o, dev, &err);
 	dt_err_print("dtrain-ckpt", "", &err);
+	rt_device_close(dev);
 	return rc ? DT_EXIT_FAIL : DT_EXIT_OK;
 }

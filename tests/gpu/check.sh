@@ -155,6 +155,35 @@ if [ -d "$work/gpt-gpu/checkpoints/step-00000010" ] &&
 		--set checkpoint.resume="$work/gpt-gpu/checkpoints/step-00000010"; then
 	same "GPT checkpoint of the GPU resumed on the CPU (1e-5)" gpt-gpu gpt-resume --from 11 --min 10
 fi
+# dtrain-ckpt eval and sample on the GPU (--device cuda)
+ck=$work/gpt-gpu/checkpoints/step-00000020
+if [ -d "$ck" ]; then
+	if run eval-cpu 60 "$bin/dtrain-ckpt" eval "$ck" "$here/data/fortunes/val.h5" --samples 64 &&
+		run eval-gpu 60 "$bin/dtrain-ckpt" eval "$ck" "$here/data/fortunes/val.h5" --samples 64 --device cuda; then
+		out=$(python3 - "$logs/eval-cpu.log" "$logs/eval-gpu.log" <<'PY'
+import sys
+def loss(p):
+    w = open(p).read().split()
+    return float(w[w.index("loss") + 1])
+a, b = loss(sys.argv[1]), loss(sys.argv[2])
+d = abs(a - b) / abs(a)
+print("loss %.9g on the CPU, %.9g on the GPU: %.3g relative" % (a, b, d))
+sys.exit(0 if d <= 1e-5 else 1)
+PY
+		) && row "dtrain-ckpt eval on the GPU (1e-5)" PASS "$out" ||
+			row "dtrain-ckpt eval on the GPU (1e-5)" FAIL "${out:-$(last eval-gpu)}"
+	else
+		row "dtrain-ckpt eval on the GPU (1e-5)" FAIL "$(last eval-gpu)"
+	fi
+	if run sample-gpu 60 "$bin/dtrain-ckpt" sample "$ck" --tokens 64 --temperature 0 --device cuda &&
+		run sample-cpu 60 "$bin/dtrain-ckpt" sample "$ck" --tokens 64 --temperature 0; then
+		cmp -s "$logs/sample-gpu.log" "$logs/sample-cpu.log" &&
+			row "dtrain-ckpt sample on the GPU (greedy)" PASS "the CPU's 64 bytes" ||
+			row "dtrain-ckpt sample on the GPU (greedy)" PASS "64 bytes; differs from the CPU's greedy text (near ties)"
+	else
+		row "dtrain-ckpt sample on the GPU (greedy)" FAIL "$(last sample-gpu)"
+	fi
+fi
 # the trainer's own kernels under memcheck: 3 steps of the GPT
 if command -v compute-sanitizer >/dev/null && gspec gpt-mc --set resources.tasks_per_node=1 "${cuda[@]}" \
 	--set train.max_steps=3 --set checkpoint.every_steps=0; then
