@@ -133,6 +133,7 @@ void rt_ckpt_model_free(struct rt_ckpt_model *m)
 
 static const char usage_eval[] =
 	"usage: dtrain-ckpt eval CKPT DATA [--samples N] [--batch B] [--logits OUT.f32]\n"
+	"                        [--device D]\n"
 	"\n"
 	"The model of checkpoint CKPT (any layout; a run directory stands for its\n"
 	"newest checkpoint) on the first N samples of DATA: a token stream for a\n"
@@ -191,6 +192,8 @@ static int parse_eval(int argc, char **argv, struct eval_opts *o)
 			break;
 		case 'd':
 			o->device = optarg;
+			if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda") && strcmp(optarg, "sim"))
+				return dt_usage_error("dtrain-ckpt", usage_eval, "--device: expected cpu or cuda (got \"%s\")", optarg);
 			break;
 		case ':':
 			return dt_usage_error("dtrain-ckpt", usage_eval, "%s: needs a value", argv[optind - 1]);

@@ -88,6 +88,8 @@ static int parse_sample(int argc, char **argv, struct sample_opts *o)
 			break;
 		case 'd':
 			o->device = optarg;
+			if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda") && strcmp(optarg, "sim"))
+				return dt_usage_error("dtrain-ckpt", usage_sample, "--device: expected cpu or cuda (got \"%s\")", optarg);
 			break;
 		case 't':
 			o->temperature = strtod(optarg, &end);
