@@ -85,6 +85,7 @@ struct spec {
 	struct spec_train {
 		char *device; /* "cpu" | "cuda" */
 		bool tf32;    /* cuda: TF32 products (runtime/gpu/cuda_device.h) */
+		char *precision; /* "fp32" | "bf16": the products' inputs (runtime/model/device.h) */
 		long epochs;
 		long max_steps; /* 0: no limit */
 		long global_batch;

@@ -102,6 +102,8 @@ static const struct spec_field fields[] = {
 	/* --- training --- */
 	{ "train.device", SPEC_ENUM, F(train.device), "\"cpu\"", 0, 0, 0, 0, "cpu|cuda", 0,
 	  "where the model trains" },
+	{ "train.precision", SPEC_ENUM, F(train.precision), "\"fp32\"", 0, 0, 0, 0, "fp32|bf16", 0,
+	  "the matrix products' inputs: fp32, or bf16 (rounded to 8-bit mantissas, accumulated in float32; parameters, gradients and optimizer state stay float32)" },
 	{ "train.tf32", SPEC_BOOL, F(train.tf32), "false", 0, 0, 0, 0, NULL, 0,
 	  "cuda: matrix products on TF32 tensor cores (inputs rounded to 10-bit mantissas, about 1e-3 relative; Ampere and later); false: float32" },
 	{ "train.epochs", SPEC_INT, F(train.epochs), "1", 0, 1e6, 0, 0, NULL, 0,

@@ -20,6 +20,7 @@
 /* DTRAIN_SIM_DEVICE=1: the CPU's kernels behind the device seam on memory
  * the host may not touch (model/device.h), a test aid */
 static struct rt_dev sim;
+static struct rt_dev bf16; /* train.precision "bf16" on the CPU */
 #ifdef DTRAIN_HAVE_CUDA
 static struct rt_dev cuda; /* train.device "cuda" */
 static struct rt_gpu_device gpu; /* the one this rank drives */
@@ -30,7 +31,19 @@ int rt_device_open(const struct spec *s, const struct rt_proc *p, struct rt_dev 
 {
 	const char *want_sim = getenv("DTRAIN_SIM_DEVICE");
 
+	bool bf = s->train.precision && !strcmp(s->train.precision, "bf16");
+	int rc;
+
 	*dev = rt_dev_cpu();
+	if (strcmp(s->train.device, "cuda") && bf) {
+		rc = rt_dev_cpu_bf16_init(&bf16, (int)s->resources.cpus_per_task, err);
+		if (rc) {
+			rt_dev_close(&bf16);
+			return rc;
+		}
+		*dev = &bf16;
+		return 0;
+	}
 	if (strcmp(s->train.device, "cuda")) {
 		if (want_sim && !strcmp(want_sim, "1")) {
 			rt_dev_sim_init(&sim);
@@ -38,8 +51,11 @@ int rt_device_open(const struct spec *s, const struct rt_proc *p, struct rt_dev 
 		}
 		return 0;
 	}
+	if (bf)
+		return dt_err_add(err, "train.precision: \"bf16\" on train.device \"cuda\" is not in this build yet; use \"fp32\" (or train.tf32)"),
+		       -EINVAL;
 #ifdef DTRAIN_HAVE_CUDA
-	int rc = rt_gpu_select(p, &gpu, err);
+	rc = rt_gpu_select(p, &gpu, err);
 
 	if (!rc)
 		rc = rt_gpu_dev_open(&cuda, &gpu, s->train.tf32, err);

@@ -291,7 +291,7 @@ static int report_placement(const struct run *r)
 	       rt_mpi_yields() ? "yield" : "spin");
 	/* a device other than the CPU: which, and how its ranks talk (the
 	 * host's MPI, through host copies of the device's arrays) */
-	if (!r->dev->host)
+	if (r->dev != rt_dev_cpu())
 		printf("dtrain-run: rank %d device %s collectives %s\n", p->rank, r->dev->name,
 		       r->dev->collectives);
 	fflush(stdout);

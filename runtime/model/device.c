@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernels/bf16.h"
 #include "runtime/kernels/transformer.h"
 #include "runtime/model/model.h"
 #include "runtime/model/optim.h"
@@ -29,6 +30,7 @@ struct cpu_ctx {
 	int64_t correct;
 	float *ws;      /* attention's scores, one head at a time: [2 T T] */
 	size_t ws_floats;
+	struct rt_bf16 *bf; /* train.precision "bf16": the products' state, or NULL */
 	int failed;
 	char why[160];
 };
@@ -82,6 +84,8 @@ static int cpu_sync(struct rt_dev *d, struct dt_err *err)
 {
 	struct cpu_ctx *c = ctx_of(d);
 
+	if (c->bf && !c->failed && rt_bf16_status(c->bf, err))
+		return -EIO;
 	if (!c->failed)
 		return 0;
 	dt_err_add(err, "%s device: %s", d->kind, c->why);
@@ -97,6 +101,8 @@ static void cpu_close(struct rt_dev *d)
 	free(c->ws);
 	c->ws = NULL;
 	c->ws_floats = 0;
+	rt_bf16_free(c->bf);
+	c->bf = NULL;
 	if (c != &cpu_state)
 		free(c);
 	d->ctx = NULL;
@@ -310,6 +316,43 @@ static struct rt_dev cpu_dev = {
 struct rt_dev *rt_dev_cpu(void)
 {
 	return &cpu_dev;
+}
+
+/* --- bf16 products (train.precision "bf16") --- */
+
+static void k_bf16_linear_forward(struct rt_dev *d, const float *x, const float *w, const float *b,
+				  float *y, int rows, int in, int out)
+{
+	rt_bf16_linear_forward(ctx_of(d)->bf, U(x), U(w), U(b), U(y), rows, in, out);
+}
+
+static void k_bf16_linear_backward(struct rt_dev *d, const float *x, const float *w,
+				   const float *dy, float *dx, float *dw, float *db, int rows, int in,
+				   int out, bool add)
+{
+	rt_bf16_linear_backward(ctx_of(d)->bf, U(x), U(w), U(dy), U(dx), U(dw), U(db), rows, in, out,
+				add);
+}
+
+static struct rt_dev_ops bf16_ops;
+
+int rt_dev_cpu_bf16_init(struct rt_dev *d, int threads, struct dt_err *err)
+{
+	struct cpu_ctx *c = calloc(1, sizeof(*c));
+
+	memset(d, 0, sizeof(*d));
+	if (!c)
+		return dt_err_add(err, "out of memory for the bf16 device"), -ENOMEM;
+	bf16_ops = cpu_ops;
+	bf16_ops.linear_forward = k_bf16_linear_forward;
+	bf16_ops.linear_backward = k_bf16_linear_backward;
+	d->ops = &bf16_ops;
+	d->kind = "cpu";
+	snprintf(d->name, sizeof(d->name), "cpu (bf16 products, oneDNN)");
+	d->host = true;
+	d->collectives = "mpi";
+	d->ctx = c;
+	return rt_bf16_init(&c->bf, threads, err);
 }
 
 void rt_dev_sim_init(struct rt_dev *d)

@@ -115,6 +115,10 @@ struct rt_dev_ops {
 
 /* The CPU: static, never closed. */
 struct rt_dev *rt_dev_cpu(void);
+/* The CPU with the products of linear layers in bf16 (train.precision
+ * "bf16": runtime/kernels/bf16.h), `threads` threads each, in *d; close
+ * with rt_dev_close, also after a failure. 0, or oneDNN's failure. */
+int rt_dev_cpu_bf16_init(struct rt_dev *d, int threads, struct dt_err *err);
 /* The simulated device (a test aid, above), in *d; close with rt_dev_close. */
 void rt_dev_sim_init(struct rt_dev *d);
 /* Ends the device (the CPU: nothing); safe on a zeroed struct. */
