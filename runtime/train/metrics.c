@@ -129,11 +129,13 @@ void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int6
 		fflush(stdout);
 	}
 	dt_json_line(t->metrics, "{\"event\":\"start\",\"total_steps\":%lld,\"steps_per_epoch\":%lld,\"epochs\":%ld,"
-		      "\"step\":%lld,\"grad_sync\":\"%s\",\"replicas_per_node\":%d,\"threads\":\"%s\"}",
+		      "\"step\":%lld,\"grad_sync\":\"%s\",\"replicas_per_node\":%d,\"threads\":\"%s\","
+		      "\"device\":\"%s\",\"precision\":\"%s\",\"collectives\":\"%s\"}",
 		   (long long)total,
 		   (long long)per_epoch, s->train.epochs, (long long)step,
 		   t->dp.split ? "split" : t->dp.shared ? "shared" : t->replicas > 1 ? "allreduce" : "none",
-		   t->dp.shared ? t->dp.locals : 1, t->tsplit ? "split" : "blas");
+		   t->dp.shared ? t->dp.locals : 1, t->tsplit ? "split" : "blas", t->dev->kind,
+		   s->train.precision ? s->train.precision : "fp32", t->dev->collectives);
 }
 
 /* The first step of this process: when it came, after this start of the
