@@ -1126,9 +1126,6 @@ static int check_rules(const struct spec *s, struct layers *l, struct dt_err *er
 	if (spec_optimizer_sharded(s) && !strcmp(s->train.device, "cuda"))
 		rc = dt_err_add(err, "%s: parallel.optimizer: \"sharded\" runs on train.device \"cpu\" only (the GPU path keeps its state replicated); use \"replicated\"",
 				FROM("parallel.optimizer", "train.device"));
-	if (!strcmp(s->train.device, "cuda") && !strcmp(s->train.precision, "bf16"))
-		rc = dt_err_add(err, "%s: train.precision: \"bf16\" runs on train.device \"cpu\" only in this build; use \"fp32\" on a GPU (train.tf32 for its tensor cores)",
-				FROM("train.precision", "train.device"));
 	if (s->parallel.threads && !strcmp(s->parallel.threads, "split") && s->parallel.pipeline > 1)
 		rc = dt_err_add(err, "%s: parallel.threads: \"split\" cuts every layer between a rank's threads and needs parallel.pipeline = 1 (got %ld); use \"blas\" or \"auto\" with a pipeline",
 				FROM("parallel.threads", "parallel.pipeline"), s->parallel.pipeline);

@@ -51,14 +51,11 @@ int rt_device_open(const struct spec *s, const struct rt_proc *p, struct rt_dev 
 		}
 		return 0;
 	}
-	if (bf)
-		return dt_err_add(err, "train.precision: \"bf16\" on train.device \"cuda\" is not in this build yet; use \"fp32\" (or train.tf32)"),
-		       -EINVAL;
 #ifdef DTRAIN_HAVE_CUDA
 	rc = rt_gpu_select(p, &gpu, err);
 
 	if (!rc)
-		rc = rt_gpu_dev_open(&cuda, &gpu, s->train.tf32, err);
+		rc = rt_gpu_dev_open(&cuda, &gpu, s->train.tf32, bf, err);
 	if (rc) {
 		rt_dev_close(&cuda);
 		return rc;

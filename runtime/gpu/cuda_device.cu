@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -40,6 +41,9 @@ struct cuda_ctx {
 	float *ws;                    /* device: attention's workspace */
 	size_t ws_floats;
 	struct rt_gpu_comms comms;    /* NCCL's, when the ranks use them */
+	bool bf16;                    /* train.precision "bf16": products of bf16 inputs */
+	__nv_bfloat16 *half;          /* device: the two operands of a product, in bf16 */
+	size_t half_n;
 	int rc;                       /* the first failure since the last sync */
 	struct dt_err err;            /* its message */
 };
@@ -156,6 +160,7 @@ static void cuda_close(struct rt_dev *d)
 	cudaFree(c->xent);
 	cudaFree(c->sum);
 	cudaFree(c->ws);
+	cudaFree(c->half);
 	cudaFreeHost(c->hx);
 	cudaFreeHost(c->hsum);
 	if (c->stream)
@@ -165,6 +170,55 @@ static void cuda_close(struct rt_dev *d)
 }
 
 /* --- linear layers and the element-wise kernels --- */
+
+__global__ void k_to_bf16(const float *x, __nv_bfloat16 *y, size_t n)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	size_t stride = (size_t)gridDim.x * blockDim.x;
+
+	for (; i < n; i += stride)
+		y[i] = __float2bfloat16_rn(x[i]); /* nearest, ties to even: kernels/bf16.h's */
+}
+
+/* n floats of x into bf16 at y */
+static bool to_bf16(struct cuda_ctx *c, const float *x, __nv_bfloat16 *y, size_t n)
+{
+	size_t blocks = (n + 255) / 256;
+
+	k_to_bf16<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, c->stream>>>(x, y, n);
+	return ok(c, cudaGetLastError(), "kernel to_bf16");
+}
+
+/* Cm = op(A) op(B) + beta Cm, column-major, as cublasSgemm with alpha 1;
+ * A and B hold na and nb floats. bf16: A and B rounded to bf16 first, the
+ * products accumulated in float32 (cublasGemmEx, CUBLAS_COMPUTE_32F). */
+static bool gemm(struct cuda_ctx *c, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+		 int k, const float *A, int lda, size_t na, const float *B, int ldb, size_t nb,
+		 float beta, float *Cm, int ldc, const char *what)
+{
+	const float one = 1.0f;
+	void *p = NULL;
+
+	if (!c->bf16)
+		return blas_ok(c, cublasSgemm(c->blas, ta, tb, m, n, k, &one, A, lda, B, ldb, &beta, Cm, ldc),
+			       what);
+	if (c->half_n < na + nb) {
+		(void)cudaStreamSynchronize(c->stream); /* the old scratch's last use is over */
+		cudaFree(c->half);
+		c->half = NULL;
+		c->half_n = 0;
+		if (!ok(c, cudaMalloc(&p, (na + nb) * sizeof(__nv_bfloat16)), "cudaMalloc of bf16 operands"))
+			return false;
+		c->half = (__nv_bfloat16 *)p;
+		c->half_n = na + nb;
+	}
+	if (!to_bf16(c, A, c->half, na) || !to_bf16(c, B, c->half + na, nb))
+		return false;
+	return blas_ok(c, cublasGemmEx(c->blas, ta, tb, m, n, k, &one, c->half, CUDA_R_16BF, lda,
+				       c->half + na, CUDA_R_16BF, ldb, &beta, Cm, CUDA_R_32F, ldc,
+				       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+		       what);
+}
 
 /* y [rows][out] = x [rows][in] W^T + b: b broadcast into y, then the
  * product added onto it (beta 1), as rt_linear_forward */
@@ -178,9 +232,8 @@ static void k_linear_forward(struct rt_dev *d, const float *x, const float *w, c
 		return;
 	if (b && !keep(c, rt_gpu_bias_fill(b, y, rows, out, c->stream, &c->err)))
 		return;
-	blas_ok(c, cublasSgemm(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, &one, w, in, x, in,
-			       b ? &one : &zero, y, out),
-		"cublasSgemm y = x W^T + b");
+	gemm(c, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, w, in, (size_t)out * (size_t)in, x, in,
+	     (size_t)rows * (size_t)in, b ? one : zero, y, out, "cublas y = x W^T + b");
 }
 
 /* dw [out][in] (+)= dy^T x, db [out] (+)= column sums of dy, dx = dy W */
@@ -192,9 +245,8 @@ static void k_linear_backward(struct rt_dev *d, const float *x, const float *w, 
 
 	if (rows == 0 || c->rc)
 		return;
-	if (dw && !blas_ok(c, cublasSgemm(c->blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, &one, x,
-					  in, dy, out, add ? &one : &zero, dw, in),
-			   "cublasSgemm dW += dy^T x"))
+	if (dw && !gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, x, in, (size_t)rows * (size_t)in,
+			dy, out, (size_t)rows * (size_t)out, add ? one : zero, dw, in, "cublas dW += dy^T x"))
 		return;
 	if (db && !add && !ok(c, cudaMemsetAsync(db, 0, (size_t)out * sizeof(float), c->stream),
 			      "zeroing a bias gradient"))
@@ -202,9 +254,8 @@ static void k_linear_backward(struct rt_dev *d, const float *x, const float *w, 
 	if (db && !keep(c, rt_gpu_bias_grad(dy, db, rows, out, c->stream, &c->err)))
 		return;
 	if (dx)
-		blas_ok(c, cublasSgemm(c->blas, CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, &one, w, in, dy,
-				       out, &zero, dx, in),
-			"cublasSgemm dx = dy W");
+		gemm(c, CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, w, in, (size_t)out * (size_t)in, dy, out,
+		     (size_t)rows * (size_t)out, zero, dx, in, "cublas dx = dy W");
 }
 
 static void k_act_forward(struct rt_dev *d, enum rt_act act, const float *x, float *y, size_t n)
@@ -491,7 +542,7 @@ static void fill_ops(struct rt_dev_ops *o)
 static struct rt_dev_ops cuda_ops;
 
 extern "C" int rt_gpu_dev_open(struct rt_dev *d, const struct rt_gpu_device *gpu, bool tf32,
-			       struct dt_err *err)
+			       bool bf16, struct dt_err *err)
 {
 	struct cuda_ctx *c = (struct cuda_ctx *)calloc(1, sizeof(*c));
 
@@ -504,9 +555,11 @@ extern "C" int rt_gpu_dev_open(struct rt_dev *d, const struct rt_gpu_device *gpu
 	d->host = false;
 	d->collectives = "mpi (through host memory)";
 	d->ctx = c;
+	c->bf16 = bf16;
 	snprintf(d->name, sizeof(d->name), "cuda %d of %d (%.100s, sm_%d%d, %.0f GiB%s)", gpu->index,
 		 gpu->count, gpu->name, gpu->cc_major, gpu->cc_minor,
-		 (double)gpu->mem_bytes / 1073741824.0, tf32 ? ", tf32 products" : "");
+		 (double)gpu->mem_bytes / 1073741824.0,
+		 bf16 ? ", bf16 products" : tf32 ? ", tf32 products" : "");
 	if (!ok(c, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "cudaStreamCreate") ||
 	    !ok(c, cudaMalloc((void **)&c->xent, sizeof(*c->xent)), "cudaMalloc of the loss sums") ||
 	    !ok(c, cudaMalloc((void **)&c->sum, sizeof(*c->sum)), "cudaMalloc of a sum of squares") ||

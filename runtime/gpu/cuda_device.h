@@ -8,7 +8,10 @@
  * failure is kept and returned by the next sync, with its message.
  *
  * Products run in float32 (CUBLAS_DEFAULT_MATH: no TF32) unless the spec's
- * train.tf32 asks for TF32 tensor cores (CUBLAS_TF32_TENSOR_OP_MATH).
+ * train.tf32 asks for TF32 tensor cores (CUBLAS_TF32_TENSOR_OP_MATH), or
+ * train.precision "bf16" for the linear layers' products of bf16 inputs
+ * (rounded to nearest even on the device, as kernels/bf16.h on the CPU)
+ * accumulated in float32 (cublasGemmEx, CUBLAS_COMPUTE_32F).
  *
  * Needs no CUDA header: the caller (runtime/cmd/device.c) includes it
  * under DTRAIN_HAVE_CUDA.
@@ -32,7 +35,7 @@ struct rt_gpu_comms;  /* gpu.h */
  * as device d: a stream, a cuBLAS handle, the loss and sum accumulators.
  * 0, or -ENOMEM / -EIO with a message naming the CUDA call; close with
  * rt_dev_close(d), also after a failure. */
-int rt_gpu_dev_open(struct rt_dev *d, const struct rt_gpu_device *gpu, bool tf32,
+int rt_gpu_dev_open(struct rt_dev *d, const struct rt_gpu_device *gpu, bool tf32, bool bf16,
 		    struct dt_err *err);
 /* The replicas sum their gradients with NCCL from now on (the device's
  * allreduce: ncclAllReduce over comms->data on the device's stream);

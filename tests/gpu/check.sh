@@ -142,6 +142,12 @@ fi
 if train "GPT, 1 GPU" gspec gpt-cpu 1 && train "GPT, 1 GPU" gspec gpt-gpu 1 "${cuda[@]}"; then
 	same "GPT, 1 GPU against the CPU (1e-5)" gpt-cpu gpt-gpu
 fi
+# bf16 products on both (oneDNN on the CPU, cuBLAS on the GPU): the same
+# rounded inputs, float32 sums in other orders and the roundings this flips
+if train "GPT bf16, 1 GPU" gspec gpt-cpu-bf16 1 --set train.precision=bf16 &&
+	train "GPT bf16, 1 GPU" gspec gpt-gpu-bf16 1 "${cuda[@]}" --set train.precision=bf16; then
+	same "GPT bf16, 1 GPU against the CPU's bf16 (1e-3)" gpt-cpu-bf16 gpt-gpu-bf16 --tol 1e-3
+fi
 if train "GPT, 2 ranks sharing the GPU (data 2)" gspec gpt-d2 2 "${cuda[@]}" --set parallel.data=2; then
 	same "GPT, data 2 on the GPU against 1 rank (1e-5)" gpt-gpu gpt-d2
 fi

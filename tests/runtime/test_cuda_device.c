@@ -116,7 +116,7 @@ static void *place(struct rt_dev *d, const void *h, size_t bytes)
 
 static struct rt_dev gpu;
 
-static void open_gpu(bool tf32)
+static void open_gpu(bool tf32, bool bf16)
 {
 	struct rt_gpu_device g = { 0 };
 	struct dt_err err = { 0 };
@@ -125,7 +125,7 @@ static void open_gpu(bool tf32)
 		fail_msg("cudaSetDevice(0) failed");
 	snprintf(g.name, sizeof(g.name), "test");
 	g.count = 1;
-	rc_ok(rt_gpu_dev_open(&gpu, &g, tf32, &err));
+	rc_ok(rt_gpu_dev_open(&gpu, &g, tf32, bf16, &err));
 }
 
 /* --- the comparison --- */
@@ -238,13 +238,17 @@ static void free_side(struct side *sd)
 /* The spec's model on the CPU and on the GPU, compared. x [ROWS][in],
  * labels [ROWS][labels_per_row]. */
 static void compare(const struct spec *s, const float *x, const int32_t *labels,
-		    int labels_per_row, bool tf32, double tol)
+		    int labels_per_row, bool tf32, bool bf16, double tol)
 {
+	struct rt_dev cpu_bf16;
+	struct dt_err err = { 0 };
 	struct side c, g;
 	size_t n;
 
-	open_gpu(tf32);
-	run_side(&c, rt_dev_cpu(), s, x, labels, labels_per_row);
+	open_gpu(tf32, bf16);
+	if (bf16)
+		rc_ok(rt_dev_cpu_bf16_init(&cpu_bf16, 1, &err));
+	run_side(&c, bf16 ? &cpu_bf16 : rt_dev_cpu(), s, x, labels, labels_per_row);
 	run_side(&g, &gpu, s, x, labels, labels_per_row);
 	n = c.st.n_params;
 	assert_memory_equal(g.params0, c.params0, n * sizeof(float));
@@ -258,6 +262,8 @@ static void compare(const struct spec *s, const float *x, const int32_t *labels,
 	free_side(&c);
 	free_side(&g);
 	rt_dev_close(&gpu);
+	if (bf16)
+		rt_dev_close(&cpu_bf16);
 }
 
 /* --- the models --- */
@@ -283,7 +289,7 @@ static void sgd(struct spec *s)
 	s->train.optimizer.weight_decay = 0.01;
 }
 
-static void mlp(const char *act, bool tf32, double tol)
+static void mlp(const char *act, bool tf32, bool bf16, double tol)
 {
 	long hidden[2] = { 48, 40 };
 	int32_t labels[ROWS] = { 0, 3, 9, 4, 4, 7 };
@@ -299,14 +305,18 @@ static void mlp(const char *act, bool tf32, double tol)
 	s.model.activation = (char *)act;
 	s.model.init_seed = 7;
 	sgd(&s);
-	compare(&s, x, labels, 1, tf32, tol);
+	compare(&s, x, labels, 1, tf32, bf16, tol);
 	free(x);
 }
 
-static void test_mlp_relu(void **state) { (void)state; mlp("relu", false, 1e-5); }
-static void test_mlp_gelu(void **state) { (void)state; mlp("gelu", false, 1e-5); }
-static void test_mlp_tanh(void **state) { (void)state; mlp("tanh", false, 1e-5); }
-static void test_mlp_tf32(void **state) { (void)state; mlp("gelu", true, 5e-3); }
+static void test_mlp_relu(void **state) { (void)state; mlp("relu", false, false, 1e-5); }
+static void test_mlp_gelu(void **state) { (void)state; mlp("gelu", false, false, 1e-5); }
+static void test_mlp_tanh(void **state) { (void)state; mlp("tanh", false, false, 1e-5); }
+static void test_mlp_tf32(void **state) { (void)state; mlp("gelu", true, false, 5e-3); }
+/* bf16 products on both (oneDNN, cuBLAS): the same bf16 inputs, float32
+ * sums in other orders, and the roundings to bf16 that flips (kernels/
+ * bf16.h: a flipped input moves a term by 2^-8), as TF32's tolerance */
+static void test_mlp_bf16(void **state) { (void)state; mlp("gelu", false, true, 5e-3); }
 
 /* a GPT of 2 blocks, 2 heads, width 16, context 8, vocabulary 40: the
  * embedding, the blocks and the tied head in one stage; token ids in
@@ -335,7 +345,7 @@ static void test_gpt(void **state)
 		x[i] = (float)dt_rng_below(&r, V);
 		labels[i] = (int32_t)dt_rng_below(&r, V);
 	}
-	compare(&s, x, labels, T, false, 1e-5);
+	compare(&s, x, labels, T, false, false, 1e-5);
 }
 
 /* --- main --- */
@@ -347,6 +357,7 @@ int main(void)
 		cmocka_unit_test(test_mlp_gelu),
 		cmocka_unit_test(test_mlp_tanh),
 		cmocka_unit_test(test_mlp_tf32),
+		cmocka_unit_test(test_mlp_bf16),
 		cmocka_unit_test(test_gpt),
 	};
 	cudaError_t e;
