@@ -11,6 +11,7 @@
 #    gradients as the seam does, parallel.grad_sync "allreduce");
 #  - a checkpoint saved on the simulated device resumes on the CPU, and the
 #    reverse, bitwise equal to the uninterrupted run;
+#  - dtrain-ckpt eval and sample --device sim give the CPU's bits;
 #  - what the seam does not carry yet is refused, naming the key.
 . "$(dirname "$0")/lib.sh"
 
@@ -114,6 +115,23 @@ cross() {
 cross sim cpu
 cross cpu sim
 pass "a checkpoint of the simulated device resumes on the CPU and the reverse, bitwise"
+
+# dtrain-ckpt eval and sample on a device (--device): the CPU's results
+ck=$T/sim-gp2/checkpoints/step-00000012
+for d in cpu sim; do
+	"$DTRAIN_BIN/dtrain-ckpt" eval "$ck" "$T/text/val.h5" --samples 9 --batch 4 --device $d \
+		--logits "$T/logits-$d.f32" >"$T/eval-$d.out" || fail "dtrain-ckpt eval --device $d"
+	"$DTRAIN_BIN/dtrain-ckpt" sample "$ck" --tokens 40 --seed 3 --device $d >"$T/sample-$d.out" ||
+		fail "dtrain-ckpt sample --device $d"
+done
+grep -q "^samples 9 targets 144 loss [0-9.]* accuracy" "$T/eval-cpu.out" || { cat "$T/eval-cpu.out"; fail "no eval line"; }
+cmp -s "$T/eval-cpu.out" "$T/eval-sim.out" || fail "eval on the simulated device differs from the CPU's"
+cmp -s "$T/logits-cpu.f32" "$T/logits-sim.f32" || fail "eval's logits on the simulated device differ"
+cmp -s "$T/sample-cpu.out" "$T/sample-sim.out" || fail "sample on the simulated device differs"
+[ "$(wc -c <"$T/sample-cpu.out")" -ge 40 ] || fail "sample wrote fewer than 40 bytes"
+expect_rc 2 "$DTRAIN_BIN/dtrain-ckpt" eval "$ck" "$T/text/val.h5" --device gpu
+must_contain "$T/err" 'dtrain-ckpt: --device: expected cpu or cuda (got "gpu")'
+pass "dtrain-ckpt eval and sample --device: the simulated device gives the CPU's loss, logits and text"
 
 $SUBMIT validate "$T/mlp.json" --set resources.tasks_per_node=2 --set parallel.data=2 \
 	--set parallel.grad_sync=shared --set run_dir="$T/refused" >"$T/refused.json" || fail "spec refused"
