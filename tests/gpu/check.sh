@@ -61,7 +61,7 @@ else
 fi
 
 # --- the GPU unit tests, and memcheck on them ---
-for t in test_gpu_device test_gpu_kernels test_gpu_transformer; do
+for t in test_gpu_device test_gpu_kernels test_gpu_transformer test_cuda_device; do
 	rc=0
 	run "$t" 180 "$here/tests/$t" || rc=$?
 	if [ "$rc" -eq 0 ]; then
@@ -73,7 +73,7 @@ for t in test_gpu_device test_gpu_kernels test_gpu_transformer; do
 	fi
 done
 if command -v compute-sanitizer >/dev/null; then
-	for t in test_gpu_device test_gpu_kernels test_gpu_transformer; do
+	for t in test_gpu_device test_gpu_kernels test_gpu_transformer test_cuda_device; do
 		if run "memcheck-$t" 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$here/tests/$t"; then
 			row "memcheck $t" PASS "$(grep -m1 'ERROR SUMMARY' "$logs/memcheck-$t.log")"
 		else
