@@ -18,6 +18,10 @@
 # global-batch rows: steps * batch / seconds. Rank 0 also times windows of max(1, steps//5)
 # steps and reports the median window rate, which is less sensitive to a noisy machine.
 #
+# --autocast bf16 (or PEER_TORCH_AUTOCAST=bf16 in the environment, which torch_gpt.py's
+# steps obey too: they are timed here) runs each step under torch.autocast on the CPU in
+# bfloat16, the bf16 peer of dtrain's train.precision "bf16" (bench/run.py's GPT rows).
+#
 # Output: one JSON line on stdout (rank 0); notes on stderr. Exit 0 ok, 2 bad arguments,
 # 1 any other failure (one-line error on stderr).
 import argparse
@@ -87,7 +91,24 @@ def timed_steps(step, a, rank, units):
     """a.warmup untimed calls of step(), then a.steps timed between barriers
     (a.procs > 1: every process); returns the last step's result, the
     seconds, and on rank 0 the rates (units per step / s) of windows of
-    max(1, a.steps // 5) steps. Shared with torch_gpt.py."""
+    max(1, a.steps // 5) steps. Shared with torch_gpt.py.
+    With PEER_TORCH_AUTOCAST=bf16 in the environment (set by --autocast, or
+    by bench/run.py for torch_gpt.py, which reads no such option), every
+    call of step() (forward, loss, backward, update) runs under
+    torch.autocast("cpu", dtype=torch.bfloat16): the products in bf16
+    (oneDNN), the parameters, gradients and update float32. One autocast
+    region a step, so its cache of bf16 weights is dropped after each
+    update (a region around the whole loop would keep the first step's)."""
+    if os.environ.get("PEER_TORCH_AUTOCAST", "") not in ("", "bf16"):
+        raise Failure("PEER_TORCH_AUTOCAST: want bf16 or nothing, got '%s'"
+                      % os.environ["PEER_TORCH_AUTOCAST"])
+    if os.environ.get("PEER_TORCH_AUTOCAST") == "bf16":
+        plain = step
+
+        def step():
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return plain()
+
     def barrier():
         if a.procs > 1:
             dist.barrier()
@@ -163,6 +184,7 @@ def worker(rank, a):
         "seconds": round(secs, 6),
         "samples_per_s": round(a.steps * a.batch / secs, 3),
         "samples_per_s_median_window": round(statistics.median(rates), 3),
+        "autocast": os.environ.get("PEER_TORCH_AUTOCAST") or None,
         "final_loss": round(float(loss), 6),
     }, separators=(",", ":")), flush=True)
 
@@ -197,7 +219,12 @@ def main():
     p.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
     p.add_argument("--momentum", type=float, default=0.9, help="SGD momentum (default 0.9)")
     p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    p.add_argument("--autocast", choices=["bf16"],
+                   help="each step under torch.autocast(\"cpu\", dtype=torch.bfloat16) "
+                        "(the same as PEER_TORCH_AUTOCAST=bf16)")
     a = p.parse_args()
+    if a.autocast:
+        os.environ["PEER_TORCH_AUTOCAST"] = a.autocast  # the spawned processes inherit it
     try:
         a.hidden = [int(h) for h in a.hidden.split(",")]
         if any(h < 1 for h in a.hidden):

@@ -160,18 +160,20 @@ class Bench:
             pass_s = max(pass_s, r["pass_s"])
         return {"gbps": gbps, "pass_s": pass_s}
 
-    def peer_best(self, cmd, procs, threads, key, what):
+    def peer_best(self, cmd, procs, threads, key, what, env=None, blas_all=True):
         """A PyTorch peer's rate at its best. Debian's torch calls the system
         libblas (OpenBLAS, pthreads), whose threads torch.set_num_threads
         does not set: OPENBLAS_NUM_THREADS does. A process of `threads`
         threads gets that many BLAS threads; with 1 thread in 1 process it
         also runs with the BLAS on every core (what a user who sets nothing
         gets: torch's ops on 1 thread, the products on all), and the faster
-        counts."""
-        tries = [threads] + ([self.cores] if procs == 1 and threads == 1 and self.cores > 1 else [])
+        counts. env: more of the peer's environment; blas_all=False skips
+        the second try (under bf16 autocast the products are oneDNN's, on
+        torch's own threads, and OpenBLAS's count does not matter)."""
+        tries = [threads] + ([self.cores] if blas_all and procs == 1 and threads == 1 and self.cores > 1 else [])
         best = 0.0
         for blas in tries:
-            out = sh(cmd, env={"OPENBLAS_NUM_THREADS": str(blas)}, what=what, timeout=900)
+            out = sh(cmd, env=dict(env or {}, OPENBLAS_NUM_THREADS=str(blas)), what=what, timeout=900)
             best = max(best, last_json(out, what)[key])
         return best
 
@@ -183,13 +185,18 @@ class Bench:
              "--warmup", str(max(3, steps // 10))], procs, threads,
             "samples_per_s_median_window", "peer_torch.py")
 
-    def torch_gpt(self, cfg, procs, threads, steps):
+    def torch_gpt(self, cfg, procs, threads, steps, bf16=False):
+        """torch_gpt.py's tokens/s at its best; bf16: every step under
+        torch.autocast("cpu", dtype=torch.bfloat16) (peer_torch.py's
+        timed_steps, which torch_gpt.py times with, reads the variable)."""
         c = GPTS[cfg]
         return self.peer_best(
             [PY, os.path.join(SRC, "bench", "torch_gpt.py"), "--tokens", self.gpt_data(cfg)]
             + sum((["--" + k, str(c[k])] for k in ("vocab", "context", "layers", "heads", "embd", "batch")), [])
             + ["--procs", str(procs), "--threads", str(threads), "--steps", str(steps),
-               "--warmup", "2"], procs, threads, "tokens_per_s_median_window", "torch_gpt.py")
+               "--warmup", "2"], procs, threads, "tokens_per_s_median_window",
+            "torch_gpt.py" + (" (autocast bf16)" if bf16 else ""),
+            env={"PEER_TORCH_AUTOCAST": "bf16" if bf16 else ""}, blas_all=not bf16)
 
     def gpt_data(self, cfg):
         """The config's token stream: the fortunes byte-level (vocabulary 256),
@@ -638,10 +645,15 @@ def main():
     # process count; each side at its best thread count; medians of the
     # rounds. Then the GPT-2-small step against sgemm on the step's own
     # products (dtrain-bench-sgemm gpt), measured right before and after.
+    # One process also runs train.precision "bf16" (issue #33) right after
+    # its fp32 pair, against PyTorch under bf16 autocast; the bf16 rows
+    # compare it with dtrain's fp32 and with that peer, each at its best.
+    GPT_BF16_TARGET = {"tiny": 1.4, "gpt2-small": 1.6}
+
     def gpt_rows():
         if "gpt" not in only:
             return
-        rates, peer, sharded = {}, {}, {}
+        rates, peer, sharded, bf16, peer_bf16 = {}, {}, {}, {}, {}
         for r in range(rounds):
             for cfg, c in GPTS.items():
                 st, win_ = (max(4, c["steps"] // 2), max(2, c["window"] // 2)) if a.quick else (c["steps"], c["window"])
@@ -653,6 +665,12 @@ def main():
                         peer.setdefault((cfg, procs, th), []).append(b.torch_gpt(cfg, procs, th, st))
                         if (cfg, procs, th) == ("gpt2-small", 1, 1):
                             res.setdefault("gpt_small_1x1_times", []).append(b.times(e))
+                        if procs == 1:  # and in bf16, against PyTorch's autocast (issue #33)
+                            progress("gpt %s, 1 process x %d thread(s), bf16, round %d/%d" % (cfg, th, r + 1, rounds))
+                            e = b.dtrain_gpt(cfg, data=1, threads=th, steps=st, window=win_,
+                                             extra=["train.precision=bf16"])
+                            bf16.setdefault((cfg, 1, th), []).append(statistics.median(x["tokens_per_s"] for x in e))
+                            peer_bf16.setdefault((cfg, 1, th), []).append(b.torch_gpt(cfg, 1, th, st, bf16=True))
                         if procs > 1:  # and with the optimizer sharded (issue #21)
                             progress("gpt %s, %d processes, optimizer sharded, round %d/%d" % (cfg, procs, r + 1, rounds))
                             e = b.dtrain_gpt(cfg, data=procs, threads=th, steps=st, window=win_,
@@ -660,7 +678,8 @@ def main():
                             sharded.setdefault((cfg, procs, th), []).append(
                                 statistics.median(x["tokens_per_s"] for x in e))
         res["gpt_runs"] = [{"config": k[0], "procs": k[1], "threads": k[2], "dtrain": v, "pytorch": peer[k],
-                            "dtrain_sharded": sharded.get(k)} for k, v in rates.items()]
+                            "dtrain_sharded": sharded.get(k), "dtrain_bf16": bf16.get(k),
+                            "pytorch_autocast_bf16": peer_bf16.get(k)} for k, v in rates.items()]
         for cfg in GPTS:
             for procs in (1, 2):
                 keys = [k for k in rates if k[0] == cfg and k[1] == procs]
@@ -677,6 +696,17 @@ def main():
                     o, p, "tokens/s", o / p, 1.3,
                     "threads/process: dtrain %d, PyTorch %d (each its best)%s; vs %s" % (
                         bo[2], bp[2], opt, "DDP over gloo" if procs > 1 else "one process"))
+                if procs == 1:
+                    kb = [k for k in bf16 if k[0] == cfg]
+                    bb = max(kb, key=lambda k: statistics.median(bf16[k]))
+                    bpb = max(kb, key=lambda k: statistics.median(peer_bf16[k]))
+                    ob, pb = statistics.median(bf16[bb]), statistics.median(peer_bf16[bpb])
+                    row("gpt", "  bf16 against dtrain fp32 (tokens/s)", ob, o, "tokens/s", ob / o,
+                        GPT_BF16_TARGET[cfg], "train.precision bf16 / fp32 (the row above); threads: "
+                        "bf16 %d, fp32 %d (each its best)" % (bb[2], bo[2]))
+                    row("gpt", "  bf16 against PyTorch bf16 autocast (tokens/s)", ob, pb, "tokens/s", ob / pb,
+                        1.3, "peer: torch_gpt.py, each step under torch.autocast(\"cpu\", bfloat16); "
+                        "threads: dtrain %d, PyTorch %d (each its best)" % (bb[2], bpb[2]))
         # compute efficiency: the step's products at sgemm's rate on their shapes
         c = GPTS["gpt2-small"]
         shapes = ["gpt"] + [str(c[k]) for k in ("batch", "context", "embd", "layers", "vocab", "heads")]
