@@ -65,13 +65,14 @@ int rt__grad_sync_init(struct trainer *t)
  * back once the sum is done: rt__grad_sync_finish). */
 static int start_bucket(struct trainer *t, struct bucket *b)
 {
-	float *g = rt_dev_staging(t->dev, t->st.grads, t->hgrads) + b->off;
+	float *g;
 
 	b->started = 1;
 	if (t->dev->ops->allreduce) { /* the device's own (NCCL), on its stream */
 		t->dev->ops->allreduce(t->dev, t->st.grads + b->off, b->len);
 		return 0;
 	}
+	g = rt_dev_staging(t->dev, t->st.grads, t->hgrads) + b->off;
 	rt_dev_get(t->dev, g, t->st.grads + b->off, b->len * sizeof(float));
 	MPI_CHECK(t, MPI_Iallreduce(MPI_IN_PLACE, g, (int)b->len, MPI_FLOAT, MPI_SUM,
 				    t->g->data_comm, &b->req));

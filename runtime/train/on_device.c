@@ -136,7 +136,8 @@ int rt__dev_state(struct trainer *t)
 	if (t->host_opt.v)
 		memset(t->host_opt.v, 0, n);
 	rt_dev_get(t->dev, t->host_st.params, t->st.params, np);
-	if (t->replicas > 1)
+	/* the replicas' sums through the host (not the device's own, NCCL) */
+	if (t->replicas > 1 && !t->dev->ops->allreduce)
 		rc = host_alloc(t, &t->hgrads, np, "the gradients' host copy");
 	return rc;
 }

@@ -135,7 +135,8 @@ struct trainer {
 	 * (on_device.c); on a host device ck borrows st and opt themselves */
 	struct rt_stage host_st;
 	struct rt_optim host_opt;
-	float *hgrads;     /* host [n_params]: the gradients as MPI sums them */
+	float *hgrads;     /* host [n_params]: the gradients as MPI sums them (a
+			    * device not the host's, without its own allreduce) */
 	int64_t start_step; /* where this process started (> 0 after a resume) */
 	double t_proc;     /* when rt_train started (monotonic seconds) */
 	struct times tm;   /* this rank, the current log window */

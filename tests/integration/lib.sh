@@ -125,7 +125,9 @@ tied() {
 
 # mpi_run SPEC NAME DATA PIPE MICRO [--set KEY=VALUE...]: $T/SPEC.json
 # resolved with that layout into $T/NAME.json and trained under mpirun
-# (this host, no cluster) in $T/NAME; its output in $T/NAME.out.
+# (this host, no cluster) in $T/NAME; its output in $T/NAME.out, its final
+# parameters in $T/NAME/params (--save-params). The caller's environment
+# reaches the ranks.
 mpi_run() {
 	local spec=$1 name=$2 d=$3 p=$4 m=$5 np=$(($3 * $4))
 	shift 5
@@ -134,7 +136,8 @@ mpi_run() {
 		"$@" >"$T/$name.json" 2>"$T/$name.err" || { cat "$T/$name.err"; fail "spec $name"; }
 	mkdir -p "$T/$name"
 	mpirun --allow-run-as-root --oversubscribe -np $np "$DTRAIN_BIN/dtrain-run" \
-		"$T/$name.json" >"$T/$name.out" 2>&1 || { cat "$T/$name.out"; fail "run $name"; }
+		--save-params "$T/$name/params" "$T/$name.json" >"$T/$name.out" 2>&1 ||
+		{ cat "$T/$name.out"; fail "run $name"; }
 }
 
 # reference_run SITE FINAL: $T/job.json (a 4-rank job) run without

@@ -33,24 +33,10 @@ cat >"$T/gpt.json" <<JSON
   "checkpoint": { "every_steps": 15 } }
 JSON
 
-# run SPEC NAME DATA PIPE MICRO [--set KEY=VALUE...]: train in $T/NAME,
-# the final parameters in $T/NAME/params
-run() {
-	local spec=$1 name=$2 d=$3 p=$4 m=$5 np=$(($3 * $4))
-	shift 5
-	$SUBMIT validate "$T/$spec.json" --set run_dir="$T/$name" --set resources.tasks_per_node=$np \
-		--set parallel.data=$d --set parallel.pipeline=$p --set parallel.micro_batches=$m \
-		"$@" >"$T/$name.json" 2>"$T/$name.err" || { cat "$T/$name.err"; fail "spec $name"; }
-	mkdir -p "$T/$name"
-	mpirun --allow-run-as-root --oversubscribe -np $np "$DTRAIN_BIN/dtrain-run" --quiet \
-		--save-params "$T/$name/params" "$T/$name.json" >"$T/$name.out" 2>&1 ||
-		{ cat "$T/$name.out"; fail "run $name"; }
-}
-
 for spec in mlp gpt; do
-	run $spec $spec-11 1 1 1
-	run $spec $spec-p2 1 2 2
-	run $spec $spec-d2 2 1 1
+	mpi_run $spec $spec-11 1 1 1
+	mpi_run $spec $spec-p2 1 2 2
+	mpi_run $spec $spec-d2 2 1 1
 	MIN=30 TOL=1e-3 same_curve $spec-11 $spec-p2
 	MIN=30 TOL=1e-3 same_curve $spec-11 $spec-d2
 	[ "$(jq -r 'select(.event == "start") | .precision' "$T/$spec-11/metrics.jsonl")" = bf16 ] ||
@@ -58,7 +44,7 @@ for spec in mlp gpt; do
 done
 pass "bf16 on 1x1, pipeline 2 and data 2: the same loss curves within 1e-3 (MLP and GPT)"
 
-run mlp mlp32 1 1 1 --set train.precision=fp32
+mpi_run mlp mlp32 1 1 1 --set train.precision=fp32
 last() { losses "$1" | tail -n 1 | cut -d' ' -f2; }
 awk -v a="$(last mlp-11)" -v b="$(last mlp32)" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; exit !(d <= 0.02) }' ||
 	fail "bf16's final loss $(last mlp-11) is not within 2 % of fp32's $(last mlp32)"
@@ -66,7 +52,7 @@ pass "bf16 trains as fp32 does: final loss $(last mlp-11) against $(last mlp32)"
 
 # resumed from the step-15 checkpoint of gpt-11: bf16 bitwise; fp32 and back
 for p in bf16 fp32; do
-	run gpt "gpt-resume-$p" 1 1 1 --set train.precision=$p --set checkpoint.resume="$T/gpt-11/checkpoints/step-00000015"
+	mpi_run gpt "gpt-resume-$p" 1 1 1 --set train.precision=$p --set checkpoint.resume="$T/gpt-11/checkpoints/step-00000015"
 	[ "$(jq -r 'select(.event == "resume") | .step' "$T/gpt-resume-$p/metrics.jsonl")" = 15 ] ||
 		fail "$p: not resumed from step 15"
 done
@@ -74,8 +60,8 @@ for f in "$T"/gpt-11/params/*.f32; do
 	cmp -s "$f" "$T/gpt-resume-bf16/params/$(basename "$f")" ||
 		fail "the resumed bf16 run differs from the uninterrupted one in $(basename "$f")"
 done
-run gpt gpt32 1 1 1 --set train.precision=fp32 --set train.max_steps=15
-run gpt gpt32-bf16 1 1 1 --set train.max_steps=30 --set checkpoint.resume="$T/gpt32/checkpoints/step-00000015"
+mpi_run gpt gpt32 1 1 1 --set train.precision=fp32 --set train.max_steps=15
+mpi_run gpt gpt32-bf16 1 1 1 --set train.max_steps=30 --set checkpoint.resume="$T/gpt32/checkpoints/step-00000015"
 [ "$(jq -r 'select(.event == "resume") | .step' "$T/gpt32-bf16/metrics.jsonl")" = 15 ] ||
 	fail "an fp32 checkpoint did not resume in bf16"
 pass "a bf16 run resumed ends bitwise as the uninterrupted one; checkpoints cross precisions both ways"

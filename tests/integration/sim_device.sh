@@ -39,21 +39,6 @@ cat >"$T/gpt.json" <<JSON
   "checkpoint": { "every_steps": 6 } }
 JSON
 
-# run SPEC NAME DATA PIPE MICRO [--set KEY=VALUE...]: train $T/SPEC.json in
-# $T/NAME, its final parameters in $T/NAME/params (DTRAIN_SIM_DEVICE from
-# the caller's environment reaches the ranks)
-run() {
-	local spec=$1 name=$2 d=$3 p=$4 m=$5 np=$(($3 * $4))
-	shift 5
-	$SUBMIT validate "$T/$spec.json" --set run_dir="$T/$name" --set resources.tasks_per_node=$np \
-		--set parallel.data=$d --set parallel.pipeline=$p --set parallel.micro_batches=$m \
-		"$@" >"$T/$name.json" 2>"$T/$name.err" || { cat "$T/$name.err"; fail "spec $name"; }
-	mkdir -p "$T/$name"
-	mpirun --allow-run-as-root --oversubscribe -np $np "$DTRAIN_BIN/dtrain-run" --quiet \
-		--save-params "$T/$name/params" "$T/$name.json" >"$T/$name.out" 2>&1 ||
-		{ cat "$T/$name.out"; fail "run $name"; }
-}
-
 # same NAME: the simulated run sim-NAME ended bitwise where cpu-NAME did,
 # along the same loss curve, and said which device it ran on
 same() {
@@ -73,8 +58,8 @@ same() {
 both() {
 	local spec=$1 name=$2
 	shift 2
-	run "$spec" "cpu-$name" "$@"
-	DTRAIN_SIM_DEVICE=1 run "$spec" "sim-$name" "$@"
+	mpi_run "$spec" "cpu-$name" "$@"
+	DTRAIN_SIM_DEVICE=1 mpi_run "$spec" "sim-$name" "$@"
 	same "$name"
 }
 
@@ -101,9 +86,9 @@ cross() {
 	ck="$T/$from-l22/checkpoints/step-00000005"
 	[ -d "$ck" ] || fail "no checkpoint $ck"
 	if [ "$to" = sim ]; then
-		DTRAIN_SIM_DEVICE=1 run mlp "x-$from" 2 2 3 --set checkpoint.resume="$ck"
+		DTRAIN_SIM_DEVICE=1 mpi_run mlp "x-$from" 2 2 3 --set checkpoint.resume="$ck"
 	else
-		run mlp "x-$from" 2 2 3 --set checkpoint.resume="$ck"
+		mpi_run mlp "x-$from" 2 2 3 --set checkpoint.resume="$ck"
 	fi
 	[ "$(jq -r 'select(.event == "resume") | .step' "$T/x-$from/metrics.jsonl")" = 5 ] ||
 		{ cat "$T/x-$from.out"; fail "$from -> $to: not resumed from step 5"; }
