@@ -32,6 +32,10 @@
  * and step creation waits on it. */
 #define PROBE_S 20
 
+/* Seconds srun may outlive the end of its step by more than the KillWait
+ * Slurm gives the step's ranks (slurmctld's value, read when needed). */
+#define GUARD_S 5
+
 /* Everything one render needs; rc is sticky so that each line of output
  * needs no check of its own. */
 struct render {
@@ -463,6 +467,61 @@ static void render_stop_at(struct render *r)
 	put(r, "\n");
 }
 
+/* dtrain_wait PID: its exit status in dtrain_rc, through SIGTERMs; and
+ * dtrain_guard PID: srun ended when a lost node keeps it waiting. */
+static void render_step_guard(struct render *r)
+{
+	put(r, "# --- waiting for a step ---\n"
+	       "# A SIGTERM interrupts wait (status over 128) while the step goes on: wait\n"
+	       "# again while PID lives; an interrupted wait whose PID then ended gets\n"
+	       "# PID's own status from the next wait.\n"
+	       "dtrain_wait() {\n"
+	       "\tlocal again\n"
+	       "\twhile :; do\n"
+	       "\t\twait \"$1\"\n"
+	       "\t\tdtrain_rc=$?\n"
+	       "\t\tkill -0 \"$1\" 2>/dev/null || break\n"
+	       "\tdone\n"
+	       "\tif [ \"$dtrain_rc\" -gt 128 ]; then\n"
+	       "\t\twait \"$1\" 2>/dev/null\n"
+	       "\t\tagain=$?\n"
+	       "\t\t[ \"$again\" -eq 127 ] || dtrain_rc=$again\n"
+	       "\tfi\n"
+	       "}\n"
+	       "# srun returns once every rank of its step is gone. The ranks of a node that\n"
+	       "# is lost (hung, cut off, its slurmd killed) are never reported gone: srun\n"
+	       "# then waits until Slurm takes the node for down (SlurmdTimeout, often\n"
+	       "# minutes), unless a broken connection to the node aborts it first. So once\n"
+	       "# srun reports a rank ended (--kill-on-bad-exit then ends the step), it has\n"
+	       "# Slurm's KillWait + %d s to return; past that it is ended (SIGKILL), and\n"
+	       "# the probe below finds the node that does not answer.\n"
+	       "# Its naps end with it: they hold the pipe to the tee of srun's messages.\n"
+	       "dtrain_guard() {\n"
+	       "\tlocal n=0 kill_wait nap=\n"
+	       "\ttrap 'kill $nap 2>/dev/null; exit 0' TERM\n"
+	       "\twhile kill -0 \"$1\" 2>/dev/null; do\n"
+	       "\t\tgrep -q '^srun: error: [^:]*: tasks\\{0,1\\} [0-9,-]*: ' \"$dtrain_srun_err\" 2>/dev/null && break\n"
+	       "\t\tsleep 1 2>/dev/null &\n"
+	       "\t\tnap=$!\n"
+	       "\t\twait \"$nap\"\n"
+	       "\tdone\n"
+	       "\tkill_wait=$(timeout 4 scontrol show config 2>/dev/null | sed -n 's/^KillWait *= *\\([0-9]*\\).*/\\1/p')\n"
+	       "\tcase $kill_wait in '' | *[!0-9]* | ?????*) kill_wait=30 ;; esac\n"
+	       "\twhile kill -0 \"$1\" 2>/dev/null; do\n"
+	       "\t\tif [ \"$n\" -ge $((10#$kill_wait + %d)) ]; then\n"
+	       "\t\t\techo \"dtrain: srun still waits for the step's ranks $n s after one ended (Slurm's KillWait is $((10#$kill_wait)) s): a node does not answer; srun ended\" >&2\n"
+	       "\t\t\tkill -KILL \"$1\" 2>/dev/null\n"
+	       "\t\t\treturn 0\n"
+	       "\t\tfi\n"
+	       "\t\tsleep 1 2>/dev/null &\n"
+	       "\t\tnap=$!\n"
+	       "\t\twait \"$nap\"\n"
+	       "\t\tn=$((n + 1))\n"
+	       "\tdone\n"
+	       "}\n\n",
+	    GUARD_S, GUARD_S);
+}
+
 /* The site's srun options, each one quoted word after a space. */
 static void put_srun_extra(struct render *r)
 {
@@ -506,7 +565,9 @@ static void render_step_start(struct render *r, const char *dtrain_run_path)
 	       "\t[ \"$dtrain_term\" -eq 0 ] || break # a SIGTERM while this start was set up\n"
 	       "\t(\n"
 	       "\t\ttrap : TERM # outlive a SIGTERM, to report srun's exit (not trap '')\n"
-	       "\t\t{ srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=%ld", r->spec->resources.cpus_per_task);
+	       "\t\t{\n"
+	       "\t\t\tdtrain_tee=${!:-} # the tee below (a process substitution)\n"
+	       "\t\t\tsrun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=%ld", r->spec->resources.cpus_per_task);
 	put_srun_extra(r);
 	put(r, " ");
 	put_quoted(r, dtrain_run_path);
@@ -527,25 +588,19 @@ static void render_step_wait(struct render *r)
 	/* srun's messages to the log as they come, and to a file to read the
 	 * dead rank from; tee ignores SIGTERM, so that srun's writes still find
 	 * it while the step saves after a preemption */
-	put(r, "; } 2> >(trap '' TERM; exec tee \"$dtrain_srun_err\" >&2)\n"
-	       "\t\tdtrain_rc=$?\n"
-	       "\t\t[ -z \"${!:-}\" ] || wait \"$!\" # the tee of srun's messages, written out\n"
+	put(r, " &\n"
+	       "\t\t\tdtrain_srun=$!\n"
+	       "\t\t\tdtrain_guard \"$dtrain_srun\" &\n"
+	       "\t\t\tdtrain_guarding=$!\n"
+	       "\t\t\tdtrain_wait \"$dtrain_srun\"\n"
+	       "\t\t\tkill \"$dtrain_guarding\" 2>/dev/null\n"
+	       "\t\t\twait \"$dtrain_guarding\" 2>/dev/null\n"
+	       "\t\t} 2> >(trap '' TERM; exec tee \"$dtrain_srun_err\" >&2)\n"
+	       "\t\t[ -z \"$dtrain_tee\" ] || wait \"$dtrain_tee\" # srun's messages, written out\n"
 	       "\t\texit \"$dtrain_rc\"\n"
 	       "\t) &\n"
-	       "\tdtrain_step=$!\n"
-	       "\t# waited for in the background, so that a SIGTERM is written down at\n"
-	       "\t# once: wait returns early (over 128) while the step goes on\n"
-	       "\twhile :; do\n"
-	       "\t\twait \"$dtrain_step\"\n"
-	       "\t\tdtrain_rc=$?\n"
-	       "\t\tkill -0 \"$dtrain_step\" 2>/dev/null || break\n"
-	       "\tdone\n"
-	       "\t# the step ended right after an interrupted wait: its own status\n"
-	       "\tif [ \"$dtrain_rc\" -gt 128 ]; then\n"
-	       "\t\twait \"$dtrain_step\" 2>/dev/null\n"
-	       "\t\tdtrain_again=$?\n"
-	       "\t\t[ \"$dtrain_again\" -eq 127 ] || dtrain_rc=$dtrain_again\n"
-	       "\tfi\n"
+	       "\t# waited for in the background, so that a SIGTERM is written down at once\n"
+	       "\tdtrain_wait \"$!\"\n"
 	       "\t[ \"$dtrain_term\" -eq 0 ] || break\n"
 	       "\tcase \"$dtrain_rc\" in 0|2|3|4|%d) break ;; esac\n"
 	       "\t# srun names the first task that ended and its node; when that was the\n"
@@ -654,6 +709,7 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	render_setup_lines(r);
 	render_recovery(r);
 	render_stop_at(r);
+	render_step_guard(r);
 	/* the restart loop: start a step, wait, probe the nodes, restart */
 	render_step_start(r, dtrain_run_path);
 	render_step_wait(r);

@@ -3,7 +3,9 @@
 # (data 2 x pipeline 2) loses its slurmd, its slurmstepd and its ranks to
 # SIGKILL at a random moment. The ranks on n1 wait for the silent ranks of n2;
 # their watchdog ends the step within its bound (recovery.step_timeout_seconds
-# 5 here) and names them; srun gives up on n2; the batch script finds that no
+# 5 here) and names them; srun gives up on n2 (by itself when the broken
+# connection to n2's slurmstepd aborts it, else the batch script ends it
+# KillWait + 5 s after the first rank ended); the batch script finds that no
 # step can start on every node and requeues the job. The job must stop
 # running within a minute. Then the node comes back (site/cluster.sh up starts
 # its slurmd again, from clean files: the killed step's sockets would fail the

@@ -86,7 +86,11 @@ static int group_setup(void **state)
 			 "  echo 'srun: error: Task launch for StepId=42.1 failed on node n2: Communication connection failure' >&2; exit 1\n"
 			 "fi\n"
 			 "while [ $# -gt 0 ]; do case $1 in -*) shift;; *) break;; esac; done\n"
-			 "exec \"$@\"\n", tmp);
+			 "if [ \"${FAKE_HANG:-0}\" = 1 ]; then\n"
+			 "  \"$@\"; echo \"srun: error: n1: tasks 0-1: Exited with exit code $?\" >&2\n"
+			 "  echo $$ > '%s/srun.pid'; exec sleep 300\n"
+			 "fi\n"
+			 "exec \"$@\"\n", tmp, tmp);
 		tu_write_path(path, text, 0755);
 		/* squeue: the job's end time, in the format asked for */
 		snprintf(path, sizeof(path), "%s/squeue", fake_bin);
@@ -96,7 +100,8 @@ static int group_setup(void **state)
 			      0755);
 		snprintf(path, sizeof(path), "%s/scontrol", fake_bin);
 		snprintf(text, sizeof(text),
-			 "#!/bin/bash\nprintf '%%s\\n' \"$*\" >> '%s/scontrol.log'\nexit 0\n", tmp);
+			 "#!/bin/bash\nprintf '%%s\\n' \"$*\" >> '%s/scontrol.log'\n"
+			 "if [ \"$*\" = 'show config' ]; then echo 'KillWait                = 0 sec'; fi\nexit 0\n", tmp);
 		tu_write_path(path, text, 0755);
 		/* dtrain-run: record argv and environment, maybe SIGTERM the
 		 * batch shell (as a preemption would), exit $FAKE_RC. */
@@ -124,7 +129,7 @@ static int group_teardown(void **state)
 static void reset_outputs(void)
 {
 	const char *names[] = { "srun.args", "scontrol.log", "run.args", "run.env", "job.sh",
-				"order", "script.err" };
+				"order", "script.err", "srun.pid" };
 	char path[600];
 	size_t i;
 
@@ -194,6 +199,7 @@ static int render(const struct spec *s, const struct site *site, const char *run
  * script's probe of the nodes (--mpi=none), as with a node gone. */
 static const char *fake_say;
 static bool fake_lost;
+static bool fake_hang; /* srun reports a rank ended, then waits on (a lost node's) */
 
 static int run_script(const char *script, const char *restarts, const char *fake_rc,
 		      const char *fake_term)
@@ -218,7 +224,8 @@ static int run_script(const char *script, const char *restarts, const char *fake
 		char *argv[] = { "bash", path, NULL };
 		char *envp[] = { env_path, env_rc, env_restart, env_term, env_home,
 				 "SLURM_JOB_ID=42", "DTRAIN_STOP_AT=1", env_say,
-				 fake_lost ? "FAKE_LOST=1" : "FAKE_LOST=0", NULL, NULL };
+				 fake_lost ? "FAKE_LOST=1" : "FAKE_LOST=0",
+				 fake_hang ? "FAKE_HANG=1" : "FAKE_HANG=0", NULL, NULL };
 		int fd = open(err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
 		char env_shell[64];
 
@@ -803,6 +810,43 @@ static void test_lost_node_requeues(void **state)
 	assert_int_equal(srun_runs(), 4);
 }
 
+/* A rank ended, but srun waits on for the ranks of a node that does not
+ * answer (Slurm would wait until it took the node for down): past Slurm's
+ * KillWait (0 s here) + 5 s the batch script ends srun and goes on to the
+ * probe, which finds the node lost. */
+static void test_srun_waiting_on_a_lost_node_is_ended(void **state)
+{
+	char path[600], *text;
+	pid_t srun;
+
+	(void)state;
+	fake_lost = fake_hang = true;
+	requeue_case("0", 0, 0, "5", "0", 0, "show config\nrequeue 42\n");
+	fake_lost = fake_hang = false;
+	assert_int_equal(srun_runs(), 1);
+	snprintf(path, sizeof(path), "%s/srun.pid", tmp);
+	text = tu_read(path, NULL);
+	assert_non_null(text);
+	srun = (pid_t)atoi(text);
+	free(text);
+	assert_true(srun > 1);
+	assert_int_equal(kill(srun, 0), -1); /* ended, and reaped by the script */
+	snprintf(path, sizeof(path), "%s/script.err", tmp);
+	text = tu_read(path, NULL);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "srun: error: n1: tasks 0-1: Exited with exit code 5\n"
+				     "dtrain: srun still waits for the step's ranks 5 s after one ended (Slurm's KillWait is 0 s): "
+				     "a node does not answer; srun ended\n"));
+	assert_non_null(strstr(text, "dtrain: a node of the allocation does not answer"));
+	free(text);
+	/* the run dir's copy of srun's messages has the line too */
+	snprintf(path, sizeof(path), "%s/srun.err", run_dir_ok);
+	text = tu_read(path, NULL);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "a node does not answer; srun ended"));
+	free(text);
+}
+
 static void test_no_requeue_after_sigterm(void **state)
 {
 	(void)state;
@@ -957,6 +1001,7 @@ int main(void)
 		cmocka_unit_test(test_crash_restarts_the_step),
 		cmocka_unit_test(test_watchdog_exit_restarts_and_names),
 		cmocka_unit_test(test_lost_node_requeues),
+		cmocka_unit_test(test_srun_waiting_on_a_lost_node_is_ended),
 		cmocka_unit_test(test_stop_counted_before_kill),
 		cmocka_unit_test(test_node_failures_are_counted),
 		cmocka_unit_test(test_damaged_counters_read_as_zero),
