@@ -430,22 +430,31 @@ static double k_sumsq(struct rt_dev *d, const float *g, size_t n)
 	return fetch_sum(c);
 }
 
-/* One range's update with weight decay wd (the optimizer's, or 0 where a
- * model exempts it: rt_optim_no_decay's spans) at update count t. */
-static void update_range(struct cuda_ctx *c, const struct rt_optim *o, int64_t t, float *params,
-			 const float *grads, size_t first, size_t n, double lr, bool decay)
+/* Where one update's arrays are: element j (a parameter's index in the
+ * stage) is params[j], grads[j - dg] and state m, v [j - ds]; dg, ds are 0
+ * but for the sharded optimizer's pieces (rt_optim_piece). */
+struct upd_at {
+	float *params, *grads, *m, *v;
+	size_t dg, ds;
+};
+
+/* Elements [first, first + n) with weight decay (the optimizer's) or none
+ * (where a model exempts them: rt_optim_no_decay's spans), at update t. */
+static void update_range(struct cuda_ctx *c, const struct rt_optim *o, int64_t t,
+			 const struct upd_at *u, size_t first, size_t n, double lr, bool decay)
 {
 	struct rt_optim k = *o;
 
 	if (!decay)
 		k.weight_decay = 0.0;
-	keep(c, rt_gpu_optim_update(&k, t, params + first, grads + first, o->m + first,
-				    o->v ? o->v + first : NULL, n, lr, c->stream, &c->err));
+	keep(c, rt_gpu_optim_update(&k, t, u->params + first, u->grads + (first - u->dg),
+				    u->m + (first - u->ds), u->v ? u->v + (first - u->ds) : NULL, n, lr,
+				    c->stream, &c->err));
 }
 
 /* [first, first + n) cut where the no-decay spans begin and end */
-static void update_span(struct cuda_ctx *c, const struct rt_optim *o, int64_t t, float *params,
-			const float *grads, size_t first, size_t n, double lr)
+static void update_span(struct cuda_ctx *c, const struct rt_optim *o, int64_t t,
+			const struct upd_at *u, size_t first, size_t n, double lr)
 {
 	size_t at = first, end = first + n;
 	int i;
@@ -456,14 +465,28 @@ static void update_span(struct cuda_ctx *c, const struct rt_optim *o, int64_t t,
 		if (b <= at || a >= end)
 			continue;
 		if (a > at)
-			update_range(c, o, t, params, grads, at, a - at, lr, true);
+			update_range(c, o, t, u, at, a - at, lr, true);
 		a = a > at ? a : at;
 		b = b < end ? b : end;
-		update_range(c, o, t, params, grads, a, b - a, lr, false);
+		update_range(c, o, t, u, a, b - a, lr, false);
 		at = b;
 	}
 	if (at < end)
-		update_range(c, o, t, params, grads, at, end - at, lr, true);
+		update_range(c, o, t, u, at, end - at, lr, true);
+}
+
+/* One range's part of an update: the sum of squares of its gradients g [n]
+ * (before scale) added, g scaled, the update, g left zero. */
+static void update_part(struct cuda_ctx *c, const struct rt_optim *o, int64_t t,
+			const struct upd_at *u, size_t first, size_t n, double lr, float scale)
+{
+	float *g = u->grads + (first - u->dg);
+
+	if (!keep(c, rt_gpu_sumsq(g, n, c->sum, c->stream, &c->err)) ||
+	    (scale != 1.0f && !keep(c, rt_gpu_scale(g, n, scale, c->stream, &c->err))))
+		return;
+	update_span(c, o, t, u, first, n, lr);
+	ok(c, cudaMemsetAsync(g, 0, n * sizeof(float), c->stream), "zeroing the gradients");
 }
 
 /* rt_optim_step_spans on the GPU: the sum of squares of the gradients
@@ -473,21 +496,38 @@ static double k_optim_spans(struct rt_dev *d, struct rt_optim *o, float *params,
 			    const struct rt_span *spans, int n_spans, double lr, float scale)
 {
 	struct cuda_ctx *c = C(d);
+	struct upd_at u = { params, grads, o->m, o->v, 0, 0 };
 	int64_t t = o->step + 1;
 	int i;
 
 	o->step = t;
 	if (c->rc || !keep(c, rt_gpu_sum_zero(c->sum, c->stream, &c->err)))
 		return NAN;
-	for (i = 0; i < n_spans && !c->rc; i++) {
-		float *g = grads + spans[i].first;
-		size_t n = spans[i].count;
+	for (i = 0; i < n_spans && !c->rc; i++)
+		update_part(c, o, t, &u, spans[i].first, spans[i].count, lr, scale);
+	return c->rc ? NAN : fetch_sum(c);
+}
 
-		if (!keep(c, rt_gpu_sumsq(g, n, c->sum, c->stream, &c->err)) ||
-		    (scale != 1.0f && !keep(c, rt_gpu_scale(g, n, scale, c->stream, &c->err))))
-			break;
-		update_span(c, o, t, params, grads, spans[i].first, n, lr);
-		ok(c, cudaMemsetAsync(g, 0, n * sizeof(float), c->stream), "zeroing the gradients");
+/* rt_optim_step_pieces on the GPU: the same for the sharded optimizer's
+ * pieces, whose gradients and state lie apart from their parameters */
+static double k_optim_pieces(struct rt_dev *d, struct rt_optim *o, float *params, float *grads,
+			     const struct rt_optim_piece *pieces, int n_pieces, double lr,
+			     float scale)
+{
+	struct cuda_ctx *c = C(d);
+	int64_t t = o->step + 1;
+	int i;
+
+	o->step = t;
+	if (c->rc || !keep(c, rt_gpu_sum_zero(c->sum, c->stream, &c->err)))
+		return NAN;
+	for (i = 0; i < n_pieces && !c->rc; i++) {
+		const struct rt_optim_piece *p = &pieces[i];
+		struct upd_at u = { params, grads, o->m, o->v, p->first - p->grad, p->first - p->at };
+
+		if (p->count == 0 || p->at > p->first || p->grad > p->first || p->at + p->count > o->n)
+			continue; /* never: runtime/parallel/shard.c's pieces lie within */
+		update_part(c, o, t, &u, p->first, p->count, lr, scale);
 	}
 	return c->rc ? NAN : fetch_sum(c);
 }
@@ -536,6 +576,7 @@ static void fill_ops(struct rt_dev_ops *o)
 	o->loss_add = k_loss_add;
 	o->loss_fetch = k_loss_fetch;
 	o->optim_spans = k_optim_spans;
+	o->optim_pieces = k_optim_pieces;
 	o->sumsq = k_sumsq;
 }
 

@@ -273,6 +273,22 @@ static double k_optim_spans(struct rt_dev *d, struct rt_optim *o, float *params,
 	return s;
 }
 
+static double k_optim_pieces(struct rt_dev *d, struct rt_optim *o, float *params, float *grads,
+			     const struct rt_optim_piece *pieces, int n_pieces, double lr,
+			     float scale)
+{
+	float *m = o->m, *v = o->v;
+	double s;
+
+	(void)d;
+	o->m = U(m);
+	o->v = U(v);
+	s = rt_optim_step_pieces(o, U(params), U(grads), pieces, n_pieces, lr, scale);
+	o->m = m;
+	o->v = v;
+	return s;
+}
+
 static double k_sumsq(struct rt_dev *d, const float *g, size_t n)
 {
 	(void)d;
@@ -290,7 +306,7 @@ static double k_sumsq(struct rt_dev *d, const float *g, size_t n)
 	.attention_reserve = k_attention_reserve, .attention_forward = k_attention_forward,      \
 	.attention_backward = k_attention_backward,                                              \
 	.loss_zero = k_loss_zero, .loss_add = k_loss_add, .loss_fetch = k_loss_fetch,            \
-	.optim_spans = k_optim_spans, .sumsq = k_sumsq
+	.optim_spans = k_optim_spans, .optim_pieces = k_optim_pieces, .sumsq = k_sumsq
 
 static void host_put(struct rt_dev *d, void *dst, const void *src, size_t bytes)
 {

@@ -41,6 +41,7 @@
 #include "runtime/kernels/kernels.h"
 
 struct rt_optim;  /* runtime/model/optim.h */
+struct rt_optim_piece;
 struct rt_span;   /* runtime/model/model.h */
 struct rt_dev_ops;
 
@@ -104,6 +105,11 @@ struct rt_dev_ops {
 	/* optimizer and norms (optim.h); these wait and return the sum */
 	double (*optim_spans)(struct rt_dev *d, struct rt_optim *o, float *params, float *grads,
 			      const struct rt_span *spans, int n_spans, double lr, float scale);
+	/* rt_optim_step_pieces: the sharded optimizer's update of its pieces
+	 * (state holding the pieces only) */
+	double (*optim_pieces)(struct rt_dev *d, struct rt_optim *o, float *params, float *grads,
+			       const struct rt_optim_piece *pieces, int n_pieces, double lr,
+			       float scale);
 	double (*sumsq)(struct rt_dev *d, const float *g, size_t n);
 
 	/* the device's own collective (NULL: none; the trainer then sums a

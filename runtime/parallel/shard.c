@@ -83,21 +83,21 @@ void rt_shard_free(struct rt_shard *sh)
 
 /* --- the step --- */
 
-static int start_tensor(struct rt_shard *sh, const struct rt_stage *st, int i)
+static int start_tensor(struct rt_shard *sh, const struct rt_stage *st, float *grads, int i)
 {
 	const int *counts = sh->counts + (size_t)i * (size_t)sh->replicas;
 
 	sh->started[i] = true;
-	return MPI_Ireduce_scatter(MPI_IN_PLACE, st->grads + st->tensors[i].offset, counts, MPI_FLOAT,
+	return MPI_Ireduce_scatter(MPI_IN_PLACE, grads + st->tensors[i].offset, counts, MPI_FLOAT,
 				   MPI_SUM, sh->data, &sh->req[i]);
 }
 
-int rt_shard_reduce_block(struct rt_shard *sh, const struct rt_stage *st, int l)
+int rt_shard_reduce_block(struct rt_shard *sh, const struct rt_stage *st, float *grads, int l)
 {
 	int i, flag, rc;
 
 	for (i = sh->tensor_first[l]; i < sh->tensor_first[l + 1]; i++)
-		if (!sh->started[i] && (rc = start_tensor(sh, st, i)) != MPI_SUCCESS)
+		if (!sh->started[i] && (rc = start_tensor(sh, st, grads, i)) != MPI_SUCCESS)
 			return rc;
 	/* Open MPI progresses non-blocking collectives only inside MPI calls */
 	for (i = 0; i < sh->n_tensors; i++)
@@ -106,7 +106,17 @@ int rt_shard_reduce_block(struct rt_shard *sh, const struct rt_stage *st, int l)
 	return MPI_SUCCESS;
 }
 
-int rt_shard_reduce_finish(struct rt_shard *sh, struct rt_stage *st)
+bool rt_shard_block_started(const struct rt_shard *sh, int l)
+{
+	int i;
+
+	for (i = sh->tensor_first[l]; i < sh->tensor_first[l + 1]; i++)
+		if (!sh->started[i])
+			return false;
+	return true;
+}
+
+int rt_shard_reduce_finish(struct rt_shard *sh, const struct rt_stage *st, float *grads)
 {
 	int i, l, rc;
 
@@ -116,7 +126,7 @@ int rt_shard_reduce_finish(struct rt_shard *sh, struct rt_stage *st)
 	 * (a replica whose last micro-batch was empty starts them all here) */
 	for (l = st->n_blocks - 1; l >= 0; l--)
 		for (i = sh->tensor_first[l]; i < sh->tensor_first[l + 1]; i++)
-			if (!sh->started[i] && (rc = start_tensor(sh, st, i)) != MPI_SUCCESS)
+			if (!sh->started[i] && (rc = start_tensor(sh, st, grads, i)) != MPI_SUCCESS)
 				return rc;
 	rc = MPI_Waitall(sh->n_tensors, sh->req, MPI_STATUSES_IGNORE);
 	if (rc != MPI_SUCCESS)
@@ -127,22 +137,21 @@ int rt_shard_reduce_finish(struct rt_shard *sh, struct rt_stage *st)
 		const struct rt_tensor *t = &st->tensors[i];
 
 		sh->started[i] = false;
-		memset(st->grads + t->offset + sh->pieces[i].count, 0,
+		memset(grads + t->offset + sh->pieces[i].count, 0,
 		       (t->n - sh->pieces[i].count) * sizeof(float));
 	}
 	return MPI_SUCCESS;
 }
 
-int rt_shard_gather(struct rt_shard *sh, struct rt_stage *st)
+int rt_shard_gather(struct rt_shard *sh, const struct rt_stage *st, float *params)
 {
 	int i, rc;
 
 	for (i = 0; i < sh->n_tensors; i++) {
 		size_t at = (size_t)i * (size_t)sh->replicas;
 
-		rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
-				     st->params + st->tensors[i].offset, sh->counts + at, sh->displs + at,
-				     MPI_FLOAT, sh->data, &sh->req[i]);
+		rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, params + st->tensors[i].offset,
+				     sh->counts + at, sh->displs + at, MPI_FLOAT, sh->data, &sh->req[i]);
 		if (rc != MPI_SUCCESS)
 			return rc;
 	}

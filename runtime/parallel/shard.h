@@ -23,6 +23,10 @@
  *	all-gather: every tensor's rows go to every replica
  *		(MPI_Iallgatherv in place), so that all hold the whole
  *		updated parameters for the next forward pass.
+ * On a device whose memory is not the host's, MPI works on host copies:
+ * each block's gradients are copied out before its reduce-scatter, the
+ * sums back before the update (which runs on the device), and the updated
+ * rows out and the gathered tensors back around the all-gather.
  * Memory per replica: the parameters and the gradient whole, the optimizer
  * state 1/D (AdamW: 2n/D floats for 2n replicated; no gradient shard of
  * its own).
@@ -89,24 +93,31 @@ void rt_shard_free(struct rt_shard *sh);
 /* --- the step (collective over data_comm, in the same order on every
  * replica; each returns 0 or an MPI error code) --- */
 
+/* The arrays these take are host memory laid out as the stage's (tensor i
+ * at st->tensors[i].offset): the stage's own gradients and parameters on a
+ * host device, else the trainer's host copies (runtime/train/grad_sync.c
+ * copies to and from the device around them). */
+
 /* Starts the reduce-scatter of the tensors of the stage's block l (local
- * index), whose gradients in st->grads are complete; then lets MPI
- * progress the ones in flight. */
-int rt_shard_reduce_block(struct rt_shard *sh, const struct rt_stage *st, int l);
+ * index), whose gradients in grads are complete; then lets MPI progress
+ * the ones in flight. */
+int rt_shard_reduce_block(struct rt_shard *sh, const struct rt_stage *st, float *grads, int l);
+/* Whether block l's reduce-scatter has started in this step. */
+bool rt_shard_block_started(const struct rt_shard *sh, int l);
 /* After the step's backward: starts the blocks not started yet, last
- * first, and waits for all. Each tensor's gradient in st->grads then
- * starts with this replica's rows of the replicas' sum (rt_shard_grad),
- * and is zero past them (the update zeroes the sum it reads: the next
- * backward adds to a zero gradient). */
-int rt_shard_reduce_finish(struct rt_shard *sh, struct rt_stage *st);
-/* After the update of this replica's rows of st->params: every replica's
- * rows to all (in place), waited for. */
-int rt_shard_gather(struct rt_shard *sh, struct rt_stage *st);
+ * first, and waits for all. Each tensor's gradient in grads then starts
+ * with this replica's rows of the replicas' sum (sh->pieces[i].grad, .count
+ * floats), and is zero past them (the update zeroes the sum it reads: the
+ * next backward adds to a zero gradient). */
+int rt_shard_reduce_finish(struct rt_shard *sh, const struct rt_stage *st, float *grads);
+/* After the update of this replica's rows of params: every replica's rows
+ * to all (in place), waited for. */
+int rt_shard_gather(struct rt_shard *sh, const struct rt_stage *st, float *params);
 
 /* --- queries --- */
 
-/* Where this replica's summed gradient of tensor i lies in st->grads,
- * after rt_shard_reduce_finish: *n floats. */
+/* Where this replica's summed gradient of tensor i lies in st->grads (or
+ * in a copy laid out alike), after rt_shard_reduce_finish: *n floats. */
 float *rt_shard_grad(const struct rt_shard *sh, const struct rt_stage *st, int i, size_t *n);
 
 #endif

@@ -79,6 +79,24 @@ static int start_bucket(struct trainer *t, struct bucket *b)
 	return 0;
 }
 
+/* The sharded optimizer's host memory for the gradients (shard.h): the
+ * stage's own on a host device, else their host copy, where block l's
+ * gradients are copied before its reduce-scatter. (The all-gather of the
+ * parameters goes through the same copy: the gradients are summed and
+ * read by then.) */
+static float *shard_host(struct trainer *t)
+{
+	return rt_dev_staging(t->dev, t->st.grads, t->hgrads);
+}
+
+static void shard_copy_block(struct trainer *t, int l)
+{
+	const struct rt_block *blk = &t->st.blocks[l];
+
+	rt_dev_get(t->dev, shard_host(t) + blk->offset, t->st.grads + blk->offset,
+		   blk->n_params * sizeof(float));
+}
+
 /* Called by rt_stage_backward after each block's gradients are complete. */
 void rt__block_done(void *ctx, int block)
 {
@@ -89,7 +107,10 @@ void rt__block_done(void *ctx, int block)
 	if (t->replicas == 1 || t->dp.shared || !t->final_backward || t->bucket_rc)
 		return;
 	if (t->sharded) {
-		int rc = rt_shard_reduce_block(&t->shard, &t->st, block);
+		int rc;
+
+		shard_copy_block(t, block);
+		rc = rt_shard_reduce_block(&t->shard, &t->st, shard_host(t), block);
 
 		if (rc != MPI_SUCCESS)
 			t->bucket_rc = rt_mpi_error(t->err, "MPI_Ireduce_scatter of a block's gradients", rc);
@@ -145,7 +166,14 @@ int rt__grad_sync_finish(struct trainer *t, bool save_reading)
 	}
 	t0 = dt_mono_s();
 	if (t->sharded) {
-		MPI_CHECK(t, rt_shard_reduce_finish(&t->shard, &t->st));
+		int l;
+
+		for (l = t->st.n_blocks - 1; l >= 0; l--)
+			if (!rt_shard_block_started(&t->shard, l))
+				shard_copy_block(t, l);
+		MPI_CHECK(t, rt_shard_reduce_finish(&t->shard, &t->st, shard_host(t)));
+		/* each tensor: this replica's sum, then zeros */
+		rt_dev_put(t->dev, t->st.grads, shard_host(t), t->st.n_params * sizeof(float));
 		t->tm.grad += dt_mono_s() - t0;
 		return 0;
 	}
@@ -186,7 +214,8 @@ double rt__grad_sync_sumsq(const struct trainer *t, const struct rt_span *sp, in
 
 	if (t->sharded) {
 		for (i = 0; i < t->shard.n_tensors; i++)
-			sumsq += rt_sumsq(t->st.grads + t->shard.pieces[i].grad, t->shard.pieces[i].count);
+			sumsq += t->dev->ops->sumsq(t->dev, t->st.grads + t->shard.pieces[i].grad,
+						    t->shard.pieces[i].count);
 		return sumsq;
 	}
 	for (i = 0; i < n; i++)
@@ -220,8 +249,8 @@ double rt__grad_sync_update(struct trainer *t, const struct rt_span *sp, int n, 
 			    float scale)
 {
 	if (t->sharded)
-		return rt_optim_step_pieces(&t->opt, t->st.params, t->st.grads, t->shard.pieces,
-					    t->shard.n_tensors, lr, scale);
+		return t->dev->ops->optim_pieces(t->dev, &t->opt, t->st.params, t->st.grads,
+						 t->shard.pieces, t->shard.n_tensors, lr, scale);
 	if (t->dp.fuse) /* shared, one node, no clipping (runtime/parallel/dp.h) */
 		return rt_optim_step_sum(&t->opt, t->st.params, t->dp.slot, t->dp.locals, sp[0].first,
 					 sp[0].count, lr);
@@ -232,8 +261,14 @@ int rt__grad_sync_publish(struct trainer *t, bool clipped)
 {
 	if (t->sharded) {
 		double t0 = dt_mono_s();
+		float *host = rt_dev_staging(t->dev, t->st.params, t->hgrads);
+		int i;
 
-		MPI_CHECK(t, rt_shard_gather(&t->shard, &t->st));
+		for (i = 0; i < t->shard.n_tensors; i++) /* this replica's rows, updated */
+			rt_dev_get(t->dev, host + t->shard.pieces[i].first, t->st.params + t->shard.pieces[i].first,
+				   t->shard.pieces[i].count * sizeof(float));
+		MPI_CHECK(t, rt_shard_gather(&t->shard, &t->st, host));
+		rt_dev_put(t->dev, t->st.params, host, t->st.n_params * sizeof(float));
 		t->tm.grad += dt_mono_s() - t0;
 		return 0;
 	}

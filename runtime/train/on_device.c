@@ -26,9 +26,6 @@ int rt__dev_check(struct trainer *t)
 
 	if (t->dev->host)
 		return 0;
-	if (spec_optimizer_sharded(s) && t->replicas > 1)
-		return dt_err_add(t->err, "parallel.optimizer: \"sharded\" is not available on the %s device yet; use \"replicated\"",
-				  t->dev->kind), -EINVAL;
 	if (s->parallel.threads && !strcmp(s->parallel.threads, "split"))
 		return dt_err_add(t->err, "parallel.threads: \"split\" cuts the CPU's products between threads: not available on the %s device",
 				  t->dev->kind), -EINVAL;
@@ -136,8 +133,9 @@ int rt__dev_state(struct trainer *t)
 	if (t->host_opt.v)
 		memset(t->host_opt.v, 0, n);
 	rt_dev_get(t->dev, t->host_st.params, t->st.params, np);
-	/* the replicas' sums through the host (not the device's own, NCCL) */
-	if (t->replicas > 1 && !t->dev->ops->allreduce)
+	/* the replicas' sums through the host (not the device's own, NCCL;
+	 * the sharded optimizer's collectives always) */
+	if (t->replicas > 1 && (!t->dev->ops->allreduce || t->sharded))
 		rc = host_alloc(t, &t->hgrads, np, "the gradients' host copy");
 	return rc;
 }

@@ -151,6 +151,10 @@ fi
 if train "GPT, 2 ranks sharing the GPU (data 2)" gspec gpt-d2 2 "${cuda[@]}" --set parallel.data=2; then
 	same "GPT, data 2 on the GPU against 1 rank (1e-5)" gpt-gpu gpt-d2
 fi
+if train "GPT, 2 ranks sharing the GPU (data 2, sharded optimizer)" gspec gpt-s2 2 "${cuda[@]}" --set parallel.data=2 \
+	--set parallel.optimizer=sharded; then
+	same "GPT, data 2 sharded on the GPU against 1 rank (1e-5)" gpt-gpu gpt-s2
+fi
 if train "GPT, 2 ranks sharing the GPU (pipeline 2)" gspec gpt-p2 2 "${cuda[@]}" --set parallel.pipeline=2 \
 	--set parallel.micro_batches=2; then
 	same "GPT, pipeline 2 on the GPU against 1 rank (1e-5)" gpt-gpu gpt-p2

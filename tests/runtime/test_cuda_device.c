@@ -138,20 +138,68 @@ struct side {
 	struct rt_optim opt;
 	float *x, *dy, *dx;  /* device */
 	int32_t *labels;     /* device */
-	float *params0, *logits, *dlogits, *dxh, *grads, *params1; /* host */
-	double loss, sumsq;
+	struct rt_optim opt2;  /* the sharded update's: its pieces' state only */
+	float *params0, *logits, *dlogits, *dxh, *grads, *params1, *params2; /* host */
+	double loss, sumsq, sumsq2;
 	int64_t correct;
 };
 
-static void exempt(struct side *sd)
+static void exempt_in(const struct rt_stage *st, struct rt_optim *o)
 {
 	struct rt_span sp[64];
 	int i, k = 0;
 
-	for (i = 0; i < sd->st.n_tensors && k < 64; i++)
-		if (!sd->st.tensors[i].decay)
-			sp[k++] = (struct rt_span){ sd->st.tensors[i].offset, sd->st.tensors[i].n };
-	assert_int_equal(rt_optim_no_decay(&sd->opt, sp, k), 0);
+	for (i = 0; i < st->n_tensors && k < 64; i++)
+		if (!st->tensors[i].decay)
+			sp[k++] = (struct rt_span){ st->tensors[i].offset, st->tensors[i].n };
+	assert_int_equal(rt_optim_no_decay(o, sp, k), 0);
+}
+
+static void exempt(struct side *sd)
+{
+	exempt_in(&sd->st, &sd->opt);
+}
+
+/* The sharded optimizer's update (optim_pieces) of the later half of each
+ * tensor's rows, from a gradient at the tensor's start (the backward's
+ * gradient of those rows, put there), with a state of the pieces only. */
+static void pieces_update(struct side *sd, const struct spec *s)
+{
+	struct rt_optim_piece pieces[64];
+	struct dt_err err = { 0 };
+	struct rt_dev *d = sd->d;
+	size_t at = 0;
+	int i, k = 0;
+	float *m, *v = NULL;
+
+	for (i = 0; i < sd->st.n_tensors && k < 64; i++) {
+		const struct rt_tensor *t = &sd->st.tensors[i];
+		size_t row = t->n / (size_t)t->shape[0], r0 = (size_t)t->shape[0] / 2;
+		struct rt_optim_piece p = { t->offset + r0 * row, t->n - r0 * row, t->offset, at };
+
+		rt_dev_put(d, sd->st.grads + p.grad, sd->grads + p.first, p.count * sizeof(float));
+		pieces[k++] = p;
+		at += p.count;
+	}
+	rc_ok(rt_optim_init(&sd->opt2, s, at, &err));
+	exempt_in(&sd->st, &sd->opt2);
+	if (!d->host) {
+		rc_ok(rt_dev_alloc(d, at * sizeof(float), "m", &m, &err));
+		if (sd->opt2.v)
+			rc_ok(rt_dev_alloc(d, at * sizeof(float), "v", &v, &err));
+		rt_optim_adopt(&sd->opt2, m, v);
+	}
+	sd->sumsq2 = d->ops->optim_pieces(d, &sd->opt2, sd->st.params, sd->st.grads, pieces, k, 0.02, 0.25f);
+	sd->params2 = fetch(d, sd->st.params, sd->st.n_params);
+	rc_ok(rt_dev_sync(d, &err));
+	if (!d->host) {
+		m = sd->opt2.m;
+		v = sd->opt2.v;
+		rt_optim_adopt(&sd->opt2, NULL, NULL);
+		rt_dev_free(d, m);
+		rt_dev_free(d, v);
+	}
+	rt_optim_free(&sd->opt2);
 }
 
 static void run_side(struct side *sd, struct rt_dev *d, const struct spec *s, const float *x,
@@ -209,6 +257,7 @@ static void run_side(struct side *sd, struct rt_dev *d, const struct spec *s, co
 		  sd->sumsq, 1e-12);
 	sd->params1 = fetch(d, sd->st.params, n);
 	rc_ok(rt_dev_sync(d, &err));
+	pieces_update(sd, s);
 }
 
 static void free_side(struct side *sd)
@@ -233,6 +282,7 @@ static void free_side(struct side *sd)
 	free(sd->dxh);
 	free(sd->grads);
 	free(sd->params1);
+	free(sd->params2);
 }
 
 /* The spec's model on the CPU and on the GPU, compared. x [ROWS][in],
@@ -259,6 +309,8 @@ static void compare(const struct spec *s, const float *x, const int32_t *labels,
 	check_array("gradients", g.grads, c.grads, n, tol);
 	check_rel("sum of squares", g.sumsq, c.sumsq, tol);
 	check_array("parameters after the update", g.params1, c.params1, n, tol);
+	check_rel("the sharded update's sum of squares", g.sumsq2, c.sumsq2, tol);
+	check_array("parameters after the sharded update", g.params2, c.params2, n, tol);
 	free_side(&c);
 	free_side(&g);
 	rt_dev_close(&gpu);
