@@ -169,7 +169,7 @@ int rt__grad_sync_finish(struct trainer *t, bool save_reading)
 		int l;
 
 		for (l = t->st.n_blocks - 1; l >= 0; l--)
-			if (!rt_shard_block_started(&t->shard, l))
+			if (!rt_shard_block_queued(&t->shard, l))
 				shard_copy_block(t, l);
 		MPI_CHECK(t, rt_shard_reduce_finish(&t->shard, &t->st, shard_host(t)));
 		/* each tensor: this replica's sum, then zeros */

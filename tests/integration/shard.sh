@@ -16,6 +16,9 @@
 #  - a sharded 2x2 checkpoint resumes on 2x2 sharded bitwise, and on
 #    4 x 1 sharded, 1 x 1 and 2 x 2 replicated within 1e-6 of the
 #    uninterrupted run; a replicated checkpoint resumes sharded;
+#  - an MLP on 3 replicas whose first layer is reduce-scattered in two
+#    chunks (one cut inside a replica's rows) agrees with the replicated
+#    run as above;
 #  - "sharded" with grad_sync "shared" is refused, naming both keys.
 . "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3 # Debian's, with python3-h5py
@@ -131,6 +134,19 @@ run mlp m41 4 1 --set parallel.grad_sync=allreduce
 run mlp n41 4 1 $(sharded)
 same_curve m41 n41
 same_state m41 n41 51
+
+# --- a tensor larger than a chunk of the reduce-scatter (RT_SHARD_CHUNK_FLOATS,
+# 262144 floats): the first layer's 256 x 1100 is cut in two, and 3
+# replicas' rows (86, 85, 85) put the cut inside the last one's ---
+"$DTRAIN_BIN/dtrain-data" synthetic "$T/wide.h5" --samples 300 --features 1100 --classes 3 >/dev/null ||
+	fail "dtrain-data synthetic (wide)"
+sed -e "s#$T/syn.h5#$T/wide.h5#" -e 's/"inputs": 64, "hidden": \[128, 64\]/"inputs": 1100, "hidden": [256]/' \
+	-e 's/"global_batch": 40/"global_batch": 30/' "$T/mlp.json" >"$T/wide.json"
+grep -q '"inputs": 1100' "$T/wide.json" || fail "wide.json: not rewritten"
+run wide w31 3 1 --set train.epochs=5 --set parallel.grad_sync=allreduce --set train.optimizer.type=adamw --set train.grad_clip=1.0
+run wide v31 3 1 --set train.epochs=5 $(sharded) --set train.optimizer.type=adamw --set train.grad_clip=1.0
+same_curve w31 v31
+same_state w31 v31 50
 
 # --- refused ---
 expect_rc 3 $SUBMIT validate "$T/gpt.json" --set parallel.data=2 --set resources.tasks_per_node=2 \
