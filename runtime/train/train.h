@@ -1,6 +1,7 @@
 /*
  * train.h - the training loop of dtrain-run: one optimizer step after
- * another over the data x pipeline grid, with evaluation at each epoch end.
+ * another over the data x pipeline grid, with evaluation at each epoch end
+ * or every train.eval_every steps.
  *
  * Data flow through one step (runtime/README.md has the picture):
  *   1. the sampler gives the step's global batch (the same rows whatever the

@@ -121,6 +121,12 @@ else
 	grep '^dtrain: the job step stopped making progress' "$log" | sed 's/^/  /'
 fi
 [ "$(grep -c '^dtrain-run: resuming from ' "$log")" -ge 3 ] || { cat "$log"; fail "fewer than 3 resumes in the log"; }
+# each restart in place times its first step from that start, not from the
+# job's (which began before every earlier start)
+[ "$(grep -c '^dtrain-run: first step after the resume done [0-9.]* s after this start ([0-9.]* s after the job started)$' "$log")" -ge 3 ] ||
+	{ cat "$log"; fail "the first steps after the restarts are not timed from their start"; }
+jq -e -s '[.[] | select(.event == "first_step" and .resumed and .since_step_start_s < .since_job_start_s - 0.5)] | length >= 3' \
+	"$dir/metrics.jsonl" >/dev/null || fail "metrics: fewer than 3 first steps timed from their own start"
 must_contain "$log" "dtrain-run: done:"
 final=$dir/checkpoints/$final_name
 same_as_reference "$final"

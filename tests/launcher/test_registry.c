@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include "tests/testutil.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/heartbeat.h"
 #include "base/io.h"
 
 /* --- fixtures --- */
@@ -391,6 +393,72 @@ static void test_job_state(void **state)
 
 /* --- run dir names --- */
 
+/* What `status JOB` prints for a running job whose ranks started and
+ * have not reached their first step: run_dir with rank 0's heartbeat of
+ * this start (step 0) and, when trained, a metrics.jsonl with a step of an
+ * earlier start. */
+static char *status_before_first_step(const char *id, bool trained)
+{
+	char run_dir[700], path[800], line[DT_HEARTBEAT_BYTES + 1], *out;
+	double now = dt_wall_s();
+	struct dt_heartbeat h = { .rank = 0, .world = 1, .pid = 4242, .start = now - 3, .step = 0,
+				  .stepped = now - 3, .phase = DT_PHASE_STEP, .since = now - 3, .at = now,
+				  .bound = 900 };
+	struct launch_args a = { .cmd = LAUNCH_STATUS, .job = id };
+	struct dt_err err = {0};
+	int saved, fd;
+
+	snprintf(run_dir, sizeof(run_dir), "%s/run-%s", tmp, id);
+	snprintf(h.node, sizeof(h.node), "n1");
+	assert_int_equal(dt_heartbeat_format(&h, line, sizeof(line)), 0);
+	snprintf(path, sizeof(path), "%s/heartbeat", run_dir);
+	assert_int_equal(dt_mkdirs(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/heartbeat/rank-0", run_dir);
+	tu_write_path(path, line, 0644);
+	if (trained) {
+		snprintf(path, sizeof(path), "%s/metrics.jsonl", run_dir);
+		tu_write_path(path,
+			      "{\"event\":\"start\",\"total_steps\":900,\"steps_per_epoch\":90,\"epochs\":10}\n"
+			      "{\"event\":\"step\",\"step\":300,\"total_steps\":900,\"epoch\":4,\"loss\":0.6,"
+			      "\"lr\":0.05,\"grad_norm\":1.3,\"samples_per_s\":11000,\"eta_s\":500}\n",
+			      0644);
+	}
+	append(id, "resumed", run_dir);
+	fake("squeue", "echo 'RUNNING None'");
+	snprintf(path, sizeof(path), "%s/status-%s.out", tmp, id);
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(saved >= 0 && fd >= 0);
+	dup2(fd, STDOUT_FILENO);
+	close(fd);
+	assert_int_equal(launch_cmd_status(&a, &err), 0);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	out = tu_read(path, NULL);
+	assert_non_null(out);
+	return out;
+}
+
+/* Before the first step of a start, LAST STEP says "starting", or
+ * "restarting" for a job that trained before (a resume after a crash or a
+ * requeue), not "starting" again. */
+static void test_status_restarting(void **state)
+{
+	char *out;
+
+	(void)state;
+	out = status_before_first_step("61", true);
+	assert_non_null(strstr(out, "state:         RUNNING\n"));
+	assert_non_null(strstr(out, "progress:      step 300/900, epoch 4/10"));
+	assert_non_null(strstr(out, "last step:     none yet in this start: restarting (for "));
+	free(out);
+	out = status_before_first_step("62", false);
+	assert_non_null(strstr(out, "last step:     none yet in this start: starting (for "));
+	free(out);
+}
+
 static void test_pick_run_dir(void **state)
 {
 	struct dt_err err = {0};
@@ -435,6 +503,7 @@ int main(void)
 		cmocka_unit_test_setup(test_resolve_from_slurm, reset),
 		cmocka_unit_test_setup(test_job_state, reset),
 		cmocka_unit_test_setup(test_pick_run_dir, reset),
+		cmocka_unit_test_setup(test_status_restarting, reset),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
