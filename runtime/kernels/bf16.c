@@ -38,12 +38,14 @@ float rt_bf16_float(unsigned short h)
 	return f;
 }
 
-/* n floats rounded into dst */
+/* n floats rounded into dst, by oneDNN's threads (which would otherwise
+ * wait for the product) where there are enough of them to share */
 static void to_bf16(unsigned short *dst, const float *src, size_t n)
 {
-	size_t i;
+	long i, len = (long)n;
 
-	for (i = 0; i < n; i++)
+#pragma omp parallel for schedule(static) if (n >= (1u << 15))
+	for (i = 0; i < len; i++)
 		dst[i] = rt_bf16_round(src[i]);
 }
 

@@ -364,7 +364,8 @@ int rt_dev_cpu_bf16_init(struct rt_dev *d, int threads, struct dt_err *err)
 	bf16_ops.linear_backward = k_bf16_linear_backward;
 	d->ops = &bf16_ops;
 	d->kind = "cpu";
-	snprintf(d->name, sizeof(d->name), "cpu (bf16 products, oneDNN)");
+	snprintf(d->name, sizeof(d->name), "cpu (bf16 products, oneDNN; its OpenMP threads wait %s)",
+		 getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "active");
 	d->host = true;
 	d->collectives = "mpi";
 	d->ctx = c;
