@@ -16,6 +16,12 @@
  *                     one sequence at a time (scores, P V; backward: the
  *                     scores again, dV, dP, dQ, dK), whole T x T squares as
  *                     runtime/kernels/transformer.c computes them; then the head.
+ * With --lib onednn-f32 or onednn-bf16, `gpt` runs its linear layers' and
+ * head's products (no attention) through oneDNN's matmul instead, in
+ * float32 or with bf16 inputs (converted once, before timing) and float32
+ * results, as train.precision "bf16" computes them (runtime/kernels/bf16.h);
+ * --lib openblas --linear runs the same products through OpenBLAS, so
+ * that the three compare on the step's own shapes.
  * Each runs repeatedly for --seconds after one warm-up round; it prints one
  * JSON object: {"what":..., "threads":..., "flop":..., "seconds":...,
  * "gflops":...}. Several copies started at once measure how the machine's
@@ -39,7 +45,9 @@
  * Sections: arguments, the lockstep barrier, the products, main.
  */
 #include <cblas.h>
+#include <dnnl.h>
 #include <errno.h>
+#include <omp.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -58,7 +66,8 @@ static const char usage[] =
 	"       dtrain-bench-sgemm [--threads N] [--seconds S]\n"
 	"                          [--part K/L [--lockstep FILE] | --copies L --lockstep FILE]\n"
 	"                          mlp BATCH W0,W1,...,Wn\n"
-	"       dtrain-bench-sgemm [--threads N] [--seconds S] gpt B T C L V NH\n"
+	"       dtrain-bench-sgemm [--threads N] [--seconds S] [--lib LIB] [--linear]\n"
+	"                          gpt B T C L V NH\n"
 	"\n"
 	"Measures OpenBLAS sgemm on square matrices, or on the matrix products of\n"
 	"one MLP training step (forward, weight gradients, input gradients), and\n"
@@ -73,6 +82,9 @@ static const char usage[] =
 	"                    layer as the split way does; with --copies: once a step\n"
 	"  --copies L        mlp, with --lockstep: this is one of L copies that each\n"
 	"                    run the whole products (plain data parallelism)\n"
+	"  --lib LIB         gpt: openblas (default), onednn-f32 or onednn-bf16\n"
+	"                    (oneDNN's matmul; its runs are the linear layers only)\n"
+	"  --linear          gpt: the linear layers' and head's products only\n"
 	"  -h, --help        this text\n";
 
 /* --- arguments --- */
@@ -88,6 +100,8 @@ struct opts {
 	int part, parts;       /* --part K/L: block K of L (default 0/1, all) */
 	int copies;            /* --copies L: whole products, L copies (default 1) */
 	const char *lockstep;  /* --lockstep FILE, or NULL */
+	const char *lib;       /* --lib: "openblas", "onednn-f32", "onednn-bf16" */
+	bool linear;           /* --linear (always with oneDNN) */
 };
 
 static int parse_int(const char *s, const char *what, int *v)
@@ -174,10 +188,25 @@ static int parse(int argc, char **argv, struct opts *o)
 				return -EINVAL;
 		} else if (!strcmp(argv[i], "--lockstep") && i + 1 < argc) {
 			o->lockstep = argv[++i];
+		} else if (!strcmp(argv[i], "--lib") && i + 1 < argc) {
+			o->lib = argv[++i];
+			if (strcmp(o->lib, "openblas") && strcmp(o->lib, "onednn-f32") &&
+			    strcmp(o->lib, "onednn-bf16")) {
+				fprintf(stderr, "dtrain-bench-sgemm: --lib: want openblas, onednn-f32 or onednn-bf16 (got \"%s\")\n",
+					o->lib);
+				return -EINVAL;
+			}
+			o->linear = o->linear || strcmp(o->lib, "openblas");
+		} else if (!strcmp(argv[i], "--linear")) {
+			o->linear = true;
 		} else {
 			fprintf(stderr, "dtrain-bench-sgemm: unknown option or missing value: %s\n%s", argv[i], usage);
 			return -EINVAL;
 		}
+	}
+	if (o->linear && !(i + 7 == argc && !strcmp(argv[i], "gpt"))) {
+		fprintf(stderr, "dtrain-bench-sgemm: --lib and --linear: with `gpt` only\n");
+		return -EINVAL;
 	}
 	if (o->copies > 1 && (o->parts > 1 || !o->lockstep)) {
 		fprintf(stderr, "dtrain-bench-sgemm: --copies: with --lockstep, and not with --part\n");
@@ -392,9 +421,136 @@ static double mlp_round(const struct opts *o, struct mlp *m, struct lockstep *ls
 }
 
 /* C [M][N] = op(A) op(B), op(A) [M][K]: its flops */
+/* oneDNN's matmul (--lib onednn-*): a primitive per shape and transposes,
+ * made on first use; in bf16 its inputs are the bf16 buffers (any values:
+ * only the time counts), its result float32 as in dtrain's bf16 layers. */
+#define MAX_DNNL 32
+static struct {
+	bool on, bf16;
+	dnnl_engine_t eng;
+	dnnl_stream_t stream;
+	unsigned short *a16, *b16; /* bf16 inputs, each as large as any operand */
+	int n;
+	struct dnnl_mm {
+		bool ta, tb;
+		int M, N, K;
+		dnnl_primitive_t p;
+		dnnl_memory_t src, wei, dst;
+	} mm[MAX_DNNL];
+} dn;
+
+static int dnnl_open(bool bf16, int threads, size_t floats)
+{
+	size_t i;
+
+	dn.on = true;
+	dn.bf16 = bf16;
+	omp_set_num_threads(threads);
+	if (dnnl_engine_create(&dn.eng, dnnl_cpu, 0) != dnnl_success ||
+	    dnnl_stream_create(&dn.stream, dn.eng, dnnl_stream_default_flags) != dnnl_success)
+		return -EIO;
+	if (!bf16)
+		return 0;
+	dn.a16 = malloc(floats * sizeof(*dn.a16));
+	dn.b16 = malloc(floats * sizeof(*dn.b16));
+	if (!dn.a16 || !dn.b16)
+		return -ENOMEM;
+	for (i = 0; i < floats; i++)
+		dn.a16[i] = dn.b16[i] = 0x3f80; /* 1.0 */
+	return 0;
+}
+
+static struct dnnl_mm *dnnl_mm_of(bool ta, bool tb, int M, int N, int K)
+{
+	dnnl_data_type_t in = dn.bf16 ? dnnl_bf16 : dnnl_f32;
+	dnnl_memory_desc_t src, wei, dst;
+	dnnl_dims_t ds = { M, K }, dw = { K, N }, dd = { M, N };
+	dnnl_primitive_desc_t pd = NULL;
+	dnnl_matmul_desc_t op;
+	struct dnnl_mm *m;
+	int i;
+
+	for (i = 0; i < dn.n; i++) {
+		m = &dn.mm[i];
+		if (m->ta == ta && m->tb == tb && m->M == M && m->N == N && m->K == K)
+			return m;
+	}
+	if (dn.n == MAX_DNNL)
+		return NULL;
+	m = &dn.mm[dn.n];
+	*m = (struct dnnl_mm){ .ta = ta, .tb = tb, .M = M, .N = N, .K = K };
+	if (dnnl_memory_desc_init_by_tag(&src, 2, ds, in, ta ? dnnl_ba : dnnl_ab) != dnnl_success ||
+	    dnnl_memory_desc_init_by_tag(&wei, 2, dw, in, tb ? dnnl_ba : dnnl_ab) != dnnl_success ||
+	    dnnl_memory_desc_init_by_tag(&dst, 2, dd, dnnl_f32, dnnl_ab) != dnnl_success ||
+	    dnnl_matmul_desc_init(&op, &src, &wei, NULL, &dst) != dnnl_success ||
+	    dnnl_primitive_desc_create(&pd, &op, NULL, dn.eng, NULL) != dnnl_success ||
+	    dnnl_primitive_create(&m->p, pd) != dnnl_success ||
+	    dnnl_memory_create(&m->src, &src, dn.eng, DNNL_MEMORY_NONE) != dnnl_success ||
+	    dnnl_memory_create(&m->wei, &wei, dn.eng, DNNL_MEMORY_NONE) != dnnl_success ||
+	    dnnl_memory_create(&m->dst, &dst, dn.eng, DNNL_MEMORY_NONE) != dnnl_success) {
+		if (pd)
+			dnnl_primitive_desc_destroy(pd);
+		return NULL;
+	}
+	dnnl_primitive_desc_destroy(pd);
+	dn.n++;
+	return m;
+}
+
+static void dnnl_close(void)
+{
+	int i;
+
+	for (i = 0; i < dn.n; i++) {
+		dnnl_primitive_destroy(dn.mm[i].p);
+		dnnl_memory_destroy(dn.mm[i].src);
+		dnnl_memory_destroy(dn.mm[i].wei);
+		dnnl_memory_destroy(dn.mm[i].dst);
+	}
+	if (dn.stream)
+		dnnl_stream_destroy(dn.stream);
+	if (dn.eng)
+		dnnl_engine_destroy(dn.eng);
+	free(dn.a16);
+	free(dn.b16);
+}
+
+/* c [M][N] = op(a) op(b) through oneDNN (contiguous operands); exits on a
+ * failure (a benchmark: nothing to save) */
+static void dnnl_mm_run(bool ta, bool tb, int M, int N, int K, const float *a, const float *b, float *c)
+{
+	struct dnnl_mm *m = dnnl_mm_of(ta, tb, M, N, K);
+	dnnl_exec_arg_t args[3];
+
+	if (!m) {
+		fprintf(stderr, "dtrain-bench-sgemm: oneDNN: cannot make a matmul of %d x %d x %d\n", M, N, K);
+		exit(1);
+	}
+	args[0] = (dnnl_exec_arg_t){ DNNL_ARG_SRC, m->src };
+	args[1] = (dnnl_exec_arg_t){ DNNL_ARG_WEIGHTS, m->wei };
+	args[2] = (dnnl_exec_arg_t){ DNNL_ARG_DST, m->dst };
+	if (dnnl_memory_set_data_handle(m->src, dn.bf16 ? (void *)dn.a16 : (void *)a) != dnnl_success ||
+	    dnnl_memory_set_data_handle(m->wei, dn.bf16 ? (void *)dn.b16 : (void *)b) != dnnl_success ||
+	    dnnl_memory_set_data_handle(m->dst, c) != dnnl_success ||
+	    dnnl_primitive_execute(m->p, dn.stream, 3, args) != dnnl_success ||
+	    dnnl_stream_wait(dn.stream) != dnnl_success) {
+		fprintf(stderr, "dtrain-bench-sgemm: oneDNN: a matmul failed\n");
+		exit(1);
+	}
+}
+
+static size_t largest(size_t a, size_t b, size_t c)
+{
+	return a > b ? (a > c ? a : c) : (b > c ? b : c);
+}
+
 static double mm(bool ta, bool tb, int M, int N, int K, const float *a, int lda, const float *b,
 		 int ldb, float *c, int ldc)
 {
+	if (dn.on) {
+		dnnl_mm_run(ta, tb, M, N, K, a, b, c);
+		return 2.0 * M * N * (double)K;
+	}
 	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
 		    K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 	return 2.0 * M * N * (double)K;
@@ -403,6 +559,8 @@ static double mm(bool ta, bool tb, int M, int N, int K, const float *a, int lda,
 /* One GPT step's products (runtime/model/gpt.c, transformer.c): x [N][4C], y
  * [N][max(4C, V)], w and dw [max(4C, V)][C] hold any operand; qkv [N][3C]
  * and o [N][C] are attention's strided views; s, dp [T][T]. */
+static bool gpt_linear_only; /* --linear: no attention products */
+
 static double gpt_round(const int *g, float *x, float *y, float *w, float *dw, float *qkv,
 			float *o, float *s, float *dp)
 {
@@ -418,7 +576,7 @@ static double gpt_round(const int *g, float *x, float *y, float *w, float *dw, f
 			f += mm(true, false, out, in, N, y, out, x, in, dw, in);  /* dW = dy^T x */
 			f += mm(false, false, N, in, out, y, out, w, in, x, in);  /* dx = dy W */
 		}
-		for (b = 0; b < B; b++)
+		for (b = 0; b < B && !gpt_linear_only; b++)
 			for (h = 0; h < NH; h++) {
 				const float *q = qkv + (size_t)b * T * 3 * C + (size_t)h * hs, *kk = q + C, *v = q + 2 * C;
 				float *oo = o + (size_t)b * T * C + (size_t)h * hs;
@@ -475,7 +633,15 @@ int main(int argc, char **argv)
 		m.dx = filled(N * (size_t)g[2] + 2 * (size_t)g[1] * (size_t)g[1]); /* o, s, dp */
 		if (!a || !b || !c || !m.dy || !m.dx)
 			goto oom;
-		snprintf(what, sizeof(what), "gpt %d %d %d %d %d %d", g[0], g[1], g[2], g[3], g[4], g[5]);
+		snprintf(what, sizeof(what), "gpt %d %d %d %d %d %d%s%s", g[0], g[1], g[2], g[3], g[4], g[5],
+			 o.linear ? " linear " : "", o.linear ? (o.lib ? o.lib : "openblas") : "");
+		gpt_linear_only = o.linear;
+		if (o.lib && strcmp(o.lib, "openblas") &&
+		    dnnl_open(!strcmp(o.lib, "onednn-bf16"), o.threads, largest(N * 4 * (size_t)g[2], N * wide,
+										  wide * (size_t)g[2]))) {
+			fprintf(stderr, "dtrain-bench-sgemm: oneDNN: cannot start its engine or allocate\n");
+			goto out;
+		}
 	} else if (o.square) {
 		size_t nn = (size_t)o.square * (size_t)o.square;
 
@@ -547,6 +713,7 @@ int main(int argc, char **argv)
 oom:
 	fprintf(stderr, "dtrain-bench-sgemm: out of memory\n");
 out:
+	dnnl_close();
 	for (l = 0; m.w && l < n; l++) {
 		free(m.w[l]);
 		free(m.dw[l]);

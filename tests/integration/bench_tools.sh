@@ -6,7 +6,9 @@
 #  - --lockstep: a copy waits for its partners (one started alone does not
 #    finish), and partners run the same number of steps, with --part and
 #    with --copies (whole products, meeting once a step);
-#  - bad --part, --copies and --lockstep use: exit 2 naming the flag.
+#  - --lib (OpenBLAS, oneDNN float32 and bf16) counts the GPT's linear
+#    products alike;
+#  - bad --part, --copies, --lockstep and --lib use: exit 2 naming the flag.
 . "$(dirname "$0")/lib.sh"
 
 SG=$DTRAIN_BIN/dtrain-bench-sgemm
@@ -38,7 +40,8 @@ rm -f "$T/barrier"
 first=$!
 sleep 1
 kill -0 "$first" 2>/dev/null || fail "--lockstep: copy 0 finished without copy 1: $(cat "$T/l0")"
-"$SG" --seconds 0.3 --part 1/2 --lockstep "$T/barrier" mlp 64 $W >"$T/l1" || fail "lockstep copy 1"
+"$SG" --seconds 0.3 --part 1/2 --lockstep "$T/barrier" mlp 64 $W >"$T/l1" 2>"$T/l1.err" ||
+	{ rc=$?; kill "$first"; cat "$T/l1.err"; fail "lockstep copy 1 (exit $rc)"; }
 wait "$first" || fail "lockstep copy 0"
 r0=$(field "$T/l0" rounds)
 r1=$(field "$T/l1" rounds)
@@ -51,7 +54,8 @@ rm -f "$T/barrier"
 first=$!
 sleep 1
 kill -0 "$first" 2>/dev/null || fail "--copies: copy 0 finished without copy 1: $(cat "$T/c0")"
-"$SG" --seconds 0.3 --copies 2 --lockstep "$T/barrier" mlp 32 $W >"$T/c1" || fail "--copies copy 1"
+"$SG" --seconds 0.3 --copies 2 --lockstep "$T/barrier" mlp 32 $W >"$T/c1" 2>"$T/c1.err" ||
+	{ rc=$?; kill "$first"; cat "$T/c1.err"; fail "--copies copy 1 (exit $rc)"; }
 wait "$first" || fail "--copies copy 0"
 r0=$(field "$T/c0" rounds)
 r1=$(field "$T/c1" rounds)
@@ -59,6 +63,25 @@ r1=$(field "$T/c1" rounds)
 half=$(per_step "$T/c0")
 [ $((2 * half)) = "$want" ] || fail "--copies 2 at batch 32: $half flop a step each, want $want / 2"
 pass "--copies 2 --lockstep: whole products at batch 32, both ran $r0 steps of $half flop"
+
+# the GPT's linear products (--linear) through OpenBLAS and oneDNN (--lib):
+# B 2 x T 32 positions, C 64, 2 layers, V 256: per layer 3 products (forward,
+# weight and input gradients) of its 4 linear layers (12 C^2 weights), and
+# the head's 3 of N x C x V
+want=$((3 * 2 * 64 * 12 * 64 * 64 * 2 + 3 * 2 * 64 * 64 * 256))
+for lib in openblas onednn-f32 onednn-bf16; do
+	"$SG" --seconds 0.2 --lib $lib --linear gpt 2 32 64 2 256 4 >"$T/g-$lib" || fail "--lib $lib"
+	[ "$(per_step "$T/g-$lib")" = "$want" ] || fail "--lib $lib: $(per_step "$T/g-$lib") flop a step, want $want"
+	grep -q "\"what\":\"gpt 2 32 64 2 256 4 linear $lib\"" "$T/g-$lib" || fail "--lib $lib: $(cat "$T/g-$lib")"
+	awk -v g="$(field "$T/g-$lib" gflops)" 'BEGIN { exit !(g > 0) }' || fail "--lib $lib: no rate"
+done
+"$SG" --seconds 0.2 gpt 2 32 64 2 256 4 >"$T/g-all" || fail "gpt with attention"
+[ "$(per_step "$T/g-all")" -gt "$want" ] || fail "gpt without --linear: no attention products counted"
+pass "--lib openblas, onednn-f32, onednn-bf16: the GPT's linear products, $want flop a step each"
+expect_rc 2 "$SG" --lib mkl gpt 2 32 64 2 256 4
+must_contain "$T/err" "--lib: want openblas, onednn-f32 or onednn-bf16"
+expect_rc 2 "$SG" --lib onednn-f32 mlp 64 $W
+must_contain "$T/err" "--lib and --linear: with \`gpt\` only"
 
 expect_rc 2 "$SG" --part 2/2 mlp 64 $W
 must_contain "$T/err" "--part: want K/L with 0 <= K < L"
