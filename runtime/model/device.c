@@ -258,18 +258,35 @@ static int k_loss_fetch(struct rt_dev *d, double *loss, int64_t *correct, struct
 
 /* --- optimizer --- */
 
+/* The optimizer's state as the CPU's functions take it: its arrays' tags
+ * stripped for the call (put back by retag_state). */
+struct state_tags {
+	float *m, *v;
+};
+
+static struct state_tags untag_state(struct rt_optim *o)
+{
+	struct state_tags t = { o->m, o->v };
+
+	o->m = U(o->m);
+	o->v = U(o->v);
+	return t;
+}
+
+static void retag_state(struct rt_optim *o, struct state_tags t)
+{
+	o->m = t.m;
+	o->v = t.v;
+}
+
 static double k_optim_spans(struct rt_dev *d, struct rt_optim *o, float *params, float *grads,
 			    const struct rt_span *spans, int n_spans, double lr, float scale)
 {
-	float *m = o->m, *v = o->v;
-	double s;
+	struct state_tags t = untag_state(o);
+	double s = rt_optim_step_spans(o, U(params), U(grads), spans, n_spans, lr, scale);
 
 	(void)d;
-	o->m = U(m);
-	o->v = U(v);
-	s = rt_optim_step_spans(o, U(params), U(grads), spans, n_spans, lr, scale);
-	o->m = m;
-	o->v = v;
+	retag_state(o, t);
 	return s;
 }
 
@@ -277,15 +294,11 @@ static double k_optim_pieces(struct rt_dev *d, struct rt_optim *o, float *params
 			     const struct rt_optim_piece *pieces, int n_pieces, double lr,
 			     float scale)
 {
-	float *m = o->m, *v = o->v;
-	double s;
+	struct state_tags t = untag_state(o);
+	double s = rt_optim_step_pieces(o, U(params), U(grads), pieces, n_pieces, lr, scale);
 
 	(void)d;
-	o->m = U(m);
-	o->v = U(v);
-	s = rt_optim_step_pieces(o, U(params), U(grads), pieces, n_pieces, lr, scale);
-	o->m = m;
-	o->v = v;
+	retag_state(o, t);
 	return s;
 }
 

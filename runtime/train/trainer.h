@@ -136,7 +136,8 @@ struct trainer {
 	struct rt_stage host_st;
 	struct rt_optim host_opt;
 	float *hgrads;     /* host [n_params]: the gradients as MPI sums them (a
-			    * device not the host's, without its own allreduce) */
+			    * device not the host's, without its own allreduce
+			    * or with the sharded optimizer) */
 	int64_t start_step; /* where this process started (> 0 after a resume) */
 	double t_proc;     /* when rt_train started (monotonic seconds) */
 	struct times tm;   /* this rank, the current log window */
