@@ -300,6 +300,19 @@ class Bench:
             die("the last run reported no memory per rank")
         return max(opt), max(rss)
 
+    def rank_acts(self):
+        """The last run's ranks: the most activation memory and peak RSS
+        (MiB) any rank reported (activations_mib, peak_rss_mib)."""
+        acts, rss = [], []
+        for line in (self.last_out or "").splitlines():
+            f = line.split()
+            if "activations_mib" in f and "peak_rss_mib" in f:
+                acts.append(float(f[f.index("activations_mib") + 1]))
+                rss.append(float(f[f.index("peak_rss_mib") + 1]))
+        if not acts:
+            die("the last run reported no activation memory per rank")
+        return max(acts), max(rss)
+
     def rank_peaks(self):
         """The last run's peak RSS (MiB) of each rank, in rank order."""
         got = {}
@@ -664,7 +677,7 @@ def main():
     def gpt_rows():
         if "gpt" not in only:
             return
-        rates, peer, sharded, bf16, peer_bf16 = {}, {}, {}, {}, {}
+        rates, peer, sharded, bf16, peer_bf16, mem = {}, {}, {}, {}, {}, {}
         for r in range(rounds):
             for cfg, c in GPTS.items():
                 st, win_ = (max(4, c["steps"] // 2), max(2, c["window"] // 2)) if a.quick else (c["steps"], c["window"])
@@ -673,6 +686,8 @@ def main():
                         progress("gpt %s, %d process(es) x %d thread(s), round %d/%d" % (cfg, procs, th, r + 1, rounds))
                         e = b.dtrain_gpt(cfg, data=procs, threads=th, steps=st, window=win_)
                         rates.setdefault((cfg, procs, th), []).append(statistics.median(x["tokens_per_s"] for x in e))
+                        if procs == 1:
+                            mem[(cfg, "fp32")] = b.rank_acts()
                         peer.setdefault((cfg, procs, th), []).append(b.torch_gpt(cfg, procs, th, st))
                         if (cfg, procs, th) == ("gpt2-small", 1, 1):
                             res.setdefault("gpt_small_1x1_times", []).append(b.times(e))
@@ -681,6 +696,7 @@ def main():
                             e = b.dtrain_gpt(cfg, data=1, threads=th, steps=st, window=win_,
                                              extra=["train.precision=bf16"])
                             bf16.setdefault((cfg, 1, th), []).append(statistics.median(x["tokens_per_s"] for x in e))
+                            mem[(cfg, "bf16")] = b.rank_acts()
                             peer_bf16.setdefault((cfg, 1, th), []).append(b.torch_gpt(cfg, 1, th, st, bf16=True))
                         if procs > 1:  # and with the optimizer sharded (issue #21)
                             progress("gpt %s, %d processes, optimizer sharded, round %d/%d" % (cfg, procs, r + 1, rounds))
@@ -691,6 +707,8 @@ def main():
         res["gpt_runs"] = [{"config": k[0], "procs": k[1], "threads": k[2], "dtrain": v, "pytorch": peer[k],
                             "dtrain_sharded": sharded.get(k), "dtrain_bf16": bf16.get(k),
                             "pytorch_autocast_bf16": peer_bf16.get(k)} for k, v in rates.items()]
+        res["gpt_memory"] = [{"config": k[0], "precision": k[1], "activations_mib": v[0], "peak_rss_mib": v[1]}
+                             for k, v in mem.items()]
         for cfg in GPTS:
             for procs in (1, 2):
                 keys = [k for k in rates if k[0] == cfg and k[1] == procs]
@@ -718,6 +736,10 @@ def main():
                     row("gpt", "  bf16 against PyTorch bf16 autocast (tokens/s)", ob, pb, "tokens/s", ob / pb,
                         1.3, "peer: torch_gpt.py, each step under torch.autocast(\"cpu\", bfloat16); "
                         "threads: dtrain %d, PyTorch %d (each its best)" % (bb[2], bpb[2]))
+                    (ab, rb), (af, rf) = mem[(cfg, "bf16")], mem[(cfg, "fp32")]
+                    row("gpt", "  bf16 activations against fp32 (MiB a rank)", ab, af, "MiB", ab / af, None,
+                        "activations_mib (what forward keeps for backward, and the scratch); "
+                        "peak_rss_mib bf16 %.1f, fp32 %.1f" % (rb, rf))
         # compute efficiency: the step's products at sgemm's rate on their shapes
         c = GPTS["gpt2-small"]
         shapes = ["gpt"] + [str(c[k]) for k in ("batch", "context", "embd", "layers", "vocab", "heads")]
@@ -738,6 +760,26 @@ def main():
         row("gpt", "GPT-2 small step, 1 process (GFLOP/s)", statistics.median(x[0] for x in ratios),
             statistics.median(x[1] for x in ratios), "GFLOP/s", statistics.median(x[2] for x in ratios), 0.7,
             "peer: sgemm on the step's products (dtrain-bench-sgemm gpt), 1 thread; medians of triplets")
+        # and in bf16 (issue #33): the step's linear products (the ones in
+        # bf16) at oneDNN's bf16 matmul rate on their shapes, against the
+        # step: the share of the step those products would take at that rate
+        bf_ratios = []
+        lin = [b.bin + "/dtrain-bench-sgemm", "--threads", "1", "--seconds", "3", "--lib", "onednn-bf16",
+               "--linear"] + shapes
+        for k in range(1 if a.quick else 3):
+            progress("gpt compute, bf16: oneDNN bf16 on GPT-2 small's linear products / a short bf16 run / "
+                     "the same, %d" % (k + 1))
+            before = last_json(sh(lin, what="dtrain-bench-sgemm gpt --lib onednn-bf16"), "dtrain-bench-sgemm")
+            e = b.dtrain_gpt("gpt2-small", data=1, threads=1, steps=4, window=2, extra=["train.precision=bf16"])
+            after = last_json(sh(lin, what="dtrain-bench-sgemm gpt --lib onednn-bf16"), "dtrain-bench-sgemm")
+            step = before["flop"] / before["rounds"] / b.times(e)["step_s"] * 1e-9
+            peak = (before["gflops"] + after["gflops"]) / 2
+            bf_ratios.append((step, peak, step / peak))
+        res["gpt_compute_bf16"] = bf_ratios
+        row("gpt", "GPT-2 small bf16 step, 1 process (GFLOP/s)", statistics.median(x[0] for x in bf_ratios),
+            statistics.median(x[1] for x in bf_ratios), "GFLOP/s", statistics.median(x[2] for x in bf_ratios), 0.7,
+            "the step's linear products' flop / the step's time; peer: oneDNN's bf16 matmul on those "
+            "products (dtrain-bench-sgemm --lib onednn-bf16 --linear gpt), 1 thread; medians of triplets")
 
     section("gpt", gpt_rows)
 

@@ -189,64 +189,104 @@ static bool to_bf16(struct cuda_ctx *c, const float *x, __nv_bfloat16 *y, size_t
 	return ok(c, cudaGetLastError(), "kernel to_bf16");
 }
 
-/* Cm = op(A) op(B) + beta Cm, column-major, as cublasSgemm with alpha 1;
- * A and B hold na and nb floats. bf16: A and B rounded to bf16 first, the
- * products accumulated in float32 (cublasGemmEx, CUBLAS_COMPUTE_32F). */
+/* An operand of a product: n float32 at f, or, for bf16 products, its
+ * bf16 copy already made at h (then f is not read). */
+struct operand {
+	const float *f;
+	const __nv_bfloat16 *h;
+	size_t n;
+};
+
+/* Cm = op(A) op(B) + beta Cm, column-major, as cublasSgemm with alpha 1.
+ * bf16: A and B rounded to bf16 first (unless given so), the products
+ * accumulated in float32 (cublasGemmEx, CUBLAS_COMPUTE_32F). */
 static bool gemm(struct cuda_ctx *c, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-		 int k, const float *A, int lda, size_t na, const float *B, int ldb, size_t nb,
-		 float beta, float *Cm, int ldc, const char *what)
+		 int k, struct operand A, int lda, struct operand B, int ldb, float beta, float *Cm,
+		 int ldc, const char *what)
 {
 	const float one = 1.0f;
+	const __nv_bfloat16 *ha = A.h, *hb = B.h;
+	size_t need = (A.h ? 0 : A.n) + (B.h ? 0 : B.n);
 	void *p = NULL;
 
 	if (!c->bf16)
-		return blas_ok(c, cublasSgemm(c->blas, ta, tb, m, n, k, &one, A, lda, B, ldb, &beta, Cm, ldc),
+		return blas_ok(c, cublasSgemm(c->blas, ta, tb, m, n, k, &one, A.f, lda, B.f, ldb, &beta, Cm,
+					      ldc),
 			       what);
-	if (c->half_n < na + nb) {
+	if (c->half_n < need) {
 		(void)cudaStreamSynchronize(c->stream); /* the old scratch's last use is over */
 		cudaFree(c->half);
 		c->half = NULL;
 		c->half_n = 0;
-		if (!ok(c, cudaMalloc(&p, (na + nb) * sizeof(__nv_bfloat16)), "cudaMalloc of bf16 operands"))
+		if (!ok(c, cudaMalloc(&p, need * sizeof(__nv_bfloat16)), "cudaMalloc of bf16 operands"))
 			return false;
 		c->half = (__nv_bfloat16 *)p;
-		c->half_n = na + nb;
+		c->half_n = need;
 	}
-	if (!to_bf16(c, A, c->half, na) || !to_bf16(c, B, c->half + na, nb))
-		return false;
-	return blas_ok(c, cublasGemmEx(c->blas, ta, tb, m, n, k, &one, c->half, CUDA_R_16BF, lda,
-				       c->half + na, CUDA_R_16BF, ldb, &beta, Cm, CUDA_R_32F, ldc,
-				       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+	if (!ha) {
+		if (!to_bf16(c, A.f, c->half, A.n))
+			return false;
+		ha = c->half;
+	}
+	if (!hb) {
+		if (!to_bf16(c, B.f, c->half + (A.h ? 0 : A.n), B.n))
+			return false;
+		hb = c->half + (A.h ? 0 : A.n);
+	}
+	return blas_ok(c, cublasGemmEx(c->blas, ta, tb, m, n, k, &one, ha, CUDA_R_16BF, lda, hb,
+				       CUDA_R_16BF, ldb, &beta, Cm, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+				       CUBLAS_GEMM_DEFAULT),
 		       what);
 }
 
 /* y [rows][out] = x [rows][in] W^T + b: b broadcast into y, then the
- * product added onto it (beta 1), as rt_linear_forward */
+ * product added onto it (beta 1), as rt_linear_forward. kx, the input kept
+ * (device.h's keep): x's bf16 copy for bf16 products, else x itself */
 static void k_linear_forward(struct rt_dev *d, const float *x, const float *w, const float *b,
-			     float *y, int rows, int in, int out)
+			     float *y, int rows, int in, int out, void *kx)
 {
 	struct cuda_ctx *c = C(d);
 	const float one = 1.0f, zero = 0.0f;
+	size_t nx = (size_t)rows * (size_t)in;
+	struct operand W = { w, NULL, (size_t)out * (size_t)in }, X = { x, NULL, nx };
 
 	if (rows == 0 || c->rc)
 		return;
+	if (kx && c->bf16) {
+		if (!to_bf16(c, x, (__nv_bfloat16 *)kx, nx))
+			return;
+		X.h = (const __nv_bfloat16 *)kx;
+	} else if (kx && kx != (void *)x &&
+		   !ok(c, cudaMemcpyAsync(kx, x, nx * sizeof(float), cudaMemcpyDeviceToDevice, c->stream),
+		       "keeping a linear layer's input")) {
+		return;
+	}
 	if (b && !keep(c, rt_gpu_bias_fill(b, y, rows, out, c->stream, &c->err)))
 		return;
-	gemm(c, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, w, in, (size_t)out * (size_t)in, x, in,
-	     (size_t)rows * (size_t)in, b ? one : zero, y, out, "cublas y = x W^T + b");
+	gemm(c, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, W, in, X, in, b ? one : zero, y, out,
+	     "cublas y = x W^T + b");
 }
 
-/* dw [out][in] (+)= dy^T x, db [out] (+)= column sums of dy, dx = dy W */
-static void k_linear_backward(struct rt_dev *d, const float *x, const float *w, const float *dy,
-			      float *dx, float *dw, float *db, int rows, int in, int out, bool add)
+/* dw [out][in] (+)= dy^T x, db [out] (+)= column sums of dy, dx = dy W;
+ * x from kept when a forward kept it (device.h) */
+static void k_linear_backward(struct rt_dev *d, const float *x, const void *kept, const float *w,
+			      const float *dy, float *dx, float *dw, float *db, int rows, int in,
+			      int out, bool add)
 {
 	struct cuda_ctx *c = C(d);
 	const float one = 1.0f, zero = 0.0f;
+	size_t nx = (size_t)rows * (size_t)in;
+	struct operand X = { x, NULL, nx }, DY = { dy, NULL, (size_t)rows * (size_t)out },
+		       W = { w, NULL, (size_t)out * (size_t)in };
 
 	if (rows == 0 || c->rc)
 		return;
-	if (dw && !gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, x, in, (size_t)rows * (size_t)in,
-			dy, out, (size_t)rows * (size_t)out, add ? one : zero, dw, in, "cublas dW += dy^T x"))
+	if (kept && c->bf16)
+		X.h = (const __nv_bfloat16 *)kept;
+	else if (kept)
+		X.f = (const float *)kept;
+	if (dw && !gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, X, in, DY, out, add ? one : zero, dw, in,
+			"cublas dW += dy^T x"))
 		return;
 	if (db && !add && !ok(c, cudaMemsetAsync(db, 0, (size_t)out * sizeof(float), c->stream),
 			      "zeroing a bias gradient"))
@@ -254,8 +294,7 @@ static void k_linear_backward(struct rt_dev *d, const float *x, const float *w, 
 	if (db && !keep(c, rt_gpu_bias_grad(dy, db, rows, out, c->stream, &c->err)))
 		return;
 	if (dx)
-		gemm(c, CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, w, in, (size_t)out * (size_t)in, dy, out,
-		     (size_t)rows * (size_t)out, zero, dx, in, "cublas dx = dy W");
+		gemm(c, CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, W, in, DY, out, zero, dx, in, "cublas dx = dy W");
 }
 
 static void k_act_forward(struct rt_dev *d, enum rt_act act, const float *x, float *y, size_t n)
@@ -594,6 +633,7 @@ extern "C" int rt_gpu_dev_open(struct rt_dev *d, const struct rt_gpu_device *gpu
 	d->ops = &cuda_ops;
 	d->kind = "cuda";
 	d->host = false;
+	d->kept_bytes = bf16 ? 2 : 4;
 	d->collectives = "mpi (through host memory)";
 	d->ctx = c;
 	c->bf16 = bf16;

@@ -268,7 +268,7 @@ static void run(struct rt_bf16 *b, struct prim *p, const void *src, const void *
 /* --- the layers --- */
 
 void rt_bf16_linear_forward(struct rt_bf16 *b, const float *x, const float *w, const float *bias,
-			    float *y, int rows, int in, int out)
+			    float *y, int rows, int in, int out, unsigned short *keep)
 {
 	size_t nx = (size_t)rows * (size_t)in, nw = (size_t)out * (size_t)in;
 	unsigned short *xb, *wb;
@@ -276,7 +276,7 @@ void rt_bf16_linear_forward(struct rt_bf16 *b, const float *x, const float *w, c
 
 	if (rows == 0 || b->failed)
 		return;
-	xb = grow(b, &b->a, nx);
+	xb = keep ? keep : grow(b, &b->a, nx);
 	wb = grow(b, &b->b, nw);
 	p = xb && wb ? prim_of(b, bias ? FWD_BIAS : FWD, rows, out, in) : NULL;
 	if (!p)
@@ -286,8 +286,9 @@ void rt_bf16_linear_forward(struct rt_bf16 *b, const float *x, const float *w, c
 	run(b, p, xb, wb, bias, y);
 }
 
-void rt_bf16_linear_backward(struct rt_bf16 *b, const float *x, const float *w, const float *dy,
-			     float *dx, float *dw, float *db, int rows, int in, int out, bool add)
+void rt_bf16_linear_backward(struct rt_bf16 *b, const float *x, const unsigned short *kept,
+			     const float *w, const float *dy, float *dx, float *dw, float *db,
+			     int rows, int in, int out, bool add)
 {
 	size_t ny = (size_t)rows * (size_t)out;
 	unsigned short *dyb, *other;
@@ -305,11 +306,12 @@ void rt_bf16_linear_backward(struct rt_bf16 *b, const float *x, const float *w, 
 	to_bf16(dyb, dy, ny);
 	if (dw) { /* dw [out][in] (+)= dy^T x */
 		p = prim_of(b, add ? BWD_W_ADD : BWD_W, out, in, rows);
-		other = grow(b, &b->b, (size_t)rows * (size_t)in);
-		if (!p || !other)
+		other = kept ? NULL : grow(b, &b->b, (size_t)rows * (size_t)in);
+		if (!p || (!kept && !other))
 			return;
-		to_bf16(other, x, (size_t)rows * (size_t)in);
-		run(b, p, dyb, other, NULL, dw);
+		if (!kept)
+			to_bf16(other, x, (size_t)rows * (size_t)in);
+		run(b, p, dyb, kept ? kept : other, NULL, dw);
 	}
 	if (dx) { /* dx [rows][in] = dy W */
 		p = prim_of(b, BWD_DATA, rows, in, out);

@@ -45,13 +45,18 @@ int rt_bf16_status(const struct rt_bf16 *b, struct dt_err *err);
 
 /* --- layers --- */
 
-/* y = x W^T + b (b NULL: none), products in bf16 */
+/* y = x W^T + b (b NULL: none), products in bf16. keep: NULL, or
+ * [rows][in] where x's bf16 copy (the one the product reads) stays for
+ * the backward's dw, so that backward neither rounds x again nor needs
+ * x itself kept */
 void rt_bf16_linear_forward(struct rt_bf16 *b, const float *x, const float *w, const float *bias,
-			    float *y, int rows, int in, int out);
+			    float *y, int rows, int in, int out, unsigned short *keep);
 /* dx = dy W, dw (+)= dy^T x (products in bf16), db (+)= the column sums of
- * dy (float32, as rt_linear_backward); a NULL output is not computed */
-void rt_bf16_linear_backward(struct rt_bf16 *b, const float *x, const float *w, const float *dy,
-			     float *dx, float *dw, float *db, int rows, int in, int out, bool add);
+ * dy (float32, as rt_linear_backward); a NULL output is not computed. dw's
+ * x: kept (a forward's keep) when not NULL, else x rounded now */
+void rt_bf16_linear_backward(struct rt_bf16 *b, const float *x, const unsigned short *kept,
+			     const float *w, const float *dy, float *dx, float *dw, float *db,
+			     int rows, int in, int out, bool add);
 
 /* A float's nearest bf16 (round to nearest even; NaN stays NaN), and back. */
 unsigned short rt_bf16_round(float f);

@@ -110,17 +110,23 @@ static void cpu_close(struct rt_dev *d)
 
 /* --- kernels --- */
 
+/* what is kept of a float32 input is the input (device.h) */
 static void k_linear_forward(struct rt_dev *d, const float *x, const float *w, const float *b,
-			     float *y, int rows, int in, int out)
+			     float *y, int rows, int in, int out, void *keep)
 {
 	(void)d;
 	rt_linear_forward(U(x), U(w), U(b), U(y), rows, in, out);
+	if (keep && keep != (void *)x && rows > 0)
+		memmove(U(keep), U(x), (size_t)rows * (size_t)in * sizeof(*x));
 }
 
-static void k_linear_backward(struct rt_dev *d, const float *x, const float *w, const float *dy,
-			      float *dx, float *dw, float *db, int rows, int in, int out, bool add)
+static void k_linear_backward(struct rt_dev *d, const float *x, const void *kept, const float *w,
+			      const float *dy, float *dx, float *dw, float *db, int rows, int in,
+			      int out, bool add)
 {
 	(void)d;
+	if (kept)
+		x = kept;
 	rt_linear_backward(U(x), U(w), U(dy), U(dx), U(dw), U(db), rows, in, out, add);
 }
 
@@ -338,7 +344,7 @@ static const struct rt_dev_ops cpu_ops = {
 };
 
 static struct rt_dev cpu_dev = {
-	.ops = &cpu_ops, .kind = "cpu", .name = "cpu", .host = true,
+	.ops = &cpu_ops, .kind = "cpu", .name = "cpu", .host = true, .kept_bytes = 4,
 	.collectives = "mpi", .ctx = &cpu_state,
 };
 
@@ -349,18 +355,19 @@ struct rt_dev *rt_dev_cpu(void)
 
 /* --- bf16 products (train.precision "bf16") --- */
 
+/* what is kept of an input is its bf16 copy, the one the product read */
 static void k_bf16_linear_forward(struct rt_dev *d, const float *x, const float *w, const float *b,
-				  float *y, int rows, int in, int out)
+				  float *y, int rows, int in, int out, void *keep)
 {
-	rt_bf16_linear_forward(ctx_of(d)->bf, U(x), U(w), U(b), U(y), rows, in, out);
+	rt_bf16_linear_forward(ctx_of(d)->bf, U(x), U(w), U(b), U(y), rows, in, out, U(keep));
 }
 
-static void k_bf16_linear_backward(struct rt_dev *d, const float *x, const float *w,
-				   const float *dy, float *dx, float *dw, float *db, int rows, int in,
-				   int out, bool add)
+static void k_bf16_linear_backward(struct rt_dev *d, const float *x, const void *kept,
+				   const float *w, const float *dy, float *dx, float *dw, float *db,
+				   int rows, int in, int out, bool add)
 {
-	rt_bf16_linear_backward(ctx_of(d)->bf, U(x), U(w), U(dy), U(dx), U(dw), U(db), rows, in, out,
-				add);
+	rt_bf16_linear_backward(ctx_of(d)->bf, U(x), U(kept), U(w), U(dy), U(dx), U(dw), U(db), rows,
+				in, out, add);
 }
 
 static struct rt_dev_ops bf16_ops;
@@ -380,6 +387,7 @@ int rt_dev_cpu_bf16_init(struct rt_dev *d, int threads, struct dt_err *err)
 	snprintf(d->name, sizeof(d->name), "cpu (bf16 products, oneDNN; its OpenMP threads wait %s)",
 		 getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "active");
 	d->host = true;
+	d->kept_bytes = 2;
 	d->collectives = "mpi";
 	d->ctx = c;
 	return rt_bf16_init(&c->bf, threads, err);
@@ -392,6 +400,7 @@ void rt_dev_sim_init(struct rt_dev *d)
 	d->kind = "sim";
 	snprintf(d->name, sizeof(d->name), "sim (the CPU's kernels on memory the host may not touch)");
 	d->host = false;
+	d->kept_bytes = 4;
 	d->collectives = "mpi (through host memory)";
 	d->ctx = calloc(1, sizeof(struct cpu_ctx));
 	if (!d->ctx) /* nothing kept: the accumulator falls back to the CPU's */

@@ -52,6 +52,8 @@ struct rt_dev {
 	const char *kind;  /* "cpu", "sim", "cuda" */
 	char name[160];    /* for the rank's start line: "cpu", "cuda device 0 (NVIDIA H100 ...)" */
 	bool host;         /* device memory is host memory: no copies needed */
+	int kept_bytes;    /* an element of what linear_forward keeps: 4 (float32)
+			    * or 2 (bf16, train.precision "bf16") */
 	const char *collectives; /* how its ranks sum gradients: "mpi (through host
 				  * memory)", or the device's own ("nccl") */
 	void *ctx;         /* the implementation's state */
@@ -69,11 +71,18 @@ struct rt_dev_ops {
 	int (*sync)(struct rt_dev *d, struct dt_err *err);
 	void (*close)(struct rt_dev *d);
 
-	/* kernels: kernels.h and transformer.h, on device memory */
+	/* kernels: kernels.h and transformer.h, on device memory.
+	 * A linear layer's forward may keep its input for backward's dw in
+	 * the device's own format (kept_bytes an element: float32, or the
+	 * bf16 its products read): keep, [rows][in] of those, or NULL for
+	 * nothing kept; where kept_bytes is 4, keep may be x itself (nothing
+	 * copied). Backward's dw reads kept when it is not NULL (what a
+	 * forward kept), else x (float32). dx must not overlap kept or dy. */
 	void (*linear_forward)(struct rt_dev *d, const float *x, const float *w, const float *b,
-			       float *y, int rows, int in, int out);
-	void (*linear_backward)(struct rt_dev *d, const float *x, const float *w, const float *dy,
-				float *dx, float *dw, float *db, int rows, int in, int out, bool add);
+			       float *y, int rows, int in, int out, void *keep);
+	void (*linear_backward)(struct rt_dev *d, const float *x, const void *kept, const float *w,
+				const float *dy, float *dx, float *dw, float *db, int rows, int in,
+				int out, bool add);
 	void (*act_forward)(struct rt_dev *d, enum rt_act act, const float *x, float *y, size_t n);
 	void (*act_backward)(struct rt_dev *d, enum rt_act act, const float *x, const float *dy,
 			     float *dx, size_t n);

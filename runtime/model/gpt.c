@@ -262,13 +262,25 @@ static float *tp(const struct rt_stage *st, const struct rt_block *b, int i, boo
 	return (grad ? st->grads : st->params) + t->offset;
 }
 
-/* What a block keeps per position (T per sample) for backward:
+/* What a block keeps per position (T per sample) for backward, float32:
  *   embedding: the token ids (int32 in float slots) [1], the output [C]
- *   block: ln1 [C], mean1, rstd1 [1 each], qkv [3C], att [C], lse [NH],
- *          x2 = x + attention [C], ln2 [C], mean2, rstd2, fc [4C],
- *          gelu(fc) [4C], the output [C]: 16 C + NH + 4
- *   head: lnf [C], mean, rstd, logits [V]
- * each array [max_rows * T][width], one after the other. */
+ *   block: mean1, rstd1 [1 each], qkv [3C], lse [NH], x2 = x + attention
+ *          [C], mean2, rstd2, fc [4C], the output [C]: 9 C + NH + 4
+ *   head: mean, rstd, logits [V]
+ * and the inputs of its linear layers as the device keeps them
+ * (kept_bytes an element: float32, or bf16 with train.precision "bf16"):
+ *   block: ln1 [C], att [C], ln2 [C], gelu(fc) [4C]; head: lnf [C]
+ * each array [max_rows * T][width], one after the other, the kept ones
+ * after the float32 ones, each at 64 bytes. */
+#define ALIGN 64
+
+/* floats per sample of n kept elements a position in `arrays` arrays,
+ * with room to align each (and their start) */
+static size_t kept_floats(const struct rt_stage *st, size_t T, size_t n, int arrays)
+{
+	return (T * n * (size_t)st->dev->kept_bytes + (size_t)(arrays + 1) * ALIGN) / sizeof(float);
+}
+
 static size_t gpt_act_floats(const struct rt_stage *st, const struct rt_block *b)
 {
 	struct gpt_shape g = stage_shape(st);
@@ -278,10 +290,51 @@ static size_t gpt_act_floats(const struct rt_stage *st, const struct rt_block *b
 	case EMBED:
 		return T * (C + 1);
 	case HEAD:
-		return T * (C + 2 + (size_t)g.V);
+		return T * (2 + (size_t)g.V) + kept_floats(st, T, C, 1);
 	default:
-		return T * (16 * C + (size_t)g.NH + 4);
+		return T * (9 * C + (size_t)g.NH + 4) + kept_floats(st, T, 7 * C, 4);
 	}
+}
+
+/* A block's scratch during one pass (acts->work): the float32 input of a
+ * linear layer before the device keeps its copy, and backward's gradients
+ * of the kept inputs: 4C a position in a block (its feed-forward), C in the
+ * head. */
+static size_t gpt_work_floats(const struct rt_stage *st, const struct rt_block *b)
+{
+	struct gpt_shape g = stage_shape(st);
+
+	switch (kind_of(st, b)) {
+	case EMBED:
+		return 0;
+	case HEAD:
+		return (size_t)(g.T * g.C);
+	default:
+		return (size_t)(g.T * 4 * g.C);
+	}
+}
+
+/* p rounded up to ALIGN */
+static void *align_up(void *p)
+{
+	return (void *)(((uintptr_t)p + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1));
+}
+
+/* the kept array of n elements at *at, which moves past it */
+static void *kept_array(const struct rt_stage *st, char **at, size_t n)
+{
+	void *p = align_up(*at);
+
+	*at = (char *)p + n * (size_t)st->dev->kept_bytes;
+	return p;
+}
+
+/* Where a linear layer's float32 input is written: into its kept array
+ * when the device keeps float32 (the input is then kept as it is made),
+ * else into the block's work, from which the forward keeps its copy. */
+static float *input_at(const struct rt_stage *st, void *kept, float *work)
+{
+	return st->dev->kept_bytes == (int)sizeof(float) ? kept : work;
 }
 
 /* --- the embedding --- */
@@ -313,85 +366,94 @@ static void embed_backward(const struct rt_stage *st, const struct rt_block *b, 
 /* --- a transformer block --- */
 
 struct layer_acts {
-	float *ln1, *mean1, *rstd1, *qkv, *att, *lse, *x2, *ln2, *mean2, *rstd2, *fc, *fcg, *out;
+	float *mean1, *rstd1, *qkv, *lse, *x2, *mean2, *rstd2, *fc, *out;
+	void *ln1, *att, *ln2, *fcg; /* kept inputs of qkv, proj, fc, fcp */
 };
 
-static struct layer_acts layer_acts(struct gpt_shape g, float *a, int max_rows)
+static struct layer_acts layer_acts(const struct rt_stage *st, float *a, int max_rows)
 {
+	struct gpt_shape g = stage_shape(st);
 	size_t P = (size_t)max_rows * (size_t)g.T, C = (size_t)g.C;
 	struct layer_acts la;
+	char *k;
 
-	la.ln1 = a, a += P * C;
 	la.mean1 = a, a += P;
 	la.rstd1 = a, a += P;
 	la.qkv = a, a += P * 3 * C;
-	la.att = a, a += P * C;
 	la.lse = a, a += P * (size_t)g.NH;
 	la.x2 = a, a += P * C;
-	la.ln2 = a, a += P * C;
 	la.mean2 = a, a += P;
 	la.rstd2 = a, a += P;
 	la.fc = a, a += P * 4 * C;
-	la.fcg = a, a += P * 4 * C;
-	la.out = a;
+	la.out = a, a += P * C;
+	k = (char *)a;
+	la.ln1 = kept_array(st, &k, P * C);
+	la.att = kept_array(st, &k, P * C);
+	la.ln2 = kept_array(st, &k, P * C);
+	la.fcg = kept_array(st, &k, P * 4 * C);
 	return la;
 }
 
 static void layer_forward(const struct rt_stage *st, const struct rt_block *b, const float *x,
-			  float *acts, int max_rows, int rows, const float **y)
+			  float *acts, float *work, int max_rows, int rows, const float **y)
 {
 	struct gpt_shape g = stage_shape(st);
-	struct layer_acts a = layer_acts(g, acts, max_rows);
+	struct layer_acts a = layer_acts(st, acts, max_rows);
 	int N = rows * (int)g.T, C = (int)g.C;
 	size_t NC = (size_t)N * (size_t)C;
+	float *in;
 
-	D->layernorm_forward(st->dev, x, tp(st, b, LN1_W, false), tp(st, b, LN1_B, false), a.ln1, a.mean1,
+	in = input_at(st, a.ln1, work);
+	D->layernorm_forward(st->dev, x, tp(st, b, LN1_W, false), tp(st, b, LN1_B, false), in, a.mean1,
 			     a.rstd1, N, C);
-	D->linear_forward(st->dev, a.ln1, tp(st, b, QKV_W, false), tp(st, b, QKV_B, false), a.qkv, N, C, 3 * C);
-	D->attention_forward(st->dev, a.qkv, a.att, a.lse, rows, (int)g.T, C, (int)g.NH);
-	D->linear_forward(st->dev, a.att, tp(st, b, PROJ_W, false), tp(st, b, PROJ_B, false), a.x2, N, C, C);
+	D->linear_forward(st->dev, in, tp(st, b, QKV_W, false), tp(st, b, QKV_B, false), a.qkv, N, C, 3 * C,
+			  a.ln1);
+	in = input_at(st, a.att, work);
+	D->attention_forward(st->dev, a.qkv, in, a.lse, rows, (int)g.T, C, (int)g.NH);
+	D->linear_forward(st->dev, in, tp(st, b, PROJ_W, false), tp(st, b, PROJ_B, false), a.x2, N, C, C,
+			  a.att);
 	D->add(st->dev, a.x2, x, NC); /* x2 = x + attention */
-	D->layernorm_forward(st->dev, a.x2, tp(st, b, LN2_W, false), tp(st, b, LN2_B, false), a.ln2, a.mean2,
+	in = input_at(st, a.ln2, work);
+	D->layernorm_forward(st->dev, a.x2, tp(st, b, LN2_W, false), tp(st, b, LN2_B, false), in, a.mean2,
 			     a.rstd2, N, C);
-	D->linear_forward(st->dev, a.ln2, tp(st, b, FC_W, false), tp(st, b, FC_B, false), a.fc, N, C, 4 * C);
-	D->act_forward(st->dev, RT_ACT_GELU, a.fc, a.fcg, (size_t)N * 4 * (size_t)C);
-	D->linear_forward(st->dev, a.fcg, tp(st, b, FCP_W, false), tp(st, b, FCP_B, false), a.out, N, 4 * C, C);
+	D->linear_forward(st->dev, in, tp(st, b, FC_W, false), tp(st, b, FC_B, false), a.fc, N, C, 4 * C,
+			  a.ln2);
+	in = input_at(st, a.fcg, work);
+	D->act_forward(st->dev, RT_ACT_GELU, a.fc, in, (size_t)N * 4 * (size_t)C);
+	D->linear_forward(st->dev, in, tp(st, b, FCP_W, false), tp(st, b, FCP_B, false), a.out, N, 4 * C, C,
+			  a.fcg);
 	D->add(st->dev, a.out, a.x2, NC); /* out = x2 + mlp */
 	*y = a.out;
 }
 
 /* Backward through the block, given dy (the residual stream's gradient,
- * overwritten). Arrays that forward kept and backward has read become its
- * scratch: dgelu in fcg, dln2 in ln2, datt in x2, dqkv in fc, dln1 in ln1;
- * so a block's acts hold one backward only (ops->backward runs once per
- * forward). */
+ * overwritten). The gradients of the kept inputs go through work; fc's
+ * gradient overwrites fc, and qkv's gradient the same array after it is
+ * read: a block's acts hold one backward only (ops->backward runs once
+ * per forward). */
 static void layer_backward(const struct rt_stage *st, const struct rt_block *b, const float *x,
-			   float *acts, int max_rows, int rows, float *dy, float *dx)
+			   float *acts, float *work, int max_rows, int rows, float *dy, float *dx)
 {
 	struct gpt_shape g = stage_shape(st);
-	struct layer_acts a = layer_acts(g, acts, max_rows);
+	struct layer_acts a = layer_acts(st, acts, max_rows);
 	int N = rows * (int)g.T, C = (int)g.C;
 	size_t NC = (size_t)N * (size_t)C;
 
 	/* out = x2 + fcp(gelu(fc(ln2(x2)))): dy reaches x2 directly and through the MLP */
-	D->linear_backward(st->dev, a.fcg, NULL, dy, NULL, tp(st, b, FCP_W, true), tp(st, b, FCP_B, true), N,
-			   4 * C, C, true);
-	D->linear_backward(st->dev, NULL, tp(st, b, FCP_W, false), dy, a.fcg, NULL, NULL, N, 4 * C, C, true);
-	D->act_backward(st->dev, RT_ACT_GELU, a.fc, a.fcg, a.fcg, (size_t)N * 4 * (size_t)C);
-	D->linear_backward(st->dev, a.ln2, NULL, a.fcg, NULL, tp(st, b, FC_W, true), tp(st, b, FC_B, true), N, C,
-			   4 * C, true);
-	D->linear_backward(st->dev, NULL, tp(st, b, FC_W, false), a.fcg, a.ln2, NULL, NULL, N, C, 4 * C, true);
-	D->layernorm_backward(st->dev, a.ln2, a.x2, tp(st, b, LN2_W, false), a.mean2, a.rstd2, dy,
+	D->linear_backward(st->dev, NULL, a.fcg, tp(st, b, FCP_W, false), dy, work, tp(st, b, FCP_W, true),
+			   tp(st, b, FCP_B, true), N, 4 * C, C, true);
+	D->act_backward(st->dev, RT_ACT_GELU, a.fc, work, a.fc, (size_t)N * 4 * (size_t)C);
+	D->linear_backward(st->dev, NULL, a.ln2, tp(st, b, FC_W, false), a.fc, work, tp(st, b, FC_W, true),
+			   tp(st, b, FC_B, true), N, C, 4 * C, true);
+	D->layernorm_backward(st->dev, work, a.x2, tp(st, b, LN2_W, false), a.mean2, a.rstd2, dy,
 			      tp(st, b, LN2_W, true), tp(st, b, LN2_B, true), N, C);
 	/* dy is now d x2; x2 = x + proj(attention(qkv(ln1(x)))) */
-	D->linear_backward(st->dev, a.att, NULL, dy, NULL, tp(st, b, PROJ_W, true), tp(st, b, PROJ_B, true), N,
-			   C, C, true);
-	D->linear_backward(st->dev, NULL, tp(st, b, PROJ_W, false), dy, a.x2, NULL, NULL, N, C, C, true);
-	D->attention_backward(st->dev, a.x2, a.qkv, a.lse, a.fc, rows, (int)g.T, C, (int)g.NH);
-	D->linear_backward(st->dev, a.ln1, NULL, a.fc, NULL, tp(st, b, QKV_W, true), tp(st, b, QKV_B, true), N,
-			   C, 3 * C, true);
-	D->linear_backward(st->dev, NULL, tp(st, b, QKV_W, false), a.fc, a.ln1, NULL, NULL, N, C, 3 * C, true);
-	D->layernorm_backward(st->dev, a.ln1, x, tp(st, b, LN1_W, false), a.mean1, a.rstd1, dy,
+	D->linear_backward(st->dev, NULL, a.att, tp(st, b, PROJ_W, false), dy, work, tp(st, b, PROJ_W, true),
+			   tp(st, b, PROJ_B, true), N, C, C, true);
+	D->attention_backward(st->dev, work, a.qkv, a.lse, a.fc, rows, (int)g.T, C, (int)g.NH);
+	D->linear_backward(st->dev, NULL, a.ln1, tp(st, b, QKV_W, false), a.fc, work, tp(st, b, QKV_W, true),
+			   tp(st, b, QKV_B, true), N, C, 3 * C, true);
+	D->layernorm_backward(st->dev, work, x, tp(st, b, LN1_W, false), a.mean1, a.rstd1, dy,
 			      tp(st, b, LN1_W, true), tp(st, b, LN1_B, true), N, C);
 	if (dx)
 		D->copy(st->dev, dx, dy, NC * sizeof(*dx));
@@ -399,67 +461,88 @@ static void layer_backward(const struct rt_stage *st, const struct rt_block *b, 
 
 /* --- the head --- */
 
-static void head_forward(const struct rt_stage *st, const struct rt_block *b, const float *x,
-			 float *acts, int max_rows, int rows, const float **y)
+struct head_acts {
+	float *mean, *rstd, *logits;
+	void *ln; /* the kept input of the logits' product */
+};
+
+static struct head_acts head_acts(const struct rt_stage *st, float *a, int max_rows)
 {
 	struct gpt_shape g = stage_shape(st);
-	size_t P = (size_t)max_rows * (size_t)g.T, C = (size_t)g.C;
-	float *ln = acts, *mean = ln + P * C, *rstd = mean + P, *logits = rstd + P;
-	int N = rows * (int)g.T;
+	size_t P = (size_t)max_rows * (size_t)g.T;
+	struct head_acts h;
+	char *k;
 
-	D->layernorm_forward(st->dev, x, tp(st, b, 0, false), tp(st, b, 1, false), ln, mean, rstd, N, (int)C);
-	D->linear_forward(st->dev, ln, tp(st, b, 2, false), NULL, logits, N, (int)C, (int)g.V);
-	*y = logits;
+	h.mean = a, a += P;
+	h.rstd = a, a += P;
+	h.logits = a, a += P * (size_t)g.V;
+	k = (char *)a;
+	h.ln = kept_array(st, &k, P * (size_t)g.C);
+	return h;
 }
 
-/* dy: the logits' gradient; dln is kept in ln. dx is never NULL here: only
- * stage 0's first block gets none, and that is the embedding. */
-static void head_backward(const struct rt_stage *st, const struct rt_block *b, const float *x,
-			  float *acts, int max_rows, int rows, const float *dy, float *dx)
+static void head_forward(const struct rt_stage *st, const struct rt_block *b, const float *x,
+			 float *acts, float *work, int max_rows, int rows, const float **y)
 {
 	struct gpt_shape g = stage_shape(st);
-	size_t P = (size_t)max_rows * (size_t)g.T, C = (size_t)g.C;
-	float *ln = acts, *mean = ln + P * C, *rstd = mean + P;
+	struct head_acts h = head_acts(st, acts, max_rows);
+	float *in = input_at(st, h.ln, work);
 	int N = rows * (int)g.T;
 
-	D->linear_backward(st->dev, ln, NULL, dy, NULL, tp(st, b, 2, true), NULL, N, (int)C, (int)g.V, true);
-	D->linear_backward(st->dev, NULL, tp(st, b, 2, false), dy, ln, NULL, NULL, N, (int)C, (int)g.V, true);
+	D->layernorm_forward(st->dev, x, tp(st, b, 0, false), tp(st, b, 1, false), in, h.mean, h.rstd, N,
+			     (int)g.C);
+	D->linear_forward(st->dev, in, tp(st, b, 2, false), NULL, h.logits, N, (int)g.C, (int)g.V, h.ln);
+	*y = h.logits;
+}
+
+/* dy: the logits' gradient; dln goes through work. dx is never NULL
+ * here: only stage 0's first block gets none, and that is the embedding. */
+static void head_backward(const struct rt_stage *st, const struct rt_block *b, const float *x,
+			  float *acts, float *work, int max_rows, int rows, const float *dy, float *dx)
+{
+	struct gpt_shape g = stage_shape(st);
+	struct head_acts h = head_acts(st, acts, max_rows);
+	size_t C = (size_t)g.C;
+	int N = rows * (int)g.T;
+
+	D->linear_backward(st->dev, NULL, h.ln, tp(st, b, 2, false), dy, dx ? work : NULL,
+			   tp(st, b, 2, true), NULL, N, (int)C, (int)g.V, true);
 	if (!dx)
 		return;
 	D->zero(st->dev, dx, (size_t)N * C * sizeof(*dx));
-	D->layernorm_backward(st->dev, ln, x, tp(st, b, 0, false), mean, rstd, dx, tp(st, b, 0, true),
+	D->layernorm_backward(st->dev, work, x, tp(st, b, 0, false), h.mean, h.rstd, dx, tp(st, b, 0, true),
 			      tp(st, b, 1, true), N, (int)C);
 }
 
 /* --- dispatch --- */
 
 static void gpt_forward(const struct rt_stage *st, const struct rt_block *b, const float *x,
-			float *acts, int max_rows, int rows, const float **y)
+			float *acts, float *work, int max_rows, int rows, const float **y)
 {
 	switch (kind_of(st, b)) {
 	case EMBED:
 		embed_forward(st, b, x, acts, max_rows, rows, y);
 		break;
 	case HEAD:
-		head_forward(st, b, x, acts, max_rows, rows, y);
+		head_forward(st, b, x, acts, work, max_rows, rows, y);
 		break;
 	default:
-		layer_forward(st, b, x, acts, max_rows, rows, y);
+		layer_forward(st, b, x, acts, work, max_rows, rows, y);
 	}
 }
 
 static void gpt_backward(const struct rt_stage *st, const struct rt_block *b, const float *x,
-			 float *acts, int max_rows, int rows, float *dy, float *dx)
+			 float *acts, float *work, int max_rows, int rows, float *dy, float *dx)
 {
 	switch (kind_of(st, b)) {
 	case EMBED:
 		embed_backward(st, b, acts, rows, dy, dx);
 		break;
 	case HEAD:
-		head_backward(st, b, x, acts, max_rows, rows, dy, dx);
+		head_backward(st, b, x, acts, work, max_rows, rows, dy, dx);
 		break;
 	default:
-		layer_backward(st, b, x, acts, max_rows, rows, dy, dx);
+		layer_backward(st, b, x, acts, work, max_rows, rows, dy, dx);
 	}
 }
 
@@ -477,6 +560,7 @@ const struct rt_model_ops rt_gpt_model = {
 	.tensors = gpt_tensors,
 	.cost = gpt_cost,
 	.act_floats = gpt_act_floats,
+	.work_floats = gpt_work_floats,
 	.init = gpt_init,
 	.stage_init = gpt_stage_init,
 	.stage_free = gpt_stage_free,

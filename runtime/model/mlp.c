@@ -194,14 +194,18 @@ static float *layer_a(const struct rt_stage *st, const struct rt_acts *acts, int
 
 /* --- forward and backward --- */
 
+/* The MLP's layers keep their float32 inputs (the previous layer's
+ * outputs, which the activation's backward reads too): nothing is kept in
+ * the device's format. */
 static void mlp_forward(const struct rt_stage *st, const struct rt_block *b, const float *x,
-			float *acts, int max_rows, int rows, const float **y)
+			float *acts, float *work, int max_rows, int rows, const float **y)
 {
 	struct rt_layer ly = rt_mlp_layer(st, b->index - st->first_block);
 	struct rt_dev *d = st->dev;
 	float *z = acts;
 
-	d->ops->linear_forward(d, x, ly.w, ly.b, z, rows, ly.in, ly.out);
+	(void)work;
+	d->ops->linear_forward(d, x, ly.w, ly.b, z, rows, ly.in, ly.out, NULL);
 	if (!ly.act) {
 		*y = z;
 		return;
@@ -212,16 +216,16 @@ static void mlp_forward(const struct rt_stage *st, const struct rt_block *b, con
 }
 
 static void mlp_backward(const struct rt_stage *st, const struct rt_block *b, const float *x,
-			 float *acts, int max_rows, int rows, float *dy, float *dx)
+			 float *acts, float *work, int max_rows, int rows, float *dy, float *dx)
 {
 	struct rt_layer ly = rt_mlp_layer(st, b->index - st->first_block);
 	struct rt_dev *d = st->dev;
 
-	(void)max_rows;
+	(void)max_rows, (void)work;
 	/* dy becomes dLoss/d(pre-activation), in place */
 	if (ly.act)
 		d->ops->act_backward(d, rt_mlp_act(st), acts, dy, dy, (size_t)rows * (size_t)ly.out);
-	d->ops->linear_backward(d, x, ly.w, dy, dx, ly.dw, ly.db, rows, ly.in, ly.out, true);
+	d->ops->linear_backward(d, x, NULL, ly.w, dy, dx, ly.dw, ly.db, rows, ly.in, ly.out, true);
 }
 
 /* --- a part of every layer --- */

@@ -520,6 +520,18 @@ static size_t scratch_width(const struct rt_stage *st)
 	return w;
 }
 
+/* the blocks' scratch (their work_floats) per sample: the most of one */
+static size_t work_width(const struct rt_stage *st)
+{
+	size_t w = 0, b;
+	int i;
+
+	for (i = 0; st->ops->work_floats && i < st->n_blocks; i++)
+		if ((b = st->ops->work_floats(st, &st->blocks[i])) > w)
+			w = b;
+	return w;
+}
+
 size_t rt_acts_floats(const struct rt_stage *st, int max_rows)
 {
 	size_t total;
@@ -527,8 +539,8 @@ size_t rt_acts_floats(const struct rt_stage *st, int max_rows)
 
 	if (max_rows < 1 || st->n_blocks < 1)
 		return 0;
-	/* floats per sample: x, what each block keeps, 2 scratch */
-	total = (size_t)st->in + 2 * scratch_width(st);
+	/* floats per sample: x, what each block keeps, 2 scratch, the blocks' work */
+	total = (size_t)st->in + 2 * scratch_width(st) + work_width(st);
 	for (i = 0; i < st->n_blocks; i++)
 		total += st->ops->act_floats(st, &st->blocks[i]);
 	if (total > SIZE_MAX / sizeof(float) / (size_t)max_rows)
@@ -561,6 +573,8 @@ static int acts_lay_out(struct rt_acts *acts, const struct rt_stage *st, int max
 	acts->dbuf[0] = acts->mem + at;
 	at += scratch_width(st) * rows;
 	acts->dbuf[1] = acts->mem + at;
+	at += scratch_width(st) * rows;
+	acts->work = work_width(st) ? acts->mem + at : NULL;
 	return 0;
 }
 
@@ -628,8 +642,8 @@ int rt_stage_forward(const struct rt_stage *st, struct rt_acts *acts, const floa
 		st->dev->ops->copy(st->dev, acts->x, x, (size_t)rows * (size_t)st->in * sizeof(*x));
 	in = acts->x;
 	for (i = 0; i < st->n_blocks; i++) {
-		st->ops->forward(st, &st->blocks[i], in, acts->blk[i], acts->max_rows, rows,
-				 &acts->y[i]);
+		st->ops->forward(st, &st->blocks[i], in, acts->blk[i], acts->work, acts->max_rows,
+				 rows, &acts->y[i]);
 		in = acts->y[i];
 	}
 	acts->rows = rows;
@@ -650,7 +664,7 @@ int rt_stage_backward(struct rt_stage *st, struct rt_acts *acts, float *dy, floa
 		float *din = i > 0 ? acts->dbuf[spare] : dx;
 
 		st->ops->backward(st, &st->blocks[i], i > 0 ? acts->y[i - 1] : acts->x, acts->blk[i],
-				  acts->max_rows, rows, dy, din);
+				  acts->work, acts->max_rows, rows, dy, din);
 		if (block_done)
 			block_done(ctx, i);
 		dy = din;

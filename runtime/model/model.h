@@ -132,6 +132,9 @@ struct rt_model_ops {
 	/* floats per sample that block b of stage st keeps from forward for
 	 * backward */
 	size_t (*act_floats)(const struct rt_stage *st, const struct rt_block *b);
+	/* floats per sample of the scratch that block b uses during one
+	 * forward or backward and not after (NULL: none) */
+	size_t (*work_floats)(const struct rt_stage *st, const struct rt_block *b);
 	/* block b's initial values, its tensors in order, into params */
 	void (*init)(const struct spec *s, int b, float *params);
 	/* the stage's own state of the model (st->model; may stay NULL):
@@ -140,14 +143,15 @@ struct rt_model_ops {
 	void (*stage_free)(struct rt_stage *st);
 	/* forward of rows samples x [rows][b->in] through block b; keeps what
 	 * backward needs in acts [max_rows * act_floats], and points *y at the
-	 * output [rows][b->out], which lives in acts or is x */
+	 * output [rows][b->out], which lives in acts or is x. work: [max_rows
+	 * * work_floats], the block's scratch (shared by every block) */
 	void (*forward)(const struct rt_stage *st, const struct rt_block *b, const float *x,
-			float *acts, int max_rows, int rows, const float **y);
+			float *acts, float *work, int max_rows, int rows, const float **y);
 	/* backward of the last forward on acts: given dy [rows][b->out], which
 	 * it may overwrite, ACCUMULATES the block's gradients into b->grads and
 	 * writes dx [rows][b->in] (NULL: not wanted) */
 	void (*backward)(const struct rt_stage *st, const struct rt_block *b, const float *x,
-			 float *acts, int max_rows, int rows, float *dy, float *dx);
+			 float *acts, float *work, int max_rows, int rows, float *dy, float *dx);
 	const struct rt_part_ops *part; /* NULL: no split way for this model */
 	/* the model's tied tensors into t[RT_MAX_TIES]; returns how many
 	 * (NULL: none) */
@@ -271,7 +275,9 @@ struct rt_acts {
 	const float **y;  /* [n_blocks]: each block's output of the last forward */
 	float *dbuf[2];   /* [max_rows][widest input of blocks 1..n-1] each (a model
 			   * with parts: [max_width]): backward scratch */
-	float *mem;       /* the one allocation behind x, blk[], dbuf[] */
+	float *work;      /* [max_rows][the most work_floats of a block]: the
+			   * blocks' own scratch (NULL: none) */
+	float *mem;       /* the one allocation behind x, blk[], dbuf[], work */
 	bool own_mem;     /* mem is ours to free (not rt_acts_place's) */
 };
 

@@ -719,20 +719,23 @@ static int choose_threads(struct trainer *t, const struct rt_train_opts *opts)
 	return 0;
 }
 
-/* One line per rank: what it held and its peak memory. */
+/* One line per rank: what it held and its peak memory. activations_mib:
+ * its micro-batch slots' activations (what forward keeps for backward,
+ * and the scratch of backward), in the stage's precision. */
 static void report_rank(struct trainer *t)
 {
 	struct rusage ru;
 	size_t total = rt_model_params(t->s);
 
 	double state = (double)t->opt.n * (t->opt.v ? 2.0 : 1.0) * sizeof(float);
+	double acts = (double)t->n_slots * (double)rt_acts_floats(&t->st, (int)t->max_rows) * sizeof(float);
 
 	getrusage(RUSAGE_SELF, &ru);
-	printf("dtrain-run: rank %d stage %d/%d %ss %d-%d params %zu (%.1f%% of %zu) optimizer_mib %.3f%s peak_rss_mib %.1f\n",
+	printf("dtrain-run: rank %d stage %d/%d %ss %d-%d params %zu (%.1f%% of %zu) optimizer_mib %.3f%s activations_mib %.3f peak_rss_mib %.1f\n",
 	       t->g->rank, t->stage, t->stages, t->st.ops->block_noun, t->st.first_block,
 	       t->st.first_block + t->st.n_blocks - 1, t->st.n_params,
 	       100.0 * (double)t->st.n_params / (double)total, total, state / 1048576.0,
-	       t->sharded ? " (sharded)" : "", (double)ru.ru_maxrss / 1024.0);
+	       t->sharded ? " (sharded)" : "", acts / 1048576.0, (double)ru.ru_maxrss / 1024.0);
 	fflush(stdout);
 }
 

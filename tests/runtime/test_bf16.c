@@ -10,7 +10,9 @@
  *   - the float32 layer (rt_linear_*): within the bf16 bound, 2^-7 of the
  *     sum of the terms' magnitudes (each input rounded to 8 significant
  *     bits, a relative error of at most u = 2^-8: a term's below 2u);
- * and the bias gradient, which stays float32, bitwise the float32 layer's.
+ * and the bias gradient, which stays float32, bitwise the float32 layer's;
+ * with the input kept by the forward (keep), the kept copy is x rounded to
+ * bf16 and the backward reads it instead of x (given NULL).
  *
  * Sections: helpers, rounding, layers, main.
  */
@@ -104,8 +106,10 @@ static void test_round(void **state)
 
 /* --- layers --- */
 
-static void check_layer(struct rt_bf16 *b, int rows, int in, int out, bool bias, bool add)
+static void check_layer(struct rt_bf16 *b, int rows, int in, int out, bool bias, bool add,
+			bool kept)
 {
+	unsigned short *keep = kept ? malloc(sizeof(*keep) * rows * in) : NULL;
 	float *x = randn((size_t)rows * in, 1), *w = randn((size_t)out * in, 2);
 	float *bb = randn((size_t)out, 3), *dy = randn((size_t)rows * out, 4);
 	float *y = malloc(sizeof(float) * rows * out), *y32 = malloc(sizeof(float) * rows * out);
@@ -120,9 +124,12 @@ static void check_layer(struct rt_bf16 *b, int rows, int in, int out, bool bias,
 	memcpy(dw0, dw, sizeof(float) * out * in);
 	memcpy(dw32, dw, sizeof(float) * out * in);
 	memcpy(db32, db, sizeof(float) * out);
-	rt_bf16_linear_forward(b, x, w, bias ? bb : NULL, y, rows, in, out);
+	rt_bf16_linear_forward(b, x, w, bias ? bb : NULL, y, rows, in, out, keep);
 	rt_linear_forward(x, w, bias ? bb : NULL, y32, rows, in, out);
-	rt_bf16_linear_backward(b, x, w, dy, dx, dw, db, rows, in, out, add);
+	for (i = 0; keep && i < rows * in; i++)
+		if (keep[i] != rt_bf16_round(x[i]))
+			fail_msg("kept x[%d] = 0x%04x, x rounds to 0x%04x", i, keep[i], rt_bf16_round(x[i]));
+	rt_bf16_linear_backward(b, keep ? NULL : x, keep, w, dy, dx, dw, db, rows, in, out, add);
 	rt_linear_backward(x, w, dy, dx32, dw32, db32, rows, in, out, add);
 	assert_int_equal(rt_bf16_status(b, &err), 0);
 	/* y[r][o] = sum_i x[r][i] w[o][i] (+ b[o]: the base the product adds to) */
@@ -139,7 +146,7 @@ static void check_layer(struct rt_bf16 *b, int rows, int in, int out, bool bias,
 	check_mm("dw", dw, &p);
 	assert_memory_equal(db, db32, sizeof(float) * out);
 	free(x), free(w), free(bb), free(dy), free(y), free(y32), free(dx), free(dx32);
-	free(dw), free(dw32), free(dw0), free(db), free(db32), free(base);
+	free(dw), free(dw32), free(dw0), free(db), free(db32), free(base), free(keep);
 }
 
 static void test_layers(void **state)
@@ -149,14 +156,17 @@ static void test_layers(void **state)
 
 	(void)state;
 	assert_int_equal(rt_bf16_init(&b, 1, &err), 0);
-	check_layer(b, 7, 33, 10, true, true);
-	check_layer(b, 64, 48, 40, false, true);
-	check_layer(b, 64, 48, 40, true, false); /* the same shapes again: the cached primitives */
-	check_layer(b, 1, 5, 3, true, true);
-	check_layer(b, 130, 96, 288, true, true);
+	check_layer(b, 7, 33, 10, true, true, false);
+	check_layer(b, 64, 48, 40, false, true, false);
+	/* the same shapes again: the cached primitives */
+	check_layer(b, 64, 48, 40, true, false, false);
+	check_layer(b, 1, 5, 3, true, true, false);
+	check_layer(b, 130, 96, 288, true, true, false);
+	check_layer(b, 7, 33, 10, true, true, true);
+	check_layer(b, 130, 96, 288, false, false, true);
 	/* rows == 0 writes nothing and fails nothing */
-	rt_bf16_linear_forward(b, NULL, NULL, NULL, NULL, 0, 4, 4);
-	rt_bf16_linear_backward(b, NULL, NULL, NULL, NULL, NULL, NULL, 0, 4, 4, true);
+	rt_bf16_linear_forward(b, NULL, NULL, NULL, NULL, 0, 4, 4, NULL);
+	rt_bf16_linear_backward(b, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 4, 4, true);
 	assert_int_equal(rt_bf16_status(b, &err), 0);
 	rt_bf16_free(b);
 }
