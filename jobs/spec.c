@@ -1225,6 +1225,24 @@ static int resolve_paths(struct spec *s, const char *file, struct dt_err *err)
 	return rc;
 }
 
+/* sbatch's -n on the resolved nodes: tasks_per_node = ntasks / nodes, unless
+ * it does not divide or the site locked tasks_per_node at another value */
+static int apply_ntasks(struct layers *l, long ntasks, struct spec *out, struct dt_err *err)
+{
+	long nodes = out->resources.nodes;
+	const char *lock = l->policy ? spec_path_covered(l->policy->locked, "resources.tasks_per_node") : NULL;
+
+	if (ntasks % nodes)
+		return dt_err_add(err, "-n %ld: not a multiple of resources.nodes (%ld, from %s); hint: -N sets the nodes",
+				  ntasks, nodes, origin(l, "resources.nodes").label);
+	if (lock && ntasks / nodes != out->resources.tasks_per_node)
+		return dt_err_add(err, "-n %ld: resources.tasks_per_node is locked by %s at %ld (%ld tasks on %ld nodes)",
+				  ntasks, l->site_label, out->resources.tasks_per_node,
+				  out->resources.tasks_per_node * nodes, nodes);
+	out->resources.tasks_per_node = ntasks / nodes;
+	return 0;
+}
+
 int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *err)
 {
 	struct layers l;
@@ -1262,6 +1280,8 @@ int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *e
 	if ((rc = tree_merge(merged, l.user)))
 		goto out;
 	rc = fill(&l, merged, out, err);
+	if (!rc && in->ntasks > 0)
+		rc = apply_ntasks(&l, in->ntasks, out, err);
 	if (rc)
 		goto out;
 	/* Cross-field rules and limits only make sense on well-typed values. */

@@ -203,6 +203,9 @@ struct spec_input {
 	bool resolved;            /* path is a spec resolved before (a run dir's
 				   * spec.json): its env passed the site's checks
 				   * then and holds the site's defaults */
+	long ntasks;              /* sbatch's -n: tasks in all, which sets
+				   * resources.tasks_per_node to ntasks /
+				   * resources.nodes; 0: not given */
 };
 
 /* The entry of `paths` equal to `path` or above it ("resources" covers

@@ -16,12 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* --- help texts --- */
 
 static const char help_program[] =
-	"Usage: dtrain-submit [submit] SPEC [--site FILE] [--set KEY=VALUE]... [--dry-run]\n"
-	"       dtrain-submit validate SPEC [--site FILE] [--set KEY=VALUE]...\n"
+	"Usage: dtrain-submit [submit] SPEC [--site FILE] [--set KEY=VALUE]... [SLURM OPTIONS] [--dry-run]\n"
+	"       dtrain-submit validate SPEC [--site FILE] [--set KEY=VALUE]... [SLURM OPTIONS]\n"
 	"       dtrain-submit status [JOB]\n"
 	"       dtrain-submit cancel JOB\n"
 	"       dtrain-submit logs [-f] JOB\n"
@@ -49,7 +50,7 @@ static const char help_program[] =
 	"            3 invalid job spec or site file\n";
 
 static const char help_submit[] =
-	"Usage: dtrain-submit [submit] SPEC [--site FILE] [--set KEY=VALUE]... [--dry-run]\n"
+	"Usage: dtrain-submit [submit] SPEC [--site FILE] [--set KEY=VALUE]... [SLURM OPTIONS] [--dry-run]\n"
 	"\n"
 	"Resolve the job spec SPEC (site defaults, SPEC, then --set overrides), render\n"
 	"its batch script, create the run dir and submit it with sbatch. Prints the\n"
@@ -68,11 +69,19 @@ static const char help_submit[] =
 	"  --dry-run        print the batch script; create and submit nothing\n"
 	"  -h, --help       this text\n"
 	"\n"
+	"Slurm's options, as sbatch spells them: shortcuts of spec keys, taken\n"
+	"in order with --set (the last wins); the site's locks and limits apply:\n"
+	"  -N, --nodes N      resources.nodes\n"
+	"  -n, --ntasks N     tasks in all: resources.tasks_per_node = N / resources.nodes\n"
+	"  -p, --partition P  resources.partition\n"
+	"  -t, --time T       resources.time (minutes, HH:MM:SS or D-HH:MM:SS)\n"
+	"  -A, --account A    resources.account\n"
+	"\n"
 	"exit codes: 0 submitted, 1 sbatch refused or I/O error, 2 usage error,\n"
 	"            3 invalid job spec or site file (every problem is listed)\n";
 
 static const char help_validate[] =
-	"Usage: dtrain-submit validate SPEC [--site FILE] [--set KEY=VALUE]...\n"
+	"Usage: dtrain-submit validate SPEC [--site FILE] [--set KEY=VALUE]... [SLURM OPTIONS]\n"
 	"\n"
 	"Resolve SPEC exactly as submit would, render and check its batch script,\n"
 	"and print the resolved spec as JSON (the spec.json a submit would write,\n"
@@ -83,6 +92,14 @@ static const char help_validate[] =
 	"                   it can only add defaults, locks and limits to the system's\n"
 	"  --set KEY=VALUE  override one spec key (repeatable)\n"
 	"  -h, --help       this text\n"
+	"\n"
+	"Slurm's options, as sbatch spells them: shortcuts of spec keys, taken\n"
+	"in order with --set (the last wins); the site's locks and limits apply:\n"
+	"  -N, --nodes N      resources.nodes\n"
+	"  -n, --ntasks N     tasks in all: resources.tasks_per_node = N / resources.nodes\n"
+	"  -p, --partition P  resources.partition\n"
+	"  -t, --time T       resources.time (minutes, HH:MM:SS or D-HH:MM:SS)\n"
+	"  -A, --account A    resources.account\n"
 	"\n"
 	"exit codes: 0 valid, 1 I/O error, 2 usage error, 3 invalid spec or site file\n";
 
@@ -130,7 +147,8 @@ static const char help_cancel[] =
 	"Usage: dtrain-submit cancel JOB\n"
 	"\n"
 	"Cancel JOB (a job id, or the most recent job of that name) with scancel.\n"
-	"A cancelled job is not requeued, even if it saved a checkpoint.\n"
+	"A cancelled job is not requeued, even if it saved a checkpoint. A job that\n"
+	"had already ended is reported as such (exit 1).\n"
 	"\n"
 	"options:\n"
 	"  -h, --help  this text\n";
@@ -172,12 +190,31 @@ struct cmd_def {
 	int min_pos, max_pos; /* positional arguments */
 };
 
+#define SLURM_OPTIONS "--nodes --ntasks --partition --time --account"
+
 static const struct cmd_def cmds[] = {
-	{ LAUNCH_SUBMIT, "submit", "--site --set --dry-run --help", 1, 1 },
-	{ LAUNCH_VALIDATE, "validate", "--site --set --help", 1, 1 },
+	{ LAUNCH_SUBMIT, "submit", "--site --set --dry-run --help " SLURM_OPTIONS, 1, 1 },
+	{ LAUNCH_VALIDATE, "validate", "--site --set --help " SLURM_OPTIONS, 1, 1 },
 	{ LAUNCH_STATUS, "status", "--help", 0, 1 },
 	{ LAUNCH_CANCEL, "cancel", "--help", 1, 1 },
 	{ LAUNCH_LOGS, "logs", "--follow --help", 1, 1 },
+};
+
+/* sbatch's one-letter options, and the long ones they stand for */
+static const struct {
+	char letter;
+	const char *name;
+} short_options[] = {
+	{ 'N', "--nodes" }, { 'n', "--ntasks" }, { 'p', "--partition" }, { 't', "--time" },
+	{ 'A', "--account" }, { 'f', "--follow" }, { 'h', "--help" },
+};
+
+/* the spec key a Slurm option sets (--ntasks is not one: launch_args.ntasks) */
+static const struct {
+	const char *name, *key;
+} slurm_keys[] = {
+	{ "--nodes", "resources.nodes" }, { "--partition", "resources.partition" },
+	{ "--time", "resources.time" }, { "--account", "resources.account" },
 };
 
 const char *launch_cmd_name(enum launch_cmd cmd)
@@ -221,21 +258,103 @@ static int usage_error(struct dt_err *err, const struct cmd_def *c, const char *
 	return -EINVAL;
 }
 
-static int add_set(struct launch_args *out, const char *kv, const struct cmd_def *c,
+/* kv into out->sets; owned: kv is ours to free with out (else argv's) */
+static int add_set(struct launch_args *out, const char *kv, bool owned, const struct cmd_def *c,
 		   struct dt_err *err)
 {
 	const char **v;
+	char **o;
 
 	if (!strchr(kv, '=') || kv[0] == '=')
 		return usage_error(err, c, "--set: expected KEY=VALUE (got '%s')", kv);
 	v = realloc(out->sets, (out->n_sets + 1) * sizeof(*v));
-	if (!v) {
+	if (v)
+		out->sets = v;
+	o = v && owned ? realloc(out->owned, (out->n_owned + 1) * sizeof(*o)) : NULL;
+	if (o)
+		out->owned = o;
+	if (!v || (owned && !o)) {
 		dt_err_add(err, "--set: out of memory for %zu values", out->n_sets + 1);
 		return -ENOMEM;
 	}
-	out->sets = v;
 	out->sets[out->n_sets++] = kv;
+	if (owned)
+		out->owned[out->n_owned++] = (char *)kv;
 	return 0;
+}
+
+/* A Slurm option's value: --ntasks into out->ntasks, the others as the
+ * --set of their spec key, after the --set options (launch_args.sets). */
+static int add_slurm_option(struct launch_args *out, const char *name, const char *value,
+			    const struct cmd_def *c, struct dt_err *err)
+{
+	char *kv, *end;
+	size_t i;
+	int rc;
+
+	if (!*value)
+		return usage_error(err, c, "%s needs a value", name);
+	if (!strcmp(name, "--ntasks")) {
+		long n = strtol(value, &end, 10);
+
+		if (*end || n < 1 || n > 1000000)
+			return usage_error(err, c, "--ntasks: expected the number of tasks in all (got '%s')", value);
+		out->ntasks = n;
+		return 0;
+	}
+	for (i = 0; i < sizeof(slurm_keys) / sizeof(slurm_keys[0]); i++)
+		if (!strcmp(name, slurm_keys[i].name))
+			break;
+	kv = malloc(strlen(slurm_keys[i].key) + strlen(value) + 2);
+	if (!kv) {
+		dt_err_add(err, "%s: out of memory", name);
+		return -ENOMEM;
+	}
+	sprintf(kv, "%s=%s", slurm_keys[i].key, value);
+	rc = add_set(out, kv, true, c, err);
+	if (rc == -EINVAL)
+		free(kv);
+	return rc;
+}
+
+/* The option of c that name starts, when only one does ("--dry" for
+ * "--dry-run"), into buf */
+static const char *unique_prefix(const struct cmd_def *c, const char *name, char *buf, size_t size)
+{
+	const char *p = c->options, *found = NULL;
+	size_t n = strlen(name), len = 0;
+
+	if (n < 3)
+		return NULL;
+	while (*p) {
+		size_t w = strcspn(p, " ");
+
+		if (w > n && !strncmp(p, name, n)) {
+			if (found)
+				return NULL;
+			found = p, len = w;
+		}
+		p += w + (p[w] == ' ');
+	}
+	if (!found || len >= size)
+		return NULL;
+	snprintf(buf, size, "%.*s", (int)len, found);
+	return buf;
+}
+
+/* A one-letter option (-N 2, -N2) as the long one it stands for: its name
+ * into name, a value written with it into *attached. False: none such. */
+static bool short_option(const char *a, char *name, size_t size, const char **attached)
+{
+	size_t k;
+
+	for (k = 0; k < sizeof(short_options) / sizeof(short_options[0]); k++)
+		if (a[1] == short_options[k].letter) {
+			snprintf(name, size, "%s", short_options[k].name);
+			*attached = a[2] ? a + 2 : NULL;
+			return true;
+		}
+	return false;
 }
 
 /* One option argument at argv[*i] (it starts with '-'); may consume the next. */
@@ -244,40 +363,62 @@ static int parse_option(int argc, char *const argv[], int *i, const struct cmd_d
 {
 	const char *a = argv[*i];
 	const char *eq = strchr(a, '=');
-	const char *value = NULL;
+	const char *value = NULL, *inline_value = NULL; /* --opt=VALUE, -xVALUE */
 	char name[64], hint[32];
 
-	snprintf(name, sizeof(name), "%.*s", (int)(eq ? eq - a : (long)strlen(a)), a);
-	if (!strcmp(name, "-f") && c->cmd == LAUNCH_LOGS)
-		strcpy(name, "--follow");
-	if (name[1] != '-' || !takes(c, name, strlen(name))) {
-		if (dt_closest_word(c->options, ' ', name, 4, hint, sizeof(hint)))
+	if (a[1] != '-') {
+		if (!short_option(a, name, sizeof(name), &inline_value) || !takes(c, name, strlen(name)))
+			return usage_error(err, c, "unknown option '%.2s'", a);
+	} else {
+		snprintf(name, sizeof(name), "%.*s", (int)(eq ? eq - a : (long)strlen(a)), a);
+		inline_value = eq ? eq + 1 : NULL;
+	}
+	if (!takes(c, name, strlen(name))) {
+		if (unique_prefix(c, name, hint, sizeof(hint)) ||
+		    dt_closest_word(c->options, ' ', name, 4, hint, sizeof(hint)))
 			return usage_error(err, c, "unknown option '%s' (did you mean '%s'?)", name, hint);
 		return usage_error(err, c, "unknown option '%s'", name);
 	}
-	if (strcmp(name, "--site") && strcmp(name, "--set")) {
+	if (!strcmp(name, "--dry-run") || !strcmp(name, "--follow")) {
 		/* Flags. */
-		if (eq)
+		if (inline_value)
 			return usage_error(err, c, "%s takes no value", name);
 		if (!strcmp(name, "--dry-run"))
 			out->dry_run = true;
-		else if (!strcmp(name, "--follow"))
+		else
 			out->follow = true;
 		return 0;
 	}
-	/* Options with a value: --opt VALUE or --opt=VALUE. */
-	if (eq)
-		value = eq + 1;
+	/* Options with a value: --opt VALUE, --opt=VALUE, -x VALUE, -xVALUE. */
+	if (inline_value)
+		value = inline_value;
 	else if (*i + 1 < argc)
 		value = argv[++*i];
 	else
 		return usage_error(err, c, "%s needs a value", name);
 	if (!strcmp(name, "--set"))
-		return add_set(out, value, c, err);
+		return add_set(out, value, false, c, err);
+	if (strcmp(name, "--site"))
+		return add_slurm_option(out, name, value, c, err);
 	if (!*value)
 		return usage_error(err, c, "%s needs a file name", name);
 	out->site_path = value;
 	return 0;
+}
+
+/* A first argument that is no command, no file and no file name, but
+ * close to a command: a mistyped command ("stauts"), not a spec */
+static bool mistyped_command(const char *a, char *hint, size_t size)
+{
+	char names[128] = "";
+	size_t k;
+
+	if (a[0] == '-' || strchr(a, '/') || strchr(a, '.') || access(a, F_OK) == 0)
+		return false;
+	for (k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", k ? " " : "",
+			 cmds[k].name);
+	return dt_closest_word(names, ' ', a, 3, hint, size) != NULL;
 }
 
 int launch_parse_args(int argc, char *const argv[], struct launch_args *out,
@@ -285,6 +426,7 @@ int launch_parse_args(int argc, char *const argv[], struct launch_args *out,
 {
 	const struct cmd_def *c = &cmds[0];
 	const char *pos[2] = { NULL, NULL };
+	char hint[32];
 	bool only_pos = false;
 	int i = 1, n_pos = 0, rc = 0;
 	size_t k;
@@ -308,6 +450,11 @@ int launch_parse_args(int argc, char *const argv[], struct launch_args *out,
 			i = 2;
 			break;
 		}
+	}
+	if (i == 1 && mistyped_command(argv[1], hint, sizeof(hint))) {
+		dt_err_add(err, "unknown command '%s' (did you mean '%s'?); a spec file of that name is given as ./%s; try 'dtrain-submit --help'",
+			   argv[1], hint, argv[1]);
+		return -EINVAL;
 	}
 	out->cmd = c->cmd;
 	/* --help anywhere (before "--") wins over every other problem. */
@@ -355,7 +502,14 @@ out:
 
 void launch_args_free(struct launch_args *a)
 {
+	size_t i;
+
+	for (i = 0; i < a->n_owned; i++)
+		free(a->owned[i]);
+	free(a->owned);
 	free(a->sets);
+	a->owned = NULL;
+	a->n_owned = 0;
 	a->sets = NULL;
 	a->n_sets = 0;
 }

@@ -312,11 +312,20 @@ int launch_cmd_status(const struct launch_args *a, struct dt_err *err)
 int launch_cmd_cancel(const struct launch_args *a, struct dt_err *err)
 {
 	struct launch_job job = {0};
+	struct launch_slurm sl = {0};
+	struct launch_state state;
 	int rc, status;
 
 	rc = launch_resolve_job(a->job, &job, err);
 	if (rc)
 		goto out;
+	launch_job_state(&sl, job.id, &state);
+	if (!launch_state_active(state.name)) {
+		rc = -ESRCH;
+		dt_err_add(err, "job %s (%s) had already ended (%s): nothing to cancel; hint: `dtrain-submit status %s` shows how it ended",
+			   job.id, or_dash(job.name), state.name, job.id);
+		goto out;
+	}
 	{
 		const char *argv[] = { "scancel", job.id, NULL };
 

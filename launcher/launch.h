@@ -50,8 +50,12 @@ struct launch_args {
 	enum launch_cmd help_for; /* LAUNCH_HELP: the command; LAUNCH_HELP: the program */
 	const char *spec_path;    /* submit, validate */
 	const char *site_path;    /* --site; NULL: $DTRAIN_SITE or the default */
-	const char **sets;        /* --set "a.b=value", in command-line order */
+	const char **sets;        /* --set "a.b=value", in command-line order, and
+				   * the Slurm options as the --set of their keys */
 	size_t n_sets;
+	char **owned;             /* the sets made here (the Slurm options') */
+	size_t n_owned;
+	long ntasks;              /* -n/--ntasks: tasks in all; 0: not given */
 	bool dry_run;             /* submit --dry-run */
 	const char *job;          /* status (NULL: all), cancel, logs: id or name */
 	bool follow;              /* logs -f */

@@ -314,13 +314,32 @@ out:
 	return rc;
 }
 
+/* The registry's job name closest to a mistyped one, into buf */
+static const char *closest_name(const struct launch_job *jobs, size_t n, const char *name,
+				char *buf, size_t size)
+{
+	struct dt_buf names = {0};
+	const char *got = NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (jobs[i].name && !strchr(jobs[i].name, '\n') &&
+		    dt_buf_printf(&names, "%s%s", names.len ? "\n" : "", jobs[i].name))
+			goto out;
+	if (names.len)
+		got = dt_closest_word(names.p, '\n', name, 3, buf, size);
+out:
+	dt_buf_free(&names);
+	return got;
+}
+
 int launch_resolve_job(const char *arg, struct launch_job *out, struct dt_err *err)
 {
 	struct launch_job *jobs = NULL;
 	size_t n = 0, i;
 	char *registry = NULL;
 	bool by_id = all_digits(arg);
-	char shown[96];
+	char shown[96], hint[96];
 	int rc;
 
 	*out = (struct launch_job){0};
@@ -346,8 +365,13 @@ int launch_resolve_job(const char *arg, struct launch_job *out, struct dt_err *e
 		goto out;
 	}
 	rc = -ENOENT;
-	dt_err_add(err, "\"%s\": no job of that name in %s; hint: `dtrain-submit status` lists your jobs",
-		   launch__printable(arg, shown, sizeof(shown)), registry);
+	launch__printable(arg, shown, sizeof(shown));
+	if (closest_name(jobs, n, arg, hint, sizeof(hint)))
+		dt_err_add(err, "\"%s\": no job of that name in %s (did you mean \"%s\"?)", shown, registry,
+			   hint);
+	else
+		dt_err_add(err, "\"%s\": no job of that name in %s; hint: `dtrain-submit status` lists your jobs",
+			   shown, registry);
 out:
 	launch_jobs_free(jobs, n);
 	free(registry);

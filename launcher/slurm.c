@@ -142,7 +142,8 @@ bool launch_state_active(const char *state)
 {
 	static const char *const active[] = {
 		"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED",
-		"REQUEUED", "REQUEUE_FED", "RESIZING", "SIGNALING", "STAGE_OUT", "UNKNOWN",
+		"REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "SPECIAL_EXIT", "PREEMPTED",
+		"RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "UNKNOWN",
 	};
 	size_t i;
 

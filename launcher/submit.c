@@ -223,7 +223,7 @@ int launch_plan(const struct launch_args *a, struct launch_plan *p, struct dt_er
 	}
 	site_policy(&p->site, &policy);
 	in = (struct spec_input){ .path = a->spec_path, .policy = &policy,
-				  .sets = a->sets, .n_sets = a->n_sets };
+				  .sets = a->sets, .n_sets = a->n_sets, .ntasks = a->ntasks };
 	rc = spec_resolve(&in, &p->spec, err);
 	if (rc) {
 		rc = input_error(rc, "job spec", a->spec_path, err);

@@ -38,6 +38,37 @@ must_contain "$T/out" '"partition": "low"'
 must_contain "$T/out" '"EXTRA": "x"'
 pass "validate shows the resolved spec"
 
+# --- sbatch's options as shortcuts of spec keys; limits and locks apply ---
+fm="$DTRAIN_SOURCE_DIR/jobs/fashion-mnist-2x2.json"
+expect_rc 0 $SUBMIT validate "$fm" --site "$site" -N 1 -n 4 -p high -t 20 -A acct
+must_contain "$T/out" '"nodes": 1'
+must_contain "$T/out" '"tasks_per_node": 4'
+must_contain "$T/out" '"partition": "high"'
+must_contain "$T/out" '"time": "00:20:00"'
+must_contain "$T/out" '"account": "acct"'
+expect_rc 3 $SUBMIT validate "$fm" --site "$site" -n 3
+must_contain "$T/err" "-n 3: not a multiple of resources.nodes (2"
+expect_rc 3 $SUBMIT validate "$fm" --site "$site" -p gpu
+must_contain "$T/err" "gpu"
+# a site that locks 2 tasks a node: -n may only restate it
+sed -e 's/"locked": \["resources.qos"\]/"locked": ["resources.qos", "resources.tasks_per_node"]/' \
+	-e 's/"partition": "low",/"partition": "low", "tasks_per_node": 2,/' "$site" >"$T/site-tpn.json"
+jq 'del(.resources.tasks_per_node)' "$fm" >"$T/fm-no-tpn.json"
+expect_rc 3 $SUBMIT validate "$T/fm-no-tpn.json" --site "$T/site-tpn.json" -n 8
+must_contain "$T/err" "-n 8: resources.tasks_per_node is locked by $T/site-tpn.json at 2"
+expect_rc 0 $SUBMIT validate "$T/fm-no-tpn.json" --site "$T/site-tpn.json" -n 4
+must_contain "$T/out" '"tasks_per_node": 2'
+pass "-N -n -p -t -A set their spec keys; the site's limits and locks apply"
+
+# --- a mistyped command or option gets a "did you mean", exit 2 ---
+expect_rc 2 $SUBMIT stauts
+must_contain "$T/err" "unknown command 'stauts' (did you mean 'status'?)"
+expect_rc 2 $SUBMIT valdate "$fm"
+must_contain "$T/err" "(did you mean 'validate'?)"
+expect_rc 2 $SUBMIT "$fm" --dry
+must_contain "$T/err" "(did you mean '--dry-run'?)"
+pass "mistyped commands and options are named with the right one"
+
 # --- invalid specs: exit 3, every problem named with file and JSON path ---
 cat >"$T/bad.json" <<'JSON'
 { "name": "bad", "resources": { "nodes": 2, "tasks_per_nod": 2 },

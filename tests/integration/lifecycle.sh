@@ -30,7 +30,14 @@ expect_rc 0 $SUBMIT status "$id"
 must_contain "$T/out" "$id"
 pass "cancel by name; logs -f ends with the job"
 
+expect_rc 1 $SUBMIT cancel sleeper
+must_contain "$T/err" "job $id (sleeper) had already ended"
+pass "cancel of an ended job says so and exits 1"
+
 expect_rc 1 $SUBMIT cancel no-such-job
 must_contain "$T/err" "no-such-job"
+expect_rc 1 $SUBMIT status sleepr
+must_contain "$T/err" '(did you mean "sleeper"?)'
+pass "a mistyped job name gets the closest name"
 expect_rc 1 $SUBMIT logs 999999
 pass "unknown jobs are named in the error"

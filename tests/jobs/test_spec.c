@@ -21,7 +21,7 @@
 static int resolve(const char *text, const char *const *sets, size_t n_sets,
 		   struct spec *s, struct dt_err *e)
 {
-	struct spec_input in = { tu_write("job.json", text), NULL, sets, n_sets, false };
+	struct spec_input in = { tu_write("job.json", text), NULL, sets, n_sets, false, 0 };
 
 	dt_err_clear(e);
 	return spec_resolve(&in, s, e);
@@ -47,6 +47,25 @@ static void defaults_fill_every_key(void **state)
 	assert_string_equal(s.preemption.signal, "USR1");
 	assert_string_equal(s.checkpoint.resume, "auto");
 	spec_free(&s);
+}
+
+/* sbatch's -n (spec_input.ntasks): tasks in all, divided by the nodes */
+static void ntasks_sets_tasks_per_node(void **state)
+{
+	const char *text = "{\"resources\": {\"nodes\": 2}, \"parallel\": {\"data\": 8}}";
+	struct spec_input in = { tu_write("job.json", text), NULL, NULL, 0, false, 8 };
+	struct spec s;
+	struct dt_err e = {0};
+
+	(void)state;
+	if (spec_resolve(&in, &s, &e))
+		fail_msg("%s", e.msg);
+	assert_int_equal(s.resources.tasks_per_node, 4);
+	spec_free(&s);
+	in.ntasks = 5;
+	dt_err_clear(&e);
+	assert_int_equal(spec_resolve(&in, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "-n 5: not a multiple of resources.nodes (2, from "));
 }
 
 static void values_from_file(void **state)
@@ -163,7 +182,7 @@ static void missing_file_is_named(void **state)
 {
 	struct spec s;
 	struct dt_err e = {0};
-	struct spec_input in = { "/nonexistent/dir/job.json", NULL, NULL, 0, false };
+	struct spec_input in = { "/nonexistent/dir/job.json", NULL, NULL, 0, false, 0 };
 
 	(void)state;
 	assert_int_equal(spec_resolve(&in, &s, &e), -ENOENT);
@@ -444,6 +463,7 @@ int main(void)
 		cmocka_unit_test(run_dir_is_made_absolute),
 		cmocka_unit_test(dump_round_trips),
 		cmocka_unit_test(table_is_consistent),
+		cmocka_unit_test(ntasks_sets_tasks_per_node),
 		cmocka_unit_test(readme_matches_table),
 	};
 	int rc = cmocka_run_group_tests_name("spec", tests, NULL, NULL);

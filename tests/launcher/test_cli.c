@@ -1,7 +1,8 @@
 /*
  * test_cli.c - the command line of dtrain-submit: commands, the implicit
- * submit, options in both spellings, --help everywhere, and usage errors
- * that name the offending argument.
+ * submit, options in both spellings, sbatch's options as shortcuts of spec
+ * keys, --help everywhere, and usage errors that name the offending
+ * argument, with "did you mean" for a mistyped command or option.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -157,6 +158,71 @@ static void test_usage_errors(void **state)
 	expect_usage(ARGC(dry_validate), dry_validate, "validate: unknown option '--dry-run'");
 }
 
+static void test_slurm_options(void **state)
+{
+	char *argv[] = { "dtrain-submit", "job.json", "--set", "a.b=1", "-N", "2", "-n8", "-p", "high",
+			 "--time=10", "--account", "acct", "-A", "proj" };
+	char *val[] = { "dtrain-submit", "validate", "job.json", "--nodes=3", "-t", "00:10:00" };
+	struct launch_args a;
+	struct dt_err err = {0};
+
+	(void)state;
+	assert_int_equal(parse(ARGC(argv), argv, &a, &err), 0);
+	assert_int_equal(a.cmd, LAUNCH_SUBMIT);
+	assert_string_equal(a.spec_path, "job.json");
+	assert_int_equal(a.ntasks, 8);
+	/* in command-line order with --set: the last one wins */
+	assert_int_equal(a.n_sets, 6);
+	assert_string_equal(a.sets[0], "a.b=1");
+	assert_string_equal(a.sets[1], "resources.nodes=2");
+	assert_string_equal(a.sets[2], "resources.partition=high");
+	assert_string_equal(a.sets[3], "resources.time=10");
+	assert_string_equal(a.sets[4], "resources.account=acct");
+	assert_string_equal(a.sets[5], "resources.account=proj");
+	launch_args_free(&a);
+	assert_int_equal(parse(ARGC(val), val, &a, &err), 0);
+	assert_int_equal(a.cmd, LAUNCH_VALIDATE);
+	assert_int_equal(a.ntasks, 0);
+	assert_int_equal(a.n_sets, 2);
+	assert_string_equal(a.sets[0], "resources.nodes=3");
+	assert_string_equal(a.sets[1], "resources.time=00:10:00");
+	launch_args_free(&a);
+}
+
+static void test_mistyped(void **state)
+{
+	char *stauts[] = { "dtrain-submit", "stauts" };
+	char *valdate[] = { "dtrain-submit", "valdate", "spec.json" };
+	char *dry[] = { "dtrain-submit", "job.json", "--dry" };
+	char *ntasks[] = { "dtrain-submit", "job.json", "-n", "four" };
+	char *no_nodes[] = { "dtrain-submit", "job.json", "-N" };
+	char *status_n[] = { "dtrain-submit", "status", "-N", "2" };
+	char *unknown_short[] = { "dtrain-submit", "job.json", "-x" };
+	char *spec_named[] = { "dtrain-submit", "logz" };
+	struct launch_args a;
+	struct dt_err err = {0};
+	FILE *f;
+
+	(void)state;
+	expect_usage(ARGC(stauts), stauts, "unknown command 'stauts' (did you mean 'status'?)");
+	expect_usage(ARGC(valdate), valdate, "unknown command 'valdate' (did you mean 'validate'?)");
+	expect_usage(ARGC(dry), dry, "unknown option '--dry' (did you mean '--dry-run'?)");
+	expect_usage(ARGC(ntasks), ntasks, "--ntasks: expected the number of tasks in all (got 'four')");
+	expect_usage(ARGC(no_nodes), no_nodes, "--nodes needs a value");
+	expect_usage(ARGC(status_n), status_n, "status: unknown option '-N'");
+	expect_usage(ARGC(unknown_short), unknown_short, "unknown option '-x'");
+	/* a file of a command-like name is a spec, as before */
+	f = fopen("logz", "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(parse(ARGC(spec_named), spec_named, &a, &err), 0);
+	assert_int_equal(a.cmd, LAUNCH_SUBMIT);
+	assert_string_equal(a.spec_path, "logz");
+	launch_args_free(&a);
+	remove("logz");
+	expect_usage(ARGC(spec_named), spec_named, "unknown command 'logz' (did you mean 'logs'?)");
+}
+
 static void test_double_dash(void **state)
 {
 	char *argv[] = { "dtrain-submit", "submit", "--", "--weird-name.json" };
@@ -176,6 +242,8 @@ int main(void)
 		cmocka_unit_test(test_help_everywhere),
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_double_dash),
+		cmocka_unit_test(test_slurm_options),
+		cmocka_unit_test(test_mistyped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

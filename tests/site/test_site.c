@@ -61,7 +61,7 @@ static int resolve(struct fixture *fx, const char *text, const char *const *sets
 		   struct spec *s, struct dt_err *e)
 {
 	struct spec_policy policy;
-	struct spec_input in = { tu_write("job.json", text), &policy, sets, n, false };
+	struct spec_input in = { tu_write("job.json", text), &policy, sets, n, false, 0 };
 
 	site_policy(&fx->site, &policy);
 	dt_err_clear(e);
@@ -218,7 +218,7 @@ static void user_site_adds_under_the_system(void **state)
 	struct dt_err e = {0};
 	char user[512], bad[512], want[1400];
 	const char *sets[] = { "resources.account=evil" };
-	struct spec_input in = { NULL, &policy, sets, 1, false };
+	struct spec_input in = { NULL, &policy, sets, 1, false, 0 };
 
 	snprintf(user, sizeof(user), "%s",
 		 tu_write("user-site.json",
@@ -306,7 +306,7 @@ static void user_site_adds_under_the_system(void **state)
 	{
 		const char *big[] = { "resources.tasks_per_node=3", "resources.nodes=1",
 				      "parallel.data=3" };
-		struct spec_input in2 = { tu_write("job.json", "{}"), &policy, big, 3, false };
+		struct spec_input in2 = { tu_write("job.json", "{}"), &policy, big, 3, false, 0 };
 
 		dt_err_clear(&e);
 		assert_int_equal(spec_resolve(&in2, &s, &e), -EINVAL);
@@ -358,7 +358,7 @@ static void env_patterns_and_allowed(void **state)
 	{
 		struct spec_input in = { tu_write("job.json",
 			"{\"env\": {\"LD_PRELOAD\": \"/tmp/x.so\", \"PATH\": \"/tmp\","
-			" \"SLURM_CONF\": \"/tmp/s.conf\", \"OMP_NUM_THREADS\": \"1\"}}"), NULL, sets, 1, false };
+			" \"SLURM_CONF\": \"/tmp/s.conf\", \"OMP_NUM_THREADS\": \"1\"}}"), NULL, sets, 1, false, 0 };
 
 		assert_int_equal(spec_resolve(&in, &s, &e), -EINVAL);
 		assert_true(tu_has(&e, "job.json: env.LD_PRELOAD: changes how the job starts (the dynamic loader); a job spec may set it only where the site allows it (env_allow in the site file"));
