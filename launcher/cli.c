@@ -59,14 +59,17 @@ static const char help_submit[] =
 	"The run dir is the spec's run_dir, else <runs_root>/<name>-<YYYYmmdd-HHMMSS>\n"
 	"(-2, -3... when taken); it must not exist. It receives spec.json (the\n"
 	"resolved spec), job.sh (the batch script), job_id and the job's output\n"
-	"slurm-<id>.out. An invalid spec creates nothing; if sbatch refuses the job\n"
-	"the run dir is removed again.\n"
+	"slurm-<id>.out. An invalid spec, or data that does not fit it (checked as\n"
+	"validate does), creates nothing; if sbatch refuses the job the run dir is\n"
+	"removed again.\n"
 	"\n"
 	"options:\n"
 	"  --site FILE      a site file under " SITE_DEFAULT_PATH " (default: $DTRAIN_SITE);\n"
 	"                   it can only add defaults, locks and limits to the system's\n"
 	"  --set KEY=VALUE  override one spec key, e.g. --set resources.nodes=2 (repeatable)\n"
 	"  --dry-run        print the batch script; create and submit nothing\n"
+	"  --no-data-check  do not open the data sets here (they are on the compute\n"
+	"                   nodes' file systems only); dtrain-run checks them at start\n"
 	"  -h, --help       this text\n"
 	"\n"
 	"Slurm's options, as sbatch spells them: shortcuts of spec keys, taken\n"
@@ -84,13 +87,17 @@ static const char help_validate[] =
 	"Usage: dtrain-submit validate SPEC [--site FILE] [--set KEY=VALUE]... [SLURM OPTIONS]\n"
 	"\n"
 	"Resolve SPEC exactly as submit would, render and check its batch script,\n"
-	"and print the resolved spec as JSON (the spec.json a submit would write,\n"
-	"with the run dir it would use). Creates nothing, runs no Slurm command.\n"
+	"open its data sets as dtrain-run would and check them against the model\n"
+	"(they exist, are of the kind the model reads, their features, classes or\n"
+	"vocabulary fit, they hold a global batch), and print the resolved spec as\n"
+	"JSON (the spec.json a submit would write, with the run dir it would use).\n"
+	"Creates nothing, runs no Slurm command.\n"
 	"\n"
 	"options:\n"
 	"  --site FILE      a site file under " SITE_DEFAULT_PATH " (default: $DTRAIN_SITE);\n"
 	"                   it can only add defaults, locks and limits to the system's\n"
 	"  --set KEY=VALUE  override one spec key (repeatable)\n"
+	"  --no-data-check  do not open the data sets here (see submit --help)\n"
 	"  -h, --help       this text\n"
 	"\n"
 	"Slurm's options, as sbatch spells them: shortcuts of spec keys, taken\n"
@@ -193,8 +200,8 @@ struct cmd_def {
 #define SLURM_OPTIONS "--nodes --ntasks --partition --time --account"
 
 static const struct cmd_def cmds[] = {
-	{ LAUNCH_SUBMIT, "submit", "--site --set --dry-run --help " SLURM_OPTIONS, 1, 1 },
-	{ LAUNCH_VALIDATE, "validate", "--site --set --help " SLURM_OPTIONS, 1, 1 },
+	{ LAUNCH_SUBMIT, "submit", "--site --set --dry-run --no-data-check --help " SLURM_OPTIONS, 1, 1 },
+	{ LAUNCH_VALIDATE, "validate", "--site --set --no-data-check --help " SLURM_OPTIONS, 1, 1 },
 	{ LAUNCH_STATUS, "status", "--help", 0, 1 },
 	{ LAUNCH_CANCEL, "cancel", "--help", 1, 1 },
 	{ LAUNCH_LOGS, "logs", "--follow --help", 1, 1 },
@@ -379,14 +386,16 @@ static int parse_option(int argc, char *const argv[], int *i, const struct cmd_d
 			return usage_error(err, c, "unknown option '%s' (did you mean '%s'?)", name, hint);
 		return usage_error(err, c, "unknown option '%s'", name);
 	}
-	if (!strcmp(name, "--dry-run") || !strcmp(name, "--follow")) {
+	if (!strcmp(name, "--dry-run") || !strcmp(name, "--follow") || !strcmp(name, "--no-data-check")) {
 		/* Flags. */
 		if (inline_value)
 			return usage_error(err, c, "%s takes no value", name);
 		if (!strcmp(name, "--dry-run"))
 			out->dry_run = true;
-		else
+		else if (!strcmp(name, "--follow"))
 			out->follow = true;
+		else
+			out->no_data_check = true;
 		return 0;
 	}
 	/* Options with a value: --opt VALUE, --opt=VALUE, -x VALUE, -xVALUE. */

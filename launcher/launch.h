@@ -57,6 +57,7 @@ struct launch_args {
 	size_t n_owned;
 	long ntasks;              /* -n/--ntasks: tasks in all; 0: not given */
 	bool dry_run;             /* submit --dry-run */
+	bool no_data_check;       /* submit, validate --no-data-check */
 	const char *job;          /* status (NULL: all), cancel, logs: id or name */
 	bool follow;              /* logs -f */
 };

@@ -12,6 +12,7 @@
  */
 #include "launcher/launch.h"
 #include "launcher/internal.h"
+#include "base/err.h"
 #include "base/io.h"
 #include "base/path.h"
 #include "base/str.h"
@@ -170,36 +171,52 @@ static int input_error(int rc, const char *what, const char *path, struct dt_err
 	return rc == -ENOMEM ? rc : -EINVAL;
 }
 
-/* train.global_batch against the samples of data.train, when the data is
- * readable here: `dtrain-data count` (beside dtrain-submit) reads its
- * header. Where it is not (a file system of the cluster's only, no
- * dtrain-data), dtrain-run checks at start. 0, or -EINVAL naming both. */
-static int check_batch_fits(const struct launch_plan *p, const char *exe_dir, const char *spec_path,
-			    struct dt_err *err)
+/* The spec's data sets against its model, as dtrain-run would open them
+ * (`dtrain-run --check-data`, beside dtrain-submit, given the resolved
+ * spec on stdin): files that do not exist or are not readable, data of the
+ * wrong kind (a table for a GPT, a token stream for an MLP), features,
+ * classes or vocabulary that do not fit, fewer samples than a global
+ * batch. Skipped with --no-data-check (data on the compute nodes' file
+ * systems only) or where dtrain-run cannot run here (killed, a library it
+ * lacks on a login node). 0, or -EINVAL with dtrain-run's lines. */
+static int check_data(const struct launch_plan *p, const char *exe_dir, const char *spec_path,
+		      struct dt_err *err)
 {
-	const struct spec *s = &p->spec;
-	char tool[4200], context[32];
-	const char *argv[] = { tool, "count", s->data.train, "--context", context, NULL };
-	struct dt_buf out = {0};
+	char tool[4200];
+	const char *argv[] = { tool, "--check-data", "/dev/stdin", NULL };
+	struct dt_buf json = {0}, said = {0};
 	struct dt_err ignored = {0};
-	long long n = -1;
+	const char *line;
 	int status = -1, rc = 0;
 
-	if (!s->data.train || access(s->data.train, R_OK) != 0)
+	snprintf(tool, sizeof(tool), "%s/dtrain-run", exe_dir);
+	if (access(tool, X_OK) != 0)
 		return 0;
-	snprintf(tool, sizeof(tool), "%s/dtrain-data", exe_dir);
-	snprintf(context, sizeof(context), "%ld", s->model.context);
-	if (strcmp(s->model.type ? s->model.type : "mlp", "gpt"))
-		argv[3] = NULL; /* a table's rows: no windows */
-	if (access(tool, X_OK) == 0 &&
-	    launch__run(&(struct launch__proc){ .argv = argv, .out = &out,
-						.err_mode = LAUNCH__STDERR_QUIET, .timeout_s = 20 },
+	if (spec_dump(&p->spec, &json)) {
+		dt_err_add(err, "%s: out of memory", spec_path);
+		return -ENOMEM;
+	}
+	if (launch__run(&(struct launch__proc){ .argv = argv, .in = json.p, .in_len = json.len,
+						.out = &said, .err_mode = LAUNCH__STDERR_CAPTURE,
+						.err = &said, .timeout_s = 120 },
 			&status, &ignored) == 0 &&
-	    status == 0 && sscanf(dt_buf_str(&out), "%lld", &n) == 1 && n >= 0 &&
-	    s->train.global_batch > n)
-		rc = dt_err_add(err, "%s: train.global_batch: %ld is more than the %lld samples of %s: every step would take the whole set, fewer samples than asked (hint: a smaller train.global_batch, or more data)",
-				spec_path, s->train.global_batch, n, s->data.train);
-	dt_buf_free(&out);
+	    (status == DT_EXIT_FAIL || status == DT_EXIT_SPEC)) {
+		for (line = dt_buf_str(&said); *line; line += strcspn(line, "\n") + (line[strcspn(line, "\n")] != 0)) {
+			int n = (int)strcspn(line, "\n");
+			const char *text = !strncmp(line, "dtrain-run: ", 12) ? line + 12 : line;
+
+			n -= (int)(text - line);
+			if (n > 0 && !strncmp(text, "hint: ", 6))
+				dt_err_add(err, "%.*s", n, text);
+			else if (n > 0)
+				dt_err_add(err, "%s: data: %.*s", spec_path, n, text);
+		}
+		if (status == DT_EXIT_FAIL) /* not readable here */
+			dt_err_add(err, "hint: the data sets are opened here as dtrain-run will open them; where they are on the compute nodes only, give --no-data-check");
+		rc = -EINVAL;
+	}
+	dt_buf_free(&json);
+	dt_buf_free(&said);
 	return rc;
 }
 
@@ -236,7 +253,8 @@ int launch_plan(const struct launch_args *a, struct launch_plan *p, struct dt_er
 		goto out;
 	}
 	sprintf(p->dtrain_run, "%s/dtrain-run", exe_dir);
-	rc = check_batch_fits(p, exe_dir, a->spec_path, err);
+	if (!a->no_data_check)
+		rc = check_data(p, exe_dir, a->spec_path, err);
 	if (rc)
 		goto out;
 	p->now = time(NULL);

@@ -41,6 +41,7 @@
 
 static const char usage_text[] =
 	"usage: dtrain-run [--save-params DIR] [--quiet] SPEC.json\n"
+	"       dtrain-run --check-data SPEC.json\n"
 	"\n"
 	"Runs one rank of a dtrain job. SPEC.json is a resolved job spec, as\n"
 	"dtrain-submit writes it into the run directory. Every rank reads the same\n"
@@ -65,6 +66,10 @@ static const char usage_text[] =
 	"                     then bias), DIR/block-<B>.f32 for the GPT (its tensors\n"
 	"                     in the model's order)\n"
 	"  -q, --quiet        no progress lines\n"
+	"  --check-data       only open the spec's data sets as a run would and check\n"
+	"                     them against its model (kind, features, classes or\n"
+	"                     vocabulary, samples for a global batch); one process,\n"
+	"                     no MPI: what dtrain-submit validate runs\n"
 	"  -h, --help         this text\n"
 	"  -V, --version      print the version, and whether the GPU path\n"
 	"                     (train.device \"cuda\") is built\n"
@@ -85,7 +90,7 @@ static const char usage_text[] =
 	"checkpoint.dir (default <run_dir>/checkpoints); a run resumes from its newest\n"
 	"valid checkpoint (checkpoint.resume). See checkpoint/README.md.\n";
 
-enum { OPT_SAVE_PARAMS = 256, CONTINUE = -1 };
+enum { OPT_SAVE_PARAMS = 256, OPT_CHECK_DATA, CONTINUE = -1 };
 
 /* What main sets up, torn down in reverse by tear_down(). */
 struct run {
@@ -117,14 +122,17 @@ static void print_version(void)
 		printf("GPU path: not built\n");
 }
 
-/* Fills topts and *spec_path; CONTINUE, or the exit code for main. */
-static int parse_args(int argc, char **argv, struct rt_train_opts *topts, const char **spec_path)
+/* Fills topts, *spec_path and *check_data; CONTINUE, or the exit code for
+ * main. */
+static int parse_args(int argc, char **argv, struct rt_train_opts *topts, const char **spec_path,
+		      bool *check_data)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "save-params", required_argument, NULL, OPT_SAVE_PARAMS },
+		{ "check-data", no_argument, NULL, OPT_CHECK_DATA },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -133,6 +141,9 @@ static int parse_args(int argc, char **argv, struct rt_train_opts *topts, const 
 		switch (c) {
 		case 'q':
 			topts->quiet = true;
+			break;
+		case OPT_CHECK_DATA:
+			*check_data = true;
 			break;
 		case OPT_SAVE_PARAMS:
 			topts->save_params = optarg;
@@ -353,18 +364,39 @@ static void omp_wait_passive(char **argv)
 		execv("/proc/self/exe", argv);
 }
 
+/* --check-data: the spec's data sets against its model, on this process
+ * alone (rt_check_data); exit 0, 3 when they do not fit, 1 when unreadable */
+static int check_data(const char *spec_path)
+{
+	struct spec s = { 0 };
+	struct dt_err err = { 0 };
+	int rc = spec_load(spec_path, &s, &err);
+
+	if (!rc)
+		rc = rt_check_data(&s, &err);
+	if (rc)
+		print_err(&err, "");
+	else
+		printf("dtrain-run: %s: its data fits its model\n", spec_path);
+	spec_free(&s);
+	return !rc ? DT_EXIT_OK : rc == -EINVAL ? DT_EXIT_SPEC : DT_EXIT_FAIL;
+}
+
 int main(int argc, char **argv)
 {
 	struct rt_train_opts topts = { 0 };
 	struct run r = { 0 };
 	const char *spec_path = NULL;
+	bool only_data = false;
 	int status;
 
 	omp_wait_passive(argv);
-	status = parse_args(argc, argv, &topts, &spec_path);
+	status = parse_args(argc, argv, &topts, &spec_path, &only_data);
 
 	if (status != CONTINUE)
 		return status;
+	if (only_data)
+		return check_data(spec_path);
 	r.grid.data_comm = r.grid.pipe_comm = MPI_COMM_NULL;
 	status = set_up(&r, spec_path);
 	if (status == CONTINUE)

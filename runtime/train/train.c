@@ -68,64 +68,6 @@ static int load_shares(struct trainer *t)
 	return rc;
 }
 
-/* A token stream's vocabulary fits the model's. */
-static int check_vocab(struct trainer *t, const struct rt_data *d, const char *path, long vocab)
-{
-	if (d->classes > vocab)
-		return dt_err_add(t->err, "%s: a vocabulary of %d tokens but model.vocab_size is only %ld",
-				  path, d->classes, vocab), -EINVAL;
-	return 0;
-}
-
-/* A language model's token streams (data.train, data.test) as windows of
- * model.context + 1 tokens. */
-static int open_windows(struct trainer *t, const struct rt_model_ops *ops)
-{
-	const struct spec *s = t->s;
-	int T = (int)ops->width(s, 0), rc;
-	long vocab = ops->width(s, ops->blocks(s)) / T;
-
-	rc = rt_data_open_windows(&t->train, s->data.train, T, t->err);
-	if (rc == -EINVAL && !rt_tokens_is_stream(s->data.train))
-		dt_err_add(t->err, "hint: model.type \"%s\" trains on token streams; make them with dtrain-data text FILE... DIR, or dtrain-data tokens SHARD... DIR",
-			   ops->type);
-	if (!rc)
-		rc = check_vocab(t, &t->train, s->data.train, vocab);
-	if (rc || !s->data.test)
-		return rc;
-	rc = rt_data_open_windows(&t->test, s->data.test, T, t->err);
-	t->has_test = rc == 0;
-	return rc ? rc : check_vocab(t, &t->test, s->data.test, vocab);
-}
-
-/* A feature table's rows (data.train, data.test), for a model of rows. */
-static int open_tables(struct trainer *t)
-{
-	const struct spec *s = t->s;
-	int rc;
-
-	rc = rt_data_open(&t->train, s->data.train, t->err);
-	if (rc)
-		return rc;
-	if (t->train.features != s->model.inputs)
-		return dt_err_add(t->err, "%s: %lld features per sample but model.inputs is %ld",
-				  s->data.train, (long long)t->train.features, s->model.inputs);
-	if (t->train.classes > s->model.outputs)
-		return dt_err_add(t->err, "%s: %d classes but model.outputs is only %ld",
-				  s->data.train, t->train.classes, s->model.outputs);
-	if (s->data.test) {
-		rc = rt_data_open(&t->test, s->data.test, t->err);
-		if (rc)
-			return rc;
-		t->has_test = 1;
-		if (t->test.features != t->train.features)
-			return dt_err_add(t->err, "%s: %lld features per sample but the training set has %lld",
-					  s->data.test, (long long)t->test.features,
-					  (long long)t->train.features);
-	}
-	return 0;
-}
-
 static int open_data(struct trainer *t)
 {
 	const struct spec *s = t->s;
@@ -134,18 +76,12 @@ static int open_data(struct trainer *t)
 
 	if (!ops)
 		return -EINVAL;
-	if (!s->data.train)
-		return dt_err_add(t->err, "data.train: not set; dtrain-run needs a training set "
-				  "(make one with: dtrain-data fashion-mnist DIR, dtrain-data synthetic FILE, or for a language model dtrain-data text FILE... DIR)");
-	rc = ops->reads_tokens ? open_windows(t, ops) : open_tables(t);
+	rc = rt__open_sets(s, ops, &t->train, &t->test, &t->has_test, t->err);
 	if (rc)
 		return rc;
 	/* the loss reads the model's outputs as labels rows of classes each */
 	t->labels = t->train.labels;
 	t->classes = (int)(ops->width(s, ops->blocks(s)) / t->labels);
-	if (s->train.global_batch > t->train.n)
-		return dt_err_add(t->err, "train.global_batch: %ld is more than the %lld samples of %s: every step would take the whole set, fewer samples than asked (hint: a smaller train.global_batch, or more data)",
-				  s->train.global_batch, (long long)t->train.n, s->data.train);
 	rc = load_shares(t);
 	if (rc)
 		return rc;

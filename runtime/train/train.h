@@ -61,4 +61,11 @@ struct rt_train_opts {
 int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts *opts,
 	     bool *together, struct dt_err *err);
 
+/* The spec's data sets as a run would open them, checked against its model
+ * (the kind of data, features, classes or vocabulary, the global batch
+ * against the training set's samples): what `dtrain-run --check-data`
+ * does, on one process, without MPI. 0, or a negative errno with every
+ * problem in err (-EINVAL: the data does not fit the spec). */
+int rt_check_data(const struct spec *s, struct dt_err *err);
+
 #endif

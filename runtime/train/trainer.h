@@ -15,6 +15,8 @@
  *   metrics.c      progress lines and metrics.jsonl events
  *   on_device.c    what a stage on a device other than the host needs
  *                  around the loop: host staging, checkpoints' twins
+ *   data_sets.c    data.train and data.test opened and checked against the
+ *                  model (and rt_check_data, train.h)
  * Every function here is collective over the communicators its work uses;
  * each returns 0 or a negative errno with the message in t->err, unless it
  * says otherwise.
@@ -216,6 +218,13 @@ int rt__grad_sync_publish(struct trainer *t, bool clipped);
 /* --- the device seam (on_device.c) --- */
 
 /* What the stage's device cannot do (yet), named with the spec key. */
+/* data_sets.c: data.train into train and data.test (when set: *has_test)
+ * into test, checked against the model ops of s and the global batch; not
+ * collective (err, not t->err). The caller closes both, also after a
+ * failure. */
+int rt__open_sets(const struct spec *s, const struct rt_model_ops *ops, struct rt_data *train,
+		  struct rt_data *test, int *has_test, struct dt_err *err);
+
 int rt__dev_check(struct trainer *t);
 /* A slot's arrays on the device and their host staging (the same arrays
  * on a host device); freed by rt__dev_slot_free, also after a failure. */

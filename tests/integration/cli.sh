@@ -17,9 +17,9 @@ pass "usage errors exit 2 and name the flag"
 
 # --- every example spec validates and dry-runs to a script bash accepts ---
 for spec in "$DTRAIN_SOURCE_DIR"/jobs/*.json; do
-	expect_rc 0 $SUBMIT validate "$spec" --site "$site"
+	expect_rc 0 $SUBMIT validate "$spec" --site "$site" --no-data-check
 	must_contain "$T/out" '"parallel"'
-	expect_rc 0 $SUBMIT "$spec" --site "$site" --dry-run
+	expect_rc 0 $SUBMIT "$spec" --site "$site" --dry-run --no-data-check
 	bash -n "$T/out" || fail "bash -n rejects the dry-run script of $spec"
 	must_contain "$T/out" "#SBATCH --nodes="
 	must_contain "$T/out" "#SBATCH --requeue"
@@ -31,7 +31,7 @@ done
 pass "validate and --dry-run of every spec in jobs/"
 
 # --- the resolved spec reflects site defaults and --set ---
-expect_rc 0 $SUBMIT validate "$DTRAIN_SOURCE_DIR/jobs/fashion-mnist-2x2.json" --site "$site" \
+expect_rc 0 $SUBMIT validate "$DTRAIN_SOURCE_DIR/jobs/fashion-mnist-2x2.json" --site "$site" --no-data-check \
 	--set train.epochs=7 --set env.EXTRA=x
 must_contain "$T/out" '"epochs": 7'
 must_contain "$T/out" '"partition": "low"'
@@ -40,7 +40,7 @@ pass "validate shows the resolved spec"
 
 # --- sbatch's options as shortcuts of spec keys; limits and locks apply ---
 fm="$DTRAIN_SOURCE_DIR/jobs/fashion-mnist-2x2.json"
-expect_rc 0 $SUBMIT validate "$fm" --site "$site" -N 1 -n 4 -p high -t 20 -A acct
+expect_rc 0 $SUBMIT validate "$fm" --site "$site" -N 1 -n 4 -p high -t 20 -A acct --no-data-check
 must_contain "$T/out" '"nodes": 1'
 must_contain "$T/out" '"tasks_per_node": 4'
 must_contain "$T/out" '"partition": "high"'
@@ -56,9 +56,34 @@ sed -e 's/"locked": \["resources.qos"\]/"locked": ["resources.qos", "resources.t
 jq 'del(.resources.tasks_per_node)' "$fm" >"$T/fm-no-tpn.json"
 expect_rc 3 $SUBMIT validate "$T/fm-no-tpn.json" --site "$T/site-tpn.json" -n 8
 must_contain "$T/err" "-n 8: resources.tasks_per_node is locked by $T/site-tpn.json at 2"
-expect_rc 0 $SUBMIT validate "$T/fm-no-tpn.json" --site "$T/site-tpn.json" -n 4
+expect_rc 0 $SUBMIT validate "$T/fm-no-tpn.json" --site "$T/site-tpn.json" -n 4 --no-data-check
 must_contain "$T/out" '"tasks_per_node": 2'
 pass "-N -n -p -t -A set their spec keys; the site's limits and locks apply"
+
+# --- validate opens the data as dtrain-run will: missing, wrong kind, wrong shape ---
+"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 200 --features 32 --classes 5 --seed 1 >/dev/null ||
+	fail "dtrain-data synthetic"
+"$DTRAIN_BIN/dtrain-data" text /usr/share/games/fortunes/riddles "$T/text" >/dev/null || fail "dtrain-data text"
+gpt="$DTRAIN_SOURCE_DIR/jobs/gpt-tiny-2x2.json"
+expect_rc 3 $SUBMIT validate "$gpt" --site "$site" --set data.train="$T/nosuch.h5"
+must_contain "$T/err" "gpt-tiny-2x2.json: data: $T/nosuch.h5: cannot open"
+must_contain "$T/err" "--no-data-check"
+expect_rc 3 $SUBMIT validate "$gpt" --site "$site" --set data.train=null
+must_contain "$T/err" "data.train: not set"
+expect_rc 3 $SUBMIT validate "$gpt" --site "$site" --set data.train="$T/syn.h5" --set data.test=null
+must_contain "$T/err" "$T/syn.h5: not a dtrain token stream"
+must_contain "$T/err" 'hint: model.type "gpt" trains on token streams'
+expect_rc 3 $SUBMIT validate "$fm" --site "$site" --set data.train="$T/syn.h5" --set data.test=null
+must_contain "$T/err" "$T/syn.h5: 32 features per sample but model.inputs is 784"
+expect_rc 3 $SUBMIT validate "$fm" --site "$site" --set data.train="$T/text/train.h5" --set data.test=null
+must_contain "$T/err" "is a token stream, for a language model"
+expect_rc 3 $SUBMIT "$gpt" --site "$site" --set data.train="$T/text/train.h5" --set data.test="$T/text/val.h5" \
+	--set model.vocab_size=64
+must_contain "$T/err" "a vocabulary of 256 tokens but model.vocab_size is only 64"
+[ ! -e "$T/runs" ] || fail "a submit refused for its data left $T/runs"
+expect_rc 0 $SUBMIT validate "$gpt" --site "$site" --set data.train="$T/text/train.h5" --set data.test="$T/text/val.h5"
+expect_rc 0 $SUBMIT validate "$gpt" --site "$site" --set data.train="$T/nosuch.h5" --no-data-check
+pass "validate and submit refuse data that is missing, of the wrong kind or shape (exit 3); --no-data-check skips it"
 
 # --- a mistyped command or option gets a "did you mean", exit 2 ---
 expect_rc 2 $SUBMIT stauts

@@ -5,7 +5,7 @@
 site=$(write_site)
 
 printf '{"name": "sleeper", "resources": {"time": 5}, "setup": ["echo sleeper-started", "sleep 300"]}\n' >"$T/sleeper.json"
-expect_rc 0 $SUBMIT "$T/sleeper.json" --site "$site"
+expect_rc 0 $SUBMIT "$T/sleeper.json" --site "$site" --no-data-check
 id=$(cat "$T/out")
 wait_state "$id" 60 RUNNING
 expect_rc 0 $SUBMIT status sleeper

@@ -17,7 +17,7 @@ jq '.defaults.resources.account = "physics" | .locked += ["resources.account"]' 
 # --- the submitting shell's Slurm variables change nothing ---
 printf '{"name": "locked", "resources": {"time": 5}, "setup": ["sleep 300"]}\n' >"$T/job.json"
 SBATCH_ACCOUNT=evil SBATCH_PARTITION=high SBATCH_QOS=evil SLURM_ACCOUNT=evil SBATCH_TIMELIMIT=99 \
-	expect_rc 0 $SUBMIT "$T/job.json" --site "$T/locked.json"
+	expect_rc 0 $SUBMIT "$T/job.json" --site "$T/locked.json" --no-data-check
 id=$(cat "$T/out")
 scontrol show job "$id" >"$T/job.txt" || fail "scontrol show job $id"
 $SUBMIT cancel "$id" >/dev/null 2>&1 || true
@@ -58,8 +58,8 @@ must_contain "$T/err" "$T/mine.json: env: a user's site file cannot set it"
 expect_rc 3 $SUBMIT validate "$T/job.json" --site "$T/under-lock.json"
 must_contain "$T/err" "$T/under-lock.json: defaults.resources.account: locked by the system policy $system"
 for how in --site DTRAIN_SITE; do
-	if [ $how = --site ]; then run=($SUBMIT validate "$T/job.json" --site "$T/adds.json"); else
-		run=(env DTRAIN_SITE="$T/adds.json" $SUBMIT validate "$T/job.json"); fi
+	if [ $how = --site ]; then run=($SUBMIT validate "$T/job.json" --site "$T/adds.json" --no-data-check); else
+		run=(env DTRAIN_SITE="$T/adds.json" $SUBMIT validate "$T/job.json" --no-data-check); fi
 	expect_rc 0 "${run[@]}"
 	[ "$(jq -r .resources.account "$T/out")" = physics ] || fail "$how: the system's default account lost"
 	[ "$(jq -r .train.log_every "$T/out")" = 7 ] || fail "$how: the user's default did not apply"

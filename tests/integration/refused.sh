@@ -29,7 +29,7 @@ pass "nothing reached sbatch, nothing left behind"
 
 # Slurm refuses a partition it does not know: its message comes through.
 printf '{"runs_root": "%s/runs"}\n' "$T" >"$T/open-site.json"
-expect_rc 1 $SUBMIT "$spec" --site "$T/open-site.json" --set resources.partition=nosuch
+expect_rc 1 $SUBMIT "$spec" --site "$T/open-site.json" --set resources.partition=nosuch --no-data-check
 must_contain "$T/err" "nvalid partition"
 [ -z "$(ls -A "$T/runs" 2>/dev/null)" ] || { ls -R "$T/runs"; fail "sbatch failure left a run directory"; }
 pass "sbatch's own error passed through, run directory removed"
