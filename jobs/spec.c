@@ -1021,6 +1021,29 @@ static int check_locks(struct layers *l, json_object *obj, const char *path, str
 	return rc;
 }
 
+/* A resolved spec's (a run dir's spec.json, resumed) values of the keys the
+ * site locks: dropped, so that the site's values now fill them again, as
+ * for a new submit. */
+static void drop_locked(struct layers *l, json_object *obj, const char *path)
+{
+	char full[PATH_MAX_LEN], *gone[64];
+	int n = 0, i;
+
+	json_object_object_foreach(obj, key, val) {
+		snprintf(full, sizeof(full), "%s%s%s", path, *path ? "." : "", key);
+		if (spec_path_covered(l->policy->locked, full)) {
+			if (n < 64 && (gone[n] = strdup(key)) != NULL)
+				n++;
+		} else if (json_object_is_type(val, json_type_object)) {
+			drop_locked(l, val, full);
+		}
+	}
+	for (i = 0; i < n; i++) {
+		json_object_object_del(obj, gone[i]);
+		free(gone[i]);
+	}
+}
+
 /* The user's env keys that change how the job starts, unless the site
  * allows them (spec_env_starts_job). */
 static int check_env_keys(struct layers *l, struct dt_err *err)
@@ -1259,6 +1282,8 @@ int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *e
 	rc = spec_json_load(in->path, &l.user, err);
 	if (rc)
 		goto out;
+	if (in->resolved && in->policy && in->policy->locked)
+		drop_locked(&l, l.user, "");
 	/* Report every problem at once: bad --set values and locked keys do
 	 * not stop the checks of the rest. */
 	bad = apply_sets(&l, in->sets, in->n_sets, err);

@@ -146,7 +146,8 @@ static const struct spec_field fields[] = {
 	  "write checkpoints in the background while training goes on" },
 	{ "checkpoint.resume", SPEC_STR, F(checkpoint.resume), "\"auto\"", 1, 4000, 0, 0, NULL, SPEC_F_TEXT,
 	  "\"auto\": newest valid checkpoint of this run, if any; \"never\"; or the path of a "
-	  "checkpoint, or of a directory of checkpoints (its newest valid one), to start from" },
+	  "checkpoint, of a directory of checkpoints (its newest valid one), or of a run dir (its "
+	  "checkpoints/), to start from" },
 	{ "checkpoint.dir", SPEC_STR, F(checkpoint.dir), "null", 1, 4000, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_TEXT,
 	  "where checkpoints go; null: <run_dir>/checkpoints (no checkpoints without either)" },
 

@@ -24,8 +24,9 @@ static const char help_program[] =
 	"Usage: dtrain-submit [submit] SPEC [--site FILE] [--set KEY=VALUE]... [SLURM OPTIONS] [--dry-run]\n"
 	"       dtrain-submit validate SPEC [--site FILE] [--set KEY=VALUE]... [SLURM OPTIONS]\n"
 	"       dtrain-submit status [JOB]\n"
-	"       dtrain-submit cancel JOB\n"
+	"       dtrain-submit cancel [--now] JOB\n"
 	"       dtrain-submit logs [-f] JOB\n"
+	"       dtrain-submit resume RUN_DIR [--set KEY=VALUE]... [SLURM OPTIONS] [--dry-run]\n"
 	"       dtrain-submit --help | --version\n"
 	"\n"
 	"Run a dtrain job spec on Slurm as a batch job, and follow your jobs.\n"
@@ -34,8 +35,9 @@ static const char help_program[] =
 	"  submit    resolve SPEC, create its run dir and sbatch it (the default)\n"
 	"  validate  resolve SPEC and print the resolved spec as JSON; submit nothing\n"
 	"  status    list your recent jobs, or show one\n"
-	"  cancel    cancel a job\n"
+	"  cancel    ask a job to save and stop, then cancel it\n"
 	"  logs      print a job's output; -f follows it\n"
+	"  resume    continue a stopped run in its own run dir, as a new job\n"
 	"\n"
 	"JOB is a Slurm job id or a job name (then the most recent job of that name).\n"
 	"`dtrain-submit COMMAND --help` describes a command.\n"
@@ -151,14 +153,46 @@ static const char help_status[] =
 	"  -h, --help  this text\n";
 
 static const char help_cancel[] =
-	"Usage: dtrain-submit cancel JOB\n"
+	"Usage: dtrain-submit cancel [--now] JOB\n"
 	"\n"
-	"Cancel JOB (a job id, or the most recent job of that name) with scancel.\n"
-	"A cancelled job is not requeued, even if it saved a checkpoint. A job that\n"
-	"had already ended is reported as such (exit 1).\n"
+	"Stop JOB (a job id, or the most recent job of that name) so that no work\n"
+	"is lost: the ranks of a job that is training get its stop signal\n"
+	"(preemption.signal), as before a preemption, save at the next step\n"
+	"boundary and exit; its batch script, told by <run dir>/cancel, does not\n"
+	"requeue it but cancels it. cancel waits for that up to the spec's\n"
+	"preemption.lead_seconds (and 30 s more), then cancels the job anyway. A\n"
+	"pending job, or one that has not started training, is cancelled at once.\n"
+	"A cancelled job is not requeued; `dtrain-submit resume RUN_DIR` continues\n"
+	"it. A job that had already ended is reported as such (exit 1).\n"
 	"\n"
 	"options:\n"
+	"  --now       cancel at once, without asking the job to save\n"
 	"  -h, --help  this text\n";
+
+static const char help_resume[] =
+	"Usage: dtrain-submit resume RUN_DIR [--site FILE] [--set KEY=VALUE]... [SLURM OPTIONS]\n"
+	"                            [--dry-run] [--no-data-check]\n"
+	"\n"
+	"Continue a stopped run (cancelled, failed, out of requeues or of time) in\n"
+	"its own run dir, as a new job: its spec.json under the --set values (more\n"
+	"steps: --set train.max_steps=N; the site's locks and limits apply), a new\n"
+	"job.sh, and dtrain-run resumes from the run's newest valid checkpoint and\n"
+	"appends to its metrics.jsonl. What the previous job used is kept beside:\n"
+	"spec-<id>.json, job-<id>.sh and its recovery counters as recovery-<id>/.\n"
+	"Refused while the run's job is still pending or running. Prints the new\n"
+	"job id like submit.\n"
+	"\n"
+	"options:\n"
+	"  --site FILE      a site file (as submit)\n"
+	"  --set KEY=VALUE  override one spec key (repeatable); run_dir stays RUN_DIR\n"
+	"  --dry-run        print the batch script; write and submit nothing\n"
+	"  --no-data-check  do not open the data sets here\n"
+	"  -h, --help       this text\n"
+	"\n"
+	"Slurm's options (-N, -n, -p, -t, -A) as for submit.\n"
+	"\n"
+	"exit codes: 0 submitted, 1 the job is still active, sbatch refused or I/O\n"
+	"            error, 2 usage error, 3 invalid spec or site file\n";
 
 static const char help_logs[] =
 	"Usage: dtrain-submit logs [-f] JOB\n"
@@ -183,6 +217,8 @@ const char *launch_help(enum launch_cmd cmd)
 		return help_cancel;
 	case LAUNCH_LOGS:
 		return help_logs;
+	case LAUNCH_RESUME:
+		return help_resume;
 	default:
 		return help_program;
 	}
@@ -203,8 +239,9 @@ static const struct cmd_def cmds[] = {
 	{ LAUNCH_SUBMIT, "submit", "--site --set --dry-run --no-data-check --help " SLURM_OPTIONS, 1, 1 },
 	{ LAUNCH_VALIDATE, "validate", "--site --set --no-data-check --help " SLURM_OPTIONS, 1, 1 },
 	{ LAUNCH_STATUS, "status", "--help", 0, 1 },
-	{ LAUNCH_CANCEL, "cancel", "--help", 1, 1 },
+	{ LAUNCH_CANCEL, "cancel", "--now --help", 1, 1 },
 	{ LAUNCH_LOGS, "logs", "--follow --help", 1, 1 },
+	{ LAUNCH_RESUME, "resume", "--site --set --dry-run --no-data-check --help " SLURM_OPTIONS, 1, 1 },
 };
 
 /* sbatch's one-letter options, and the long ones they stand for */
@@ -386,7 +423,8 @@ static int parse_option(int argc, char *const argv[], int *i, const struct cmd_d
 			return usage_error(err, c, "unknown option '%s' (did you mean '%s'?)", name, hint);
 		return usage_error(err, c, "unknown option '%s'", name);
 	}
-	if (!strcmp(name, "--dry-run") || !strcmp(name, "--follow") || !strcmp(name, "--no-data-check")) {
+	if (!strcmp(name, "--dry-run") || !strcmp(name, "--follow") || !strcmp(name, "--no-data-check") ||
+	    !strcmp(name, "--now")) {
 		/* Flags. */
 		if (inline_value)
 			return usage_error(err, c, "%s takes no value", name);
@@ -394,6 +432,8 @@ static int parse_option(int argc, char *const argv[], int *i, const struct cmd_d
 			out->dry_run = true;
 		else if (!strcmp(name, "--follow"))
 			out->follow = true;
+		else if (!strcmp(name, "--now"))
+			out->now = true;
 		else
 			out->no_data_check = true;
 		return 0;
@@ -428,6 +468,22 @@ static bool mistyped_command(const char *a, char *hint, size_t size)
 		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", k ? " " : "",
 			 cmds[k].name);
 	return dt_closest_word(names, ' ', a, 3, hint, size) != NULL;
+}
+
+/* A command's one positional argument (NULL: none given) where it goes */
+static int take_positional(const struct cmd_def *c, const char *arg, struct launch_args *out,
+			   struct dt_err *err)
+{
+	if (c->cmd == LAUNCH_SUBMIT || c->cmd == LAUNCH_VALIDATE) {
+		out->spec_path = arg;
+		return *arg ? 0 : usage_error(err, c, "SPEC is an empty file name");
+	}
+	if (c->cmd == LAUNCH_RESUME) {
+		out->run_dir = arg;
+		return *arg ? 0 : usage_error(err, c, "RUN_DIR is empty");
+	}
+	out->job = arg;
+	return arg && !*arg ? usage_error(err, c, "JOB is empty") : 0;
 }
 
 int launch_parse_args(int argc, char *const argv[], struct launch_args *out,
@@ -491,18 +547,11 @@ int launch_parse_args(int argc, char *const argv[], struct launch_args *out,
 	}
 	if (n_pos < c->min_pos) {
 		rc = usage_error(err, c, "missing %s",
-				 c->cmd == LAUNCH_SUBMIT || c->cmd == LAUNCH_VALIDATE ? "SPEC" : "JOB");
+				 c->cmd == LAUNCH_SUBMIT || c->cmd == LAUNCH_VALIDATE ? "SPEC" :
+				 c->cmd == LAUNCH_RESUME ? "RUN_DIR" : "JOB");
 		goto out;
 	}
-	if (c->cmd == LAUNCH_SUBMIT || c->cmd == LAUNCH_VALIDATE) {
-		out->spec_path = pos[0];
-		if (!*pos[0])
-			rc = usage_error(err, c, "SPEC is an empty file name");
-	} else {
-		out->job = pos[0];
-		if (pos[0] && !*pos[0])
-			rc = usage_error(err, c, "JOB is empty");
-	}
+	rc = take_positional(c, pos[0], out, err);
 out:
 	if (rc)
 		launch_args_free(out);

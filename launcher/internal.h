@@ -52,10 +52,21 @@ int launch__run(const struct launch__proc *p, int *status, struct dt_err *err);
  * '/' and is executable). Caller frees; NULL when none. */
 char *launch__which(const char *name);
 
-/* --- files (submit.c) --- */
+/* --- files and sbatch (submit.c) --- */
 
 /* Create path (must not exist) with data, fsync it. 0 or -errno. */
 int launch__write_new(const char *path, const void *data, size_t len, int mode);
+
+struct launch_plan;
+struct launch_job;
+/* sbatch --parsable <run_dir>/job.sh (sbatch found on PATH), the job id
+ * into *id (caller frees). -ENOENT: no sbatch; -EIO: refused (its message
+ * went to our stderr; a line in err); -EPROTO: output without a job id
+ * (the job may be queued). */
+int launch__sbatch(const char *run_dir, char **id, struct dt_err *err);
+/* The accepted job written down: *job filled, <run_dir>/job_id, the
+ * registry; problems are warnings. */
+void launch__record_job(const struct launch_plan *p, struct launch_job *job, struct dt_err *warn);
 
 /* --- text (render.c) --- */
 

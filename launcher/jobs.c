@@ -1,6 +1,6 @@
 /*
- * jobs.c - `dtrain-submit status`, `cancel` and `logs`: what happens to a
- * job after the submit. A JOB argument is resolved by launch_resolve_job()
+ * jobs.c - `dtrain-submit status` and `logs`: what happens to a job after
+ * the submit (cancel.c stops one). A JOB argument is resolved by launch_resolve_job()
  * (registry.c); Slurm is asked through its client programs (slurm.c).
  *
  * status prints one row per job through a table of columns, so that
@@ -8,7 +8,7 @@
  * The progress is read and formatted by progress.c; status of one job
  * shows the same strings as labelled lines.
  *
- * Sections: progress, status table, status of one job, cancel, logs.
+ * Sections: progress, status table, status of one job, logs.
  */
 #include "launcher/launch.h"
 
@@ -305,46 +305,6 @@ out:
 int launch_cmd_status(const struct launch_args *a, struct dt_err *err)
 {
 	return a->job ? status_one(a->job, err) : status_all(err);
-}
-
-/* --- cancel --- */
-
-int launch_cmd_cancel(const struct launch_args *a, struct dt_err *err)
-{
-	struct launch_job job = {0};
-	struct launch_slurm sl = {0};
-	struct launch_state state;
-	int rc, status;
-
-	rc = launch_resolve_job(a->job, &job, err);
-	if (rc)
-		goto out;
-	launch_job_state(&sl, job.id, &state);
-	if (!launch_state_active(state.name)) {
-		rc = -ESRCH;
-		dt_err_add(err, "job %s (%s) had already ended (%s): nothing to cancel; hint: `dtrain-submit status %s` shows how it ended",
-			   job.id, or_dash(job.name), state.name, job.id);
-		goto out;
-	}
-	{
-		const char *argv[] = { "scancel", job.id, NULL };
-
-		rc = launch__run(&(struct launch__proc){ .argv = argv,
-							 .err_mode = LAUNCH__STDERR_PASS },
-				 &status, err);
-	}
-	if (!rc && status != 0) {
-		rc = -EIO;
-		dt_err_add(err, "scancel refused to cancel job %s (exit %d, its message is above)",
-			   job.id, status);
-	}
-	if (rc)
-		goto out;
-	printf("cancelled job %s (%s), run dir %s\n", job.id, or_dash(job.name),
-	       or_dash(job.run_dir));
-out:
-	launch_job_free(&job);
-	return rc;
 }
 
 /* --- logs --- */

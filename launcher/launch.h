@@ -39,6 +39,7 @@ enum launch_cmd {
 	LAUNCH_STATUS,
 	LAUNCH_CANCEL,
 	LAUNCH_LOGS,
+	LAUNCH_RESUME,
 	LAUNCH_HELP,    /* print launch_help(help_for) */
 	LAUNCH_VERSION,
 };
@@ -49,6 +50,7 @@ struct launch_args {
 	enum launch_cmd cmd;
 	enum launch_cmd help_for; /* LAUNCH_HELP: the command; LAUNCH_HELP: the program */
 	const char *spec_path;    /* submit, validate */
+	const char *run_dir;      /* resume: the run dir to continue */
 	const char *site_path;    /* --site; NULL: $DTRAIN_SITE or the default */
 	const char **sets;        /* --set "a.b=value", in command-line order, and
 				   * the Slurm options as the --set of their keys */
@@ -60,6 +62,7 @@ struct launch_args {
 	bool no_data_check;       /* submit, validate --no-data-check */
 	const char *job;          /* status (NULL: all), cancel, logs: id or name */
 	bool follow;              /* logs -f */
+	bool now;                 /* cancel --now: no save first */
 };
 
 /* Parse argv (argv[0] is the program). 0, -EINVAL (usage error, a line in
@@ -79,6 +82,7 @@ int launch_cmd_validate(const struct launch_args *a, struct dt_err *err);
 int launch_cmd_status(const struct launch_args *a, struct dt_err *err);
 int launch_cmd_cancel(const struct launch_args *a, struct dt_err *err);
 int launch_cmd_logs(const struct launch_args *a, struct dt_err *err);
+int launch_cmd_resume(const struct launch_args *a, struct dt_err *err);
 
 /* --- batch script --- */
 
@@ -111,7 +115,9 @@ struct launch_plan {
 
 /* Load the site, resolve the spec, pick the run dir, render job.sh and
  * spec.json, check the script's syntax. Creates nothing. The caller frees
- * with launch_plan_free() (also after a failure). */
+ * with launch_plan_free() (also after a failure). For LAUNCH_RESUME the
+ * spec is a->run_dir's spec.json (resolved before) under the --set
+ * values, and the run dir is that one. */
 int launch_plan(const struct launch_args *a, struct launch_plan *out,
 		struct dt_err *err);
 void launch_plan_free(struct launch_plan *p);
@@ -135,11 +141,20 @@ void launch_job_free(struct launch_job *j);
 /* Create the run dir (atomically: a sibling temp dir, fsync, rename), run
  * sbatch, then write <run_dir>/job_id and add the job to the registry.
  * Fails (nothing left behind) when the run dir cannot be made or sbatch
- * refuses the job (-EIO; sbatch's stderr went to ours). Once sbatch accepted
+ * refuses the job (-EIO; sbatch's stderr went to ours); -EPROTO when sbatch
+ * printed no job id (the job may be queued: the run dir stays). Once sbatch accepted
  * the job it returns 0 and *job is filled; problems after that (job_id file,
  * registry) go to warn. */
 int launch_submit(struct launch_plan *p, struct launch_job *job,
 		  struct dt_err *warn, struct dt_err *err);
+
+/* A stopped run continued in its own run dir (resume.c): refused (-EBUSY)
+ * while its last job is still active; the previous spec.json, job.sh and
+ * recovery counters kept as spec-<id>.json, job-<id>.sh, recovery-<id>/,
+ * the new ones written, sbatch run (-EIO when it refuses: the previous
+ * files are put back), the job recorded as launch_submit does. */
+int launch_resume(struct launch_plan *p, struct launch_job *job, struct dt_err *warn,
+		  struct dt_err *err);
 
 /* --- the registry: ${XDG_STATE_HOME:-$HOME/.local/state}/dtrain/jobs.tsv ---
  * A first line "# dtrain-jobs v1", then one line per submitted job:

@@ -673,11 +673,17 @@ static void render_requeue(struct render *r)
 	       "# time limit is near); the job then goes back to the queue, at most\n"
 	       "# preemption.max_requeues times. After a SIGTERM this shell does not requeue:\n"
 	       "# a cancelled job must stay cancelled, and Slurm requeues a preempted job\n"
-	       "# itself (PreemptMode=REQUEUE).\n",
+	       "# itself (PreemptMode=REQUEUE). Nor when dtrain-submit cancel asked for the\n"
+	       "# save (it leaves <run dir>/cancel): the job then cancels itself.\n",
 	    DT_EXIT_REQUEUE);
 	put(r, "if [ \"$dtrain_rc\" -eq %d ]; then\n"
 	       "\tif [ \"$dtrain_term\" -ne 0 ]; then\n"
 	       "\t\techo \"dtrain: state saved; the job was terminated (scancel or preemption), not requeued by this script\" >&2\n"
+	       "\t\texit %d\n"
+	       "\tfi\n"
+	       "\tif [ -e \"$DTRAIN_RUN_DIR/cancel\" ]; then # dtrain-submit cancel asked for the save\n"
+	       "\t\techo \"dtrain: state saved; stopped by dtrain-submit cancel, not requeued (dtrain-submit resume $DTRAIN_RUN_DIR continues it)\" >&2\n"
+	       "\t\tscancel \"$dtrain_job_id\"\n"
 	       "\t\texit %d\n"
 	       "\tfi\n"
 	       "\tif [ \"$(dtrain_count requeued)\" -lt %ld ]; then\n"
@@ -696,7 +702,7 @@ static void render_requeue(struct render *r)
 	       "\texit %d\n"
 	       "fi\n"
 	       "exit \"$dtrain_rc\"\n",
-	    DT_EXIT_REQUEUE, DT_EXIT_REQUEUE, max_requeues, DT_EXIT_REQUEUE,
+	    DT_EXIT_REQUEUE, DT_EXIT_REQUEUE, DT_EXIT_REQUEUE, max_requeues, DT_EXIT_REQUEUE,
 	    max_requeues, DT_EXIT_REQUEUE, max_requeues, DT_EXIT_REQUEUE);
 }
 

@@ -220,13 +220,53 @@ static int check_data(const struct launch_plan *p, const char *exe_dir, const ch
 	return rc;
 }
 
+/* The run dir of a new run: the spec's, which must not exist, else one
+ * named after the job under the site's runs_root. */
+static int plan_run_dir(struct launch_plan *p, struct dt_err *err)
+{
+	const char *root = p->site.runs_root;
+	struct dt_buf def = {0};
+	struct stat st;
+	int rc;
+
+	if (p->spec.run_dir && lstat(p->spec.run_dir, &st) == 0) {
+		dt_err_add(err, "run_dir: \"%s\" already exists; hint: every submit needs a new run dir: --set run_dir=<new path>, or leave run_dir unset to get <runs_root>/<name>-<time>; to continue the run in it: dtrain-submit resume %s",
+			   p->spec.run_dir, p->spec.run_dir);
+		return -EEXIST;
+	}
+	if (p->spec.run_dir)
+		return 0;
+	if (!root) {
+		/* site.h promises a default; be safe if it is missing. */
+		const char *home = getenv("HOME");
+
+		if (!home || dt_buf_printf(&def, "%s/dtrain-runs", home))
+			return dt_err_add(err, "run_dir: no runs_root in the site policy and no HOME; hint: set run_dir");
+		root = def.p;
+	}
+	p->run_dir_auto = true;
+	rc = launch_pick_run_dir(root, p->spec.name, p->now, &p->spec.run_dir, err);
+	dt_buf_free(&def);
+	return rc;
+}
+
+/* Two paths name the same directory */
+static bool same_dir(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
 int launch_plan(const struct launch_args *a, struct launch_plan *p, struct dt_err *err)
 {
-	const char *site_path, *user_site;
+	bool resume = a->cmd == LAUNCH_RESUME;
+	struct dt_buf resumed = {0};
+	const char *spec_path, *site_path, *user_site;
 	struct spec_policy policy;
 	struct spec_input in;
 	char *exe_dir = NULL;
-	struct stat st;
 	int rc;
 
 	*p = (struct launch_plan){0};
@@ -239,11 +279,25 @@ int launch_plan(const struct launch_args *a, struct launch_plan *p, struct dt_er
 		goto out;
 	}
 	site_policy(&p->site, &policy);
-	in = (struct spec_input){ .path = a->spec_path, .policy = &policy,
-				  .sets = a->sets, .n_sets = a->n_sets, .ntasks = a->ntasks };
+	if (resume && dt_buf_printf(&resumed, "%s/spec.json", a->run_dir)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	spec_path = resume ? resumed.p : a->spec_path;
+	/* a run dir's spec.json was resolved (and its env checked) before */
+	in = (struct spec_input){ .path = spec_path, .policy = &policy, .sets = a->sets,
+				  .n_sets = a->n_sets, .resolved = resume, .ntasks = a->ntasks };
 	rc = spec_resolve(&in, &p->spec, err);
 	if (rc) {
-		rc = input_error(rc, "job spec", a->spec_path, err);
+		if (resume && access(spec_path, F_OK) != 0)
+			dt_err_add(err, "%s: not a run dir (no spec.json); hint: `dtrain-submit status` lists your jobs' run dirs",
+				   a->run_dir);
+		rc = input_error(rc, "job spec", spec_path, err);
+		goto out;
+	}
+	if (resume && !same_dir(p->spec.run_dir, a->run_dir)) {
+		rc = dt_err_add(err, "%s: run_dir: a resume continues %s; hint: to start a new run from its checkpoints, submit the spec with --set checkpoint.resume=%s",
+				spec_path, a->run_dir, a->run_dir);
 		goto out;
 	}
 	exe_dir = dt_exe_dir();
@@ -254,38 +308,18 @@ int launch_plan(const struct launch_args *a, struct launch_plan *p, struct dt_er
 	}
 	sprintf(p->dtrain_run, "%s/dtrain-run", exe_dir);
 	if (!a->no_data_check)
-		rc = check_data(p, exe_dir, a->spec_path, err);
+		rc = check_data(p, exe_dir, spec_path, err);
 	if (rc)
 		goto out;
 	p->now = time(NULL);
-	if (!p->spec.run_dir) {
-		const char *root = p->site.runs_root;
-		struct dt_buf def = {0};
-
-		if (!root) {
-			/* site.h promises a default; be safe if it is missing. */
-			const char *home = getenv("HOME");
-
-			if (!home || dt_buf_printf(&def, "%s/dtrain-runs", home)) {
-				rc = dt_err_add(err, "run_dir: no runs_root in the site policy and no HOME; hint: set run_dir");
-				goto out;
-			}
-			root = def.p;
-		}
-		p->run_dir_auto = true;
-		rc = launch_pick_run_dir(root, p->spec.name, p->now, &p->spec.run_dir, err);
-		dt_buf_free(&def);
-		if (rc)
-			goto out;
-	} else if (lstat(p->spec.run_dir, &st) == 0) {
-		rc = -EEXIST;
-		dt_err_add(err, "run_dir: \"%s\" already exists; hint: every submit needs a new run dir: --set run_dir=<new path>, or leave run_dir unset to get <runs_root>/<name>-<time>",
-			   p->spec.run_dir);
+	if (!resume) /* a resume continues the run dir that is there */
+		rc = plan_run_dir(p, err);
+	if (rc)
 		goto out;
-	}
 	rc = plan_render(p, err);
 out:
 	free(exe_dir);
+	dt_buf_free(&resumed);
 	return rc;
 }
 
@@ -445,15 +479,18 @@ static int claim_run_dir(struct launch_plan *p, const char *parent, struct dt_er
 	return rc;
 }
 
-/* sbatch the run dir's job.sh; its output (the job id) into out. A job
- * sbatch refused leaves no run dir behind. */
-static int run_sbatch(const struct launch_plan *p, const char *sbatch, struct dt_buf *out,
-		      struct dt_err *err)
+int launch__sbatch(const char *run_dir, char **id, struct dt_err *err)
 {
-	struct dt_buf job_sh = {0};
+	struct dt_buf job_sh = {0}, out = {0};
+	char *sbatch = launch__which("sbatch"), shown[96];
 	int rc, status;
 
-	rc = dt_buf_printf(&job_sh, "%s/job.sh", p->spec.run_dir);
+	*id = NULL;
+	if (!sbatch) {
+		dt_err_add(err, "sbatch: not found on PATH; hint: install the Slurm client tools or fix PATH");
+		return -ENOENT;
+	}
+	rc = dt_buf_printf(&job_sh, "%s/job.sh", run_dir);
 	if (rc)
 		goto out;
 	{
@@ -462,26 +499,34 @@ static int run_sbatch(const struct launch_plan *p, const char *sbatch, struct dt
 		/* No SBATCH_* or SLURM_* of the submitting shell may override
 		 * what the job script says (the site's locks, the resolved
 		 * spec); sbatch also passes its environment on to the job. */
-		rc = launch__run(&(struct launch__proc){ .argv = argv, .out = out,
+		rc = launch__run(&(struct launch__proc){ .argv = argv, .out = &out,
 							 .err_mode = LAUNCH__STDERR_PASS,
 							 .slurm_env_off = true },
 				 &status, err);
 	}
-	if (rc || status != 0) {
-		dt_remove_tree(p->spec.run_dir);
-		if (!rc)
-			dt_err_add(err, "sbatch refused the job (exit %d, its message is above); nothing was submitted",
-				   status);
+	if (!rc && status != 0) {
+		dt_err_add(err, "sbatch refused the job (exit %d, its message is above); nothing was submitted",
+			   status);
+		rc = -EIO;
+	} else if (!rc && !(*id = parse_job_id(dt_buf_str(&out)))) {
+		dt_err_add(err, "sbatch: unexpected output \"%s\"; the job may be queued: check squeue; its run dir %s is kept",
+			   launch__printable(dt_buf_str(&out), shown, sizeof(shown)), run_dir);
+		rc = -EPROTO;
+	} else if (rc) {
 		rc = -EIO;
 	}
 out:
+	if (rc == -ENOMEM)
+		dt_err_add(err, "sbatch: out of memory");
 	dt_buf_free(&job_sh);
+	dt_buf_free(&out);
+	free(sbatch);
 	return rc;
 }
 
-/* Fill job and write it down (<run_dir>/job_id, the registry). The job is
- * queued already, so a problem here is a warning, not a failed submit. */
-static void record_job(const struct launch_plan *p, struct launch_job *job, struct dt_err *warn)
+/* The job is queued already, so a problem here is a warning, not a failed
+ * submit. */
+void launch__record_job(const struct launch_plan *p, struct launch_job *job, struct dt_err *warn)
 {
 	struct dt_buf path = {0}, line = {0};
 	char stamp[32];
@@ -514,33 +559,28 @@ static void record_job(const struct launch_plan *p, struct launch_job *job, stru
 int launch_submit(struct launch_plan *p, struct launch_job *job,
 		  struct dt_err *warn, struct dt_err *err)
 {
-	struct dt_buf out = {0};
-	char *sbatch = NULL, *parent = NULL, shown[96];
+	char *sbatch = NULL, *parent = NULL, *id = NULL;
 	int rc;
 
 	*job = (struct launch_job){0};
 	rc = check_before_create(p, &sbatch, &parent, err);
 	if (!rc)
 		rc = claim_run_dir(p, parent, err);
-	if (!rc)
-		rc = run_sbatch(p, sbatch, &out, err);
 	if (rc)
 		goto out;
-	job->id = parse_job_id(dt_buf_str(&out));
-	if (!job->id) {
-		rc = -EIO;
-		dt_err_add(err, "sbatch: unexpected output \"%s\"; the job may be queued: check squeue; its run dir %s is kept",
-			   launch__printable(dt_buf_str(&out), shown, sizeof(shown)), p->spec.run_dir);
+	rc = launch__sbatch(p->spec.run_dir, &id, err);
+	if (rc && rc != -EPROTO) /* refused: leave nothing behind */
+		dt_remove_tree(p->spec.run_dir);
+	if (rc)
 		goto out;
-	}
 	/* Accepted: from here on problems are warnings. */
-	record_job(p, job, warn);
+	job->id = id;
+	launch__record_job(p, job, warn);
 out:
 	if (rc == -ENOMEM)
 		dt_err_add(err, "submit: out of memory");
 	if (rc)
 		launch_job_free(job);
-	dt_buf_free(&out);
 	free(parent);
 	free(sbatch);
 	return rc;

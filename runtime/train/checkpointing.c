@@ -522,12 +522,15 @@ static int load_state(struct rt_ckpt *c, const char *path, struct dt_err *err)
 
 /* The checkpoint to resume from, into path: this run's newest valid one,
  * else checkpoint.resume's (a checkpoint, which must be usable, or a
- * directory's newest valid one). *found = false: a fresh start.
+ * directory's newest valid one: a run dir's are in its checkpoints/).
+ * *found = false: a fresh start.
  * Collective. */
 static int find_resume_point(struct rt_ckpt *c, struct ckpt_manifest *m, char *path,
 			     size_t size, bool *found, struct dt_err *err)
 {
 	const char *want = c->s->checkpoint.resume;
+	char run_ckpts[4200];
+	struct stat st;
 	int rc, rep = -1, skipped;
 
 	/* this run's own checkpoints first: a requeued job continues itself */
@@ -551,6 +554,10 @@ static int find_resume_point(struct rt_ckpt *c, struct ckpt_manifest *m, char *p
 		rc = verify_spread(c, path, m, found, true, &rep, err);
 		return rc ? rc : *found ? 0 : -EINVAL;
 	}
+	/* a run dir, as every dtrain-ckpt command takes it: its checkpoints/ */
+	if (snprintf(run_ckpts, sizeof(run_ckpts), "%s/checkpoints", want) < (int)sizeof(run_ckpts) &&
+	    stat(run_ckpts, &st) == 0 && S_ISDIR(st.st_mode))
+		want = run_ckpts;
 	rc = newest_valid(c, want, m, path, size, found, &skipped, err);
 	if (!rc && !*found) {
 		if (c->g->rank == 0)

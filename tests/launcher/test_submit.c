@@ -373,7 +373,7 @@ static void test_sbatch_garbage_output(void **state)
 	fake_sbatch("echo 'Submitted batch job soon'");
 	assert_int_equal(launch_plan(&a, &p, &err), 0);
 	use_fake_dtrain_run(&p);
-	assert_int_equal(launch_submit(&p, &job, &warn, &err), -EIO);
+	assert_int_equal(launch_submit(&p, &job, &warn, &err), -EPROTO);
 	assert_non_null(strstr(err.msg, "unexpected output"));
 	/* The job may be queued: its run dir must stay. */
 	assert_int_equal(count_entries(runs), 1);

@@ -1,0 +1,218 @@
+/*
+ * cancel.c - `dtrain-submit cancel`: stop a job without losing its work.
+ *
+ * A running dtrain job is asked first, as a preemption asks it: cancel
+ * leaves <run dir>/cancel and sends the ranks their stop signal
+ * (preemption.signal, scancel --signal). They save at the next step
+ * boundary (after an evaluation in progress) and exit; the batch script,
+ * seeing the marker, does not requeue but cancels the job itself, so that
+ * Slurm records it CANCELLED. cancel waits for the job's end and reports
+ * the save from metrics.jsonl (a "stop" event, then its "checkpoint");
+ * past preemption.lead_seconds (+ CANCEL_GRACE_S) it cancels the job
+ * anyway. A pending job, or with --now, is cancelled at once.
+ * `dtrain-submit resume` moves the marker aside.
+ *
+ * Sections: the save, cancel.
+ */
+#include "launcher/launch.h"
+#include "launcher/internal.h"
+#include "base/clock.h"
+#include "base/buf.h"
+#include "base/io.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define CANCEL_GRACE_S 30    /* beyond the lead time: the step boundary's wait */
+#define CANCEL_POLL_MS 250
+
+/* --- the save --- */
+
+static const char *or_dash(const char *s)
+{
+	return s && *s ? s : "-";
+}
+
+/* Bytes of <run_dir>/metrics.jsonl now (0 when there is none). */
+static long long metrics_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (long long)st.st_size : 0;
+}
+
+/* Text of path from byte `from` on, into text (empty when unreadable) */
+static void read_from(const char *path, long long from, struct dt_buf *text)
+{
+	FILE *f = fopen(path, "r");
+	char chunk[4096];
+	size_t n;
+
+	if (!f)
+		return;
+	if (fseeko(f, (off_t)from, SEEK_SET) == 0)
+		while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+			if (dt_buf_printf(text, "%.*s", (int)n, chunk))
+				break;
+	fclose(f);
+}
+
+/* Does `event` occur in path after byte `from`? */
+static bool event_after(const char *path, long long from, const char *event)
+{
+	struct dt_buf text = {0};
+	bool found;
+
+	read_from(path, from, &text);
+	found = text.p && strstr(text.p, event);
+	dt_buf_free(&text);
+	return found;
+}
+
+/* The step of the save that a stop event after byte `from` announced, once
+ * its checkpoint event is there; -1 before. */
+static long long saved_step(const char *path, long long from)
+{
+	struct dt_buf text = {0};
+	char *stop;
+	long long step = -1;
+
+	read_from(path, from, &text);
+	if (text.p && (stop = strstr(text.p, "\"event\":\"stop\"")) != NULL &&
+	    strstr(stop, "\"event\":\"checkpoint\"")) {
+		const char *at = strstr(stop, "\"step\":");
+
+		step = at ? strtoll(at + 7, NULL, 10) : 0;
+	}
+	dt_buf_free(&text);
+	return step;
+}
+
+/* The run's stop signal and its lead time (its spec.json's preemption.*),
+ * else USR1 and 60 s. */
+static void stop_signal(const char *run_dir, char *sig, size_t size, long *lead)
+{
+	char path[4200];
+	struct spec s;
+	struct dt_err ignored = {0};
+
+	snprintf(sig, size, "USR1");
+	*lead = 60;
+	snprintf(path, sizeof(path), "%s/spec.json", run_dir);
+	if (spec_load(path, &s, &ignored) == 0) {
+		snprintf(sig, size, "%s", s.preemption.signal);
+		*lead = s.preemption.lead_seconds;
+		spec_free(&s);
+	}
+}
+
+static int run_scancel(const char *const *argv, const char *id, struct dt_err *err)
+{
+	int rc, status;
+
+	rc = launch__run(&(struct launch__proc){ .argv = argv, .err_mode = LAUNCH__STDERR_PASS },
+			 &status, err);
+	if (!rc && status != 0) {
+		rc = -EIO;
+		dt_err_add(err, "scancel refused job %s (exit %d, its message is above)", id, status);
+	}
+	return rc;
+}
+
+/* Ask the running job to save and stop: <run dir>/cancel, which tells its
+ * batch script not to requeue but to cancel the job once the ranks saved,
+ * then the ranks' stop signal; wait for the job's end (or the time out). */
+static void ask_to_save(const struct launch_job *job, struct dt_err *err)
+{
+	const char *argv[] = { "scancel", NULL, job->id, NULL };
+	struct launch_slurm sl = {0};
+	struct launch_state st;
+	char metrics[4200], marker[4200], sig[32], opt[48], note[64];
+	long long from, step = -1;
+	long lead;
+	double t0 = dt_mono_s(), wait_s;
+	int rc;
+
+	stop_signal(job->run_dir, sig, sizeof(sig), &lead);
+	wait_s = (double)(lead + CANCEL_GRACE_S);
+	snprintf(metrics, sizeof(metrics), "%s/metrics.jsonl", job->run_dir);
+	snprintf(marker, sizeof(marker), "%s/cancel", job->run_dir);
+	snprintf(opt, sizeof(opt), "--signal=%s", sig);
+	argv[1] = opt;
+	snprintf(note, sizeof(note), "job %s\n", job->id);
+	from = metrics_size(metrics);
+	rc = dt_write_file_atomic(marker, note, strlen(note), 0644);
+	if (rc) {
+		dt_err_add(err, "%s: cannot write: %s; cancelling without a save", marker, strerror(-rc));
+		return;
+	}
+	if (run_scancel(argv, job->id, err))
+		return;
+	fprintf(stderr, "dtrain-submit: job %s: asked to save and stop (SIG%s); waiting up to %.0f s for its save\n",
+		job->id, sig, wait_s);
+	while (dt_mono_s() - t0 < wait_s) {
+		step = saved_step(metrics, from);
+		launch_job_state(&sl, job->id, &st);
+		if (!launch_state_active(st.name))
+			break;
+		dt_sleep_ms(CANCEL_POLL_MS);
+	}
+	if (step >= 0)
+		fprintf(stderr, "dtrain-submit: job %s: saved at step %lld (%.0f s)\n", job->id, step,
+			dt_mono_s() - t0);
+	else
+		fprintf(stderr, "dtrain-submit: job %s: no save seen within %.0f s; cancelling it; a resume starts from its newest checkpoint\n",
+			job->id, dt_mono_s() - t0);
+}
+
+/* Has dtrain-run started training in the run dir (its metrics.jsonl holds
+ * a start event)? Before that there is nothing to save: a job still in its
+ * setup lines, or not a training job, is cancelled at once. */
+static bool trains(const char *run_dir)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/metrics.jsonl", run_dir);
+	return event_after(path, 0, "\"event\":\"start\"");
+}
+
+/* --- cancel --- */
+
+int launch_cmd_cancel(const struct launch_args *a, struct dt_err *err)
+{
+	const char *argv[] = { "scancel", NULL, NULL };
+	struct launch_job job = {0};
+	struct launch_slurm sl = {0};
+	struct launch_state state;
+	int rc;
+
+	rc = launch_resolve_job(a->job, &job, err);
+	if (rc)
+		goto out;
+	launch_job_state(&sl, job.id, &state);
+	if (!launch_state_active(state.name)) {
+		rc = -ESRCH;
+		dt_err_add(err, "job %s (%s) had already ended (%s): nothing to cancel; hint: `dtrain-submit status %s` shows how it ended",
+			   job.id, or_dash(job.name), state.name, job.id);
+		goto out;
+	}
+	if (!a->now && !strcmp(state.name, "RUNNING") && job.run_dir && trains(job.run_dir)) {
+		ask_to_save(&job, err);
+		launch_job_state(&sl, job.id, &state);
+	}
+	argv[1] = job.id;
+	if (launch_state_active(state.name)) /* else it cancelled itself, saved */
+		rc = run_scancel(argv, job.id, err);
+	if (rc)
+		goto out;
+	printf("cancelled job %s (%s), run dir %s\n", job.id, or_dash(job.name), or_dash(job.run_dir));
+	if (job.run_dir)
+		fprintf(stderr, "dtrain-submit: to continue it: dtrain-submit resume %s\n", job.run_dir);
+out:
+	launch_job_free(&job);
+	return rc;
+}

@@ -1,0 +1,222 @@
+/*
+ * resume.c - `dtrain-submit resume RUN_DIR`: a stopped run (cancelled,
+ * failed, out of requeues or of time) continued in its own run dir, so that
+ * its checkpoints, metrics.jsonl and logs stay one history. The job is a
+ * new Slurm job; dtrain-run resumes from the run's newest valid checkpoint
+ * as a requeued job does (checkpoint.resume "auto" looks in the run's own
+ * checkpoints first).
+ *
+ * What the previous job used is kept beside the new: spec.json and job.sh
+ * as spec-<id>.json and job-<id>.sh, its recovery counters (restarts,
+ * crashes, requeues: launcher/render.c) as recovery-<id>/, so the new job
+ * counts from zero, and the marker of a cancel (cancel.c) as cancel-<id>,
+ * so that the new job requeues itself again. A sbatch that refuses puts
+ * them back.
+ *
+ * Sections: the previous job, the run dir's files, resume, the command.
+ */
+#include "launcher/launch.h"
+#include "launcher/internal.h"
+#include "base/io.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* --- the previous job --- */
+
+/* The id in <run_dir>/job_id into *id (NULL when there is none), refused
+ * (-EBUSY) while Slurm says that job is still active. */
+static int previous_job(const char *run_dir, char **id, struct dt_err *err)
+{
+	struct launch_slurm sl = {0};
+	struct launch_state st;
+	char *path = NULL, *text = NULL;
+	size_t len = 0;
+	int rc = 0;
+
+	*id = NULL;
+	if (!(path = malloc(strlen(run_dir) + sizeof("/job_id"))))
+		return -ENOMEM;
+	sprintf(path, "%s/job_id", run_dir);
+	if (dt_read_file(path, &text, &len) != 0)
+		goto out; /* never submitted from here: nothing to keep apart */
+	text[strspn(text, "0123456789")] = '\0';
+	if (!*text)
+		goto out;
+	*id = strdup(text);
+	if (!*id) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	launch_job_state(&sl, *id, &st);
+	if (launch_state_active(st.name)) {
+		rc = -EBUSY;
+		dt_err_add(err, "%s: its job %s is %s: a run continues once its job has stopped; hint: dtrain-submit cancel %s (it saves first)",
+			   run_dir, *id, st.name, *id);
+	}
+out:
+	free(path);
+	free(text);
+	return rc;
+}
+
+/* --- the run dir's files --- */
+
+static const char *const kept[] = { "spec.json", "job.sh", "recovery", "cancel" };
+static const char *const kept_as[] = { "spec-%s.json", "job-%s.sh", "recovery-%s", "cancel-%s" };
+#define N_KEPT (sizeof(kept) / sizeof(kept[0]))
+
+/* <run_dir>/<name> into buf */
+static void in_dir(char *buf, size_t size, const char *run_dir, const char *name)
+{
+	snprintf(buf, size, "%s/%s", run_dir, name);
+}
+
+/* The previous job's files renamed to their kept names (moved[i] says
+ * which were there); the first failure undoes the others. */
+static int keep_previous(const char *run_dir, const char *id, bool moved[N_KEPT],
+			 struct dt_err *err)
+{
+	char from[4200], to[4200], name[64];
+	size_t i;
+
+	for (i = 0; i < N_KEPT; i++) {
+		moved[i] = false;
+		in_dir(from, sizeof(from), run_dir, kept[i]);
+		snprintf(name, sizeof(name), kept_as[i], id);
+		in_dir(to, sizeof(to), run_dir, name);
+		if (access(from, F_OK) != 0)
+			continue;
+		if (access(to, F_OK) == 0 || rename(from, to) != 0) {
+			int e = access(to, F_OK) == 0 ? EEXIST : errno;
+
+			dt_err_add(err, "%s: cannot keep it as %s: %s", from, name, strerror(e));
+			while (i-- > 0)
+				if (moved[i]) {
+					in_dir(from, sizeof(from), run_dir, kept[i]);
+					snprintf(name, sizeof(name), kept_as[i], id);
+					in_dir(to, sizeof(to), run_dir, name);
+					(void)rename(to, from);
+				}
+			return -e;
+		}
+		moved[i] = true;
+	}
+	return 0;
+}
+
+/* keep_previous undone: the new files removed (written: they were made
+ * here), the kept ones back */
+static void put_back(const char *run_dir, const char *id, const bool moved[N_KEPT], bool written)
+{
+	char from[4200], to[4200], name[64];
+	size_t i;
+
+	for (i = 0; i < N_KEPT; i++) {
+		in_dir(from, sizeof(from), run_dir, kept[i]);
+		if (written && i < 2)
+			(void)unlink(from);
+		if (!moved[i])
+			continue;
+		snprintf(name, sizeof(name), kept_as[i], id);
+		in_dir(to, sizeof(to), run_dir, name);
+		(void)rename(to, from);
+	}
+	(void)dt_fsync_path(run_dir, true);
+}
+
+/* The new spec.json and job.sh */
+static int write_new(const struct launch_plan *p, struct dt_err *err)
+{
+	char path[4200];
+	int rc;
+
+	in_dir(path, sizeof(path), p->spec.run_dir, "spec.json");
+	rc = launch__write_new(path, p->spec_json.p, p->spec_json.len, 0644);
+	if (!rc) {
+		in_dir(path, sizeof(path), p->spec.run_dir, "job.sh");
+		rc = launch__write_new(path, p->script.p, p->script.len, 0755);
+	}
+	if (!rc)
+		rc = dt_fsync_path(p->spec.run_dir, true);
+	if (rc)
+		dt_err_add(err, "%s: cannot write: %s", path, strerror(-rc));
+	return rc;
+}
+
+/* --- resume --- */
+
+int launch_resume(struct launch_plan *p, struct launch_job *job, struct dt_err *warn,
+		  struct dt_err *err)
+{
+	const char *run_dir = p->spec.run_dir, *as;
+	bool moved[N_KEPT] = { false }, written = false;
+	char *old = NULL, *id = NULL;
+	int rc;
+
+	*job = (struct launch_job){0};
+	rc = previous_job(run_dir, &old, err);
+	as = old ? old : "previous"; /* a run dir whose job id was never written */
+	if (!rc)
+		rc = keep_previous(run_dir, as, moved, err);
+	if (rc)
+		goto out;
+	rc = write_new(p, err);
+	written = rc == 0;
+	if (!rc)
+		rc = launch__sbatch(run_dir, &id, err);
+	if (rc && rc != -EPROTO) { /* refused: the run dir as it was */
+		put_back(run_dir, as, moved, written);
+		goto out;
+	}
+	if (rc)
+		goto out;
+	job->id = id;
+	launch__record_job(p, job, warn);
+out:
+	if (rc == -ENOMEM)
+		dt_err_add(err, "resume: out of memory");
+	if (rc)
+		launch_job_free(job);
+	free(old);
+	return rc;
+}
+
+/* --- the command --- */
+
+int launch_cmd_resume(const struct launch_args *a, struct dt_err *err)
+{
+	struct dt_err warn = {0};
+	struct launch_job job = {0};
+	struct launch_plan p;
+	char *line, *save = NULL;
+	int rc = launch_plan(a, &p, err);
+
+	if (rc)
+		goto out;
+	if (a->dry_run) {
+		fputs(dt_buf_str(&p.script), stdout);
+		fprintf(stderr, "dtrain-submit: dry run: nothing written, nothing submitted; the run would continue in %s\n",
+			p.spec.run_dir);
+		goto out;
+	}
+	rc = launch_resume(&p, &job, &warn, err);
+	if (rc)
+		goto out;
+	for (line = strtok_r(warn.msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		fprintf(stderr, "dtrain-submit: warning: %s\n", line);
+	printf("%s\n", job.id);
+	fflush(stdout);
+	fprintf(stderr, "dtrain-submit: submitted job %s (%s), continuing its run\n"
+			"  run dir: %s (dtrain-run resumes from its newest valid checkpoint)\n"
+			"  status:  dtrain-submit status %s\n"
+			"  logs:    dtrain-submit logs -f %s\n",
+		job.id, job.name, job.run_dir, job.id, job.id);
+out:
+	launch_job_free(&job);
+	launch_plan_free(&p);
+	return rc;
+}
