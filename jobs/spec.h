@@ -104,6 +104,7 @@ struct spec {
 		} lr_schedule;
 		double grad_clip; /* max global gradient norm; 0: off */
 		long eval_every;  /* steps between evaluations; 0: at epoch ends */
+		long eval_samples; /* the first this many of data.test; 0: all */
 		long log_every;   /* steps between progress lines */
 	} train;
 	struct spec_checkpoint {

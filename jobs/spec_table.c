@@ -134,6 +134,8 @@ static const struct spec_field fields[] = {
 	  "clip the global gradient norm to this; 0: off; the progress lines' and metrics' grad_norm is the norm before clipping" },
 	{ "train.eval_every", SPEC_INT, F(train.eval_every), "0", 0, BIG, 0, 0, NULL, 0,
 	  "evaluate data.test every this many steps (and at the end); 0: at each epoch end" },
+	{ "train.eval_samples", SPEC_INT, F(train.eval_samples), "0", 0, BIG, 0, 0, NULL, 0,
+	  "an evaluation reads the first this many samples of data.test (gpt: windows); 0: all of it" },
 	{ "train.log_every", SPEC_INT, F(train.log_every), "10", 1, 1e9, 0, 0, NULL, 0,
 	  "steps between progress lines" },
 

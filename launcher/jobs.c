@@ -15,6 +15,7 @@
 #include "base/heartbeat.h"
 #include "launcher/internal.h"
 #include "base/clock.h"
+#include "base/io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -183,7 +184,7 @@ static int status_all(struct dt_err *err)
 	struct launch_slurm sl = {0};
 	struct dt_err warn = {0};
 	int width[N_COLS];
-	size_t n = 0, first, i, c;
+	size_t n = 0, elsewhere = 0, first, i, c;
 	char *registry = NULL;
 	int rc;
 
@@ -192,9 +193,11 @@ static int status_all(struct dt_err *err)
 		rc = launch_registry_load(&jobs, &n, err);
 	if (rc)
 		goto out;
+	launch_jobs_here(jobs, &n, &elsewhere);
 	if (n == 0) {
-		fprintf(stderr, "dtrain-submit: no jobs submitted yet (registry: %s)\n", registry);
-		goto out;
+		fprintf(stderr, "dtrain-submit: no jobs submitted yet to this cluster (%s; registry: %s)\n",
+			launch_cluster(), registry);
+		goto elsewhere;
 	}
 	first = n > STATUS_ROWS ? n - STATUS_ROWS : 0;
 	rows = calloc(n - first, sizeof(*rows));
@@ -231,6 +234,10 @@ static int status_all(struct dt_err *err)
 		print_row(width, &rows[i - first]);
 	note_unreachable(&sl);
 	print_warnings(&warn);
+elsewhere:
+	if (elsewhere)
+		fprintf(stderr, "dtrain-submit: %zu job%s of other clusters not shown (this one: SLURM_CONF=%s)\n",
+			elsewhere, elsewhere == 1 ? "" : "s", launch_cluster());
 out:
 	free(rows);
 	launch_jobs_free(jobs, n);
@@ -239,6 +246,35 @@ out:
 }
 
 /* --- status of one job --- */
+
+/* Why an ended job failed: <run_dir>/failure, which the failing rank of
+ * dtrain-run writes ("exit N at T: message"), when the job ended other
+ * than COMPLETED and the file is not older than the job's submit. */
+static void print_failure(const struct launch_job *job, const char *state)
+{
+	char path[4200], *text = NULL, *line, *save = NULL;
+	struct stat st;
+	struct tm tm = {0};
+	time_t submitted = 0;
+	bool first = true;
+
+	if (!job->run_dir || launch_state_active(state) || !strcmp(state, "COMPLETED"))
+		return;
+	snprintf(path, sizeof(path), "%s/failure", job->run_dir);
+	if (job->submitted && strptime(job->submitted, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		submitted = timegm(&tm);
+	if (stat(path, &st) != 0 || st.st_mtime < submitted || dt_read_file(path, &text, NULL) != 0)
+		return;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		const char *msg = line;
+
+		if (first && !strncmp(line, "exit ", 5) && strstr(line, ": "))
+			msg = strstr(line, ": ") + 2; /* "exit N at T: " is for machines */
+		printf("%s%s\n", first ? "failure:       " : "               ", msg);
+		first = false;
+	}
+	free(text);
+}
 
 static int status_one(const char *arg, struct dt_err *err)
 {
@@ -277,6 +313,7 @@ static int status_one(const char *arg, struct dt_err *err)
 	if (strcmp(prog.tokens, "-"))
 		printf("tokens/s:      %s\n", prog.tokens);
 	printf("eta:           %s\n", prog.eta);
+	print_failure(&job, st.name);
 	job_liveness(&job, st.name, dt_wall_s(), &lv);
 	if (lv.known) { /* running, or Slurm unreachable */
 		char when[32];

@@ -135,6 +135,7 @@ struct launch_job {
 	char *run_dir;   /* NULL when unknown */
 	char *submitted; /* "2024-05-01T12:00:00Z" (UTC); NULL: not from the registry */
 	char *log_path;  /* the job's output file; NULL when unknown */
+	char *cluster;   /* where it went (launch_cluster); NULL: not recorded */
 };
 void launch_job_free(struct launch_job *j);
 
@@ -158,7 +159,18 @@ int launch_resume(struct launch_plan *p, struct launch_job *job, struct dt_err *
 
 /* --- the registry: ${XDG_STATE_HOME:-$HOME/.local/state}/dtrain/jobs.tsv ---
  * A first line "# dtrain-jobs v1", then one line per submitted job:
- * job id, name, run dir, submit time, separated by tabs. Append-only. */
+ * job id, name, run dir, submit time and cluster, separated by tabs (lines
+ * of older versions have no cluster). Append-only. One registry serves
+ * every cluster a user submits to; a job id means something on its own
+ * cluster only. */
+
+/* The cluster that Slurm's clients talk to here: $SLURM_CONF (the config
+ * file they read), else "default" (the system's). Valid until SLURM_CONF
+ * changes. */
+const char *launch_cluster(void);
+/* Keep of jobs[*n] those of this cluster (or of none recorded), in order;
+ * *elsewhere (may be NULL) counts the others, which are freed. */
+void launch_jobs_here(struct launch_job *jobs, size_t *n, size_t *elsewhere);
 
 /* The registry's path. Caller frees. */
 int launch_registry_path(char **out, struct dt_err *err);
@@ -169,9 +181,10 @@ int launch_registry_append(const struct launch_job *j, struct dt_err *err);
 int launch_registry_load(struct launch_job **jobs, size_t *n, struct dt_err *err);
 void launch_jobs_free(struct launch_job *jobs, size_t n);
 
-/* Find the job a user means: digits are a job id (from the registry, else
- * from `scontrol show job`), anything else the most recent registry entry of
- * that name. -ENOENT with a line naming arg when there is none. */
+/* Find the job a user means on this cluster: digits are a job id (from the
+ * registry, else from `scontrol show job`), anything else the most recent
+ * registry entry of that name. -ENOENT with a line naming arg when there
+ * is none. */
 int launch_resolve_job(const char *arg, struct launch_job *out, struct dt_err *err);
 
 /* --- Slurm queries --- */

@@ -37,6 +37,7 @@ void launch_job_free(struct launch_job *j)
 	free(j->run_dir);
 	free(j->submitted);
 	free(j->log_path);
+	free(j->cluster);
 	*j = (struct launch_job){0};
 }
 
@@ -108,8 +109,32 @@ static bool field_ok(const char *s)
 	return true;
 }
 
+const char *launch_cluster(void)
+{
+	const char *conf = getenv("SLURM_CONF");
+
+	return conf && *conf ? conf : "default";
+}
+
+void launch_jobs_here(struct launch_job *jobs, size_t *n, size_t *elsewhere)
+{
+	const char *here = launch_cluster();
+	size_t i, kept = 0;
+
+	for (i = 0; i < *n; i++) {
+		if (!jobs[i].cluster || !strcmp(jobs[i].cluster, here))
+			jobs[kept++] = jobs[i];
+		else
+			launch_job_free(&jobs[i]);
+	}
+	if (elsewhere)
+		*elsewhere = *n - kept;
+	*n = kept;
+}
+
 int launch_registry_append(const struct launch_job *j, struct dt_err *err)
 {
+	const char *cluster = j->cluster ? j->cluster : launch_cluster();
 	const char *name = j->name ? j->name : "-";
 	const char *run_dir = j->run_dir ? j->run_dir : "-";
 	const char *submitted = j->submitted ? j->submitted : "-";
@@ -118,7 +143,8 @@ int launch_registry_append(const struct launch_job *j, struct dt_err *err)
 	struct stat st;
 	int fd = -1, rc;
 
-	if (!j->id || !all_digits(j->id) || !field_ok(name) || !field_ok(run_dir) || !field_ok(submitted)) {
+	if (!j->id || !all_digits(j->id) || !field_ok(name) || !field_ok(run_dir) || !field_ok(submitted) ||
+	    !field_ok(cluster)) {
 		rc = dt_err_add(err, "job registry: job %s: not a job id, or a field holds a tab or line break",
 				j->id ? j->id : "(none)");
 		goto out;
@@ -148,10 +174,10 @@ int launch_registry_append(const struct launch_job *j, struct dt_err *err)
 		goto out;
 	}
 	if (st.st_size == 0)
-		rc = dt_buf_printf(&line, REGISTRY_MAGIC "%d\tjob_id\tname\trun_dir\tsubmitted\n",
+		rc = dt_buf_printf(&line, REGISTRY_MAGIC "%d\tjob_id\tname\trun_dir\tsubmitted\tcluster\n",
 				   REGISTRY_VERSION);
 	if (!rc)
-		rc = dt_buf_printf(&line, "%s\t%s\t%s\t%s\n", j->id, name, run_dir, submitted);
+		rc = dt_buf_printf(&line, "%s\t%s\t%s\t%s\t%s\n", j->id, name, run_dir, submitted, cluster);
 	if (!rc)
 		rc = dt_write_all(fd, line.p, line.len);
 	if (!rc)
@@ -168,21 +194,20 @@ out:
 
 /* --- load --- */
 
-/* Split a line into exactly 4 tab-separated fields, in place. */
-static bool split4(char *line, char *f[4])
+/* Split a line into 4 or 5 tab-separated fields, in place (f[4] NULL
+ * for 4: a line from before the cluster was recorded). */
+static bool split_fields(char *line, char *f[5])
 {
 	int i;
 
-	for (i = 0; i < 4; i++) {
+	f[4] = NULL;
+	for (i = 0; i < 5 && line; i++) {
 		f[i] = line;
 		line = strchr(line, '\t');
-		if (i < 3) {
-			if (!line)
-				return false;
+		if (line && i < 4)
 			*line++ = '\0';
-		}
 	}
-	return line == NULL && all_digits(f[0]);
+	return i >= 4 && line == NULL && all_digits(f[0]);
 }
 
 static char *field_dup(const char *s)
@@ -214,7 +239,7 @@ int launch_registry_load(struct launch_job **jobs, size_t *n, struct dt_err *err
 	}
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		struct launch_job *j;
-		char *f[4];
+		char *f[5];
 
 		if (first) {
 			first = false;
@@ -227,7 +252,7 @@ int launch_registry_load(struct launch_job **jobs, size_t *n, struct dt_err *err
 			}
 			continue;
 		}
-		if (line[0] == '#' || !split4(line, f))
+		if (line[0] == '#' || !split_fields(line, f))
 			continue;
 		if (count == cap) {
 			size_t ncap = cap ? cap * 2 : 64;
@@ -242,11 +267,12 @@ int launch_registry_load(struct launch_job **jobs, size_t *n, struct dt_err *err
 		}
 		j = &v[count];
 		*j = (struct launch_job){ .id = strdup(f[0]), .name = field_dup(f[1]),
-					  .run_dir = field_dup(f[2]), .submitted = field_dup(f[3]) };
+					  .run_dir = field_dup(f[2]), .submitted = field_dup(f[3]),
+					  .cluster = f[4] ? strdup(f[4]) : NULL };
 		count++;
 		if (!j->id || (strcmp(f[1], "-") && !j->name) ||
 		    (strcmp(f[2], "-") && !j->run_dir) || (strcmp(f[3], "-") && !j->submitted) ||
-		    set_log_path(j)) {
+		    (f[4] && !j->cluster) || set_log_path(j)) {
 			rc = -ENOMEM;
 			goto out;
 		}
@@ -271,10 +297,11 @@ static int job_copy(struct launch_job *dst, const struct launch_job *src)
 	*dst = (struct launch_job){ .id = dt_strdup(src->id), .name = dt_strdup(src->name),
 				    .run_dir = dt_strdup(src->run_dir),
 				    .submitted = dt_strdup(src->submitted),
-				    .log_path = dt_strdup(src->log_path) };
+				    .log_path = dt_strdup(src->log_path),
+				    .cluster = dt_strdup(src->cluster) };
 	if ((src->id && !dst->id) || (src->name && !dst->name) ||
 	    (src->run_dir && !dst->run_dir) || (src->submitted && !dst->submitted) ||
-	    (src->log_path && !dst->log_path)) {
+	    (src->log_path && !dst->log_path) || (src->cluster && !dst->cluster)) {
 		launch_job_free(dst);
 		return -ENOMEM;
 	}
@@ -350,6 +377,7 @@ int launch_resolve_job(const char *arg, struct launch_job *out, struct dt_err *e
 		rc = launch_registry_load(&jobs, &n, err);
 	if (rc)
 		goto out;
+	launch_jobs_here(jobs, &n, NULL); /* job 1 of another cluster is another job */
 	/* The most recent entry wins: names repeat, and ids can after a Slurm
 	 * controller is reset. */
 	for (i = n; i-- > 0;) {

@@ -32,8 +32,11 @@
 #include "runtime/world/preempt.h"
 #include "runtime/train/train.h"
 #include "runtime/world/watchdog.h"
+#include "base/buf.h"
 #include "base/cli.h"
+#include "base/clock.h"
 #include "base/err.h"
+#include "base/io.h"
 
 #ifndef DTRAIN_VERSION
 #define DTRAIN_VERSION "unknown"
@@ -318,21 +321,41 @@ static int report_placement(const struct run *r)
 
 /* --- main --- */
 
+/* Why the run failed, as this rank printed it, kept in <run_dir>/failure
+ * (written new and renamed: the last rank to fail wins) for `dtrain-submit
+ * status` to show. */
+static void keep_failure(const struct run *r, const struct dt_err *err, int status,
+			 const char *prefix)
+{
+	struct dt_buf text = { 0 };
+	char path[4200];
+
+	if (!r->spec.run_dir ||
+	    snprintf(path, sizeof(path), "%s/failure", r->spec.run_dir) >= (int)sizeof(path))
+		return;
+	if (!dt_buf_printf(&text, "exit %d at %.0f: %s%s\n", status, dt_wall_s(), prefix, err->msg))
+		(void)dt_write_file_atomic(path, text.p, text.len, 0644);
+	dt_buf_free(&text);
+}
+
 static int train(struct run *r, struct rt_train_opts *topts)
 {
 	struct dt_err err = { 0 };
-	int rc;
+	int rc, status;
 
 	topts->proc = &r->proc;
 	topts->watchdog = &r->wd;
 	topts->dev = r->dev;
 	rc = rt_train(&r->spec, &r->grid, topts, &r->together, &err);
+	status = rc == 0 ? DT_EXIT_OK : rc == -ERANGE ? DT_EXIT_DIVERGED :
+		 rc == -EINVAL ? DT_EXIT_SPEC : rc == -EAGAIN ? DT_EXIT_REQUEUE : DT_EXIT_FAIL;
 	if (err.count)
 		print_err(&err, rc == -ERANGE ? "" : r->prefix);
+	if (err.count && rc && rc != -EAGAIN)
+		keep_failure(r, &err, status, rc == -ERANGE ? "" : r->prefix);
 	/* a failure on this rank alone aborts the job, with its exit code
 	 * (together false: tear_down) */
-	return rc == 0 ? DT_EXIT_OK : rc == -ERANGE ? DT_EXIT_DIVERGED :
-	       rc == -EINVAL ? DT_EXIT_SPEC : rc == -EAGAIN ? DT_EXIT_REQUEUE : DT_EXIT_FAIL;
+	return status;
 }
 
 static void tear_down(struct run *r, int status)

@@ -203,10 +203,11 @@ int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_
 	dt_json_line(t->metrics, "{\"event\":\"step\",\"step\":%lld,\"total_steps\":%lld,\"epoch\":%lld,"
 		      "\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"samples_per_s\":%.1f,"
 		      "%s\"eta_s\":%.0f,\"steps\":%lld,\"time\":{\"step_s\":%.6g,\"compute_s\":%.6g,"
-		      "\"pipe_wait_s\":%.6g,\"grad_wait_s\":%.6g,\"data_s\":%.6g,\"optim_s\":%.6g}}",
+		      "\"pipe_wait_s\":%.6g,\"grad_wait_s\":%.6g,\"data_s\":%.6g,\"optim_s\":%.6g},"
+		      "\"unix_time\":%.3f}",
 		   (long long)step, (long long)total, (long long)epoch + 1, loss, lr, norm,
 		   rate, tokens, eta, (long long)pg->window_steps,
-		   tm[0], tm[1], tm[2], tm[3], tm[4], tm[5]);
+		   tm[0], tm[1], tm[2], tm[3], tm[4], tm[5], dt_wall_s());
 	pg->tw = dt_mono_s(); /* the window's reduction is not part of the next */
 	pg->window_rows = 0;
 	pg->window_steps = 0;
@@ -214,8 +215,8 @@ int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_
 	return 0;
 }
 
-void rt__log_eval(struct trainer *t, int64_t step, int64_t epoch, double loss, double acc,
-		  bool quiet)
+void rt__log_eval(struct trainer *t, int64_t step, int64_t epoch, int64_t samples, double loss,
+		  double acc, bool quiet)
 {
 	/* byte-level text: nats per token / ln 2 = bits per byte */
 	double bpb = t->test.byte_level ? loss / M_LN2 : NAN;
@@ -236,7 +237,8 @@ void rt__log_eval(struct trainer *t, int64_t step, int64_t epoch, double loss, d
 	if (!isnan(bpb))
 		snprintf(bits, sizeof(bits), ",\"bits_per_byte\":%.6f", bpb);
 	dt_json_line(t->metrics, "{\"event\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"test_loss\":%.9g,"
-		      "\"test_accuracy\":%.6f%s}", (long long)step, (long long)epoch + 1, loss, acc, bits);
+		      "\"test_accuracy\":%.6f%s,\"samples\":%lld,\"unix_time\":%.3f}", (long long)step,
+		      (long long)epoch + 1, loss, acc, bits, (long long)samples, dt_wall_s());
 }
 
 void rt__log_end(struct trainer *t, const struct rt_progress *pg, int64_t step)

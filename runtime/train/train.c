@@ -225,8 +225,9 @@ static void free_trainer(struct trainer *t, bool together)
 
 /* --- evaluation --- */
 
-/* Loss and accuracy over a data set; every rank gets the totals. */
-static int evaluate(struct trainer *t, struct rt_data *d, double *loss, double *acc)
+/* Loss and accuracy over a data set's first *n samples (train.eval_samples;
+ * 0: all, the count used back in *n); every rank gets the totals. */
+static int evaluate(struct trainer *t, struct rt_data *d, int64_t *n, double *loss, double *acc)
 {
 	int64_t off, count, done, n_chunks, c;
 	int64_t *idx = NULL;
@@ -235,7 +236,9 @@ static int evaluate(struct trainer *t, struct rt_data *d, double *loss, double *
 	struct times keep = t->tm; /* evaluation is not part of the steps' times */
 	int rc = 0, i;
 
-	rt_sampler_slice(d->n, t->replicas, t->replica, &off, &count);
+	*n = t->s->train.eval_samples > 0 && t->s->train.eval_samples < d->n ? t->s->train.eval_samples :
+									      d->n;
+	rt_sampler_slice(*n, t->replicas, t->replica, &off, &count);
 	idx = malloc((size_t)(count ? count : 1) * sizeof(int64_t));
 	if (!idx)
 		return dt_err_add(t->err, "rank %d: out of memory for the evaluation's %lld row indices",
@@ -272,8 +275,8 @@ static int evaluate(struct trainer *t, struct rt_data *d, double *loss, double *
 		rc = dt_err_add(t->err, "rank %d: MPI_Bcast of the evaluation failed", t->g->rank);
 		goto out;
 	}
-	*loss = tot[0] / ((double)d->n * (double)t->labels);
-	*acc = tot[1] / ((double)d->n * (double)t->labels);
+	*loss = tot[0] / ((double)*n * (double)t->labels);
+	*acc = tot[1] / ((double)*n * (double)t->labels);
 out:
 	if (t->tsplit)
 		rt_blas_threads(1);
@@ -538,10 +541,11 @@ static bool eval_due(const struct trainer *t, int64_t step, int64_t per_epoch, i
 static int evaluate_at(struct trainer *t, int64_t step, int64_t epoch, bool quiet)
 {
 	double loss = 0, acc = 0;
-	int rc = evaluate(t, &t->test, &loss, &acc);
+	int64_t n = 0;
+	int rc = evaluate(t, &t->test, &n, &loss, &acc);
 
 	if (!rc)
-		rt__log_eval(t, step, epoch, loss, acc, quiet);
+		rt__log_eval(t, step, epoch, n, loss, acc, quiet);
 	return rc;
 }
 

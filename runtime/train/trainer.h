@@ -294,9 +294,10 @@ void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int6
  * rank calls it after every step). */
 int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_t total,
 		 int64_t epoch, int64_t batch_rows, double loss, double lr, double norm);
-/* The test set's loss and accuracy after epoch `epoch` (0-based). */
-void rt__log_eval(struct trainer *t, int64_t step, int64_t epoch, double loss, double acc,
-		  bool quiet);
+/* The test set's loss and accuracy over its first `samples` samples
+ * after epoch `epoch` (0-based). */
+void rt__log_eval(struct trainer *t, int64_t step, int64_t epoch, int64_t samples, double loss,
+		  double acc, bool quiet);
 /* The end event and the "done" line. */
 void rt__log_end(struct trainer *t, const struct rt_progress *pg, int64_t step);
 

@@ -46,6 +46,19 @@ jq -s -e 'map(select(.event == "eval" and .step == 50)) | length == 1 and .[0].b
 	"$T/l22/metrics.jsonl" >/dev/null || fail "no validation loss and bits per byte at step 50"
 bpb=$(jq -r 'select(.event == "eval" and .step == 50) | .bits_per_byte' "$T/l11/metrics.jsonl")
 echo "  validation bits per byte after 50 steps: $bpb"
+# step and eval events carry when they were written; train.eval_samples
+# caps an evaluation to the validation set's first windows: with all of
+# them the same figures as without, with 16 others (and the same training)
+jq -s -e 'map(select(.event == "step" or .event == "eval")) | all(.unix_time > 1.7e9)' \
+	"$T/l11/metrics.jsonl" >/dev/null || fail "step and eval events without unix_time"
+windows=$(jq -r 'select(.event == "eval") | .samples' "$T/l11/metrics.jsonl" | tail -n 1)
+run e11 1 1 1 --set train.eval_samples=16
+run a11 1 1 1 --set train.eval_samples="$windows"
+evals() { jq -r 'select(.event == "eval") | "\(.step) \(.samples) \(.test_loss)"' "$T/$1/metrics.jsonl"; }
+[ "$(evals e11 | cut -d' ' -f1,2 | tr '\n' ' ')" = "25 16 50 16 " ] || fail "eval_samples 16: $(evals e11)"
+[ "$(evals a11)" = "$(evals l11)" ] || fail "eval_samples = all ($windows): $(evals a11) against $(evals l11)"
+[ "$(evals e11 | cut -d' ' -f3)" != "$(evals a11 | cut -d' ' -f3)" ] || fail "the first 16 windows gave the whole set's loss"
+echo "  events carry unix_time; train.eval_samples 16 evaluates 16 of $windows windows"
 
 # --- resume a 2x2 checkpoint: on 2x2 bitwise, on 1x4 the same curve ---
 run r22 2 2 2 --set checkpoint.resume="$T/l22/checkpoints/step-00000025"
@@ -86,11 +99,15 @@ echo "  eval: loss $mine (the run's $theirs); sample: $(tr '\n' ' ' <"$T/sample1
 
 # --- refused ---
 "$DTRAIN_BIN/dtrain-data" synthetic "$T/table.h5" --samples 100 --features 32 --classes 5 >/dev/null
+# refused NAME WANT --set...: by validation, and by dtrain-run itself (given
+# the spec validated without its data check)
 refused() {
 	local name=$1 want=$2
 	shift 2
-	$SUBMIT validate "$T/base.json" --set run_dir="$T/$name" "$@" >"$T/$name.json" 2>"$T/$name.err" ||
-		{ cat "$T/$name.err"; fail "spec $name"; }
+	expect_rc 3 $SUBMIT validate "$T/base.json" --set run_dir="$T/$name" "$@"
+	must_contain "$T/err" "$want"
+	$SUBMIT validate "$T/base.json" --no-data-check --set run_dir="$T/$name" "$@" >"$T/$name.json" \
+		2>"$T/$name.err" || { cat "$T/$name.err"; fail "spec $name"; }
 	mkdir -p "$T/$name"
 	expect_rc 3 mpirun --allow-run-as-root -np 1 "$DTRAIN_BIN/dtrain-run" "$T/$name.json"
 	must_contain "$T/err" "$want"

@@ -34,6 +34,23 @@ expect_rc 1 $SUBMIT cancel sleeper
 must_contain "$T/err" "job $id (sleeper) had already ended"
 pass "cancel of an ended job says so and exits 1"
 
+# a job that fails: status says why, as the failing rank printed it
+"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 500 --features 20 --classes 4 >/dev/null ||
+	fail "dtrain-data synthetic"
+cat >"$T/diverges.json" <<JSON
+{ "name": "diverges", "model": { "inputs": 20, "hidden": [16], "outputs": 4 }, "data": { "train": "$T/syn.h5" },
+  "resources": { "time": 5 },
+  "train": { "epochs": 20, "global_batch": 50, "optimizer": { "lr": 100, "momentum": 0.99 } } }
+JSON
+expect_rc 0 $SUBMIT "$T/diverges.json" --site "$site"
+bad=$(cat "$T/out")
+wait_state "$bad" 120 FAILED
+expect_rc 0 $SUBMIT status "$bad"
+must_contain "$T/out" "state:         FAILED"
+grep -qE "^failure: +step [0-9]+: the (loss|gradient norm) is (NaN|infinite); training diverged" "$T/out" ||
+	{ cat "$T/out"; fail "status does not say why job $bad failed"; }
+pass "status of a failed job shows why, as the rank printed it"
+
 expect_rc 1 $SUBMIT cancel no-such-job
 must_contain "$T/err" "no-such-job"
 expect_rc 1 $SUBMIT status sleepr

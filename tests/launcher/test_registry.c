@@ -84,6 +84,7 @@ static int reset(void **state)
 	no_fake("squeue");
 	no_fake("scontrol");
 	setenv("XDG_STATE_HOME", state_dir, 1);
+	setenv("SLURM_CONF", "/clusters/a/slurm.conf", 1);
 	return 0;
 }
 
@@ -150,10 +151,10 @@ static void test_registry_append_and_load(void **state)
 	text = registry_text();
 	assert_non_null(text);
 	assert_string_equal(text,
-		"# dtrain-jobs v1\tjob_id\tname\trun_dir\tsubmitted\n"
-		"100\talpha\t/runs/alpha-1\t2024-05-01T12:00:00Z\n"
-		"101\tbeta\t/runs/beta-1\t2024-05-01T12:00:00Z\n"
-		"102\talpha\t/runs/alpha-2\t2024-05-01T12:00:00Z\n");
+		"# dtrain-jobs v1\tjob_id\tname\trun_dir\tsubmitted\tcluster\n"
+		"100\talpha\t/runs/alpha-1\t2024-05-01T12:00:00Z\t/clusters/a/slurm.conf\n"
+		"101\tbeta\t/runs/beta-1\t2024-05-01T12:00:00Z\t/clusters/a/slurm.conf\n"
+		"102\talpha\t/runs/alpha-2\t2024-05-01T12:00:00Z\t/clusters/a/slurm.conf\n");
 	free(text);
 	snprintf(path, sizeof(path), "%s/dtrain/jobs.tsv", state_dir);
 	assert_int_equal(stat(path, &st), 0);
@@ -220,6 +221,51 @@ static void test_registry_other_version(void **state)
 	tu_write_path(path, "# dtrain-jobs v9\n1\ta\t/r\t-\n", 0600);
 	assert_int_equal(launch_registry_load(&jobs, &n, &err), -EPROTO);
 	assert_non_null(strstr(err.msg, "not a dtrain job registry of version 1"));
+}
+
+/* Two clusters' job 1 are two jobs: each cluster sees its own (and the
+ * lines written before the cluster was recorded). */
+static void test_clusters_kept_apart(void **state)
+{
+	struct launch_job *jobs, j;
+	struct dt_err err = {0};
+	char path[700];
+	size_t n, elsewhere;
+	FILE *f;
+
+	(void)state;
+	append("1", "alpha", "/runs/alpha-1");
+	setenv("SLURM_CONF", "/clusters/b/slurm.conf", 1);
+	append("1", "beta", "/runs/beta-1");
+	snprintf(path, sizeof(path), "%s/dtrain/jobs.tsv", state_dir);
+	f = fopen(path, "a");
+	assert_non_null(f);
+	fputs("7\told\t/runs/old-1\t2024-01-01T00:00:00Z\n", f); /* an older version's line */
+	fclose(f);
+
+	assert_int_equal(launch_resolve_job("1", &j, &err), 0);
+	assert_string_equal(j.name, "beta");
+	launch_job_free(&j);
+	assert_int_equal(launch_resolve_job("alpha", &j, &err), -ENOENT);
+	assert_int_equal(launch_resolve_job("old", &j, &err), 0);
+	launch_job_free(&j);
+	assert_int_equal(launch_registry_load(&jobs, &n, &err), 0);
+	assert_int_equal(n, 3);
+	launch_jobs_here(jobs, &n, &elsewhere);
+	assert_int_equal(n, 2);
+	assert_int_equal(elsewhere, 1);
+	assert_string_equal(jobs[0].name, "beta");
+	assert_string_equal(jobs[0].cluster, "/clusters/b/slurm.conf");
+	assert_null(jobs[1].cluster);
+	launch_jobs_free(jobs, n);
+
+	setenv("SLURM_CONF", "/clusters/a/slurm.conf", 1);
+	dt_err_clear(&err);
+	assert_int_equal(launch_resolve_job("1", &j, &err), 0);
+	assert_string_equal(j.name, "alpha");
+	launch_job_free(&j);
+	unsetenv("SLURM_CONF");
+	assert_string_equal(launch_cluster(), "default");
 }
 
 /* --- JOB resolution --- */
@@ -498,6 +544,7 @@ int main(void)
 		cmocka_unit_test_setup(test_registry_refuses_bad_fields, reset),
 		cmocka_unit_test_setup(test_registry_skips_torn_lines, reset),
 		cmocka_unit_test_setup(test_registry_other_version, reset),
+		cmocka_unit_test_setup(test_clusters_kept_apart, reset),
 		cmocka_unit_test_setup(test_resolve_by_id_and_name, reset),
 		cmocka_unit_test_setup(test_resolve_errors, reset),
 		cmocka_unit_test_setup(test_resolve_from_slurm, reset),
