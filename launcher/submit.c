@@ -479,9 +479,19 @@ static int claim_run_dir(struct launch_plan *p, const char *parent, struct dt_er
 	return rc;
 }
 
+/* sbatch's words when it reached no controller: no configuration at all
+ * (no slurm.conf, no DNS SRV record), or a controller that does not answer */
+static bool no_controller(const char *said)
+{
+	return strstr(said, "Could not establish a configuration source") ||
+	       strstr(said, "DNS SRV lookup failed") ||
+	       strstr(said, "Unable to contact slurm controller") ||
+	       strstr(said, "Unable to establish a connection") || strstr(said, "Connection refused");
+}
+
 int launch__sbatch(const char *run_dir, char **id, struct dt_err *err)
 {
-	struct dt_buf job_sh = {0}, out = {0};
+	struct dt_buf job_sh = {0}, out = {0}, said = {0};
 	char *sbatch = launch__which("sbatch"), shown[96];
 	int rc, status;
 
@@ -500,13 +510,17 @@ int launch__sbatch(const char *run_dir, char **id, struct dt_err *err)
 		 * what the job script says (the site's locks, the resolved
 		 * spec); sbatch also passes its environment on to the job. */
 		rc = launch__run(&(struct launch__proc){ .argv = argv, .out = &out,
-							 .err_mode = LAUNCH__STDERR_PASS,
-							 .slurm_env_off = true },
+							 .err_mode = LAUNCH__STDERR_CAPTURE,
+							 .err = &said, .slurm_env_off = true },
 				 &status, err);
 	}
+	fputs(dt_buf_str(&said), stderr); /* sbatch's own words first */
 	if (!rc && status != 0) {
 		dt_err_add(err, "sbatch refused the job (exit %d, its message is above); nothing was submitted",
 			   status);
+		if (no_controller(dt_buf_str(&said)))
+			dt_err_add(err, "hint: sbatch reached no Slurm controller (SLURM_CONF=%s); to use the local cluster of this machine: eval \"$(bash site/cluster.sh up)\" in the dtrain source tree (make cluster-up starts it and prints the export SLURM_CONF=... line)",
+				   getenv("SLURM_CONF") ? getenv("SLURM_CONF") : "not set");
 		rc = -EIO;
 	} else if (!rc && !(*id = parse_job_id(dt_buf_str(&out)))) {
 		dt_err_add(err, "sbatch: unexpected output \"%s\"; the job may be queued: check squeue; its run dir %s is kept",
@@ -520,6 +534,7 @@ out:
 		dt_err_add(err, "sbatch: out of memory");
 	dt_buf_free(&job_sh);
 	dt_buf_free(&out);
+	dt_buf_free(&said);
 	free(sbatch);
 	return rc;
 }

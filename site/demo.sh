@@ -9,6 +9,9 @@
 # it) and a hint; the exit code is the step's.
 # With SPEC jobs/gpt-tiny-2x2.json (make demo-gpt) it tokenizes the fortunes
 # instead, and prints the validation bits per byte and a sample of text.
+# It ends with the commands to go on from a shell (with the export
+# SLURM_CONF=... line of the local cluster it started); Ctrl-C while it
+# follows the job leaves the job running and says how to follow or cancel it.
 # Usage: site/demo.sh [BUILD_DIR] [SPEC]
 set -euo pipefail
 
@@ -18,6 +21,7 @@ build=${1:-build}
 spec=${2:-$top/jobs/fashion-mnist-2x2.json}
 bin=$build/bin
 site_args=()
+export_line= # the local cluster's "export SLURM_CONF=...", when the demo started it
 cd "$top"
 
 # step_failed RC WHAT HINT: the demo's last line when a step failed.
@@ -34,7 +38,8 @@ else
 		step_failed $? "starting the local Slurm cluster (site/cluster.sh up --dir $build/cluster)" \
 			"its message above says why; 'bash site/cluster.sh --help' lists its exit codes"
 	eval "$conf"
-	echo "demo: (stop it with: make cluster-down)"
+	export_line=$conf
+	echo "demo: to reach it from your shell: $export_line   (stop it with: make cluster-down)"
 	site_args=(--site "$top/site/site.json")
 fi
 
@@ -66,15 +71,33 @@ id=$("$bin/dtrain-submit" "$spec" "${site_args[@]}") ||
 		"the message above names the spec key or the Slurm error; 'dtrain-submit validate $spec' checks a spec alone"
 echo "demo: submitted job $id ($spec)"
 
+# job_state: Slurm's state of the job, empty once Slurm forgot it
+job_state() {
+	local s
+	s=$(squeue -h -j "$id" -o %T 2>/dev/null || true)
+	[ -n "$s" ] || s=$(scontrol show job "$id" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+	echo "$s"
+}
+
+# Ctrl-C stops following, not the job: say so, and how to go on
+interrupted=false
+trap 'interrupted=true' INT
 echo "----- output of job $id (dtrain-submit logs -f $id) -----"
-"$bin/dtrain-submit" logs -f "$id" | tee "$build/demo.out" ||
+"$bin/dtrain-submit" logs -f "$id" | tee "$build/demo.out" || $interrupted ||
 	step_failed $? "following job $id's output (dtrain-submit logs -f $id)" \
 		"the job may still run: 'dtrain-submit status $id' shows it and its run directory"
 echo "-----------------------------"
+if $interrupted; then
+	echo "demo: interrupted; job $id goes on (${state:-$(job_state)}) without the demo:" >&2
+	[ -z "$export_line" ] || echo "  $export_line" >&2
+	echo "  $bin/dtrain-submit logs -f $id    # follow it" >&2
+	echo "  $bin/dtrain-submit cancel $id     # stop it (it saves first)" >&2
+	exit 130
+fi
+trap - INT
 # logs -f returns once the job stops running; wait out its clean-up
 for _ in $(seq 60); do
-	state=$(squeue -h -j "$id" -o %T 2>/dev/null || true)
-	[ -n "$state" ] || state=$(scontrol show job "$id" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+	state=$(job_state)
 	case "$state" in COMPLETING | RUNNING | PENDING | CONFIGURING) sleep 0.5 ;; *) break ;; esac
 done
 echo "demo: job $id ended: ${state:-unknown}"
@@ -96,3 +119,8 @@ fi
 [ "$state" = COMPLETED ] ||
 	step_failed 1 "job $id ended ${state:-unknown}, not COMPLETED" \
 		"its output is above and in $build/demo.out; 'dtrain-submit status $id' shows where its run directory is"
+echo "demo: go on from your shell:"
+[ -z "$export_line" ] || echo "  $export_line              # this cluster (make cluster-down stops it)"
+echo "  $bin/dtrain-submit status            # your jobs"
+echo "  $bin/dtrain-submit $spec ${site_args[*]} --set train.epochs=3"
+echo "  $bin/dtrain-submit --help"

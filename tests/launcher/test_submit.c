@@ -355,10 +355,34 @@ static void test_sbatch_refusal_leaves_nothing(void **state)
 	use_fake_dtrain_run(&p);
 	assert_int_equal(launch_submit(&p, &job, &warn, &err), -EIO);
 	assert_non_null(strstr(err.msg, "sbatch refused the job (exit 1"));
+	assert_null(strstr(err.msg, "no Slurm controller")); /* it was reached */
 	assert_null(job.id);
 	assert_int_equal(count_entries(runs), 0);
 	assert_int_equal(launch_registry_load(&jobs, &n, &err), 0);
 	assert_int_equal(n, 0);
+	launch_plan_free(&p);
+}
+
+/* No controller at all (no slurm.conf here): the hint says how to start
+ * and reach the local cluster. */
+static void test_sbatch_no_controller(void **state)
+{
+	struct launch_args a = args_for(spec_path, NULL, 0);
+	struct launch_plan p;
+	struct launch_job job;
+	struct dt_err err = {0}, warn = {0};
+
+	(void)state;
+	fake_sbatch("echo 'sbatch: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host' >&2; "
+		    "echo 'sbatch: error: fetch_config: DNS SRV lookup failed' >&2; "
+		    "echo 'sbatch: error: _establish_config_source: failed to fetch config' >&2; "
+		    "echo 'sbatch: fatal: Could not establish a configuration source' >&2; exit 1");
+	assert_int_equal(launch_plan(&a, &p, &err), 0);
+	use_fake_dtrain_run(&p);
+	assert_int_equal(launch_submit(&p, &job, &warn, &err), -EIO);
+	assert_non_null(strstr(err.msg, "hint: sbatch reached no Slurm controller"));
+	assert_non_null(strstr(err.msg, "site/cluster.sh up"));
+	assert_int_equal(count_entries(runs), 0);
 	launch_plan_free(&p);
 }
 
@@ -414,6 +438,7 @@ int main(void)
 		cmocka_unit_test_setup(test_submit_takes_next_name_on_race, reset),
 		cmocka_unit_test_setup(test_sbatch_env_has_no_slurm_inputs, reset),
 		cmocka_unit_test_setup(test_sbatch_refusal_leaves_nothing, reset),
+		cmocka_unit_test_setup(test_sbatch_no_controller, reset),
 		cmocka_unit_test_setup(test_sbatch_garbage_output, reset),
 		cmocka_unit_test_setup(test_no_sbatch_on_path, reset),
 	};
