@@ -1255,9 +1255,14 @@ static int apply_ntasks(struct layers *l, long ntasks, struct spec *out, struct 
 	long nodes = out->resources.nodes;
 	const char *lock = l->policy ? spec_path_covered(l->policy->locked, "resources.tasks_per_node") : NULL;
 
+	const struct spec_field *f = spec_field_find("resources.tasks_per_node");
+
 	if (ntasks % nodes)
 		return dt_err_add(err, "-n %ld: not a multiple of resources.nodes (%ld, from %s); hint: -N sets the nodes",
 				  ntasks, nodes, origin(l, "resources.nodes").label);
+	if (f && (double)(ntasks / nodes) > f->max)
+		return dt_err_add(err, "-n %ld: %ld tasks on each of %ld nodes, more than resources.tasks_per_node's %.0f",
+				  ntasks, ntasks / nodes, nodes, f->max);
 	if (lock && ntasks / nodes != out->resources.tasks_per_node)
 		return dt_err_add(err, "-n %ld: resources.tasks_per_node is locked by %s at %ld (%ld tasks on %ld nodes)",
 				  ntasks, l->site_label, out->resources.tasks_per_node,
@@ -1289,7 +1294,9 @@ int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *e
 	bad = apply_sets(&l, in->sets, in->n_sets, err);
 	if (bad == -ENOMEM || (in->policy && check_locks(&l, l.user, "", err)))
 		bad = bad ? bad : -EINVAL;
-	if (bad != -ENOMEM && !in->resolved && check_env_keys(&l, err))
+	/* a resolved spec read by dtrain-run was checked when it was made; one
+	 * resumed under a policy (dtrain-submit resume) is checked again */
+	if (bad != -ENOMEM && (!in->resolved || in->policy) && check_env_keys(&l, err))
 		bad = bad ? bad : -EINVAL;
 	if (bad == -ENOMEM) {
 		rc = bad;

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CANCEL_GRACE_S 30    /* beyond the lead time: the step boundary's wait */
 #define CANCEL_POLL_MS 250
@@ -126,8 +127,9 @@ static int run_scancel(const char *const *argv, const char *id, struct dt_err *e
 /* Ask the running job to save and stop: <run dir>/cancel, which tells its
  * batch script not to requeue but to cancel the job once the ranks saved,
  * then the ranks' stop signal; wait for the job's end (or the time out). */
-static void ask_to_save(const struct launch_job *job, struct dt_err *err)
+static void ask_to_save(const struct launch_job *job)
 {
+	struct dt_err ignored = {0};
 	const char *argv[] = { "scancel", NULL, job->id, NULL };
 	struct launch_slurm sl = {0};
 	struct launch_state st;
@@ -147,20 +149,26 @@ static void ask_to_save(const struct launch_job *job, struct dt_err *err)
 	from = metrics_size(metrics);
 	rc = dt_write_file_atomic(marker, note, strlen(note), 0644);
 	if (rc) {
-		dt_err_add(err, "%s: cannot write: %s; cancelling without a save", marker, strerror(-rc));
+		fprintf(stderr, "dtrain-submit: warning: %s: cannot write: %s; cancelling job %s without a save\n",
+			marker, strerror(-rc), job->id);
 		return;
 	}
-	if (run_scancel(argv, job->id, err))
+	if (run_scancel(argv, job->id, &ignored)) {
+		unlink(marker); /* no save asked: a later stop must requeue as before */
+		fprintf(stderr, "dtrain-submit: warning: %s; cancelling job %s without a save\n",
+			ignored.msg, job->id);
 		return;
+	}
 	fprintf(stderr, "dtrain-submit: job %s: asked to save and stop (SIG%s); waiting up to %.0f s for its save\n",
 		job->id, sig, wait_s);
-	while (dt_mono_s() - t0 < wait_s) {
-		step = saved_step(metrics, from);
+	while (dt_mono_s() - t0 < wait_s && (step = saved_step(metrics, from)) < 0) {
 		launch_job_state(&sl, job->id, &st);
 		if (!launch_state_active(st.name))
 			break;
 		dt_sleep_ms(CANCEL_POLL_MS);
 	}
+	if (step < 0) /* the save and the job's end may both fall after the read */
+		step = saved_step(metrics, from);
 	if (step >= 0)
 		fprintf(stderr, "dtrain-submit: job %s: saved at step %lld (%.0f s)\n", job->id, step,
 			dt_mono_s() - t0);
@@ -169,15 +177,13 @@ static void ask_to_save(const struct launch_job *job, struct dt_err *err)
 			job->id, dt_mono_s() - t0);
 }
 
-/* Has dtrain-run started training in the run dir (its metrics.jsonl holds
- * a start event)? Before that there is nothing to save: a job still in its
- * setup lines, or not a training job, is cancelled at once. */
-static bool trains(const char *run_dir)
+/* Has this job's dtrain-run started training (its output, the job's own
+ * slurm-<id>.out, has rank 0's "training" line, printed once the ranks
+ * catch the stop signal)? Before that there is nothing to save: a job still
+ * in its setup lines, or not a training job, is cancelled at once. */
+static bool trains(const struct launch_job *job)
 {
-	char path[4200];
-
-	snprintf(path, sizeof(path), "%s/metrics.jsonl", run_dir);
-	return event_after(path, 0, "\"event\":\"start\"");
+	return job->log_path && event_after(job->log_path, 0, "dtrain-run: training ");
 }
 
 /* --- cancel --- */
@@ -200,8 +206,8 @@ int launch_cmd_cancel(const struct launch_args *a, struct dt_err *err)
 			   job.id, or_dash(job.name), state.name, job.id);
 		goto out;
 	}
-	if (!a->now && !strcmp(state.name, "RUNNING") && job.run_dir && trains(job.run_dir)) {
-		ask_to_save(&job, err);
+	if (!a->now && !strcmp(state.name, "RUNNING") && job.run_dir && trains(&job)) {
+		ask_to_save(&job);
 		launch_job_state(&sl, job.id, &state);
 	}
 	argv[1] = job.id;

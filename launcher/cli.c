@@ -79,6 +79,7 @@ static const char help_submit[] =
 	"in order with --set (the last wins); the site's locks and limits apply:\n"
 	"  -N, --nodes N      resources.nodes\n"
 	"  -n, --ntasks N     tasks in all: resources.tasks_per_node = N / resources.nodes\n"
+	"                     (over any --set resources.tasks_per_node)\n"
 	"  -p, --partition P  resources.partition\n"
 	"  -t, --time T       resources.time (minutes, HH:MM:SS or D-HH:MM:SS)\n"
 	"  -A, --account A    resources.account\n"
@@ -354,6 +355,8 @@ static int add_slurm_option(struct launch_args *out, const char *name, const cha
 	for (i = 0; i < sizeof(slurm_keys) / sizeof(slurm_keys[0]); i++)
 		if (!strcmp(name, slurm_keys[i].name))
 			break;
+	if (i == sizeof(slurm_keys) / sizeof(slurm_keys[0]))
+		return usage_error(err, c, "%s takes no value", name);
 	kv = malloc(strlen(slurm_keys[i].key) + strlen(value) + 2);
 	if (!kv) {
 		dt_err_add(err, "%s: out of memory", name);
@@ -361,7 +364,7 @@ static int add_slurm_option(struct launch_args *out, const char *name, const cha
 	}
 	sprintf(kv, "%s=%s", slurm_keys[i].key, value);
 	rc = add_set(out, kv, true, c, err);
-	if (rc == -EINVAL)
+	if (rc)
 		free(kv);
 	return rc;
 }

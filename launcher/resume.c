@@ -81,6 +81,7 @@ static int keep_previous(const char *run_dir, const char *id, bool moved[N_KEPT]
 			 struct dt_err *err)
 {
 	char from[4200], to[4200], name[64];
+	bool taken;
 	size_t i;
 
 	for (i = 0; i < N_KEPT; i++) {
@@ -90,8 +91,9 @@ static int keep_previous(const char *run_dir, const char *id, bool moved[N_KEPT]
 		in_dir(to, sizeof(to), run_dir, name);
 		if (access(from, F_OK) != 0)
 			continue;
-		if (access(to, F_OK) == 0 || rename(from, to) != 0) {
-			int e = access(to, F_OK) == 0 ? EEXIST : errno;
+		taken = access(to, F_OK) == 0;
+		if (taken || rename(from, to) != 0) {
+			int e = taken ? EEXIST : errno;
 
 			dt_err_add(err, "%s: cannot keep it as %s: %s", from, name, strerror(e));
 			while (i-- > 0)

@@ -142,7 +142,7 @@ bool launch_state_active(const char *state)
 {
 	static const char *const active[] = {
 		"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED",
-		"REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "SPECIAL_EXIT", "PREEMPTED",
+		"REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "SPECIAL_EXIT",
 		"RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "UNKNOWN",
 	};
 	size_t i;

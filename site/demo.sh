@@ -83,9 +83,11 @@ job_state() {
 interrupted=false
 trap 'interrupted=true' INT
 echo "----- output of job $id (dtrain-submit logs -f $id) -----"
-"$bin/dtrain-submit" logs -f "$id" | tee "$build/demo.out" || $interrupted ||
-	step_failed $? "following job $id's output (dtrain-submit logs -f $id)" \
+"$bin/dtrain-submit" logs -f "$id" | tee "$build/demo.out" || {
+	rc=$?
+	$interrupted || step_failed $rc "following job $id's output (dtrain-submit logs -f $id)" \
 		"the job may still run: 'dtrain-submit status $id' shows it and its run directory"
+}
 echo "-----------------------------"
 if $interrupted; then
 	echo "demo: interrupted; job $id goes on (${state:-$(job_state)}) without the demo:" >&2

@@ -61,6 +61,12 @@ mpirun --allow-run-as-root --oversubscribe -np 4 "$DTRAIN_BIN/dtrain-run" --quie
 pass "checkpoint.resume takes a run dir"
 
 # --- resume RUN_DIR: the same run dir, one history, bitwise the uninterrupted run ---
+# (the site's rules hold for a resume's --set as for a submit's)
+expect_rc 3 $SUBMIT resume "$dir" --site "$site" --set env.LD_PRELOAD=/tmp/x.so
+must_contain "$T/err" "env.LD_PRELOAD: changes how the job starts"
+expect_rc 3 $SUBMIT resume "$dir" --site "$site" --set resources.qos=urgent
+must_contain "$T/err" "resources.qos: locked by the site"
+[ -f "$dir/spec.json" ] && [ ! -e "$dir/spec-$id.json" ] || fail "a refused resume touched the run dir"
 expect_rc 0 $SUBMIT resume "$dir" --site "$site"
 id2=$(cat "$T/out")
 [ "$id2" != "$id" ] || fail "resume reused job id $id"

@@ -66,6 +66,10 @@ static void ntasks_sets_tasks_per_node(void **state)
 	dt_err_clear(&e);
 	assert_int_equal(spec_resolve(&in, &s, &e), -EINVAL);
 	assert_true(tu_has(&e, "-n 5: not a multiple of resources.nodes (2, from "));
+	in.ntasks = 10000; /* 5000 a node: over tasks_per_node's bound */
+	dt_err_clear(&e);
+	assert_int_equal(spec_resolve(&in, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "-n 10000: 5000 tasks on each of 2 nodes, more than resources.tasks_per_node's 4096"));
 }
 
 static void values_from_file(void **state)

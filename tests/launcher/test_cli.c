@@ -199,6 +199,8 @@ static void test_mistyped(void **state)
 	char *status_n[] = { "dtrain-submit", "status", "-N", "2" };
 	char *unknown_short[] = { "dtrain-submit", "job.json", "-x" };
 	char *spec_named[] = { "dtrain-submit", "logz" };
+	char *help_value[] = { "dtrain-submit", "job.json", "--help=x" };
+	char *help_short[] = { "dtrain-submit", "status", "-hx" };
 	struct launch_args a;
 	struct dt_err err = {0};
 	FILE *f;
@@ -211,6 +213,8 @@ static void test_mistyped(void **state)
 	expect_usage(ARGC(no_nodes), no_nodes, "--nodes needs a value");
 	expect_usage(ARGC(status_n), status_n, "status: unknown option '-N'");
 	expect_usage(ARGC(unknown_short), unknown_short, "unknown option '-x'");
+	expect_usage(ARGC(help_value), help_value, "--help takes no value");
+	expect_usage(ARGC(help_short), help_short, "--help takes no value");
 	/* a file of a command-like name is a spec, as before */
 	f = fopen("logz", "w");
 	assert_non_null(f);
