@@ -287,31 +287,26 @@ class Bench:
             die("%s: fewer than 2 step windows in %s/metrics.jsonl" % (name, run_dir))
         return ev[1:]  # the first window warms up
 
-    def rank_memory(self):
-        """The last run's ranks: the most optimizer state and peak RSS (MiB)
-        any rank reported (dtrain-run's closing line per rank)."""
-        opt, rss = [], []
+    def rank_most(self, key):
+        """The last run's ranks: the most of `key` (MiB) and of peak RSS any
+        rank reported on its closing line (dtrain-run's, one a rank)."""
+        got, rss = [], []
         for line in (self.last_out or "").splitlines():
             f = line.split()
-            if "optimizer_mib" in f and "peak_rss_mib" in f:
-                opt.append(float(f[f.index("optimizer_mib") + 1]))
+            if key in f and "peak_rss_mib" in f:
+                got.append(float(f[f.index(key) + 1]))
                 rss.append(float(f[f.index("peak_rss_mib") + 1]))
-        if not opt:
-            die("the last run reported no memory per rank")
-        return max(opt), max(rss)
+        if not got:
+            die("the last run reported no %s per rank" % key)
+        return max(got), max(rss)
+
+    def rank_memory(self):
+        """The most optimizer state and peak RSS (MiB) of a rank."""
+        return self.rank_most("optimizer_mib")
 
     def rank_acts(self):
-        """The last run's ranks: the most activation memory and peak RSS
-        (MiB) any rank reported (activations_mib, peak_rss_mib)."""
-        acts, rss = [], []
-        for line in (self.last_out or "").splitlines():
-            f = line.split()
-            if "activations_mib" in f and "peak_rss_mib" in f:
-                acts.append(float(f[f.index("activations_mib") + 1]))
-                rss.append(float(f[f.index("peak_rss_mib") + 1]))
-        if not acts:
-            die("the last run reported no activation memory per rank")
-        return max(acts), max(rss)
+        """The most activation memory and peak RSS (MiB) of a rank."""
+        return self.rank_most("activations_mib")
 
     def rank_peaks(self):
         """The last run's peak RSS (MiB) of each rank, in rank order."""

@@ -77,12 +77,11 @@ const char *launch_cmd_name(enum launch_cmd cmd);
 
 /* --- commands: what main() calls; each prints its own results --- */
 
-int launch_cmd_submit(const struct launch_args *a, struct dt_err *err);
+int launch_cmd_submit(const struct launch_args *a, struct dt_err *err); /* and resume */
 int launch_cmd_validate(const struct launch_args *a, struct dt_err *err);
 int launch_cmd_status(const struct launch_args *a, struct dt_err *err);
 int launch_cmd_cancel(const struct launch_args *a, struct dt_err *err);
 int launch_cmd_logs(const struct launch_args *a, struct dt_err *err);
-int launch_cmd_resume(const struct launch_args *a, struct dt_err *err);
 
 /* --- batch script --- */
 

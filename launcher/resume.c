@@ -13,7 +13,8 @@
  * so that the new job requeues itself again. A sbatch that refuses puts
  * them back.
  *
- * Sections: the previous job, the run dir's files, resume, the command.
+ * Sections: the previous job, the run dir's files, resume. (The command
+ * is submit's: launch_cmd_submit.)
  */
 #include "launcher/launch.h"
 #include "launcher/internal.h"
@@ -184,41 +185,5 @@ out:
 	if (rc)
 		launch_job_free(job);
 	free(old);
-	return rc;
-}
-
-/* --- the command --- */
-
-int launch_cmd_resume(const struct launch_args *a, struct dt_err *err)
-{
-	struct dt_err warn = {0};
-	struct launch_job job = {0};
-	struct launch_plan p;
-	char *line, *save = NULL;
-	int rc = launch_plan(a, &p, err);
-
-	if (rc)
-		goto out;
-	if (a->dry_run) {
-		fputs(dt_buf_str(&p.script), stdout);
-		fprintf(stderr, "dtrain-submit: dry run: nothing written, nothing submitted; the run would continue in %s\n",
-			p.spec.run_dir);
-		goto out;
-	}
-	rc = launch_resume(&p, &job, &warn, err);
-	if (rc)
-		goto out;
-	for (line = strtok_r(warn.msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		fprintf(stderr, "dtrain-submit: warning: %s\n", line);
-	printf("%s\n", job.id);
-	fflush(stdout);
-	fprintf(stderr, "dtrain-submit: submitted job %s (%s), continuing its run\n"
-			"  run dir: %s (dtrain-run resumes from its newest valid checkpoint)\n"
-			"  status:  dtrain-submit status %s\n"
-			"  logs:    dtrain-submit logs -f %s\n",
-		job.id, job.name, job.run_dir, job.id, job.id);
-out:
-	launch_job_free(&job);
-	launch_plan_free(&p);
 	return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * submit.c - `dtrain-submit submit` and `validate`: plan in memory, then
+ * submit.c - what `dtrain-submit submit` and `validate` do: plan in memory, then
  * create the run dir, sbatch, record.
  *
  * The run dir appears whole or not at all: it is built as a sibling temp dir
@@ -8,7 +8,8 @@
  * crash leaves at most a dot-dir. If sbatch refuses the job the run dir is
  * removed again.
  *
- * Sections: files, syntax check, plan, run dir, submit, commands.
+ * Sections: files, syntax check, plan, run dir, submit. The commands that
+ * use it are in submit_cmd.c.
  */
 #include "launcher/launch.h"
 #include "launcher/internal.h"
@@ -598,55 +599,5 @@ out:
 		launch_job_free(job);
 	free(parent);
 	free(sbatch);
-	return rc;
-}
-
-/* --- commands --- */
-
-int launch_cmd_validate(const struct launch_args *a, struct dt_err *err)
-{
-	struct launch_plan p;
-	int rc = launch_plan(a, &p, err);
-
-	if (!rc) {
-		fputs(dt_buf_str(&p.spec_json), stdout);
-		fprintf(stderr, "dtrain-submit: %s: valid; it would run in %s\n",
-			a->spec_path, p.spec.run_dir);
-	}
-	launch_plan_free(&p);
-	return rc;
-}
-
-int launch_cmd_submit(const struct launch_args *a, struct dt_err *err)
-{
-	struct dt_err warn = {0};
-	struct launch_job job = {0};
-	struct launch_plan p;
-	char *line, *save = NULL;
-	int rc = launch_plan(a, &p, err);
-
-	if (rc)
-		goto out;
-	if (a->dry_run) {
-		fputs(dt_buf_str(&p.script), stdout);
-		fprintf(stderr, "dtrain-submit: dry run: nothing created, nothing submitted; the run dir would be %s\n",
-			p.spec.run_dir);
-		goto out;
-	}
-	rc = launch_submit(&p, &job, &warn, err);
-	if (rc)
-		goto out;
-	for (line = strtok_r(warn.msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		fprintf(stderr, "dtrain-submit: warning: %s\n", line);
-	printf("%s\n", job.id);
-	fflush(stdout);
-	fprintf(stderr, "dtrain-submit: submitted job %s (%s)\n"
-			"  run dir: %s\n"
-			"  status:  dtrain-submit status %s\n"
-			"  logs:    dtrain-submit logs -f %s\n",
-		job.id, job.name, job.run_dir, job.id, job.id);
-out:
-	launch_job_free(&job);
-	launch_plan_free(&p);
 	return rc;
 }
