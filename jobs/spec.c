@@ -1146,9 +1146,6 @@ static int check_rules(const struct spec *s, struct layers *l, struct dt_err *er
 	    (!strcmp(s->parallel.grad_sync, "shared") || !strcmp(s->parallel.grad_sync, "split")))
 		rc = dt_err_add(err, "%s: parallel.optimizer: \"sharded\" reduce-scatters gradients between the replicas and cannot be combined with parallel.grad_sync \"%s\", which shares one copy per node; use \"allreduce\" or \"auto\"",
 				FROM("parallel.optimizer", "parallel.grad_sync"), s->parallel.grad_sync);
-	if (spec_optimizer_sharded(s) && !strcmp(s->train.device, "cuda"))
-		rc = dt_err_add(err, "%s: parallel.optimizer: \"sharded\" runs on train.device \"cpu\" only (the GPU path keeps its state replicated); use \"replicated\"",
-				FROM("parallel.optimizer", "train.device"));
 	if (s->parallel.threads && !strcmp(s->parallel.threads, "split") && s->parallel.pipeline > 1)
 		rc = dt_err_add(err, "%s: parallel.threads: \"split\" cuts every layer between a rank's threads and needs parallel.pipeline = 1 (got %ld); use \"blas\" or \"auto\" with a pipeline",
 				FROM("parallel.threads", "parallel.pipeline"), s->parallel.pipeline);

@@ -15,8 +15,9 @@
 #      mpirun/orted with its plugins and PMIx's, and unpacks them with
 #      `dpkg -x` into OUT_DIR/dtrain-gpu/root (never into /);
 #   3. adds the programs (bin/), env.sh (PATH, LD_LIBRARY_PATH, OPAL_PREFIX,
-#      PMIX_INSTALL_PREFIX, NCCL from the wheel), tests/gpu/check.sh and a
-#      byte-level token stream of Debian's fortunes (data/);
+#      PMIX_INSTALL_PREFIX, NCCL from the wheel), tests/gpu/check.sh, the
+#      GPT example's spec (jobs/) and its data, the byte-level token stream
+#      of Debian's fortunes (data/);
 #   4. packs OUT_DIR/dtrain-gpu.tar.xz, at most 48 MiB (the device tool
 #      carries 64 MiB with the tree).
 # On the machine: tar xJf dtrain-gpu.tar.xz && bash dtrain-gpu/check.sh
@@ -25,7 +26,7 @@ set -euo pipefail
 
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-$src/build/gpu-bundle}
-case "$out" in -h | --help) sed -n '2,22s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
+case "$out" in -h | --help) sed -n '2,24s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 [[ $out = /* ]] || out=$PWD/$out
 b=$out/dtrain-gpu
 max_mib=48
@@ -132,9 +133,11 @@ ENV
 cp "$src/tests/gpu/check.sh" "$b/check.sh"
 cp "$src/tests/gpu/compare.py" "$b/compare.py"
 cp "$src/tests/gpu/perf.py" "$b/perf.py"
+mkdir -p "$b/jobs" && cp "$src/jobs/gpt-tiny-2x2.json" "$b/jobs/"
 if [ -f /usr/share/games/fortunes/fortunes ]; then
-	"$out/build/bin/dtrain-data" text /usr/share/games/fortunes/fortunes /usr/share/games/fortunes/literature \
-		/usr/share/games/fortunes/riddles "$b/data/fortunes" >/dev/null 2>&1 ||
+	# the GPT example's data, as make demo-gpt makes it (site/demo.sh)
+	mapfile -t texts < <(find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.*' | sort)
+	"$out/build/bin/dtrain-data" text "${texts[@]}" "$b/data/fortunes" >/dev/null 2>&1 ||
 		die "dtrain-data text of the fortunes failed"
 else
 	say "no /usr/share/games/fortunes (Debian package fortunes): the bundle has no text data"

@@ -102,13 +102,16 @@ int rt__ties_init(struct trainer *t)
 			c->peer = stage_of(t, tie[i].block[c->tensor[0] < 0 ? 0 : 1]);
 			c->buf = malloc(c->n * sizeof(float));
 		}
-		if (!t->dev->host) {
+		/* host copies: the gradient a peer stage swaps, or a sharded
+		 * optimizer's rows (else the sum is the device's own add) */
+		if (!t->dev->host && (c->peer >= 0 || t->sharded)) {
 			c->mine = malloc(c->n * sizeof(float));
 			if (c->peer < 0)
 				c->other = malloc(c->n * sizeof(float));
 		}
 		t->ties->n++;
-		if ((c->peer >= 0 && !c->buf) || (!t->dev->host && (!c->mine || (c->peer < 0 && !c->other))))
+		if ((c->peer >= 0 && !c->buf) ||
+		    (!t->dev->host && (c->peer >= 0 || t->sharded) && (!c->mine || (c->peer < 0 && !c->other))))
 			return dt_err_add(t->err, "rank %d: out of memory for the gradient of tied tensor \"%s\" (%zu floats)",
 					  t->g->rank, tie[i].name[0], c->n), -ENOMEM;
 	}
@@ -137,8 +140,15 @@ int rt__ties_sum(struct trainer *t)
 		float *dg = rt__grad_of(t, c->tensor[mine], &n);
 		float *g = rt_dev_staging(t->dev, dg, c->mine); /* on the host */
 
+		if (c->peer < 0 && !t->sharded) { /* both in the stage's gradients: on its device */
+			float *dg1 = rt__grad_of(t, c->tensor[1], &n1);
+
+			t->dev->ops->add(t->dev, dg, dg1, n); /* dg + dg1, as dg1 + dg: one rounding */
+			t->dev->ops->copy(t->dev, dg1, dg, n * sizeof(float));
+			continue;
+		}
 		rt_dev_get(t->dev, g, dg, n * sizeof(float));
-		if (c->peer < 0) {
+		if (c->peer < 0) { /* a sharded optimizer's rows: host memory */
 			float *dg1 = rt__grad_of(t, c->tensor[1], &n1);
 			float *g1 = rt_dev_staging(t->dev, dg1, c->other);
 

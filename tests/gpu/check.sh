@@ -194,6 +194,28 @@ PY
 		row "dtrain-ckpt sample on the GPU (greedy)" FAIL "$(last sample-gpu)"
 	fi
 fi
+# the GPT example as it is (jobs/gpt-tiny-2x2.json: data 2 x pipeline 2,
+# 1000 steps) with its 4 ranks on the GPU: the validation loss its README
+# states (2.86 bits per byte on the CPU; at most 2.9)
+ex=$here/jobs/gpt-tiny-2x2.json
+if [ -f "$ex" ] && "$bin/dtrain-submit" validate "$ex" --set run_dir="$work/example" \
+	--set data.train="$here/data/fortunes/train.h5" --set data.test="$here/data/fortunes/val.h5" \
+	--set resources.nodes=1 --set resources.tasks_per_node=4 "${cuda[@]}" \
+	>"$work/example.json" 2>"$logs/spec-example.log" && mkdir -p "$work/example"; then
+	if run example 300 mpirun --oversubscribe --bind-to none -np 4 "$bin/dtrain-run" "$work/example.json"; then
+		bpb=$(sed -n 's/^dtrain-run: step 1000 val loss [0-9.]* bits\/byte \([0-9.]*\) .*/\1/p' "$logs/example.log")
+		took=$(sed -n 's/^dtrain-run: done: .* in \([0-9.]* s\).*/\1/p' "$logs/example.log")
+		if [ -n "$bpb" ] && awk -v b="$bpb" 'BEGIN { exit !(b <= 2.9) }'; then
+			row "GPT example 2x2 on the GPU (<= 2.9 bits/byte)" PASS "$bpb bits per byte at step 1000, trained in ${took:-?}"
+		else
+			row "GPT example 2x2 on the GPU (<= 2.9 bits/byte)" FAIL "step 1000: ${bpb:-no validation line} bits per byte"
+		fi
+	else
+		row "GPT example 2x2 on the GPU (<= 2.9 bits/byte)" FAIL "$(last example)"
+	fi
+else
+	row "GPT example 2x2 on the GPU (<= 2.9 bits/byte)" FAIL "spec: $(tail -n 1 "$logs/spec-example.log" 2>/dev/null || echo "$ex is missing")"
+fi
 # the trainer's own kernels under memcheck: 3 steps of the GPT
 if command -v compute-sanitizer >/dev/null && gspec gpt-mc --set resources.tasks_per_node=1 "${cuda[@]}" \
 	--set train.max_steps=3 --set checkpoint.every_steps=0; then
