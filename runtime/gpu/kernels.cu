@@ -105,6 +105,7 @@ __global__ void k_finish_sum(double *value, const double *partial, unsigned int 
 
 	if (blockIdx.x != 0 || threadIdx.x != 0)
 		return;
+#pragma unroll 8 /* loads ahead; the adds stay in order */
 	for (i = 0; i < n; i++)
 		s += partial[i];
 	*value += s;

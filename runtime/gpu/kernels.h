@@ -88,7 +88,7 @@ int rt_gpu_bias_grad(const float *dy, float *db, int rows, int out, cudaStream_t
 
 /* Blocks of a device reduction: partial sums per block, summed in block
  * order by a second one-block kernel (deterministic, no atomics). */
-#define RT_GPU_RED_BLOCKS 256
+#define RT_GPU_RED_BLOCKS 1024 /* enough warps to fill an H100 (132 SMs x 64) */
 
 /* Device-side accumulators of the loss over the micro-batches of a step.
  * Lives in DEVICE memory: the caller cudaMallocs sizeof(struct

@@ -391,10 +391,17 @@ extern "C" int rt_gpu_layernorm_backward(const float *dy, const float *x, const 
 
 /* --- attention --- */
 
+/* The warp-per-row kernels below hold a row in registers when T <= 32
+ * ROW_MAX (each lane its columns lane, lane + 32, ...): one read and one
+ * write of a row instead of a pass per step, in the same order as the
+ * row's loop (the same bits). Longer rows take the loop over memory. */
+#define ROW_MAX 32 /* a power of 2 */
+
 /* Softmax of causal rows in place, one warp per row r = h T + t of
  * S [NH][T][T] (rows = NH T): its first t + 1 scores become
  * probabilities, the rest 0; lse [r] = max + log(sum), as softmax_row in
- * transformer.c. */
+ * transformer.c. K columns a lane in registers (K = 0: from memory). */
+template <int K>
 __global__ void __launch_bounds__(THREADS)
 k_softmax(float *S, float *lse, long long rows, int T)
 {
@@ -403,62 +410,157 @@ k_softmax(float *S, float *lse, long long rows, int T)
 
 	for (r = warp_index(); r < rows; r += warp_count()) {
 		float *s = S + (size_t)r * (size_t)T, mx = -INFINITY, sum = 0.0f, inv;
+		float v[K > 0 ? K : 1];
 		int n = (int)(r % T) + 1;
 
-		for (j = lane; j < n; j += 32)
-			mx = s[j] > mx ? s[j] : mx;
+		if (K > 0) {
+#pragma unroll
+			for (k = 0; k < K; k++) {
+				j = lane + 32 * k;
+				v[k] = j < n ? s[j] : -INFINITY;
+				mx = v[k] > mx ? v[k] : mx;
+			}
+		} else {
+			for (j = lane; j < n; j += 32)
+				mx = s[j] > mx ? s[j] : mx;
+		}
 		for (k = 16; k > 0; k /= 2) {
 			float o = __shfl_xor_sync(FULL, mx, k);
 
 			mx = o > mx ? o : mx;
 		}
-		for (j = lane; j < n; j += 32) {
-			s[j] = rt__expf(__fsub_rn(s[j], mx));
-			sum = __fadd_rn(sum, s[j]);
+		if (K > 0) {
+#pragma unroll
+			for (k = 0; k < K; k++)
+				if (lane + 32 * k < n) {
+					v[k] = rt__expf(__fsub_rn(v[k], mx));
+					sum = __fadd_rn(sum, v[k]);
+				}
+		} else {
+			for (j = lane; j < n; j += 32) {
+				s[j] = rt__expf(__fsub_rn(s[j], mx));
+				sum = __fadd_rn(sum, s[j]);
+			}
 		}
 		sum = warp_sum(sum);
 		inv = __fdiv_rn(1.0f, sum);
-		for (j = lane; j < T; j += 32)
-			s[j] = j < n ? __fmul_rn(s[j], inv) : 0.0f;
+		if (K > 0) {
+#pragma unroll
+			for (k = 0; k < K; k++) {
+				j = lane + 32 * k;
+				if (j < T)
+					s[j] = j < n ? __fmul_rn(v[k], inv) : 0.0f;
+			}
+		} else {
+			for (j = lane; j < T; j += 32)
+				s[j] = j < n ? __fmul_rn(s[j], inv) : 0.0f;
+		}
 		if (lane == 0)
 			lse[r] = __fadd_rn(mx, logf(sum));
 	}
 }
 
 /* The probabilities again from the scores S [NH][T][T] and lse [NH][T], as
- * probs_row in transformer.c: one thread per element. */
+ * probs_row in transformer.c: one warp per row (no division per element). */
 __global__ void __launch_bounds__(THREADS)
-k_probs(float *S, const float *lse, size_t rows, size_t T)
-{
-	size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	size_t stride = (size_t)gridDim.x * blockDim.x;
-
-	for (; e < rows * T; e += stride) {
-		size_t r = e / T, j = e % T;
-
-		S[e] = j <= r % T ? rt__expf(__fsub_rn(S[e], lse[r])) : 0.0f;
-	}
-}
-
-/* Softmax backward of causal rows, one warp per row, as dscores_row in
- * transformer.c: p = p (dp - p . dp) scale over the row's first t + 1
- * (the rest of P is 0 and stays so). */
-__global__ void __launch_bounds__(THREADS)
-k_dscores(float *P, const float *dP, long long rows, int T, float scale)
+k_probs(float *S, const float *lse, long long rows, int T)
 {
 	int lane = (int)(threadIdx.x % 32), j;
 	long long r;
 
 	for (r = warp_index(); r < rows; r += warp_count()) {
+		float *s = S + (size_t)r * (size_t)T, l = lse[r];
+		int t = (int)(r % T);
+
+		for (j = lane; j < T; j += 32)
+			s[j] = j <= t ? rt__expf(__fsub_rn(s[j], l)) : 0.0f;
+	}
+}
+
+/* Softmax backward of causal rows, one warp per row, as dscores_row in
+ * transformer.c: p = p (dp - p . dp) scale over the row's first t + 1
+ * (the rest of P is 0 and stays so). K as k_softmax. */
+template <int K>
+__global__ void __launch_bounds__(THREADS)
+k_dscores(float *P, const float *dP, long long rows, int T, float scale)
+{
+	int lane = (int)(threadIdx.x % 32), j, k;
+	long long r;
+
+	for (r = warp_index(); r < rows; r += warp_count()) {
 		float *p = P + (size_t)r * (size_t)T, dot = 0.0f;
 		const float *dp = dP + (size_t)r * (size_t)T;
+		float pv[K > 0 ? K : 1], dv[K > 0 ? K : 1];
 		int n = (int)(r % T) + 1;
 
-		for (j = lane; j < n; j += 32)
-			dot = __fadd_rn(dot, __fmul_rn(p[j], dp[j]));
+		if (K > 0) {
+#pragma unroll
+			for (k = 0; k < K; k++) {
+				j = lane + 32 * k;
+				pv[k] = j < n ? p[j] : 0.0f;
+				dv[k] = j < n ? dp[j] : 0.0f;
+			}
+#pragma unroll
+			for (k = 0; k < K; k++)
+				if (lane + 32 * k < n)
+					dot = __fadd_rn(dot, __fmul_rn(pv[k], dv[k]));
+		} else {
+			for (j = lane; j < n; j += 32)
+				dot = __fadd_rn(dot, __fmul_rn(p[j], dp[j]));
+		}
 		dot = warp_sum(dot);
-		for (j = lane; j < n; j += 32)
-			p[j] = __fmul_rn(__fmul_rn(p[j], __fsub_rn(dp[j], dot)), scale);
+		if (K > 0) {
+#pragma unroll
+			for (k = 0; k < K; k++) {
+				j = lane + 32 * k;
+				if (j < n)
+					p[j] = __fmul_rn(__fmul_rn(pv[k], __fsub_rn(dv[k], dot)), scale);
+			}
+		} else {
+			for (j = lane; j < n; j += 32)
+				p[j] = __fmul_rn(__fmul_rn(p[j], __fsub_rn(dp[j], dot)), scale);
+		}
+	}
+}
+
+/* The lanes' registers for a row of T: 4, 8, 16 or ROW_MAX columns each,
+ * else 0 (the loop over memory). */
+static int row_regs(int T)
+{
+	int k;
+
+	for (k = 4; k <= ROW_MAX; k *= 2)
+		if (T <= 32 * k)
+			return k;
+	return 0;
+}
+
+/* k_softmax over rows of T, with the registers row_regs gives */
+static void softmax_rows(float *S, float *lse, long long rows, int T, cudaStream_t stream)
+{
+	unsigned int g = blocks_for((size_t)rows, WARPS);
+
+	switch (row_regs(T)) {
+	case 4: k_softmax<4><<<g, THREADS, 0, stream>>>(S, lse, rows, T); break;
+	case 8: k_softmax<8><<<g, THREADS, 0, stream>>>(S, lse, rows, T); break;
+	case 16: k_softmax<16><<<g, THREADS, 0, stream>>>(S, lse, rows, T); break;
+	case 32: k_softmax<32><<<g, THREADS, 0, stream>>>(S, lse, rows, T); break;
+	default: k_softmax<0><<<g, THREADS, 0, stream>>>(S, lse, rows, T); break;
+	}
+}
+
+/* k_dscores over rows of T, as softmax_rows */
+static void dscores_rows(float *P, const float *dP, long long rows, int T, float scale,
+			 cudaStream_t stream)
+{
+	unsigned int g = blocks_for((size_t)rows, WARPS);
+
+	switch (row_regs(T)) {
+	case 4: k_dscores<4><<<g, THREADS, 0, stream>>>(P, dP, rows, T, scale); break;
+	case 8: k_dscores<8><<<g, THREADS, 0, stream>>>(P, dP, rows, T, scale); break;
+	case 16: k_dscores<16><<<g, THREADS, 0, stream>>>(P, dP, rows, T, scale); break;
+	case 32: k_dscores<32><<<g, THREADS, 0, stream>>>(P, dP, rows, T, scale); break;
+	default: k_dscores<0><<<g, THREADS, 0, stream>>>(P, dP, rows, T, scale); break;
 	}
 }
 
@@ -549,8 +651,7 @@ extern "C" int rt_gpu_attention_forward(cublasHandle_t blas, const float *qkv, f
 
 		if ((rc = gemm_heads(&h, SCORES, scale, K, 3 * C, Q, 3 * C, S, T, "S = Q K^T", err)))
 			return rc;
-		k_softmax<<<blocks_for(rows, WARPS), THREADS, 0, stream>>>(S, lse + (size_t)b * rows,
-									  (long long)rows, T);
+		softmax_rows(S, lse + (size_t)b * rows, (long long)rows, T, stream);
 		if ((rc = launched(err, "kernel attention softmax (T %d, %d heads)", T, NH)))
 			return rc;
 		if ((rc = gemm_heads(&h, APPLY, 1.0f, V, 3 * C, S, T, O, C, "O = P V", err)))
@@ -582,14 +683,13 @@ extern "C" int rt_gpu_attention_backward(cublasHandle_t blas, const float *dout,
 
 		if ((rc = gemm_heads(&h, SCORES, scale, K, 3 * C, Q, 3 * C, P, T, "S = Q K^T", err)))
 			return rc;
-		k_probs<<<blocks_for(rows * (size_t)T, THREADS), THREADS, 0, stream>>>(
-			P, lse + (size_t)b * rows, rows, (size_t)T);
+		k_probs<<<blocks_for(rows, WARPS), THREADS, 0, stream>>>(P, lse + (size_t)b * rows,
+									(long long)rows, T);
 		if ((rc = launched(err, "kernel attention probs (T %d, %d heads)", T, NH)) ||
 		    (rc = gemm_heads(&h, APPLY_T, 1.0f, dO, C, P, T, dV, 3 * C, "dV = P^T dO", err)) ||
 		    (rc = gemm_heads(&h, SCORES, 1.0f, V, 3 * C, dO, C, dP, T, "dP = dO V^T", err)))
 			return rc;
-		k_dscores<<<blocks_for(rows, WARPS), THREADS, 0, stream>>>(P, dP, (long long)rows, T,
-									  scale);
+		dscores_rows(P, dP, (long long)rows, T, scale, stream);
 		if ((rc = launched(err, "kernel attention dscores (T %d, %d heads)", T, NH)) ||
 		    (rc = gemm_heads(&h, APPLY, 1.0f, K, 3 * C, P, T, dQ, 3 * C, "dQ = dS K", err)) ||
 		    (rc = gemm_heads(&h, APPLY_T, 1.0f, Q, 3 * C, P, T, dK, 3 * C, "dK = dS^T Q", err)))
