@@ -51,6 +51,7 @@ struct spec {
 		char *account;
 		char *qos;
 		char *constraint;
+		char *dependency; /* sbatch --dependency; NULL: none */
 	} resources;
 	struct spec_map env;    /* exported before the job runs */
 	struct spec_strs setup; /* shell lines, run by the batch script */

@@ -42,6 +42,8 @@ static const struct spec_field fields[] = {
 	  "Slurm quality of service (sbatch --qos)" },
 	{ "resources.constraint", SPEC_STR, F(resources.constraint), "null", 1, 256, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_SLURM,
 	  "node features, e.g. \"avx512&ib\" (sbatch --constraint)" },
+	{ "resources.dependency", SPEC_STR, F(resources.dependency), "null", 1, 1024, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_SLURM,
+	  "jobs to wait for, as sbatch --dependency, e.g. \"afterok:1234\" (dtrain-submit --after JOB sets it); the job is cancelled when that can no longer be met; null: none" },
 
 	/* --- environment and set-up --- */
 	{ "env", SPEC_STRMAP, F(env), "{}", 0, 4096, 0, 256, NULL, SPEC_F_TEXT,

@@ -188,6 +188,45 @@ static bool trains(const struct launch_job *job)
 
 /* --- cancel --- */
 
+/* cancel SWEEP: its pending tasks at once (they have nothing to save), then
+ * each running task as a job of its own (asked to save first, unless
+ * --now), then whatever is left of the array */
+static int cancel_sweep(const struct launch_job *sweep, bool now, struct dt_err *err)
+{
+	const char *pending[] = { "scancel", "--state=PENDING", sweep->id, NULL };
+	const char *all[] = { "scancel", sweep->id, NULL };
+	struct launch_slurm sl = {0};
+	struct launch_state st;
+	struct launch_job task;
+	long k, saved = 0;
+	int rc = 0;
+
+	launch_job_state(&sl, sweep->id, &st);
+	if (!launch_state_active(st.name)) {
+		dt_err_add(err, "sweep %s (%s) had already ended (%s): nothing to cancel; hint: `dtrain-submit status %s` shows its tasks",
+			   sweep->id, or_dash(sweep->name), st.name, sweep->id);
+		return -ESRCH;
+	}
+	if (!now && (rc = run_scancel(pending, sweep->id, err)))
+		return rc;
+	for (k = 0; !now && launch_sweep_task(sweep, k, &task) == 0; k++) {
+		launch_job_state(&sl, task.id, &st);
+		if (!strcmp(st.name, "RUNNING") && trains(&task)) {
+			ask_to_save(&task);
+			saved++;
+		}
+		launch_job_free(&task);
+	}
+	launch_job_state(&sl, sweep->id, &st);
+	if (launch_state_active(st.name) && (rc = run_scancel(all, sweep->id, err)))
+		return rc;
+	printf("cancelled sweep %s (%s)%s, sweep dir %s\n", sweep->id, or_dash(sweep->name),
+	       now ? "" : saved ? ", its running tasks saved first" : ", no task was training",
+	       sweep->run_dir);
+	fprintf(stderr, "dtrain-submit: to continue a task: dtrain-submit resume %s/task-<k>\n", sweep->run_dir);
+	return 0;
+}
+
 int launch_cmd_cancel(const struct launch_args *a, struct dt_err *err)
 {
 	const char *argv[] = { "scancel", NULL, NULL };
@@ -199,6 +238,10 @@ int launch_cmd_cancel(const struct launch_args *a, struct dt_err *err)
 	rc = launch_resolve_job(a->job, &job, err);
 	if (rc)
 		goto out;
+	if (launch_is_sweep(job.run_dir)) {
+		rc = cancel_sweep(&job, a->now, err);
+		goto out;
+	}
 	launch_job_state(&sl, job.id, &state);
 	if (!launch_state_active(state.name)) {
 		rc = -ESRCH;

@@ -27,6 +27,8 @@ static const char help_program[] =
 	"       dtrain-submit cancel [--now] JOB\n"
 	"       dtrain-submit logs [-f] JOB\n"
 	"       dtrain-submit resume RUN_DIR [--set KEY=VALUE]... [SLURM OPTIONS] [--dry-run]\n"
+	"       dtrain-submit sweep SPEC --grid KEY=V1,V2,... [--grid ...] [--seeds N]\n"
+	"                           [--max-parallel K] [--set KEY=VALUE]... [--dry-run]\n"
 	"       dtrain-submit --help | --version\n"
 	"\n"
 	"Run a dtrain job spec on Slurm as a batch job, and follow your jobs.\n"
@@ -38,9 +40,11 @@ static const char help_program[] =
 	"  cancel    ask a job to save and stop, then cancel it\n"
 	"  logs      print a job's output; -f follows it\n"
 	"  resume    continue a stopped run in its own run dir, as a new job\n"
+	"  sweep     submit every combination of some keys' values as one job array\n"
 	"\n"
 	"JOB is a Slurm job id or a job name (then the most recent job of that name),\n"
-	"of the cluster $SLURM_CONF names.\n"
+	"of the cluster $SLURM_CONF names; a sweep's task is SWEEP_TASK (12_3, or\n"
+	"the sweep's name and the task: lr-sweep_3).\n"
 	"`dtrain-submit COMMAND --help` describes a command.\n"
 	"\n"
 	"files:\n"
@@ -70,6 +74,9 @@ static const char help_submit[] =
 	"  --site FILE      a site file under " SITE_DEFAULT_PATH " (default: $DTRAIN_SITE);\n"
 	"                   it can only add defaults, locks and limits to the system's\n"
 	"  --set KEY=VALUE  override one spec key, e.g. --set resources.nodes=2 (repeatable)\n"
+	"  --after JOB      start once JOB (an id or a name; a sweep: all its tasks)\n"
+	"                   completed; cancelled by Slurm if JOB fails\n"
+	"                   (resources.dependency = afterok:<id>)\n"
 	"  --dry-run        print the batch script; create and submit nothing\n"
 	"  --no-data-check  do not open the data sets here (they are on the compute\n"
 	"                   nodes' file systems only); dtrain-run checks them at start\n"
@@ -83,6 +90,7 @@ static const char help_submit[] =
 	"  -p, --partition P  resources.partition\n"
 	"  -t, --time T       resources.time (minutes, HH:MM:SS or D-HH:MM:SS)\n"
 	"  -A, --account A    resources.account\n"
+	"  --dependency D     resources.dependency (sbatch's syntax: afterok:1234)\n"
 	"\n"
 	"exit codes: 0 submitted, 1 sbatch refused or I/O error, 2 usage error,\n"
 	"            3 invalid job spec or site file (every problem is listed)\n";
@@ -111,6 +119,7 @@ static const char help_validate[] =
 	"  -p, --partition P  resources.partition\n"
 	"  -t, --time T       resources.time (minutes, HH:MM:SS or D-HH:MM:SS)\n"
 	"  -A, --account A    resources.account\n"
+	"  --dependency D     resources.dependency (sbatch's syntax: afterok:1234)\n"
 	"\n"
 	"exit codes: 0 valid, 1 I/O error, 2 usage error, 3 invalid spec or site file\n";
 
@@ -191,14 +200,50 @@ static const char help_resume[] =
 	"options:\n"
 	"  --site FILE      a site file (as submit)\n"
 	"  --set KEY=VALUE  override one spec key (repeatable); run_dir stays RUN_DIR\n"
+	"  --after JOB      start once JOB completed (as submit); the previous job's\n"
+	"                   resources.dependency is not kept\n"
 	"  --dry-run        print the batch script; write and submit nothing\n"
 	"  --no-data-check  do not open the data sets here\n"
 	"  -h, --help       this text\n"
 	"\n"
-	"Slurm's options (-N, -n, -p, -t, -A) as for submit.\n"
+	"Slurm's options (-N, -n, -p, -t, -A, --dependency) as for submit.\n"
 	"\n"
 	"exit codes: 0 submitted, 1 the job is still active, sbatch refused or I/O\n"
 	"            error, 2 usage error, 3 invalid spec or site file\n";
+
+static const char help_sweep[] =
+	"Usage: dtrain-submit sweep SPEC --grid KEY=V1,V2,... [--grid KEY=...]... [--seeds N]\n"
+	"                           [--max-parallel K] [--after JOB] [--site FILE]\n"
+	"                           [--set KEY=VALUE]... [SLURM OPTIONS] [--dry-run] [--no-data-check]\n"
+	"\n"
+	"Run SPEC once for every combination of the grids' values (and, with\n"
+	"--seeds N, each combination with train.seed and model.init_seed 0..N-1),\n"
+	"as one Slurm job array: task i is one run, as submit would make it, in\n"
+	"its own run dir <sweep dir>/task-<i> with its resolved spec.json and\n"
+	"job.sh, and its own preemption, recovery and requeue. Every task is\n"
+	"resolved, checked against the site's locks and limits, rendered and its\n"
+	"data checked before anything is created: one bad combination refuses the\n"
+	"sweep, naming it. The tasks share their #SBATCH lines: a grid over\n"
+	"resources.* (but time) is refused.\n"
+	"\n"
+	"The sweep dir is the spec's run_dir, else <runs_root>/<name>-<time>; it\n"
+	"holds sweep.json (the keys and every task's values), job.sh (the\n"
+	"array's script, which starts task i's own job.sh) and job_id. Prints the\n"
+	"array's job id; `status SWEEP` shows a row per task, sorted by its best\n"
+	"validation loss; cancel and logs take the sweep or one task (SWEEP_TASK).\n"
+	"\n"
+	"options:\n"
+	"  --grid KEY=V1,V2,...  values of one spec key (repeatable; commas inside\n"
+	"                        brackets belong to a value: model.hidden=[64,64],[128])\n"
+	"  --seeds N             each combination N times, seeds 0..N-1\n"
+	"  --max-parallel K      at most K tasks running at once (sbatch --array=...%K)\n"
+	"  --after JOB           start once JOB completed (as submit)\n"
+	"  --site, --set, --dry-run, --no-data-check, Slurm's options: as submit;\n"
+	"                        --set applies to every task, before the grids\n"
+	"  -h, --help            this text\n"
+	"\n"
+	"exit codes: 0 submitted, 1 sbatch refused or I/O error, 2 usage error,\n"
+	"            3 a combination is invalid (named) or the site file is\n";
 
 static const char help_logs[] =
 	"Usage: dtrain-submit logs [-f] JOB\n"
@@ -225,6 +270,8 @@ const char *launch_help(enum launch_cmd cmd)
 		return help_logs;
 	case LAUNCH_RESUME:
 		return help_resume;
+	case LAUNCH_SWEEP:
+		return help_sweep;
 	default:
 		return help_program;
 	}
@@ -239,15 +286,16 @@ struct cmd_def {
 	int min_pos, max_pos; /* positional arguments */
 };
 
-#define SLURM_OPTIONS "--nodes --ntasks --partition --time --account"
+#define SLURM_OPTIONS "--nodes --ntasks --partition --time --account --dependency"
 
 static const struct cmd_def cmds[] = {
-	{ LAUNCH_SUBMIT, "submit", "--site --set --dry-run --no-data-check --help " SLURM_OPTIONS, 1, 1 },
+	{ LAUNCH_SUBMIT, "submit", "--site --set --after --dry-run --no-data-check --help " SLURM_OPTIONS, 1, 1 },
 	{ LAUNCH_VALIDATE, "validate", "--site --set --no-data-check --help " SLURM_OPTIONS, 1, 1 },
 	{ LAUNCH_STATUS, "status", "--help", 0, 1 },
 	{ LAUNCH_CANCEL, "cancel", "--now --help", 1, 1 },
 	{ LAUNCH_LOGS, "logs", "--follow --help", 1, 1 },
-	{ LAUNCH_RESUME, "resume", "--site --set --dry-run --no-data-check --help " SLURM_OPTIONS, 1, 1 },
+	{ LAUNCH_RESUME, "resume", "--site --set --after --dry-run --no-data-check --help " SLURM_OPTIONS, 1, 1 },
+	{ LAUNCH_SWEEP, "sweep", "--site --set --grid --seeds --max-parallel --after --dry-run --no-data-check --help " SLURM_OPTIONS, 1, 1 },
 };
 
 /* sbatch's one-letter options, and the long ones they stand for */
@@ -265,6 +313,7 @@ static const struct {
 } slurm_keys[] = {
 	{ "--nodes", "resources.nodes" }, { "--partition", "resources.partition" },
 	{ "--time", "resources.time" }, { "--account", "resources.account" },
+	{ "--dependency", "resources.dependency" },
 };
 
 const char *launch_cmd_name(enum launch_cmd cmd)
@@ -330,6 +379,38 @@ static int add_set(struct launch_args *out, const char *kv, bool owned, const st
 	out->sets[out->n_sets++] = kv;
 	if (owned)
 		out->owned[out->n_owned++] = (char *)kv;
+	return 0;
+}
+
+/* sweep --grid KEY=V1,V2,...: checked for its shape here, split by the sweep */
+static int add_grid(struct launch_args *out, const char *kv, const struct cmd_def *c,
+		    struct dt_err *err)
+{
+	const char **v;
+	const char *eq = strchr(kv, '=');
+
+	if (!eq || eq == kv || !eq[1])
+		return usage_error(err, c, "--grid: expected KEY=V1,V2,... (got '%s')", kv);
+	v = realloc(out->grids, (out->n_grids + 1) * sizeof(*v));
+	if (!v) {
+		dt_err_add(err, "--grid: out of memory");
+		return -ENOMEM;
+	}
+	out->grids = v;
+	out->grids[out->n_grids++] = kv;
+	return 0;
+}
+
+/* --seeds N, --max-parallel K: a count from 1 to 1000 */
+static int count_option(const char *name, const char *value, long *out, const struct cmd_def *c,
+			struct dt_err *err)
+{
+	char *end;
+	long n = strtol(value, &end, 10);
+
+	if (!*value || *end || n < 1 || n > 1000)
+		return usage_error(err, c, "%s: expected a number from 1 to 1000 (got '%s')", name, value);
+	*out = n;
 	return 0;
 }
 
@@ -455,6 +536,17 @@ static int parse_option(int argc, char *const argv[], int *i, const struct cmd_d
 		return usage_error(err, c, "%s needs a value", name);
 	if (!strcmp(name, "--set"))
 		return add_set(out, value, false, c, err);
+	if (!strcmp(name, "--grid"))
+		return add_grid(out, value, c, err);
+	if (!strcmp(name, "--seeds") || !strcmp(name, "--max-parallel"))
+		return count_option(name, value, !strcmp(name, "--seeds") ? &out->seeds : &out->max_parallel,
+				    c, err);
+	if (!strcmp(name, "--after")) {
+		if (!*value)
+			return usage_error(err, c, "--after needs a job id or name");
+		out->after = value;
+		return 0;
+	}
 	if (strcmp(name, "--site"))
 		return add_slurm_option(out, name, value, c, err);
 	if (!*value)
@@ -482,7 +574,7 @@ static bool mistyped_command(const char *a, char *hint, size_t size)
 static int take_positional(const struct cmd_def *c, const char *arg, struct launch_args *out,
 			   struct dt_err *err)
 {
-	if (c->cmd == LAUNCH_SUBMIT || c->cmd == LAUNCH_VALIDATE) {
+	if (c->cmd == LAUNCH_SUBMIT || c->cmd == LAUNCH_VALIDATE || c->cmd == LAUNCH_SWEEP) {
 		out->spec_path = arg;
 		return *arg ? 0 : usage_error(err, c, "SPEC is an empty file name");
 	}
@@ -555,11 +647,14 @@ int launch_parse_args(int argc, char *const argv[], struct launch_args *out,
 	}
 	if (n_pos < c->min_pos) {
 		rc = usage_error(err, c, "missing %s",
-				 c->cmd == LAUNCH_SUBMIT || c->cmd == LAUNCH_VALIDATE ? "SPEC" :
+				 c->cmd == LAUNCH_SUBMIT || c->cmd == LAUNCH_VALIDATE ||
+				 c->cmd == LAUNCH_SWEEP ? "SPEC" :
 				 c->cmd == LAUNCH_RESUME ? "RUN_DIR" : "JOB");
 		goto out;
 	}
 	rc = take_positional(c, pos[0], out, err);
+	if (!rc && c->cmd == LAUNCH_SWEEP && out->n_grids == 0 && out->seeds == 0)
+		rc = usage_error(err, c, "a sweep needs at least one --grid KEY=V1,V2,... or --seeds N");
 out:
 	if (rc)
 		launch_args_free(out);
@@ -574,6 +669,9 @@ void launch_args_free(struct launch_args *a)
 		free(a->owned[i]);
 	free(a->owned);
 	free(a->sets);
+	free(a->grids);
+	a->grids = NULL;
+	a->n_grids = 0;
 	a->owned = NULL;
 	a->n_owned = 0;
 	a->sets = NULL;

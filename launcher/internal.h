@@ -68,6 +68,19 @@ int launch__sbatch(const char *run_dir, char **id, struct dt_err *err);
  * registry; problems are warnings. */
 void launch__record_job(const struct launch_plan *p, struct launch_job *job, struct dt_err *warn);
 
+/* --after JOB as the --set it stands for, into *kv (caller frees):
+ * "resources.dependency=afterok:<JOB's id>" (JOB: an id, a name, a sweep
+ * or one of its tasks). -EINVAL with a line when there is no such job. */
+int launch__after_set(const char *after, char **kv, struct dt_err *err);
+
+/* A sweep task's output: the newest slurm-*.out in its run dir dir (Slurm
+ * names it after the task's own job id), else dir/slurm-<id>.out, which
+ * is not there yet. Caller frees; NULL: out of memory. (registry.c) */
+char *launch__task_output(const char *dir, const char *id);
+
+/* status of a sweep (sweep_status.c): a row per task, best first */
+int launch__sweep_status(const struct launch_job *sweep, struct dt_err *err);
+
 /* --- text (render.c) --- */
 
 /* A copy of s fit for one line of a message or a script comment: control

@@ -290,6 +290,10 @@ static int status_one(const char *arg, struct dt_err *err)
 	rc = launch_resolve_job(arg, &job, err);
 	if (rc)
 		goto out;
+	if (launch_is_sweep(job.run_dir)) {
+		rc = launch__sweep_status(&job, err);
+		goto out;
+	}
 	launch_job_state(&sl, job.id, &st);
 	rc = job_progress(&job, st.name, &prog, &warn);
 	if (rc) {
@@ -385,7 +389,19 @@ static ssize_t copy_new(int fd, off_t *off)
 	return total;
 }
 
-static int follow(const struct launch_job *job, int fd, struct dt_err *err)
+/* A sweep task that had not started: Slurm names its output after its own
+ * job id, known once it runs */
+static void task_output_again(struct launch_job *job)
+{
+	char *path;
+
+	if (!strchr(job->id, '_') || !job->run_dir || !(path = launch__task_output(job->run_dir, job->id)))
+		return;
+	free(job->log_path);
+	job->log_path = path;
+}
+
+static int follow(struct launch_job *job, int fd, struct dt_err *err)
 {
 	struct sigaction sa = {0}, old;
 	struct timespec poll = { 0, LOGS_POLL_NS };
@@ -403,6 +419,8 @@ static int follow(const struct launch_job *job, int fd, struct dt_err *err)
 	while (!logs_interrupted) {
 		ssize_t got = 0;
 
+		if (fd < 0)
+			task_output_again(job);
 		if (fd < 0 && (fd = open(job->log_path, O_RDONLY | O_CLOEXEC)) < 0 &&
 		    errno != ENOENT) {
 			rc = -errno;
@@ -445,6 +463,33 @@ static int follow(const struct launch_job *job, int fd, struct dt_err *err)
 	return rc;
 }
 
+/* logs SWEEP: each task's output after a line naming it */
+static int sweep_logs(const struct launch_job *sweep, const struct launch_args *a, struct dt_err *err)
+{
+	struct launch_job task;
+	long k;
+	int rc = 0;
+
+	if (a->follow)
+		return dt_err_add(err, "logs -f follows one task of sweep %s: give %s_<k> (`dtrain-submit status %s` lists them)",
+				  sweep->id, a->job, sweep->id), -EINVAL;
+	for (k = 0; !rc && launch_sweep_task(sweep, k, &task) == 0; k++) {
+		int fd = open(task.log_path, O_RDONLY | O_CLOEXEC);
+		off_t off = 0;
+
+		printf("==> task %s: %s <==\n", task.id, fd >= 0 ? task.log_path : "no output yet");
+		fflush(stdout);
+		if (fd >= 0 && copy_new(fd, &off) < 0) {
+			rc = -EIO;
+			dt_err_add(err, "%s: cannot read or write the output", task.log_path);
+		}
+		if (fd >= 0)
+			close(fd);
+		launch_job_free(&task);
+	}
+	return rc;
+}
+
 int launch_cmd_logs(const struct launch_args *a, struct dt_err *err)
 {
 	struct launch_job job = {0};
@@ -457,6 +502,10 @@ int launch_cmd_logs(const struct launch_args *a, struct dt_err *err)
 	rc = launch_resolve_job(a->job, &job, err);
 	if (rc)
 		goto out;
+	if (launch_is_sweep(job.run_dir)) {
+		rc = sweep_logs(&job, a, err);
+		goto out;
+	}
 	if (!job.log_path) {
 		rc = -ENOENT;
 		dt_err_add(err, "job %s: its output file is unknown (no run dir in the registry or in Slurm)",

@@ -40,6 +40,7 @@ enum launch_cmd {
 	LAUNCH_CANCEL,
 	LAUNCH_LOGS,
 	LAUNCH_RESUME,
+	LAUNCH_SWEEP,
 	LAUNCH_HELP,    /* print launch_help(help_for) */
 	LAUNCH_VERSION,
 };
@@ -49,7 +50,7 @@ enum launch_cmd {
 struct launch_args {
 	enum launch_cmd cmd;
 	enum launch_cmd help_for; /* LAUNCH_HELP: the command; LAUNCH_HELP: the program */
-	const char *spec_path;    /* submit, validate */
+	const char *spec_path;    /* submit, validate, sweep */
 	const char *run_dir;      /* resume: the run dir to continue */
 	const char *site_path;    /* --site; NULL: $DTRAIN_SITE or the default */
 	const char **sets;        /* --set "a.b=value", in command-line order, and
@@ -63,6 +64,12 @@ struct launch_args {
 	const char *job;          /* status (NULL: all), cancel, logs: id or name */
 	bool follow;              /* logs -f */
 	bool now;                 /* cancel --now: no save first */
+	const char *after;        /* --after JOB: start once JOB completed */
+	const char **grids;       /* sweep --grid KEY=V1,V2,... in order (strings
+				   * borrowed, the array owned) */
+	size_t n_grids;
+	long seeds;               /* sweep --seeds N; 0: not given */
+	long max_parallel;        /* sweep --max-parallel K; 0: no limit */
 };
 
 /* Parse argv (argv[0] is the program). 0, -EINVAL (usage error, a line in
@@ -82,6 +89,7 @@ int launch_cmd_validate(const struct launch_args *a, struct dt_err *err);
 int launch_cmd_status(const struct launch_args *a, struct dt_err *err);
 int launch_cmd_cancel(const struct launch_args *a, struct dt_err *err);
 int launch_cmd_logs(const struct launch_args *a, struct dt_err *err);
+int launch_cmd_sweep(const struct launch_args *a, struct dt_err *err);
 
 /* --- batch script --- */
 
@@ -186,6 +194,19 @@ void launch_jobs_free(struct launch_job *jobs, size_t n);
  * is none. */
 int launch_resolve_job(const char *arg, struct launch_job *out, struct dt_err *err);
 
+/* A sweep (launcher/sweep.c) is one registry entry: the job array's id,
+ * the sweep's name and its sweep dir, which holds sweep.json and a run dir
+ * task-<k> per task. launch_resolve_job also takes "<sweep>_<k>" (the
+ * array's id or the sweep's name, then the task): that task as a job of
+ * its own, id "<array id>_<k>". */
+
+/* Is run_dir a sweep's (it holds sweep.json)? */
+bool launch_is_sweep(const char *run_dir);
+/* Task k of the sweep as a job: id "<id>_<k>", name "<name>_<k>", its run
+ * dir, its output (the newest slurm-*.out there). -ENOENT: no such task;
+ * -ENOMEM. */
+int launch_sweep_task(const struct launch_job *sweep, long k, struct launch_job *out);
+
 /* --- Slurm queries --- */
 
 /* How long one Slurm query may take. squeue and scontrol wait
@@ -258,6 +279,21 @@ struct launch_progress {
  * progress (0, has_step false). -errno with a line in err when it cannot be
  * read, -ENOMEM. Touches nothing but that file. */
 int launch_progress_read(const char *path, struct launch_progress *out, struct dt_err *err);
+
+/* The best evaluation of a run: the eval event with the lowest test loss
+ * in the whole file (a sweep's status compares its tasks by it). */
+struct launch_best {
+	bool has;              /* an eval with a test loss was found */
+	long long step;
+	double test_loss;
+	double bits_per_byte;  /* NAN but for byte-level text */
+	double test_accuracy;
+	double unix_time;      /* when it was logged; NAN when not recorded */
+};
+
+/* Read every eval event of the metrics file at path (a missing file: none).
+ * -errno with a line in err when it cannot be read, -ENOMEM. */
+int launch_progress_best(const char *path, struct launch_best *out, struct dt_err *err);
 
 /* The progress as status shows it: short strings, "-" for each unknown. */
 struct launch_progress_text {

@@ -40,8 +40,10 @@ int main(int argc, char **argv)
 	case LAUNCH_SUBMIT:
 	case LAUNCH_VALIDATE:
 	case LAUNCH_RESUME:
+	case LAUNCH_SWEEP:
 		rc = args.cmd == LAUNCH_VALIDATE ? launch_cmd_validate(&args, &err) :
-						    launch_cmd_submit(&args, &err);
+		     args.cmd == LAUNCH_SWEEP	 ? launch_cmd_sweep(&args, &err) :
+						   launch_cmd_submit(&args, &err);
 		/* -EINVAL is reserved for an invalid spec or site file. */
 		if (rc)
 			code = rc == -EINVAL ? DT_EXIT_SPEC : DT_EXIT_FAIL;

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -188,6 +189,55 @@ static off_t scan_chunk(struct scan *s, const char *buf, size_t len, off_t lo)
 	next = lo + (off_t)(first - buf) + 1;
 	/* One line fills the whole chunk: too long, skip it. */
 	return next == lo + (off_t)len ? lo : next;
+}
+
+/* --- the best evaluation --- */
+
+int launch_progress_best(const char *path, struct launch_best *out, struct dt_err *err)
+{
+	FILE *f = fopen(path, "re");
+	json_tokener *tok = json_tokener_new();
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int rc = 0;
+
+	*out = (struct launch_best){ .test_loss = NAN, .bits_per_byte = NAN, .test_accuracy = NAN,
+				     .unix_time = NAN };
+	if (!f && errno != ENOENT)
+		rc = -errno;
+	if (!tok)
+		rc = -ENOMEM;
+	while (!rc && f && (n = getline(&line, &cap, f)) > 0) {
+		json_object *o;
+		double loss;
+
+		if (line[n - 1] != '\n' || !memmem(line, (size_t)n, "\"eval\"", 6))
+			continue; /* a line being written, or no eval */
+		o = parse_line(tok, line, (size_t)n - 1);
+		if (o && !strcmp(event_of(o), "eval") && get_num(o, "test_loss", &loss) &&
+		    !isnan(loss) && (!out->has || loss < out->test_loss)) {
+			out->has = true;
+			out->step = get_count(o, "step");
+			out->test_loss = loss;
+			out->bits_per_byte = get_double(o, "bits_per_byte");
+			out->test_accuracy = get_double(o, "test_accuracy");
+			out->unix_time = get_double(o, "unix_time");
+		}
+		json_object_put(o);
+	}
+	if (!rc && f && ferror(f))
+		rc = -EIO;
+	if (rc == -ENOMEM)
+		dt_err_add(err, "%s: out of memory", path);
+	else if (rc)
+		dt_err_add(err, "%s: cannot read: %s", path, strerror(-rc));
+	free(line);
+	if (f)
+		fclose(f);
+	if (tok)
+		json_tokener_free(tok);
+	return rc;
 }
 
 /* --- head --- */

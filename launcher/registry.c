@@ -16,6 +16,7 @@
 #include "base/io.h"
 #include "base/str.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -360,6 +361,111 @@ out:
 	return got;
 }
 
+/* --- a sweep's tasks --- */
+
+bool launch_is_sweep(const char *run_dir)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/sweep.json", run_dir ? run_dir : "");
+	return run_dir && access(path, F_OK) == 0;
+}
+
+char *launch__task_output(const char *dir, const char *id)
+{
+	struct dt_buf b = {0};
+	struct dirent *e;
+	struct stat st;
+	time_t newest = 0;
+	DIR *d = opendir(dir);
+
+	while (d && (e = readdir(d)) != NULL) {
+		char path[4200];
+
+		if (strncmp(e->d_name, "slurm-", 6) || !strstr(e->d_name, ".out"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (stat(path, &st) == 0 && (!b.p || st.st_mtime >= newest)) {
+			newest = st.st_mtime;
+			dt_buf_free(&b);
+			dt_buf_puts(&b, path);
+		}
+	}
+	if (d)
+		closedir(d);
+	if (!b.p)
+		dt_buf_printf(&b, "%s/slurm-%s.out", dir, id);
+	return b.p;
+}
+
+int launch_sweep_task(const struct launch_job *sweep, long k, struct launch_job *out)
+{
+	struct dt_buf id = {0}, name = {0}, dir = {0};
+	struct stat st;
+
+	*out = (struct launch_job){0};
+	if (!launch_is_sweep(sweep->run_dir) || k < 0)
+		return -ENOENT;
+	if (dt_buf_printf(&dir, "%s/task-%ld", sweep->run_dir, k) ||
+	    dt_buf_printf(&id, "%s_%ld", sweep->id, k) ||
+	    dt_buf_printf(&name, "%s_%ld", sweep->name ? sweep->name : sweep->id, k))
+		goto oom;
+	if (stat(dir.p, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		dt_buf_free(&dir);
+		dt_buf_free(&id);
+		dt_buf_free(&name);
+		return -ENOENT;
+	}
+	*out = (struct launch_job){ .id = id.p, .name = name.p, .run_dir = dir.p,
+				    .submitted = dt_strdup(sweep->submitted),
+				    .cluster = dt_strdup(sweep->cluster) };
+	out->log_path = launch__task_output(dir.p, id.p);
+	if (!out->log_path || (sweep->submitted && !out->submitted) || (sweep->cluster && !out->cluster)) {
+		launch_job_free(out);
+		return -ENOMEM;
+	}
+	return 0;
+oom:
+	dt_buf_free(&dir);
+	dt_buf_free(&id);
+	dt_buf_free(&name);
+	return -ENOMEM;
+}
+
+/* arg "<sweep>_<k>", the sweep an id or a name in jobs: its task k. 1: arg
+ * is no task of a sweep there. */
+static int resolve_task(const struct launch_job *jobs, size_t n, const char *arg,
+			struct launch_job *out, struct dt_err *err)
+{
+	const char *us = strrchr(arg, '_');
+	char *sweep;
+	size_t i;
+	int rc = 1;
+
+	if (!us || us == arg || !all_digits(us + 1) || strlen(us + 1) > 6)
+		return 1;
+	sweep = strndup(arg, (size_t)(us - arg));
+	if (!sweep) {
+		dt_err_add(err, "job %s: out of memory", arg);
+		return -ENOMEM;
+	}
+	for (i = n; i-- > 0;) {
+		if (strcmp(jobs[i].id, sweep) && (!jobs[i].name || strcmp(jobs[i].name, sweep)))
+			continue;
+		if (!launch_is_sweep(jobs[i].run_dir))
+			break;
+		rc = launch_sweep_task(&jobs[i], atol(us + 1), out);
+		if (rc == -ENOENT)
+			dt_err_add(err, "%s: sweep %s (%s) has no task %s; hint: `dtrain-submit status %s` lists its tasks",
+				   arg, jobs[i].id, jobs[i].run_dir, us + 1, jobs[i].id);
+		else if (rc)
+			dt_err_add(err, "job %s: out of memory", arg);
+		break;
+	}
+	free(sweep);
+	return rc;
+}
+
 int launch_resolve_job(const char *arg, struct launch_job *out, struct dt_err *err)
 {
 	struct launch_job *jobs = NULL;
@@ -388,6 +494,8 @@ int launch_resolve_job(const char *arg, struct launch_job *out, struct dt_err *e
 			goto out;
 		}
 	}
+	if ((rc = resolve_task(jobs, n, arg, out, err)) <= 0)
+		goto out;
 	if (by_id) {
 		rc = resolve_from_slurm(arg, registry, out, err);
 		goto out;

@@ -242,6 +242,11 @@ static void render_header(struct render *r)
 	sbatch_str(r, "account", "resources.account", res->account);
 	sbatch_str(r, "qos", "resources.qos", res->qos);
 	sbatch_str(r, "constraint", "resources.constraint", res->constraint);
+	if (res->dependency && sbatch_ok(r, "", "resources.dependency", res->dependency)) {
+		put(r, "#SBATCH --dependency=%s\n", res->dependency);
+		/* a predecessor that failed: end, rather than wait for ever */
+		put(r, "#SBATCH --kill-on-invalid-dep=yes\n");
+	}
 	check_run_dir(r);
 	put(r, "#SBATCH --chdir=%s\n", r->run_dir);
 	put(r, "#SBATCH --output=%s/slurm-%%j.out\n", r->run_dir);

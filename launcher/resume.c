@@ -44,7 +44,11 @@ static int previous_job(const char *run_dir, char **id, struct dt_err *err)
 	sprintf(path, "%s/job_id", run_dir);
 	if (dt_read_file(path, &text, &len) != 0)
 		goto out; /* never submitted from here: nothing to keep apart */
-	text[strspn(text, "0123456789")] = '\0';
+	/* a job's id, or a sweep task's: <array id>_<task> */
+	len = strspn(text, "0123456789");
+	if (len && text[len] == '_' && text[len + 1] >= '0' && text[len + 1] <= '9')
+		len += 1 + strspn(text + len + 1, "0123456789");
+	text[len] = '\0';
 	if (!*text)
 		goto out;
 	*id = strdup(text);

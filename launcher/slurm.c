@@ -111,6 +111,12 @@ void launch_job_state(struct launch_slurm *sl, const char *id, struct launch_sta
 	if (ask(sl, squeue, &out) && first_word(dt_buf_str(&out), st->name, sizeof(st->name))) {
 		text = dt_buf_str(&out) + strspn(dt_buf_str(&out), " \t");
 		text += strcspn(text, " \t");
+		/* a job array (a sweep): a line per task or range of pending
+		 * tasks; it runs while any of its tasks does */
+		if (strstr(dt_buf_str(&out), "\nRUNNING ") && strcmp(st->name, "RUNNING")) {
+			snprintf(st->name, sizeof(st->name), "RUNNING");
+			goto out;
+		}
 		if (!strcmp(st->name, "PENDING") && first_word(text, reason, sizeof(reason)))
 			keep_reason(reason, st);
 		goto out;

@@ -260,14 +260,78 @@ static bool same_dir(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
+int launch__after_set(const char *after, char **kv, struct dt_err *err)
+{
+	struct launch_job job;
+	int rc;
+
+	*kv = NULL;
+	rc = launch_resolve_job(after, &job, err);
+	if (rc) {
+		dt_err_add(err, "--after %s: no such job to wait for", after);
+		return rc == -ENOENT ? -EINVAL : rc;
+	}
+	{
+		struct dt_buf b = {0};
+
+		if (dt_buf_printf(&b, "resources.dependency=afterok:%s", job.id)) {
+			dt_err_add(err, "--after: out of memory");
+			rc = -ENOMEM;
+		}
+		*kv = b.p;
+	}
+	launch_job_free(&job);
+	return rc;
+}
+
+/* Does a --set give key? */
+static bool sets_key(const struct launch_args *a, const char *key)
+{
+	size_t i, n = strlen(key);
+
+	for (i = 0; i < a->n_sets; i++)
+		if (!strncmp(a->sets[i], key, n) && a->sets[i][n] == '=')
+			return true;
+	return false;
+}
+
+/* The --set values, with --after's at the end (the last wins). *owned is
+ * what the caller frees (the array and --after's value). */
+static int plan_sets(const struct launch_args *a, const char ***sets, size_t *n, char **after,
+		     struct dt_err *err)
+{
+	int rc;
+
+	*sets = a->sets;
+	*n = a->n_sets;
+	*after = NULL;
+	if (!a->after)
+		return 0;
+	rc = launch__after_set(a->after, after, err);
+	if (rc)
+		return rc;
+	*sets = malloc((a->n_sets + 1) * sizeof(**sets));
+	if (!*sets) {
+		dt_err_add(err, "--after: out of memory");
+		return -ENOMEM;
+	}
+	if (a->n_sets)
+		memcpy(*sets, a->sets, a->n_sets * sizeof(**sets));
+	(*sets)[a->n_sets] = *after;
+	*n = a->n_sets + 1;
+	return 0;
+}
+
 int launch_plan(const struct launch_args *a, struct launch_plan *p, struct dt_err *err)
 {
 	bool resume = a->cmd == LAUNCH_RESUME;
 	struct dt_buf resumed = {0};
 	const char *spec_path, *site_path, *user_site;
+	const char **sets = NULL;
 	struct spec_policy policy;
 	struct spec_input in;
-	char *exe_dir = NULL;
+	char *exe_dir = NULL, *after = NULL;
+	size_t n_sets = 0;
 	int rc;
 
 	*p = (struct launch_plan){0};
@@ -285,9 +349,12 @@ int launch_plan(const struct launch_args *a, struct launch_plan *p, struct dt_er
 		goto out;
 	}
 	spec_path = resume ? resumed.p : a->spec_path;
+	rc = plan_sets(a, &sets, &n_sets, &after, err);
+	if (rc)
+		goto out;
 	/* a run dir's spec.json was resolved (and its env checked) before */
-	in = (struct spec_input){ .path = spec_path, .policy = &policy, .sets = a->sets,
-				  .n_sets = a->n_sets, .resolved = resume, .ntasks = a->ntasks };
+	in = (struct spec_input){ .path = spec_path, .policy = &policy, .sets = sets,
+				  .n_sets = n_sets, .resolved = resume, .ntasks = a->ntasks };
 	rc = spec_resolve(&in, &p->spec, err);
 	if (rc) {
 		if (resume && access(spec_path, F_OK) != 0)
@@ -300,6 +367,11 @@ int launch_plan(const struct launch_args *a, struct launch_plan *p, struct dt_er
 		rc = dt_err_add(err, "%s: run_dir: a resume continues %s; hint: to start a new run from its checkpoints, submit the spec with --set checkpoint.resume=%s",
 				spec_path, a->run_dir, a->run_dir);
 		goto out;
+	}
+	/* what the previous job waited for is over (or gone from Slurm) */
+	if (resume && !a->after && !sets_key(a, "resources.dependency")) {
+		free(p->spec.resources.dependency);
+		p->spec.resources.dependency = NULL;
 	}
 	exe_dir = dt_exe_dir();
 	if (!exe_dir || !(p->dtrain_run = malloc(strlen(exe_dir) + sizeof("/dtrain-run")))) {
@@ -319,6 +391,9 @@ int launch_plan(const struct launch_args *a, struct launch_plan *p, struct dt_er
 		goto out;
 	rc = plan_render(p, err);
 out:
+	if (sets != a->sets)
+		free(sets);
+	free(after);
 	free(exe_dir);
 	dt_buf_free(&resumed);
 	return rc;

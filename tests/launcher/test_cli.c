@@ -189,6 +189,48 @@ static void test_slurm_options(void **state)
 	launch_args_free(&a);
 }
 
+/* sweep: grids in order, seeds, the parallel bound, --after; a sweep
+ * without a grid or seeds, and bad counts, are usage errors */
+static void test_sweep_and_after(void **state)
+{
+	char *sweep[] = { "dtrain-submit", "sweep", "g.json", "--grid", "train.optimizer.lr=0.1,0.01",
+			  "--grid=model.hidden=[64,64],[128]", "--seeds", "3", "--max-parallel=2",
+			  "--after", "prep", "--set", "a=1", "--dependency", "afterany:7" };
+	char *after[] = { "dtrain-submit", "j.json", "--after=12" };
+	char *no_grid[] = { "dtrain-submit", "sweep", "g.json" };
+	char *bad_seeds[] = { "dtrain-submit", "sweep", "g.json", "--seeds", "0" };
+	char *bad_par[] = { "dtrain-submit", "sweep", "g.json", "--seeds", "2", "--max-parallel", "x" };
+	char *bad_grid[] = { "dtrain-submit", "sweep", "g.json", "--grid", "lr" };
+	char *grid_submit[] = { "dtrain-submit", "j.json", "--grid", "a=1,2" };
+	char *after_validate[] = { "dtrain-submit", "validate", "j.json", "--after", "3" };
+	struct launch_args a;
+	struct dt_err err = {0};
+
+	(void)state;
+	assert_int_equal(parse(ARGC(sweep), sweep, &a, &err), 0);
+	assert_int_equal(a.cmd, LAUNCH_SWEEP);
+	assert_string_equal(a.spec_path, "g.json");
+	assert_int_equal(a.n_grids, 2);
+	assert_string_equal(a.grids[0], "train.optimizer.lr=0.1,0.01");
+	assert_string_equal(a.grids[1], "model.hidden=[64,64],[128]");
+	assert_int_equal(a.seeds, 3);
+	assert_int_equal(a.max_parallel, 2);
+	assert_string_equal(a.after, "prep");
+	assert_int_equal(a.n_sets, 2);
+	assert_string_equal(a.sets[1], "resources.dependency=afterany:7");
+	launch_args_free(&a);
+	assert_int_equal(parse(ARGC(after), after, &a, &err), 0);
+	assert_int_equal(a.cmd, LAUNCH_SUBMIT);
+	assert_string_equal(a.after, "12");
+	launch_args_free(&a);
+	expect_usage(ARGC(no_grid), no_grid, "a sweep needs at least one --grid KEY=V1,V2,... or --seeds N");
+	expect_usage(ARGC(bad_seeds), bad_seeds, "--seeds: expected a number from 1 to 1000 (got '0')");
+	expect_usage(ARGC(bad_par), bad_par, "--max-parallel: expected a number from 1 to 1000 (got 'x')");
+	expect_usage(ARGC(bad_grid), bad_grid, "--grid: expected KEY=V1,V2,... (got 'lr')");
+	expect_usage(ARGC(grid_submit), grid_submit, "submit: unknown option '--grid'");
+	expect_usage(ARGC(after_validate), after_validate, "validate: unknown option '--after'");
+}
+
 static void test_mistyped(void **state)
 {
 	char *stauts[] = { "dtrain-submit", "stauts" };
@@ -247,6 +289,7 @@ int main(void)
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_double_dash),
 		cmocka_unit_test(test_slurm_options),
+		cmocka_unit_test(test_sweep_and_after),
 		cmocka_unit_test(test_mistyped),
 	};
 

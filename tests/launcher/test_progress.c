@@ -147,6 +147,38 @@ static void test_language_model(void **state)
 	assert_int_equal(err.count, 0);
 }
 
+/* The best evaluation: the lowest test loss over the whole file, not the
+ * last; junk and a torn last line skipped; a missing file is none */
+static void test_best(void **state)
+{
+	struct launch_best b;
+	struct dt_err err = {0};
+	struct dt_buf text = {0};
+
+	(void)state;
+	assert_int_equal(dt_buf_puts(&text, START), 0);
+	add_step(&text, 1, 5.0);
+	assert_int_equal(dt_buf_puts(&text,
+		"{\"event\":\"eval\",\"step\":250,\"test_loss\":2.5,\"test_accuracy\":0.2,\"bits_per_byte\":3.6,\"unix_time\":1700000000.5}\n"
+		"not json \"eval\"\n"
+		"{\"event\":\"eval\",\"step\":500,\"test_loss\":2.25,\"test_accuracy\":0.3,\"bits_per_byte\":3.2,\"unix_time\":1700000100}\n"
+		"{\"event\":\"eval\",\"step\":750,\"test_loss\":2.4,\"test_accuracy\":0.31}\n"
+		"{\"event\":\"eval\",\"step\":1000,\"test_loss\":1.0"), 0);
+	assert_int_equal(launch_progress_best(tu_write("best.jsonl", text.p), &b, &err), 0);
+	assert_true(b.has);
+	assert_int_equal(b.step, 500);
+	assert_float_equal(b.test_loss, 2.25, 0);
+	assert_float_equal(b.bits_per_byte, 3.2, 0);
+	assert_float_equal(b.test_accuracy, 0.3, 0);
+	assert_float_equal(b.unix_time, 1700000100.0, 0);
+	assert_int_equal(launch_progress_best(tu_write("none.jsonl", START), &b, &err), 0);
+	assert_false(b.has);
+	assert_int_equal(launch_progress_best("/nonexistent/metrics.jsonl", &b, &err), 0);
+	assert_false(b.has);
+	assert_int_equal(err.count, 0);
+	dt_buf_free(&text);
+}
+
 static void test_torn_last_line(void **state)
 {
 	struct launch_progress p;
@@ -470,6 +502,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_normal),
 		cmocka_unit_test(test_language_model),
+		cmocka_unit_test(test_best),
 		cmocka_unit_test(test_torn_last_line),
 		cmocka_unit_test(test_unknown_events_and_junk),
 		cmocka_unit_test(test_empty_and_missing),

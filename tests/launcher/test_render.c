@@ -357,6 +357,7 @@ static void test_sbatch_all(void **state)
 	s.resources.account = "proj-1";
 	s.resources.qos = "normal";
 	s.resources.constraint = "a100&ib";
+	s.resources.dependency = "afterok:12_3,afterany:14";
 	site.sbatch_extra = (struct spec_strs){ extra, 2 };
 	assert_int_equal(render(&s, &site, "/runs/demo-1", &out, &err), 0);
 	assert_true(!strncmp(out.p, "#!/bin/bash\n", 12));
@@ -371,6 +372,8 @@ static void test_sbatch_all(void **state)
 	assert_true(has_line(out.p, "#SBATCH --account=proj-1"));
 	assert_true(has_line(out.p, "#SBATCH --qos=normal"));
 	assert_true(has_line(out.p, "#SBATCH --constraint=a100&ib"));
+	assert_true(has_line(out.p, "#SBATCH --dependency=afterok:12_3,afterany:14"));
+	assert_true(has_line(out.p, "#SBATCH --kill-on-invalid-dep=yes"));
 	assert_true(has_line(out.p, "#SBATCH --chdir=/runs/demo-1"));
 	assert_true(has_line(out.p, "#SBATCH --output=/runs/demo-1/slurm-%j.out"));
 	assert_true(has_line(out.p, "#SBATCH --open-mode=append"));
@@ -402,6 +405,8 @@ static void test_sbatch_optional_absent(void **state)
 	assert_null(strstr(out.p, "#SBATCH --account"));
 	assert_null(strstr(out.p, "#SBATCH --qos"));
 	assert_null(strstr(out.p, "#SBATCH --constraint"));
+	assert_null(strstr(out.p, "#SBATCH --dependency"));
+	assert_null(strstr(out.p, "#SBATCH --kill-on-invalid-dep"));
 	assert_null(strstr(out.p, "#SBATCH --signal"));
 	assert_true(has_line(out.p, "#SBATCH --requeue"));
 	assert_int_equal(launch_check_syntax(out.p, &err), 0);
