@@ -74,6 +74,8 @@ static const char help_submit[] =
 	"  --site FILE      a site file under " SITE_DEFAULT_PATH " (default: $DTRAIN_SITE);\n"
 	"                   it can only add defaults, locks and limits to the system's\n"
 	"  --set KEY=VALUE  override one spec key, e.g. --set resources.nodes=2 (repeatable)\n"
+	"  --array=0-M[%K]  M + 1 runs of SPEC as one job array, seeds 0..M, at most\n"
+	"                   K at once: `sweep SPEC --seeds M+1 --max-parallel K`\n"
 	"  --after JOB      start once JOB (an id or a name; a sweep: all its tasks)\n"
 	"                   completed; cancelled by Slurm if JOB fails\n"
 	"                   (resources.dependency = afterok:<id>)\n"
@@ -237,6 +239,8 @@ static const char help_sweep[] =
 	"                        brackets belong to a value: model.hidden=[64,64],[128])\n"
 	"  --seeds N             each combination N times, seeds 0..N-1\n"
 	"  --max-parallel K      at most K tasks running at once (sbatch --array=...%K)\n"
+	"  --array=0-M[%K]       sbatch's spelling: --seeds M+1 [--max-parallel K];\n"
+	"                        --array=%K: --max-parallel K\n"
 	"  --after JOB           start once JOB completed (as submit)\n"
 	"  --site, --set, --dry-run, --no-data-check, Slurm's options: as submit;\n"
 	"                        --set applies to every task, before the grids\n"
@@ -289,13 +293,13 @@ struct cmd_def {
 #define SLURM_OPTIONS "--nodes --ntasks --partition --time --account --dependency"
 
 static const struct cmd_def cmds[] = {
-	{ LAUNCH_SUBMIT, "submit", "--site --set --after --dry-run --no-data-check --help " SLURM_OPTIONS, 1, 1 },
+	{ LAUNCH_SUBMIT, "submit", "--site --set --after --array --dry-run --no-data-check --help " SLURM_OPTIONS, 1, 1 },
 	{ LAUNCH_VALIDATE, "validate", "--site --set --no-data-check --help " SLURM_OPTIONS, 1, 1 },
 	{ LAUNCH_STATUS, "status", "--help", 0, 1 },
 	{ LAUNCH_CANCEL, "cancel", "--now --help", 1, 1 },
 	{ LAUNCH_LOGS, "logs", "--follow --help", 1, 1 },
 	{ LAUNCH_RESUME, "resume", "--site --set --after --dry-run --no-data-check --help " SLURM_OPTIONS, 1, 1 },
-	{ LAUNCH_SWEEP, "sweep", "--site --set --grid --seeds --max-parallel --after --dry-run --no-data-check --help " SLURM_OPTIONS, 1, 1 },
+	{ LAUNCH_SWEEP, "sweep", "--site --set --grid --seeds --max-parallel --array --after --dry-run --no-data-check --help " SLURM_OPTIONS, 1, 1 },
 };
 
 /* sbatch's one-letter options, and the long ones they stand for */
@@ -411,6 +415,32 @@ static int count_option(const char *name, const char *value, long *out, const st
 	if (!*value || *end || n < 1 || n > 1000)
 		return usage_error(err, c, "%s: expected a number from 1 to 1000 (got '%s')", name, value);
 	*out = n;
+	return 0;
+}
+
+/* --array=0-M[%K] (sbatch's): M + 1 seeds, at most K at once; %K alone
+ * (a sweep) the bound only */
+static int array_option(const char *value, struct launch_args *out, const struct cmd_def *c,
+			struct dt_err *err)
+{
+	const char *pct = strchr(value, '%');
+	char *end;
+	long m = -1, k = 0;
+
+	if (pct != value) {
+		if (strncmp(value, "0-", 2) || (m = strtol(value + 2, &end, 10)) < 0 || m > 999 ||
+		    end == value + 2 || (*end && end != pct))
+			m = -2;
+	}
+	if (pct && ((k = strtol(pct + 1, &end, 10)) < 1 || k > 1000 || *end || end == pct + 1))
+		m = -2;
+	if (m == -2 || (m == -1 && (!pct || c->cmd != LAUNCH_SWEEP)))
+		return usage_error(err, c, "--array: expected 0-M or 0-M%%K (M + 1 runs, seeds 0..M, K at once)%s (got '%s')",
+				   c->cmd == LAUNCH_SWEEP ? " or %K" : "", value);
+	if (m >= 0)
+		out->seeds = m + 1;
+	if (k)
+		out->max_parallel = k;
 	return 0;
 }
 
@@ -541,6 +571,8 @@ static int parse_option(int argc, char *const argv[], int *i, const struct cmd_d
 	if (!strcmp(name, "--seeds") || !strcmp(name, "--max-parallel"))
 		return count_option(name, value, !strcmp(name, "--seeds") ? &out->seeds : &out->max_parallel,
 				    c, err);
+	if (!strcmp(name, "--array"))
+		return array_option(value, out, c, err);
 	if (!strcmp(name, "--after")) {
 		if (!*value)
 			return usage_error(err, c, "--after needs a job id or name");

@@ -41,9 +41,10 @@ int main(int argc, char **argv)
 	case LAUNCH_VALIDATE:
 	case LAUNCH_RESUME:
 	case LAUNCH_SWEEP:
+		/* submit --array=0-M: a sweep over seeds */
 		rc = args.cmd == LAUNCH_VALIDATE ? launch_cmd_validate(&args, &err) :
-		     args.cmd == LAUNCH_SWEEP	 ? launch_cmd_sweep(&args, &err) :
-						   launch_cmd_submit(&args, &err);
+		     args.cmd == LAUNCH_SWEEP || args.seeds ? launch_cmd_sweep(&args, &err) :
+							      launch_cmd_submit(&args, &err);
 		/* -EINVAL is reserved for an invalid spec or site file. */
 		if (rc)
 			code = rc == -EINVAL ? DT_EXIT_SPEC : DT_EXIT_FAIL;

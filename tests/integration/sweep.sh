@@ -36,6 +36,13 @@ expect_rc 3 $SUBMIT sweep "$T/job.json" --site "$site" --grid resources.nodes=1,
 must_contain "$T/err" "--grid resources.nodes: the tasks of a sweep are one job array"
 pass "a sweep with an invalid combination submits nothing and names it"
 
+# sbatch's --array on a submit: that many seeds as a sweep
+expect_rc 0 $SUBMIT "$T/job.json" --site "$site" --array=0-2%1 --dry-run
+grep -q "^#SBATCH --array=0-2%1$" "$T/out" || { cat "$T/out"; fail "--array=0-2%1 did not make a 3-task array, 1 at once"; }
+must_contain "$T/err" "task 2: seed=2"
+[ ! -d "$T/runs" ] || [ -z "$(ls -A "$T/runs")" ] || fail "a dry run left a directory"
+pass "submit --array=0-2%1 is a sweep over seeds 0..2, one at a time"
+
 # --- the reference: task 0's values (lr 0.003, embd 32) run alone ---
 reference_run_1() {
 	$SUBMIT validate "$T/job.json" --site "$site" --set run_dir="$T/ref" --set train.optimizer.lr=0.003 \
@@ -137,3 +144,11 @@ first=$(jq -s '[.[] | select(.event == "step") | .unix_time] | min' "$(run_dir_o
 last=$(for k in 0 1 2 3; do jq -s '[.[] | select(.event == "step") | .unix_time] | max' "$dir/task-$k/metrics.jsonl"; done | sort -g | tail -n 1)
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(a > b) }' || fail "the chained job started at $first, before the sweep's end at $last"
 pass "a job submitted --after the sweep waited for all its tasks, then ran"
+
+# --- one task continued by hand in its run dir ---
+expect_rc 0 $SUBMIT resume "$dir/task-1" --site "$site" --set train.max_steps=$((total + 100))
+again=$(cat "$T/out")
+[ -f "$dir/task-1/spec-${id}_1.json" ] || { ls "$dir/task-1"; fail "the task's first spec.json was not kept as spec-${id}_1.json"; }
+wait_state "$again" 120 COMPLETED ENDED
+[ -d "$dir/task-1/checkpoints/step-$(printf %08d $((total + 100)))" ] || fail "task 1 was not continued to step $((total + 100))"
+pass "resume of a sweep's task continues it in its run dir"

@@ -203,6 +203,10 @@ static void test_sweep_and_after(void **state)
 	char *bad_grid[] = { "dtrain-submit", "sweep", "g.json", "--grid", "lr" };
 	char *grid_submit[] = { "dtrain-submit", "j.json", "--grid", "a=1,2" };
 	char *after_validate[] = { "dtrain-submit", "validate", "j.json", "--after", "3" };
+	char *array[] = { "dtrain-submit", "j.json", "--array=0-4%2" };
+	char *array_pct[] = { "dtrain-submit", "sweep", "j.json", "--seeds", "2", "--array", "%3" };
+	char *array_bad[] = { "dtrain-submit", "j.json", "--array=1-4" };
+	char *array_pct_submit[] = { "dtrain-submit", "j.json", "--array=%3" };
 	struct launch_args a;
 	struct dt_err err = {0};
 
@@ -223,6 +227,17 @@ static void test_sweep_and_after(void **state)
 	assert_int_equal(a.cmd, LAUNCH_SUBMIT);
 	assert_string_equal(a.after, "12");
 	launch_args_free(&a);
+	assert_int_equal(parse(ARGC(array), array, &a, &err), 0);
+	assert_int_equal(a.cmd, LAUNCH_SUBMIT);
+	assert_int_equal(a.seeds, 5);
+	assert_int_equal(a.max_parallel, 2);
+	launch_args_free(&a);
+	assert_int_equal(parse(ARGC(array_pct), array_pct, &a, &err), 0);
+	assert_int_equal(a.seeds, 2);
+	assert_int_equal(a.max_parallel, 3);
+	launch_args_free(&a);
+	expect_usage(ARGC(array_bad), array_bad, "--array: expected 0-M or 0-M%K");
+	expect_usage(ARGC(array_pct_submit), array_pct_submit, "(got '%3')");
 	expect_usage(ARGC(no_grid), no_grid, "a sweep needs at least one --grid KEY=V1,V2,... or --seeds N");
 	expect_usage(ARGC(bad_seeds), bad_seeds, "--seeds: expected a number from 1 to 1000 (got '0')");
 	expect_usage(ARGC(bad_par), bad_par, "--max-parallel: expected a number from 1 to 1000 (got 'x')");
