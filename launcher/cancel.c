@@ -124,57 +124,94 @@ static int run_scancel(const char *const *argv, const char *id, struct dt_err *e
 	return rc;
 }
 
+/* One job asked to save: what to watch for its save. */
+struct saving {
+	const struct launch_job *job;
+	char metrics[4200];
+	long long from;  /* metrics.jsonl's size when asked: its stop event is after */
+	long long step;  /* the save's step; -1: none seen yet */
+	bool done;       /* saved, or ended */
+	double wait_s;
+};
+
 /* Ask the running job to save and stop: <run dir>/cancel, which tells its
  * batch script not to requeue but to cancel the job once the ranks saved,
- * then the ranks' stop signal; wait for the job's end (or the time out). */
-static void ask_to_save(const struct launch_job *job)
+ * then the ranks' stop signal. False: not asked (a warning said why). */
+static bool start_save(const struct launch_job *job, struct saving *sv)
 {
 	struct dt_err ignored = {0};
 	const char *argv[] = { "scancel", NULL, job->id, NULL };
-	struct launch_slurm sl = {0};
-	struct launch_state st;
-	char metrics[4200], marker[4200], sig[32], opt[48], note[64];
-	long long from, step = -1;
+	char marker[4200], sig[32], opt[48], note[64];
 	long lead;
-	double t0 = dt_mono_s(), wait_s;
 	int rc;
 
+	*sv = (struct saving){ .job = job, .step = -1 };
 	stop_signal(job->run_dir, sig, sizeof(sig), &lead);
-	wait_s = (double)(lead + CANCEL_GRACE_S);
-	snprintf(metrics, sizeof(metrics), "%s/metrics.jsonl", job->run_dir);
+	sv->wait_s = (double)(lead + CANCEL_GRACE_S);
+	snprintf(sv->metrics, sizeof(sv->metrics), "%s/metrics.jsonl", job->run_dir);
 	snprintf(marker, sizeof(marker), "%s/cancel", job->run_dir);
 	snprintf(opt, sizeof(opt), "--signal=%s", sig);
 	argv[1] = opt;
 	snprintf(note, sizeof(note), "job %s\n", job->id);
-	from = metrics_size(metrics);
+	sv->from = metrics_size(sv->metrics);
 	rc = dt_write_file_atomic(marker, note, strlen(note), 0644);
 	if (rc) {
 		fprintf(stderr, "dtrain-submit: warning: %s: cannot write: %s; cancelling job %s without a save\n",
 			marker, strerror(-rc), job->id);
-		return;
+		return false;
 	}
 	if (run_scancel(argv, job->id, &ignored)) {
 		unlink(marker); /* no save asked: a later stop must requeue as before */
 		fprintf(stderr, "dtrain-submit: warning: %s; cancelling job %s without a save\n",
 			ignored.msg, job->id);
-		return;
+		return false;
 	}
 	fprintf(stderr, "dtrain-submit: job %s: asked to save and stop (SIG%s); waiting up to %.0f s for its save\n",
-		job->id, sig, wait_s);
-	while (dt_mono_s() - t0 < wait_s && (step = saved_step(metrics, from)) < 0) {
-		launch_job_state(&sl, job->id, &st);
-		if (!launch_state_active(st.name))
-			break;
-		dt_sleep_ms(CANCEL_POLL_MS);
+		job->id, sig, sv->wait_s);
+	return true;
+}
+
+/* Wait for the n jobs' saves (or their ends, or their time out), together. */
+static void wait_saves(struct saving *sv, size_t n)
+{
+	struct launch_slurm sl = {0};
+	struct launch_state st;
+	double t0 = dt_mono_s();
+	size_t i, left = n;
+
+	while (left > 0) {
+		for (i = 0; i < n; i++) {
+			if (sv[i].done)
+				continue;
+			if ((sv[i].step = saved_step(sv[i].metrics, sv[i].from)) < 0 &&
+			    dt_mono_s() - t0 < sv[i].wait_s) {
+				launch_job_state(&sl, sv[i].job->id, &st);
+				if (launch_state_active(st.name))
+					continue;
+				/* the save and the job's end may both fall after the read */
+				sv[i].step = saved_step(sv[i].metrics, sv[i].from);
+			}
+			sv[i].done = true;
+			left--;
+			if (sv[i].step >= 0)
+				fprintf(stderr, "dtrain-submit: job %s: saved at step %lld (%.0f s)\n", sv[i].job->id,
+					sv[i].step, dt_mono_s() - t0);
+			else
+				fprintf(stderr, "dtrain-submit: job %s: no save seen within %.0f s; cancelling it; a resume starts from its newest checkpoint\n",
+					sv[i].job->id, dt_mono_s() - t0);
+		}
+		if (left > 0)
+			dt_sleep_ms(CANCEL_POLL_MS);
 	}
-	if (step < 0) /* the save and the job's end may both fall after the read */
-		step = saved_step(metrics, from);
-	if (step >= 0)
-		fprintf(stderr, "dtrain-submit: job %s: saved at step %lld (%.0f s)\n", job->id, step,
-			dt_mono_s() - t0);
-	else
-		fprintf(stderr, "dtrain-submit: job %s: no save seen within %.0f s; cancelling it; a resume starts from its newest checkpoint\n",
-			job->id, dt_mono_s() - t0);
+}
+
+/* Ask one job to save and stop, and wait for that. */
+static void ask_to_save(const struct launch_job *job)
+{
+	struct saving sv;
+
+	if (start_save(job, &sv))
+		wait_saves(&sv, 1);
 }
 
 /* Has this job's dtrain-run started training (its output, the job's own
@@ -197,8 +234,9 @@ static int cancel_sweep(const struct launch_job *sweep, bool now, struct dt_err 
 	const char *all[] = { "scancel", sweep->id, NULL };
 	struct launch_slurm sl = {0};
 	struct launch_state st;
-	struct launch_job task;
-	long k, saved = 0;
+	struct launch_job *task = NULL, *more;
+	struct saving *sv = NULL;
+	size_t k, n = 0, saved = 0;
 	int rc = 0;
 
 	launch_job_state(&sl, sweep->id, &st);
@@ -209,22 +247,42 @@ static int cancel_sweep(const struct launch_job *sweep, bool now, struct dt_err 
 	}
 	if (!now && (rc = run_scancel(pending, sweep->id, err)))
 		return rc;
-	for (k = 0; !now && launch_sweep_task(sweep, k, &task) == 0; k++) {
-		launch_job_state(&sl, task.id, &st);
-		if (!strcmp(st.name, "RUNNING") && trains(&task)) {
-			ask_to_save(&task);
-			saved++;
+	/* every running task asked at once, then their saves waited for together */
+	for (k = 0; !now; k++) {
+		if (!(more = realloc(task, (n + 1) * sizeof(*task)))) {
+			rc = -ENOMEM;
+			goto out;
 		}
-		launch_job_free(&task);
+		task = more;
+		if (launch_sweep_task(sweep, (long)k, &task[n]) != 0)
+			break;
+		n++;
 	}
+	if (n && !(sv = calloc(n, sizeof(*sv)))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (k = 0; k < n; k++) {
+		launch_job_state(&sl, task[k].id, &st);
+		if (!strcmp(st.name, "RUNNING") && trains(&task[k]) && start_save(&task[k], &sv[saved]))
+			saved++;
+	}
+	wait_saves(sv, saved);
 	launch_job_state(&sl, sweep->id, &st);
 	if (launch_state_active(st.name) && (rc = run_scancel(all, sweep->id, err)))
-		return rc;
+		goto out;
 	printf("cancelled sweep %s (%s)%s, sweep dir %s\n", sweep->id, or_dash(sweep->name),
 	       now ? "" : saved ? ", its running tasks saved first" : ", no task was training",
 	       sweep->run_dir);
 	fprintf(stderr, "dtrain-submit: to continue a task: dtrain-submit resume %s/task-<k>\n", sweep->run_dir);
-	return 0;
+out:
+	if (rc == -ENOMEM)
+		dt_err_add(err, "cancel: out of memory");
+	while (n > 0)
+		launch_job_free(&task[--n]);
+	free(task);
+	free(sv);
+	return rc;
 }
 
 int launch_cmd_cancel(const struct launch_args *a, struct dt_err *err)

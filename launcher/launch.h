@@ -202,9 +202,9 @@ int launch_resolve_job(const char *arg, struct launch_job *out, struct dt_err *e
 
 /* Is run_dir a sweep's (it holds sweep.json)? */
 bool launch_is_sweep(const char *run_dir);
-/* Task k of the sweep as a job: id "<id>_<k>", name "<name>_<k>", its run
- * dir, its output (the newest slurm-*.out there). -ENOENT: no such task;
- * -ENOMEM. */
+/* Task k of the sweep as a job: id "<id>_<k>" (or the job a resume of its
+ * run dir started, from its job_id), name "<name>_<k>", its run dir, its
+ * output (the newest slurm-*.out there). -ENOENT: no such task; -ENOMEM. */
 int launch_sweep_task(const struct launch_job *sweep, long k, struct launch_job *out);
 
 /* --- Slurm queries --- */

@@ -398,6 +398,25 @@ char *launch__task_output(const char *dir, const char *id)
 	return b.p;
 }
 
+/* The job a task's run dir last ran as (<dir>/job_id: "<array>_<k>", or a
+ * resume's own id) into *id, when the file says */
+static void task_job_id(const char *dir, struct dt_buf *id)
+{
+	char path[4200], *text = NULL;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/job_id", dir);
+	if (dt_read_file(path, &text, NULL) != 0)
+		return;
+	n = strspn(text, "0123456789_");
+	if (n > 0 && n < 40 && strcmp(text, id->p)) {
+		text[n] = '\0';
+		dt_buf_free(id);
+		dt_buf_puts(id, text);
+	}
+	free(text);
+}
+
 int launch_sweep_task(const struct launch_job *sweep, long k, struct launch_job *out)
 {
 	struct dt_buf id = {0}, name = {0}, dir = {0};
@@ -416,11 +435,12 @@ int launch_sweep_task(const struct launch_job *sweep, long k, struct launch_job 
 		dt_buf_free(&name);
 		return -ENOENT;
 	}
+	task_job_id(dir.p, &id);
 	*out = (struct launch_job){ .id = id.p, .name = name.p, .run_dir = dir.p,
 				    .submitted = dt_strdup(sweep->submitted),
 				    .cluster = dt_strdup(sweep->cluster) };
-	out->log_path = launch__task_output(dir.p, id.p);
-	if (!out->log_path || (sweep->submitted && !out->submitted) || (sweep->cluster && !out->cluster)) {
+	out->log_path = id.p ? launch__task_output(dir.p, id.p) : NULL;
+	if (!out->id || !out->log_path || (sweep->submitted && !out->submitted) || (sweep->cluster && !out->cluster)) {
 		launch_job_free(out);
 		return -ENOMEM;
 	}

@@ -341,7 +341,11 @@ static void render_preamble(struct render *r)
 static void render_slurm_view(struct render *r)
 {
 	put(r, "# Slurm's view of this run, read before the job's env could shadow it.\n"
-	       "readonly dtrain_job_id=\"${SLURM_JOB_ID:-}\" dtrain_restarts=\"${SLURM_RESTART_COUNT:-0}\"\n"
+	       "dtrain_job_id=\"${SLURM_JOB_ID:-}\"\n"
+	       "# a task of a job array (a sweep) is <array id>_<task>: one task's own job id\n"
+	       "# is the array's, which would requeue or cancel every task\n"
+	       "[ -z \"${SLURM_ARRAY_JOB_ID:-}\" ] || dtrain_job_id=\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID:-}\"\n"
+	       "readonly dtrain_job_id dtrain_restarts=\"${SLURM_RESTART_COUNT:-0}\"\n"
 	       "# when this start of the job began: dtrain-run reports its first step after a\n"
 	       "# resume against it\n"
 	       "export DTRAIN_JOB_START=\"$(date +%%s.%%N)\"\n"

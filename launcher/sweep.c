@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #define MAX_TASKS 1000 /* Slurm's default MaxArraySize is 1001: ids 0..1000 */
+#define MAX_GRIDS 16   /* keys a sweep varies (status shows a column each) */
 
 /* --- grids --- */
 
@@ -129,6 +130,8 @@ static int parse_grids(const struct launch_args *a, struct sweep *s, struct dt_e
 		return -ENOMEM;
 	s->seeds = a->seeds;
 	s->n_tasks = a->seeds ? (size_t)a->seeds : 1;
+	if (a->n_grids > MAX_GRIDS)
+		return dt_err_add(err, "sweep: %zu --grid keys; at most %d", a->n_grids, MAX_GRIDS), -EINVAL;
 	for (i = 0; i < a->n_grids; i++) {
 		rc = split_grid(a->grids[i], &s->g[i], err);
 		s->n_grids++;
@@ -226,6 +229,16 @@ out:
 	return rc;
 }
 
+static bool gridded(const struct sweep *s, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_grids; i++)
+		if (!strcmp(s->g[i].key, key))
+			return true;
+	return false;
+}
+
 /* Does any grid vary what the data check reads (data.*, model.*)? */
 static bool grids_touch_data(const struct sweep *s)
 {
@@ -240,18 +253,20 @@ static bool grids_touch_data(const struct sweep *s)
 /* The sweep dir: the run dir the first valid task would get without one
  * of its own (the spec's run_dir, else <runs_root>/<name>-<time>). 1: no
  * task is valid. */
-static int pick_dir(const struct launch_args *a, struct sweep *s)
+static int pick_dir(const struct launch_args *a, struct sweep *s, struct dt_err *err)
 {
 	size_t k;
 
 	for (k = 0; k < s->n_tasks; k++) {
-		struct launch_plan p;
-		struct dt_err ignored = {0};
-		int rc = plan_task(a, s, k, false, &p, &ignored);
+		struct launch_plan p = {0};
+		struct dt_err why = {0};
+		int rc = plan_task(a, s, k, false, &p, &why);
 
 		if (!rc && !(s->dir = strdup(p.spec.run_dir)))
 			rc = -ENOMEM;
 		launch_plan_free(&p);
+		if (rc && rc != -EINVAL && why.count) /* the spec's run_dir exists, ... */
+			dt_err_add(err, "%s", why.msg);
 		if (rc != -EINVAL)
 			return rc;
 	}
@@ -288,6 +303,11 @@ static int plan_tasks(const struct launch_args *a, struct sweep *s, struct dt_er
 		if (r && !rc)
 			rc = r == -EINVAL ? -EINVAL : r;
 		dt_buf_free(&label);
+	}
+	if (!rc && s->t[0].spec.checkpoint.dir && !gridded(s, "checkpoint.dir")) {
+		dt_err_add(err, "sweep: checkpoint.dir: every task would save to and resume from %s; leave it unset (each task: checkpoints/ in its run dir) or --grid it",
+			   s->t[0].spec.checkpoint.dir);
+		return -EINVAL;
 	}
 	if (bad > 5)
 		dt_err_add(err, "sweep: %zu more tasks are invalid", bad - 5);
@@ -459,8 +479,25 @@ static int fill_dir(const struct sweep *s, const char *dir, struct dt_err *err)
 	return rc;
 }
 
-/* The sweep dir, whole: built as a sibling temp dir, renamed into place */
-static int create_dir(const struct sweep *s, struct dt_err *err)
+/* from renamed to to, which must not exist (file systems without
+ * RENAME_NOREPLACE: checked, then renamed; a rename replaces only an empty
+ * directory) */
+static int rename_new(const char *from, const char *to)
+{
+	struct stat st;
+
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	if (lstat(to, &st) == 0)
+		return -EEXIST;
+	return rename(from, to) < 0 ? -errno : 0;
+}
+
+/* The sweep dir, whole: built as a sibling temp dir, renamed into place
+ * (*created: it is ours, from then on) */
+static int create_dir(const struct sweep *s, bool *created, struct dt_err *err)
 {
 	const char *slash = strrchr(s->dir, '/');
 	char *parent = strndup(s->dir, slash > s->dir ? (size_t)(slash - s->dir) : 1);
@@ -479,19 +516,23 @@ static int create_dir(const struct sweep *s, struct dt_err *err)
 	if (rc)
 		goto out;
 	rc = fill_dir(s, tmp.p, err);
-	if (!rc && renameat2(AT_FDCWD, tmp.p, AT_FDCWD, s->dir, RENAME_NOREPLACE) < 0) {
-		rc = -errno;
-		dt_err_add(err, "%s: cannot rename into place: %s%s", s->dir, strerror(-rc),
-			   rc == -EEXIST || rc == -ENOTEMPTY ? " (another submit took it just now: sweep again)" : "");
-	}
+	if (!rc)
+		rc = rename_new(tmp.p, s->dir);
+	if (rc == -EEXIST || rc == -ENOTEMPTY)
+		dt_err_add(err, "%s: another submit took it just now; sweep again", s->dir);
+	else if (rc && !err->count)
+		dt_err_add(err, "%s: cannot rename into place: %s", s->dir, strerror(-rc));
 	if (rc)
 		dt_remove_tree(tmp.p);
 	else
+		*created = true;
+	if (!rc)
 		rc = dt_fsync_path(parent, true);
 out:
 	dt_buf_free(&tmp);
 	free(parent);
-	return rc;
+	/* an I/O failure is no invalid spec (exit 3) */
+	return rc == -EINVAL ? -EIO : rc;
 }
 
 /* --- the command --- */
@@ -505,7 +546,7 @@ static int sweep_plan(const struct launch_args *a, struct sweep *s, struct dt_er
 	if (!rc && a->after)
 		rc = launch__after_set(a->after, &s->after, err);
 	if (!rc)
-		rc = pick_dir(a, s);
+		rc = pick_dir(a, s, err);
 	if (rc == 1) /* no task is valid: name them all the same */
 		rc = 0;
 	if (!rc)
@@ -561,6 +602,7 @@ static int sweep_submit(struct sweep *s, struct launch_job *job, struct dt_err *
 {
 	struct launch_plan rec = {0};
 	char *sbatch = launch__which("sbatch"), *id = NULL;
+	bool created = false;
 	int rc = 0;
 
 	if (!sbatch) {
@@ -568,10 +610,10 @@ static int sweep_submit(struct sweep *s, struct launch_job *job, struct dt_err *
 		return -ENOENT;
 	}
 	free(sbatch);
-	rc = create_dir(s, err);
+	rc = create_dir(s, &created, err);
 	if (!rc)
 		rc = launch__sbatch(s->dir, &id, err);
-	if (rc && rc != -EPROTO && rc != -EEXIST && access(s->dir, F_OK) == 0)
+	if (rc && rc != -EPROTO && created) /* refused: leave nothing behind */
 		dt_remove_tree(s->dir);
 	if (rc)
 		return rc;

@@ -83,19 +83,26 @@ static void best_cols(const struct launch_best *b, char **best, char **when)
 
 /* Task k's row: the columns after its values (state, step, loss, best, when) */
 static int task_row(const struct launch_job *sweep, json_object *task, long k, size_t n_keys,
-		    struct launch_slurm *sl, struct task_row *r, struct dt_err *warn)
+		    bool seeds, struct launch_slurm *sl, struct task_row *r, struct dt_err *warn)
 {
 	struct launch_job job;
 	struct launch_state st;
 	struct launch_progress p;
 	struct launch_progress_text pt;
-	json_object *vals = member(task, "values"), *seed = member(task, "seed");
+	json_object *vals = task ? member(task, "values") : NULL, *seed = task ? member(task, "seed") : NULL;
 	char state[80], path[4200];
 	size_t i, c = 0;
+	int rc;
 
 	r->k = k;
-	if (launch_sweep_task(sweep, k, &job))
-		return -ENOMEM;
+	rc = launch_sweep_task(sweep, k, &job);
+	if (rc == -ENOENT) { /* its run dir is gone */
+		r->col[0] = fmt("%s_%ld", sweep->id, k);
+		r->col[1] = fmt("no run dir task-%ld", k);
+		return 0;
+	}
+	if (rc)
+		return rc;
 	launch_job_state(sl, job.id, &st);
 	snprintf(path, sizeof(path), "%s/metrics.jsonl", job.run_dir);
 	launch_progress_read(path, &p, warn);
@@ -103,10 +110,13 @@ static int task_row(const struct launch_job *sweep, json_object *task, long k, s
 	launch_progress_best(path, &r->best, warn);
 	r->col[c++] = fmt("%s", job.id);
 	r->col[c++] = fmt("%s", launch_state_text(&st, state, sizeof(state)));
-	for (i = 0; i < n_keys; i++)
-		r->col[c++] = fmt("%s", json_object_get_string(json_object_array_get_idx(vals, i)));
-	if (seed)
-		r->col[c++] = fmt("%s", json_object_get_string(seed));
+	for (i = 0; i < n_keys; i++) {
+		json_object *v = json_object_is_type(vals, json_type_array) ? json_object_array_get_idx(vals, i) : NULL;
+
+		r->col[c++] = fmt("%s", v ? json_object_get_string(v) : "?");
+	}
+	if (seeds)
+		r->col[c++] = fmt("%s", seed ? json_object_get_string(seed) : "?");
 	r->col[c++] = fmt("%s", pt.step);
 	r->col[c++] = fmt("%s", pt.loss);
 	best_cols(&r->best, &r->col[c], &r->col[c + 1]);
@@ -156,7 +166,8 @@ static size_t titles(json_object *keys, bool seeds, char **title)
 	title[c++] = fmt("TASK");
 	title[c++] = fmt("STATE");
 	for (i = 0; i < n; i++) {
-		const char *key = json_object_get_string(json_object_array_get_idx(keys, i));
+		json_object *k = json_object_array_get_idx(keys, i);
+		const char *key = k && json_object_is_type(k, json_type_string) ? json_object_get_string(k) : "?";
 		const char *dot = strrchr(key, '.');
 
 		title[c++] = fmt("%s", dot ? dot + 1 : key);
@@ -178,6 +189,7 @@ int launch__sweep_status(const struct launch_job *sweep, struct dt_err *err)
 	struct task_row *rows = NULL;
 	char *title[MAX_COLS] = {0};
 	size_t n = 0, cols = 0, i, c;
+	bool seeds;
 	int rc = 0;
 
 	if (!m)
@@ -196,10 +208,11 @@ int launch__sweep_status(const struct launch_job *sweep, struct dt_err *err)
 		rc = -ENOMEM;
 		goto out;
 	}
-	cols = titles(keys, json_object_get_int64(member(m, "seeds")) > 0, title);
+	seeds = json_object_get_int64(member(m, "seeds")) > 0;
+	cols = titles(keys, seeds, title);
 	for (i = 0; i < n && !rc; i++)
 		rc = task_row(sweep, json_object_array_get_idx(tasks, i), (long)i,
-			      (size_t)json_object_array_length(keys), &sl, &rows[i], &warn);
+			      (size_t)json_object_array_length(keys), seeds, &sl, &rows[i], &warn);
 	if (rc)
 		goto out;
 	qsort(rows, n, sizeof(*rows), by_best);

@@ -152,3 +152,35 @@ again=$(cat "$T/out")
 wait_state "$again" 120 COMPLETED ENDED
 [ -d "$dir/task-1/checkpoints/step-$(printf %08d $((total + 100)))" ] || fail "task 1 was not continued to step $((total + 100))"
 pass "resume of a sweep's task continues it in its run dir"
+
+# --- cancelling the task whose own job id is the array's ---
+# (Slurm gives the array's id to one task: its batch script must requeue and
+# cancel "<array>_<task>", never that id, which is every task)
+expect_rc 0 $SUBMIT sweep "$T/job.json" --site "$site" --set name=pair --grid train.optimizer.lr=0.003,0.002
+pair=$(cat "$T/out")
+pdir=$(run_dir_of pair)
+owner=
+for _ in $(seq 600); do
+	owner=
+	for k in 0 1; do
+		[ "$(squeue -h -j "${pair}_$k" -o %A 2>/dev/null || true)" = "$pair" ] && owner=$k
+	done
+	[ -n "$owner" ] && [ "$(squeue -h -r -j "$pair" -t RUNNING 2>/dev/null | wc -l)" -eq 2 ] && break
+	sleep 0.1
+done
+[ -n "$owner" ] || { squeue; fail "no task of sweep $pair runs as job $pair"; }
+other=$((1 - owner))
+for _ in $(seq 600); do
+	grep -q "dtrain-run: training " "$pdir/task-$owner"/slurm-*.out 2>/dev/null && break
+	sleep 0.1
+done
+expect_rc 0 $SUBMIT cancel "${pair}_$owner"
+must_contain "$T/err" "saved at step"
+for _ in $(seq 1200); do
+	[ -z "$(squeue -h -j "$pair" 2>/dev/null)" ] && break
+	sleep 0.5
+done
+grep -q '"event":"end"' "$pdir/task-$other/metrics.jsonl" ||
+	{ cat "$pdir/task-$other"/slurm-*.out; fail "cancelling task $owner (job $pair) stopped task $other too"; }
+grep -q '"event":"stop"' "$pdir/task-$owner/metrics.jsonl" || fail "task $owner did not save before its cancel"
+pass "cancel of the task that has the array's job id saves it and leaves the other task running to its end"
