@@ -83,6 +83,10 @@ int launch__sweep_status(const struct launch_job *sweep, struct dt_err *err);
 
 /* --- text (render.c) --- */
 
+/* Problems that do not fail the command, one "dtrain-submit: warning:"
+ * line each on stderr. */
+void launch__print_warnings(const struct dt_err *warn);
+
 /* A copy of s fit for one line of a message or a script comment: control
  * characters become '?', and at most size-1 bytes ("..." when cut). */
 const char *launch__printable(const char *s, char *buf, size_t size);

@@ -33,19 +33,6 @@
 
 /* --- progress --- */
 
-/* Problems that do not fail the command, one "warning:" line each. */
-static void print_warnings(const struct dt_err *warn)
-{
-	const char *p = warn->msg;
-
-	while (warn->count && *p) {
-		size_t n = strcspn(p, "\n");
-
-		fprintf(stderr, "dtrain-submit: warning: %.*s\n", (int)n, p);
-		p += n + (p[n] == '\n');
-	}
-}
-
 /* The job's progress from <run_dir>/metrics.jsonl, formatted ("-" where
  * unknown: no run dir, no metrics yet). A file that cannot be read is a
  * line in warn, not an error of status; -ENOMEM is. */
@@ -233,7 +220,7 @@ static int status_all(struct dt_err *err)
 	for (i = first; i < n; i++)
 		print_row(width, &rows[i - first]);
 	note_unreachable(&sl);
-	print_warnings(&warn);
+	launch__print_warnings(&warn);
 elsewhere:
 	if (elsewhere)
 		fprintf(stderr, "dtrain-submit: %zu job%s of other clusters not shown (this one: SLURM_CONF=%s)\n",
@@ -337,7 +324,7 @@ static int status_one(const char *arg, struct dt_err *err)
 			       dt_wall_s() - lv.progress_at, lv.why);
 	}
 	note_unreachable(&sl);
-	print_warnings(&warn);
+	launch__print_warnings(&warn);
 out:
 	launch_job_free(&job);
 	return rc;

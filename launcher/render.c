@@ -51,6 +51,18 @@ struct render {
 
 /* --- text helpers --- */
 
+void launch__print_warnings(const struct dt_err *warn)
+{
+	const char *p = warn->msg;
+
+	while (warn->count && *p) {
+		size_t n = strcspn(p, "\n");
+
+		fprintf(stderr, "dtrain-submit: warning: %.*s\n", (int)n, p);
+		p += n + (p[n] == '\n');
+	}
+}
+
 const char *launch__printable(const char *s, char *buf, size_t size)
 {
 	size_t i, n = 0;

@@ -4,6 +4,7 @@
  * what happened.
  */
 #include "launcher/launch.h"
+#include "launcher/internal.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -30,7 +31,6 @@ int launch_cmd_submit(const struct launch_args *a, struct dt_err *err)
 	struct dt_err warn = {0};
 	struct launch_job job = {0};
 	struct launch_plan p;
-	char *line, *save = NULL;
 	int rc = launch_plan(a, &p, err);
 
 	if (rc)
@@ -44,8 +44,7 @@ int launch_cmd_submit(const struct launch_args *a, struct dt_err *err)
 	rc = resume ? launch_resume(&p, &job, &warn, err) : launch_submit(&p, &job, &warn, err);
 	if (rc)
 		goto out;
-	for (line = strtok_r(warn.msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		fprintf(stderr, "dtrain-submit: warning: %s\n", line);
+	launch__print_warnings(&warn);
 	printf("%s\n", job.id);
 	fflush(stdout);
 	fprintf(stderr, "dtrain-submit: submitted job %s (%s)%s\n"

@@ -22,6 +22,7 @@
 #include "base/str.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -182,6 +183,27 @@ static void task_label(const struct sweep *s, size_t k, struct dt_buf *b)
 
 /* --- tasks --- */
 
+/* A --set made here: at sets[*m], kept in own[*m] to be freed */
+static int add_owned(const char **sets, char **own, size_t *m, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int add_owned(const char **sets, char **own, size_t *m, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&own[*m], fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		own[*m] = NULL;
+		return -ENOMEM;
+	}
+	sets[*m] = own[*m];
+	(*m)++;
+	return 0;
+}
+
 /* Task k's plan: the command line's --set values, --after's, the grid
  * values, the seeds and its run dir. */
 static int plan_task(const struct launch_args *a, struct sweep *s, size_t k, bool check_data,
@@ -199,22 +221,17 @@ static int plan_task(const struct launch_args *a, struct sweep *s, size_t k, boo
 		sets[m++] = a->sets[i];
 	if (s->after)
 		sets[m++] = s->after;
-	for (i = 0; i < s->n_grids + 3; i++) {
-		struct dt_buf b = {0};
-
-		if (i < s->n_grids)
-			rc = dt_buf_printf(&b, "%s=%s", s->g[i].key, task_value(s, k, i));
-		else if (i == s->n_grids && s->dir)
-			rc = dt_buf_printf(&b, "run_dir=%s/task-%zu", s->dir, k);
-		else if (s->seeds && i > s->n_grids)
-			rc = dt_buf_printf(&b, "%s=%ld", i == s->n_grids + 1 ? "train.seed" : "model.init_seed",
-					   task_seed(s, k));
-		else
-			continue;
-		if (rc)
-			goto out;
-		sets[m++] = own[i] = b.p;
-	}
+	rc = 0;
+	for (i = 0; !rc && i < s->n_grids; i++)
+		rc = add_owned(sets, own, &m, "%s=%s", s->g[i].key, task_value(s, k, i));
+	if (!rc && s->dir)
+		rc = add_owned(sets, own, &m, "run_dir=%s/task-%zu", s->dir, k);
+	if (!rc && s->seeds)
+		rc = add_owned(sets, own, &m, "train.seed=%ld", task_seed(s, k));
+	if (!rc && s->seeds)
+		rc = add_owned(sets, own, &m, "model.init_seed=%ld", task_seed(s, k));
+	if (rc)
+		goto out;
 	ta.cmd = LAUNCH_SUBMIT;
 	ta.after = NULL;
 	ta.sets = sets;
@@ -301,7 +318,7 @@ static int plan_tasks(const struct launch_args *a, struct sweep *s, struct dt_er
 				dt_err_add(err, "sweep: task %zu (%s): %s", k, dt_buf_str(&label), line);
 		}
 		if (r && !rc)
-			rc = r == -EINVAL ? -EINVAL : r;
+			rc = r;
 		dt_buf_free(&label);
 	}
 	if (!rc && s->t[0].spec.checkpoint.dir && !gridded(s, "checkpoint.dir")) {
@@ -631,7 +648,6 @@ int launch_cmd_sweep(const struct launch_args *a, struct dt_err *err)
 	struct sweep s = {0};
 	struct dt_err warn = {0};
 	struct launch_job job = {0};
-	char *line, *save = NULL;
 	int rc = sweep_plan(a, &s, err);
 
 	if (rc)
@@ -646,8 +662,7 @@ int launch_cmd_sweep(const struct launch_args *a, struct dt_err *err)
 	rc = sweep_submit(&s, &job, &warn, err);
 	if (rc)
 		goto out;
-	for (line = strtok_r(warn.msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		fprintf(stderr, "dtrain-submit: warning: %s\n", line);
+	launch__print_warnings(&warn);
 	printf("%s\n", job.id);
 	fflush(stdout);
 	fprintf(stderr, "dtrain-submit: submitted sweep %s (%s): %zu tasks", job.id, job.name, s.n_tasks);

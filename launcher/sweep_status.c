@@ -223,8 +223,7 @@ int launch__sweep_status(const struct launch_job *sweep, struct dt_err *err)
 	print_table(title, rows, n, cols);
 	if (sl.unreachable)
 		fprintf(stderr, "dtrain-submit: warning: Slurm did not answer (%s); states are unknown\n", sl.why);
-	if (warn.count)
-		fprintf(stderr, "dtrain-submit: warning: %s\n", warn.msg);
+	launch__print_warnings(&warn);
 out:
 	if (rc == -ENOMEM)
 		dt_err_add(err, "status: out of memory");

@@ -137,8 +137,7 @@ int rt__ties_sum(struct trainer *t)
 	for (i = 0; t->ties && i < t->ties->n; i++) {
 		struct tie_here *c = &t->ties->c[i];
 		int mine = c->tensor[0] >= 0 ? 0 : 1;
-		float *dg = rt__grad_of(t, c->tensor[mine], &n);
-		float *g = rt_dev_staging(t->dev, dg, c->mine); /* on the host */
+		float *dg = rt__grad_of(t, c->tensor[mine], &n), *g;
 
 		if (c->peer < 0 && !t->sharded) { /* both in the stage's gradients: on its device */
 			float *dg1 = rt__grad_of(t, c->tensor[1], &n1);
@@ -147,6 +146,7 @@ int rt__ties_sum(struct trainer *t)
 			t->dev->ops->copy(t->dev, dg1, dg, n * sizeof(float));
 			continue;
 		}
+		g = rt_dev_staging(t->dev, dg, c->mine); /* on the host */
 		rt_dev_get(t->dev, g, dg, n * sizeof(float));
 		if (c->peer < 0) { /* a sharded optimizer's rows: host memory */
 			float *dg1 = rt__grad_of(t, c->tensor[1], &n1);
