@@ -384,6 +384,17 @@ int ckpt_commit(const char *dir, const char *tmp, const struct ckpt_meta *meta,
 		const struct ckpt_tensor *tensors, int n_tensors, const struct ckpt_file *files,
 		int n_files, int keep, bool *committed, struct dt_err *err);
 
+/* A whole model's parameters as one checkpoint, written by one process
+ * (whole.c; what `dtrain-ckpt import` makes): meta of one stage
+ * (pipeline 1, stage_first {0, n_blocks}), no optimizer state (n_states
+ * 0), finished by ckpt_meta_finish; tensors [n] with their offsets into
+ * params [n_params]. dir is made when missing; the checkpoint is
+ * dir/step-<meta->step>, committed as a run's save is. 0 or -errno with a
+ * line naming the path. */
+int ckpt_write_whole(const char *dir, const struct ckpt_meta *meta,
+		     const struct ckpt_tensor *tensors, int n, const float *params,
+		     size_t n_params, struct dt_err *err);
+
 /* --- listing and manifests --- */
 
 /* A committed checkpoint's manifest, parsed and checked (format, version,

@@ -1159,6 +1159,13 @@ static int check_rules(const struct spec *s, struct layers *l, struct dt_err *er
 		rc = dt_err_add(err, "%s: train.lr_schedule.min_lr: %g is above train.optimizer.lr %g",
 				FROM("train.lr_schedule.min_lr", "train.optimizer.lr"),
 				s->train.lr_schedule.min_lr, s->train.optimizer.lr);
+	if (s->checkpoint.init_from && strcmp(s->checkpoint.resume, "auto") &&
+	    strcmp(s->checkpoint.resume, "never"))
+		rc = dt_err_add(err, "%s: checkpoint.init_from: a run starts either from checkpoint.resume's checkpoint (its whole state) or from init_from's model (fresh optimizer, step 0), not both",
+				FROM("checkpoint.init_from", "checkpoint.resume"));
+	if (s->checkpoint.init_fresh.n && !s->checkpoint.init_from)
+		rc = dt_err_add(err, "%s: checkpoint.init_fresh: names tensors kept fresh in a model taken from checkpoint.init_from, which is not set",
+				FROM("checkpoint.init_fresh"));
 	if (s->resources.time_s > 0 && s->preemption.lead_seconds >= s->resources.time_s)
 		rc = dt_err_add(err, "%s: preemption.lead_seconds: %ld s is not less than resources.time (%ld s)",
 				FROM("preemption.lead_seconds", "resources.time"), s->preemption.lead_seconds,
@@ -1227,7 +1234,8 @@ static int resolve_paths(struct spec *s, const char *file, struct dt_err *err)
 
 	if (absolutize(&s->data.train, file, "data.train", err) ||
 	    absolutize(&s->data.test, file, "data.test", err) ||
-	    absolutize(&s->checkpoint.dir, file, "checkpoint.dir", err))
+	    absolutize(&s->checkpoint.dir, file, "checkpoint.dir", err) ||
+	    absolutize(&s->checkpoint.init_from, file, "checkpoint.init_from", err))
 		rc = -EINVAL;
 	if (s->checkpoint.resume && strcmp(s->checkpoint.resume, "auto") &&
 	    strcmp(s->checkpoint.resume, "never") &&

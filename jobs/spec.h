@@ -114,6 +114,9 @@ struct spec {
 		bool async;
 		char *resume; /* "auto" | "never" | a checkpoint or checkpoint dir path (absolute) */
 		char *dir;    /* NULL: <run_dir>/checkpoints; absolute */
+		char *init_from; /* NULL, or the checkpoint (or run or checkpoint dir)
+				  * whose model a new run starts from; absolute */
+		struct spec_strs init_fresh; /* tensors that keep the model's own init */
 	} checkpoint;
 	struct spec_preemption {
 		char *signal; /* "USR1", ...: sent lead_seconds before the end */

@@ -154,6 +154,13 @@ static const struct spec_field fields[] = {
 	  "checkpoints/), to start from" },
 	{ "checkpoint.dir", SPEC_STR, F(checkpoint.dir), "null", 1, 4000, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_TEXT,
 	  "where checkpoints go; null: <run_dir>/checkpoints (no checkpoints without either)" },
+	{ "checkpoint.init_from", SPEC_STR, F(checkpoint.init_from), "null", 1, 4000, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_TEXT,
+	  "fine-tuning: a checkpoint (or a run or checkpoint dir: its newest valid one, or an import "
+	  "of dtrain-ckpt) whose model's tensors a new run starts from, by name, on any layout, with "
+	  "a fresh optimizer at step 0; null: the model's own initialisation" },
+	{ "checkpoint.init_fresh", SPEC_STRLIST, F(checkpoint.init_fresh), "[]", 1, 95, 0, 1024, NULL, SPEC_F_NAME,
+	  "with init_from: tensors (the model's names) that keep the model's own initialisation, "
+	  "where the source lacks them or has another shape (a new head)" },
 
 	/* --- preemption --- */
 	{ "preemption.signal", SPEC_ENUM, F(preemption.signal), "\"USR1\"", 0, 0, 0, 0, "USR1|USR2|TERM|INT|HUP|URG|XCPU", 0,

@@ -2,7 +2,7 @@
  * data_main.c - dtrain-data: makes and checks the HDF5 data sets that
  * dtrain-run trains on (format in runtime/data/data.h, guide in runtime/data/DATA.md).
  *
- * Commands: fashion-mnist, synthetic, text, tokens, info, bench. Each parses its command
+ * Commands: fashion-mnist, synthetic, text, tokens, info, count, decode, bench. Each parses its command
  * line, calls runtime/data/data.h and maps errors to exit codes (base/err.h):
  * 0 success, 1 failure (input missing, unreadable or invalid; I/O error),
  * 2 usage error.
@@ -21,6 +21,7 @@
 #include "runtime/data/data.h"
 #include "base/rng.h"
 #include "runtime/data/tokens.h"
+#include "runtime/data/bpe.h"
 #include "base/cli.h"
 #include "base/err.h"
 #include "base/clock.h"
@@ -41,10 +42,11 @@ static const char usage_main[] =
 	"Commands:\n"
 	"  fashion-mnist [--src DIR] OUT_DIR   Fashion-MNIST to OUT_DIR/train.h5, test.h5\n"
 	"  synthetic OUT.h5 [OPTIONS]          a learnable synthetic classification set\n"
-	"  text FILE... OUT_DIR                text as byte-level tokens: OUT_DIR/train.h5, val.h5\n"
+	"  text FILE... OUT_DIR [--bpe E V]    text as byte-level (or GPT-2 BPE) tokens: OUT_DIR/train.h5, val.h5\n"
 	"  tokens FILE... OUT_DIR              pre-tokenized shards (llm.c, nanoGPT .bin)\n"
 	"  info FILE.h5                        check a data set or token stream and describe it\n"
 	"  count FILE.h5 [--context T]         the samples a job draws from it (quick)\n"
+	"  decode FILE.h5 [--first N] [--count N] [--ids]  a token stream back to its text\n"
 	"  bench FILE.h5 [--batch B]           time reading random batches and loading all\n"
 	"\n"
 	"\"dtrain-data COMMAND --help\" shows the options of a command.\n"
@@ -115,7 +117,8 @@ static const char usage_count[] =
 	"  -h, --help   this text\n";
 
 static const char usage_text[] =
-	"usage: dtrain-data text FILE... OUT_DIR [--val-fraction F | --val FILE]...\n"
+	"usage: dtrain-data text FILE... OUT_DIR [--bpe ENCODER_JSON VOCAB_BPE]\n"
+	"                        [--val-fraction F | --val FILE]...\n"
 	"\n"
 	"Tokenizes text byte-level (vocabulary 256: each byte is a token) into two\n"
 	"token streams, OUT_DIR/train.h5 and OUT_DIR/val.h5. The files are read\n"
@@ -123,10 +126,32 @@ static const char usage_text[] =
 	"out for validation, or the --val files are. Each output appears complete\n"
 	"or not at all.\n"
 	"\n"
+	"With --bpe, tokenizes with GPT-2's byte-level BPE instead: its encoder.json\n"
+	"(token -> id) and vocab.bpe (merges in rank order), both checked first. The\n"
+	"vocabulary is the encoder's (50257 for GPT-2's files); each file is\n"
+	"encoded on its own, and the two files are recorded in the outputs so\n"
+	"that \"dtrain-data decode\" and other tools decode with them.\n"
+	"\n"
 	"Options:\n"
+	"  --bpe E V         GPT-2 BPE with encoder.json E and vocab.bpe V\n"
 	"  --val-fraction F  the share held out (default 0.1), 0 < F < 1\n"
 	"  --val FILE        a validation file instead (repeat for several)\n"
 	"  -h, --help        this text\n";
+
+static const char usage_decode[] =
+	"usage: dtrain-data decode FILE.h5 [--first N] [--count N] [--ids]\n"
+	"\n"
+	"Writes tokens [N, N + count) of a token stream (default: all of them) to\n"
+	"standard output as the bytes they stand for: a byte-level stream's ids\n"
+	"are its bytes, a stream made with \"dtrain-data text --bpe\" is decoded\n"
+	"with the tokenizer it records. A stream of imported shards records\n"
+	"none: --ids prints its ids.\n"
+	"\n"
+	"Options:\n"
+	"  --first N   the first token (default 0)\n"
+	"  --count N   how many (default: to the end)\n"
+	"  --ids       the ids instead, one a line in decimal\n"
+	"  -h, --help  this text\n";
 
 static const char usage_tokens[] =
 	"usage: dtrain-data tokens FILE... OUT_DIR [--vocab V] [--val-fraction F | --val FILE]...\n"
@@ -346,24 +371,70 @@ static int parse_import(int argc, char **argv, const char *usage, bool want_voca
 	return 0;
 }
 
+/* --bpe E V taken out of argv [*argc] (getopt gives an option one value):
+ * the two files into *enc and *merges, left NULL without --bpe. 0, or the
+ * usage exit code. */
+static int take_bpe(int *argc, char **argv, const char **enc, const char **merges)
+{
+	int i, k = 1;
+
+	*enc = *merges = NULL;
+	for (i = 1; i < *argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			while (i < *argc)
+				argv[k++] = argv[i++];
+			break;
+		}
+		if (strcmp(argv[i], "--bpe")) {
+			argv[k++] = argv[i];
+			continue;
+		}
+		if (i + 2 >= *argc)
+			return usage_error(usage_text, "%s", "--bpe: expected two files, ENCODER_JSON VOCAB_BPE");
+		*enc = argv[i + 1];
+		*merges = argv[i + 2];
+		i += 2;
+	}
+	*argc = k;
+	return 0;
+}
+
+/* text (with or without --bpe) or tokens: the import into OUT_DIR. */
+static int run_import(int argc, char **argv, bool text, const char *enc, const char *merges,
+		      const struct rt_tokens_split *split, long long vocab, struct dt_err *err)
+{
+	const char *const *files = (const char *const *)argv + optind;
+	struct rt_bpe *bpe = NULL;
+	int n = argc - optind - 1, rc;
+
+	if (!text)
+		return rt_tokens_from_shards(files, n, (int32_t)vocab, split, argv[argc - 1], err);
+	if (!enc)
+		return rt_tokens_from_text(files, n, split, argv[argc - 1], err);
+	rc = rt_bpe_load(&bpe, enc, merges, err);
+	if (!rc)
+		rc = rt_tokens_from_text_bpe(files, n, bpe, split, argv[argc - 1], err);
+	rt_bpe_free(bpe);
+	return rc;
+}
+
 static int cmd_import(int argc, char **argv, bool text)
 {
 	struct rt_tokens_split split = { 0.1, NULL, 0 };
-	const char **val = NULL;
+	const char **val = NULL, *enc = NULL, *merges = NULL;
 	long long vocab = RT_GPT2_VOCAB;
 	struct dt_err err = { 0 };
-	int rc, n;
+	int rc;
 	double t0 = dt_mono_s();
 
+	if (text && (rc = take_bpe(&argc, argv, &enc, &merges)))
+		return rc;
 	rc = parse_import(argc, argv, text ? usage_text : usage_tokens, !text, &split, &val, &vocab);
 	if (rc) {
 		free(val);
 		return rc == 1 ? DT_EXIT_OK : rc;
 	}
-	n = argc - optind - 1;
-	rc = text ? rt_tokens_from_text((const char *const *)argv + optind, n, &split, argv[argc - 1], &err)
-		  : rt_tokens_from_shards((const char *const *)argv + optind, n, (int32_t)vocab, &split,
-					  argv[argc - 1], &err);
+	rc = run_import(argc, argv, text, enc, merges, &split, vocab, &err);
 	free(val);
 	if (rc) {
 		print_err(&err);
@@ -418,6 +489,8 @@ static int info_tokens(const char *path)
 	printf("vocabulary: %d%s\n", (int)t.vocab, t.byte_level ? " (byte-level)" : "");
 	printf("distinct ids: %lld\n", (long long)distinct);
 	printf("source: %s\n", t.source);
+	if (t.tokenizer[0])
+		printf("tokenizer: %s (recorded: dtrain-data decode reads it)\n", t.tokenizer);
 	status = DT_EXIT_OK;
 out:
 	if (status)
@@ -504,6 +577,101 @@ out:
 	free(counts);
 	rt_data_close(&d);
 	return status;
+}
+
+/* Tokens [first, first + count) of path to stdout: their bytes (the
+ * stream's own ids, or its BPE's tokens), or with ids their ids. */
+static int decode_tokens(const char *path, long long first, long long count, bool ids,
+			 struct dt_err *err)
+{
+	struct rt_tokens t = { 0 };
+	struct rt_bpe *bpe = NULL;
+	int32_t *buf = NULL;
+	int64_t at, m, i, chunk = 1 << 16;
+	const uint8_t *tok;
+	size_t len;
+	int rc;
+
+	if ((rc = rt_tokens_open(&t, path, err)))
+		goto out;
+	if (first > t.n || count > t.n - first) {
+		rc = dt_err_add(err, "%s: tokens [%lld, %lld) are outside the stream's %lld", path,
+				first, first + count, (long long)t.n);
+		goto out;
+	}
+	count = count < 0 ? t.n - first : count;
+	if (!ids && !t.byte_level && (rc = rt_bpe_load_tokens(&bpe, path, err))) {
+		if (rc == -ENOENT)
+			dt_err_add(err, "hint: --ids prints the ids");
+		goto out;
+	}
+	buf = malloc((size_t)chunk * sizeof(*buf));
+	if (!buf) {
+		dt_err_add(err, "%s: out of memory", path);
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (at = first; !rc && at < first + count; at += m) {
+		m = first + count - at < chunk ? first + count - at : chunk;
+		if ((rc = rt_tokens_read(&t, at, m, buf, err)))
+			break;
+		for (i = 0; i < m; i++) {
+			unsigned char byte = (unsigned char)buf[i];
+
+			if (ids)
+				printf("%d\n", (int)buf[i]);
+			else if (!bpe)
+				fwrite(&byte, 1, 1, stdout);
+			else if ((tok = rt_bpe_token(bpe, buf[i], &len)) && len)
+				fwrite(tok, 1, len, stdout);
+		}
+	}
+	if (!rc && fflush(stdout)) {
+		dt_err_add(err, "standard output: %s", strerror(errno));
+		rc = -EIO;
+	}
+out:
+	free(buf);
+	rt_bpe_free(bpe);
+	rt_tokens_close(&t);
+	return rc;
+}
+
+static int cmd_decode(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "first", required_argument, NULL, 'f' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "ids", no_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	long long first = 0, count = -1;
+	struct dt_err err = { 0 };
+	bool ids = false;
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (c == 'h')
+			return fputs(usage_decode, stdout), DT_EXIT_OK;
+		if (c == 'i')
+			ids = true;
+		else if ((c == 'f' || c == 'c') && parse_int(optarg, 0, INT64_MAX, c == 'f' ? &first : &count))
+			return usage_error(usage_decode, "%s: expected an integer of 0 or more", argv[optind - 1]);
+		else if (c == ':')
+			return usage_error(usage_decode, "%s: missing its value", argv[optind - 1]);
+		else if (c == '?')
+			return usage_error(usage_decode, "unknown option \"%s\"", argv[optind - 1]);
+	}
+	if (argc - optind != 1)
+		return usage_error(usage_decode, "%s", argc - optind < 1 ? "missing argument" :
+				   "too many arguments");
+	if (decode_tokens(argv[optind], first, count, ids, &err)) {
+		print_err(&err);
+		return DT_EXIT_FAIL;
+	}
+	return DT_EXIT_OK;
 }
 
 /* Mean seconds per batch of rt_data_read() over steps random batches. */
@@ -607,6 +775,7 @@ int main(int argc, char **argv)
 		{ "tokens", cmd_tokens },
 		{ "info", cmd_info },
 		{ "count", cmd_count },
+		{ "decode", cmd_decode },
 		{ "bench", cmd_bench },
 	};
 

@@ -18,6 +18,7 @@
 
 #include "base/h5.h"
 #include "base/io.h"
+#include "runtime/data/bpe.h"
 
 /* --- attributes (base/h5.h): read leniently, any failure is false --- */
 
@@ -102,6 +103,8 @@ static int check_attrs(struct rt_tokens *t, const char *path, int64_t *vocab, in
 	if (!attr_str(t->file, "source", t->source, sizeof(t->source)))
 		return dt_err_add(err, "%s: attribute source must be a string of at most %zu bytes",
 				  path, sizeof(t->source) - 1);
+	if (!attr_str(t->file, "tokenizer", t->tokenizer, sizeof(t->tokenizer)))
+		t->tokenizer[0] = '\0'; /* optional: streams made by --bpe have it */
 	return 0;
 }
 
@@ -253,8 +256,46 @@ int rt_tokens_read_windows(struct rt_tokens *t, int context, const int64_t *idx,
 
 /* --- writing --- */
 
-int rt_tokens_write(const char *path, const int32_t *tok, int64_t n, int32_t vocab,
-		    bool byte_level, const char *source, struct dt_err *err)
+/* uint8 dataset name of file holding data [len]; 0 or -EIO. */
+static int put_bytes(hid_t file, hid_t dcpl, const char *name, const char *data, size_t len)
+{
+	hsize_t dims[1] = { len };
+	hid_t space = H5Screate_simple(1, dims, NULL), set = H5I_INVALID_HID;
+	int rc = -EIO;
+
+	if (space >= 0 &&
+	    (set = H5Dcreate2(file, name, H5T_STD_U8LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT)) >= 0 &&
+	    (!len || H5Dwrite(set, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0))
+		rc = 0;
+	dt_h5_close(&set, H5Dclose);
+	dt_h5_close(&space, H5Sclose);
+	return rc;
+}
+
+/* The tokenizer bpe into file (rt_tokens_write_bpe): the attribute and the
+ * two files' bytes under /tokenizer; 0 or -EIO. */
+static int put_tokenizer(hid_t file, hid_t dcpl, const struct rt_bpe *bpe)
+{
+	const char *enc, *merges;
+	size_t enc_len, merges_len;
+	hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE), group = H5I_INVALID_HID;
+	int rc = -EIO;
+
+	rt_bpe_files(bpe, &enc, &enc_len, &merges, &merges_len);
+	if (gcpl >= 0 && H5Pset_obj_track_times(gcpl, 0) >= 0 &&
+	    (group = H5Gcreate2(file, RT_BPE_H5_GROUP, H5P_DEFAULT, gcpl, H5P_DEFAULT)) >= 0 &&
+	    !put_bytes(file, dcpl, RT_BPE_H5_ENCODER, enc, enc_len) &&
+	    !put_bytes(file, dcpl, RT_BPE_H5_MERGES, merges, merges_len) &&
+	    !put_str(file, "tokenizer", RT_BPE_NAME))
+		rc = 0;
+	dt_h5_close(&group, H5Gclose);
+	dt_h5_close(&gcpl, H5Pclose);
+	return rc;
+}
+
+static int write_stream(const char *path, const int32_t *tok, int64_t n, int32_t vocab,
+			bool byte_level, const char *source, const struct rt_bpe *bpe,
+			struct dt_err *err)
 {
 	struct dt_h5_quiet q;
 	hid_t fapl = H5I_INVALID_HID, file = H5I_INVALID_HID, space = H5I_INVALID_HID;
@@ -294,7 +335,7 @@ int rt_tokens_write(const char *path, const int32_t *tok, int64_t n, int32_t voc
 		     wide ? (const void *)tok : (const void *)u16) < 0 ||
 	    put_str(file, "format", RT_TOKENS_FORMAT) || put_int(file, "version", RT_TOKENS_VERSION) ||
 	    put_int(file, "vocab_size", vocab) || put_int(file, "byte_level", byte_level ? 1 : 0) ||
-	    put_str(file, "source", source)) {
+	    put_str(file, "source", source) || (bpe && put_tokenizer(file, dcpl, bpe))) {
 		dt_err_add(err, "%s: cannot write: %s", tmp, dt_h5_why(why));
 		rc = -EIO;
 	}
@@ -319,6 +360,18 @@ int rt_tokens_write(const char *path, const int32_t *tok, int64_t n, int32_t voc
 	if (rc)
 		unlink(tmp);
 	return rc;
+}
+
+int rt_tokens_write(const char *path, const int32_t *tok, int64_t n, int32_t vocab,
+		    bool byte_level, const char *source, struct dt_err *err)
+{
+	return write_stream(path, tok, n, vocab, byte_level, source, NULL, err);
+}
+
+int rt_tokens_write_bpe(const char *path, const int32_t *tok, int64_t n, const struct rt_bpe *bpe,
+			const char *source, struct dt_err *err)
+{
+	return write_stream(path, tok, n, rt_bpe_vocab(bpe), false, source, bpe, err);
 }
 
 /* --- importing --- */
@@ -346,6 +399,19 @@ static int stream_add(struct stream *s, int64_t more)
 	return 0;
 }
 
+/* What an import reads and how: the reader of one file, the vocabulary,
+ * whether ids are bytes, the BPE (or NULL), the word for the source line. */
+struct how;
+typedef int (*reader_fn)(const char *path, const struct how *how, struct stream *s,
+			 struct dt_err *err);
+struct how {
+	reader_fn read;
+	const char *what;
+	int32_t vocab;
+	bool byte_level;
+	struct rt_bpe *bpe;
+};
+
 /* The bytes of a file as byte-level tokens, appended to s. */
 static int read_text(const char *path, struct stream *s, struct dt_err *err)
 {
@@ -370,10 +436,33 @@ static uint32_t le32(const unsigned char *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* A file encoded with how->bpe, appended to s. */
+static int read_bpe(const char *path, const struct how *how, struct stream *s, struct dt_err *err)
+{
+	char *text = NULL;
+	size_t len = 0, k = 0;
+	int rc = dt_read_file(path, &text, &len);
+
+	if (rc)
+		return dt_err_add(err, "%s: cannot read: %s", path, strerror(-rc)), rc;
+	if (stream_add(s, (int64_t)len)) {
+		free(text);
+		return dt_err_add(err, "%s: out of memory for %zu tokens", path, len), -ENOMEM;
+	}
+	rc = rt_bpe_encode(how->bpe, text, len, s->v + s->n, &k, err);
+	if (rc)
+		dt_err_add(err, "%s: cannot encode", path);
+	s->n += (int64_t)k;
+	free(text);
+	return rc;
+}
+
 /* A pre-tokenized shard (llm.c's, or raw uint16), every token checked,
  * appended to s. */
-static int read_shard(const char *path, int32_t vocab, struct stream *s, struct dt_err *err)
+static int read_shard(const char *path, const struct how *how, struct stream *s,
+		      struct dt_err *err)
 {
+	int32_t vocab = how->vocab;
 	unsigned char *b = NULL;
 	size_t len = 0, at = 0, i, count;
 	char *raw = NULL;
@@ -433,23 +522,31 @@ out:
 	return rc;
 }
 
-typedef int (*reader_fn)(const char *path, int32_t vocab, struct stream *s, struct dt_err *err);
-
-static int text_reader(const char *path, int32_t vocab, struct stream *s, struct dt_err *err)
+static int text_reader(const char *path, const struct how *how, struct stream *s,
+		       struct dt_err *err)
 {
-	(void)vocab;
+	(void)how;
 	return read_text(path, s, err);
 }
 
 /* Reads files [n] into one stream, checking all before anything is written. */
-static int read_all(reader_fn fn, const char *const *files, int n, int32_t vocab, struct stream *s,
+static int read_all(const struct how *how, const char *const *files, int n, struct stream *s,
 		    struct dt_err *err)
 {
 	int i, rc = 0;
 
 	for (i = 0; i < n && !rc; i++)
-		rc = fn(files[i], vocab, s, err);
+		rc = how->read(files[i], how, s, err);
 	return rc;
+}
+
+/* One stream of an import to path, with the tokenizer when there is one. */
+static int write_one(const struct how *how, const char *path, const int32_t *tok, int64_t n,
+		     const char *source, struct dt_err *err)
+{
+	if (how->bpe)
+		return rt_tokens_write_bpe(path, tok, n, how->bpe, source, err);
+	return rt_tokens_write(path, tok, n, how->vocab, how->byte_level, source, err);
 }
 
 /* "3 files: a.txt, b.txt, ..." into out: the source attribute. */
@@ -463,9 +560,8 @@ static void describe(const char *what, const char *const *files, int n, char *ou
 		snprintf(out + at, size - (size_t)at, ", ...");
 }
 
-static int import(reader_fn fn, const char *what, const char *const *files, int n, int32_t vocab,
-		  bool byte_level, const struct rt_tokens_split *split, const char *out_dir,
-		  struct dt_err *err)
+static int import(const struct how *how, const char *const *files, int n,
+		  const struct rt_tokens_split *split, const char *out_dir, struct dt_err *err)
 {
 	struct stream train = { 0 }, val = { 0 };
 	char path[4200], source[256];
@@ -477,9 +573,9 @@ static int import(reader_fn fn, const char *what, const char *const *files, int 
 		return dt_err_add(err, "no input files");
 	if (!split->n_val_files && !(split->val_fraction > 0 && split->val_fraction < 1))
 		return dt_err_add(err, "--val-fraction must be in (0, 1) (got %g)", split->val_fraction);
-	rc = read_all(fn, files, n, vocab, &train, err);
+	rc = read_all(how, files, n, &train, err);
 	if (!rc && split->n_val_files)
-		rc = read_all(fn, split->val_files, split->n_val_files, vocab, &val, err);
+		rc = read_all(how, split->val_files, split->n_val_files, &val, err);
 	if (rc)
 		goto out;
 	if (split->n_val_files) {
@@ -500,19 +596,19 @@ static int import(reader_fn fn, const char *what, const char *const *files, int 
 		dt_err_add(err, "%s: cannot create: %s", out_dir, strerror(-rc));
 		goto out;
 	}
-	describe(what, files, n, source, sizeof(source));
+	describe(how->what, files, n, source, sizeof(source));
 	snprintf(path, sizeof(path), "%s/train.h5", out_dir);
-	rc = rt_tokens_write(path, train.v, nt, vocab, byte_level, source, err);
+	rc = write_one(how, path, train.v, nt, source, err);
 	if (!rc) {
 		char held[300];
 
 		if (split->n_val_files)
-			describe(what, split->val_files, split->n_val_files, held, sizeof(held));
+			describe(how->what, split->val_files, split->n_val_files, held, sizeof(held));
 		else
 			snprintf(held, sizeof(held), "%.200s, the last %g of it", source, split->val_fraction);
 		snprintf(source, sizeof(source), "%.255s", held);
 		snprintf(path, sizeof(path), "%s/val.h5", out_dir);
-		rc = rt_tokens_write(path, vp, nv, vocab, byte_level, source, err);
+		rc = write_one(how, path, vp, nv, source, err);
 	}
 out:
 	free(train.v);
@@ -523,14 +619,27 @@ out:
 int rt_tokens_from_text(const char *const *files, int n, const struct rt_tokens_split *split,
 			const char *out_dir, struct dt_err *err)
 {
-	return import(text_reader, "bytes", files, n, 256, true, split, out_dir, err);
+	const struct how how = { text_reader, "bytes", 256, true, NULL };
+
+	return import(&how, files, n, split, out_dir, err);
+}
+
+int rt_tokens_from_text_bpe(const char *const *files, int n, struct rt_bpe *bpe,
+			    const struct rt_tokens_split *split, const char *out_dir,
+			    struct dt_err *err)
+{
+	const struct how how = { read_bpe, "GPT-2 BPE tokens", rt_bpe_vocab(bpe), false, bpe };
+
+	return import(&how, files, n, split, out_dir, err);
 }
 
 int rt_tokens_from_shards(const char *const *files, int n, int32_t vocab,
 			  const struct rt_tokens_split *split, const char *out_dir,
 			  struct dt_err *err)
 {
+	const struct how how = { read_shard, "tokens", vocab, false, NULL };
+
 	if (vocab < 2 || vocab > 65536)
 		return dt_err_add(err, "--vocab must be in [2, 65536] for uint16 shards (got %" PRId32 ")", vocab);
-	return import(read_shard, "tokens", files, n, vocab, false, split, out_dir, err);
+	return import(&how, files, n, split, out_dir, err);
 }

@@ -1,7 +1,8 @@
 /*
  * tokens.h - token streams for language models: the HDF5 "dtrain-tokens"
  * format, its checked reader, its atomic writer, and the importers of
- * `dtrain-data text` (byte-level text, vocabulary 256) and `dtrain-data
+ * `dtrain-data text` (byte-level text, vocabulary 256; or GPT-2's BPE,
+ * bpe.h, with --bpe) and `dtrain-data
  * tokens` (pre-tokenized shards: llm.c's and nanoGPT's). runtime/data/DATA.md
  * has the format for people.
  *
@@ -26,6 +27,8 @@
 
 #include "base/err.h"
 
+struct rt_bpe; /* bpe.h */
+
 /* --- the format --- */
 
 #define RT_TOKENS_FORMAT "dtrain-tokens"
@@ -43,6 +46,7 @@ struct rt_tokens {
 	int32_t vocab;      /* ids are in [0, vocab) */
 	bool byte_level;    /* the ids are the bytes of text */
 	char source[256];   /* where it came from (one line) */
+	char tokenizer[32]; /* "gpt2-bpe" when the stream records its BPE (bpe.h), else "" */
 	int64_t file, set;  /* HDF5 ids (hid_t), or -1 */
 };
 
@@ -82,6 +86,11 @@ int rt_tokens_read_windows(struct rt_tokens *t, int context, const int64_t *idx,
  * Stored as uint16 when vocab <= 65536, else int32. */
 int rt_tokens_write(const char *path, const int32_t *tok, int64_t n, int32_t vocab,
 		    bool byte_level, const char *source, struct dt_err *err);
+/* The same with the vocabulary of bpe, recording that tokenizer: the root attribute tokenizer = "gpt2-bpe" and its two files'
+ * bytes as uint8 datasets /tokenizer/encoder.json and /tokenizer/vocab.bpe,
+ * which rt_bpe_load_tokens() reads back. */
+int rt_tokens_write_bpe(const char *path, const int32_t *tok, int64_t n, const struct rt_bpe *bpe,
+			const char *source, struct dt_err *err);
 
 /* --- importing --- */
 
@@ -98,6 +107,13 @@ struct rt_tokens_split {
  * byte_level), into out_dir/train.h5 and out_dir/val.h5. */
 int rt_tokens_from_text(const char *const *files, int n, const struct rt_tokens_split *split,
 			const char *out_dir, struct dt_err *err);
+
+/* `dtrain-data text --bpe`: files [n] each encoded with bpe (a document
+ * a file: no pre-token spans two files, nothing is put between them), the
+ * vocabulary bpe's, the tokenizer recorded (rt_tokens_write_bpe). */
+int rt_tokens_from_text_bpe(const char *const *files, int n, struct rt_bpe *bpe,
+			    const struct rt_tokens_split *split, const char *out_dir,
+			    struct dt_err *err);
 
 /* `dtrain-data tokens`: pre-tokenized shards [n], each either llm.c's
  * (a header of 256 int32: magic 20240520, version 1, token count; then

@@ -6,6 +6,7 @@
  * saving (meta, begin, the writer thread, commit).
  */
 #include "runtime/train/checkpointing.h"
+#include "runtime/train/ckpt_internal.h"
 
 #include "base/fault.h"
 #include "base/json.h"
@@ -28,48 +29,6 @@
 #include "base/clock.h"
 
 /* --- helpers --- */
-
-/* A step every rank took alone, agreed on (world/agree.h): 0, or -EINVAL
- * with the first failing rank's message e moved to err (-EIO when MPI
- * failed). */
-static int agreed(int rc, struct dt_err *e, struct dt_err *err)
-{
-	rc = rt_agree(rc, e, NULL);
-	if (e->count)
-		dt_err_add(err, "%s", e->msg);
-	return rc == RT_AGREE_BROKEN ? -EIO : rc ? -EINVAL : 0;
-}
-
-/* Prints each line of e as a warning of this rank, then clears e. */
-static void warn_lines(const struct rt_ckpt *c, struct dt_err *e)
-{
-	const char *s = e->msg, *nl;
-
-	while (*s) {
-		nl = strchr(s, '\n');
-		if (!nl)
-			nl = s + strlen(s);
-		fprintf(stderr, "dtrain-run: rank %d: warning: %.*s\n", c->g->rank, (int)(nl - s), s);
-		s = *nl ? nl + 1 : nl;
-	}
-	fflush(stderr);
-	dt_err_clear(e);
-}
-
-static void say(const struct rt_ckpt *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(const struct rt_ckpt *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (c->g->rank != 0 || c->quiet)
-		return;
-	va_start(ap, fmt);
-	fputs("dtrain-run: ", stdout);
-	vprintf(fmt, ap);
-	va_end(ap);
-	fputc('\n', stdout);
-	fflush(stdout);
-}
 
 /* The optimizer's states as the checkpoint names them (PyTorch's names). */
 static int optim_states(const struct rt_optim *o, const char *names[CKPT_MAX_STATES],
@@ -356,7 +315,7 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 	}
 	if (g->rank == 0)
 		rc = make_dir(c, s, &e);
-	return agreed(rc, &e, err);
+	return rt__ckpt_agreed(rc, &e, err);
 }
 
 static int join_thread(struct rt_ckpt *c)
@@ -388,91 +347,6 @@ void rt_ckpt_free(struct rt_ckpt *c)
 }
 
 /* --- resume --- */
-
-/* Is path/CKPT_MANIFEST there: path is meant as one checkpoint. */
-static bool is_checkpoint(const char *path)
-{
-	char m[4200];
-	struct stat sb;
-
-	snprintf(m, sizeof(m), "%s/%s", path, CKPT_MANIFEST);
-	return stat(m, &sb) == 0;
-}
-
-/* Verifies the checkpoint at path with the files spread over the ranks;
- * *ok on every rank. The manifest goes to *m (every rank reads it). A rank
- * that finds a problem prints it as a warning (with prefix) unless
- * keep_err, in which case it goes to err and *reporter names that rank. */
-static int verify_spread(struct rt_ckpt *c, const char *path, struct ckpt_manifest *m, bool *ok,
-			 bool keep_err, int *reporter, struct dt_err *err)
-{
-	struct dt_err e = { 0 };
-	int rc, i, bad = -1, world = c->g->world;
-
-	rc = ckpt_manifest_read(path, m, &e);
-	for (i = c->g->rank; !rc && i < m->n_files; i += world)
-		rc = ckpt_verify_file(path, &m->files[i], &e);
-	if (rt_agree(rc, &e, &bad) == RT_AGREE_BROKEN)
-		return dt_err_add(err, "%s", e.msg), -EIO;
-	*ok = bad < 0;
-	*reporter = bad;
-	if (bad >= 0 && c->g->rank == bad) {
-		if (keep_err)
-			dt_err_add(err, "%s", e.msg);
-		else {
-			struct dt_err w = { 0 };
-
-			dt_err_add(&w, "%s: skipped, falling back to an older checkpoint: %s", path, e.msg);
-			warn_lines(c, &w);
-		}
-	}
-	return 0;
-}
-
-/* Picks the checkpoint to resume from: the newest valid one under dir
- * (with fallback); *found = false when none. Collective. */
-static int newest_valid(struct rt_ckpt *c, const char *dir, struct ckpt_manifest *m, char *out,
-			size_t size, bool *found, int *skipped, struct dt_err *err)
-{
-	int64_t *steps = NULL, n64 = 0;
-	int n = 0, i, rc = 0, rep;
-	struct dt_err e = { 0 };
-
-	*found = false;
-	*skipped = 0;
-	/* rank 0 lists, so that every rank walks the same candidates */
-	if (c->g->rank == 0 && ckpt_list(dir, &steps, &n, &e))
-		warn_lines(c, &e), n = 0;
-	n64 = n;
-	if (MPI_Bcast(&n64, 1, MPI_INT64_T, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
-		return free(steps), dt_err_add(err, "rank %d: MPI_Bcast failed", c->g->rank), -EIO;
-	n = (int)n64;
-	if (c->g->rank != 0 && n > 0) {
-		steps = calloc((size_t)n, sizeof(*steps));
-		if (!steps)
-			return -ENOMEM; /* the others wait in the Bcast: the job aborts */
-	}
-	if (n > 0 && MPI_Bcast(steps, n, MPI_INT64_T, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
-		free(steps);
-		return dt_err_add(err, "rank %d: MPI_Bcast failed", c->g->rank), -EIO;
-	}
-	for (i = 0; i < n && !*found; i++) {
-		char path[4200];
-		char name[32];
-
-		ckpt_step_name(steps[i], name, sizeof(name));
-		snprintf(path, sizeof(path), "%s/%s", dir, name);
-		rc = verify_spread(c, path, m, found, false, &rep, err);
-		if (rc)
-			break;
-		if (*found)
-			snprintf(out, size, "%s", path);
-		else
-			(*skipped)++;
-	}
-	free(steps);
-	return rc;
-}
 
 /* Replica 0 of each stage reads its layers; then broadcasts them. */
 static int load_state(struct rt_ckpt *c, const char *path, struct dt_err *err)
@@ -509,7 +383,7 @@ static int load_state(struct rt_ckpt *c, const char *path, struct dt_err *err)
 		}
 		ckpt_reader_close(&r);
 	}
-	rc = agreed(rc, &e, err);
+	rc = rt__ckpt_agreed(rc, &e, err);
 	if (rc)
 		return rc;
 	mrc = rt_dp_bcast(c->dp, c->st->params, c->st->n_params);
@@ -529,13 +403,11 @@ static int find_resume_point(struct rt_ckpt *c, struct ckpt_manifest *m, char *p
 			     size_t size, bool *found, struct dt_err *err)
 {
 	const char *want = c->s->checkpoint.resume;
-	char run_ckpts[4200];
-	struct stat st;
-	int rc, rep = -1, skipped;
+	int rc, skipped;
 
 	/* this run's own checkpoints first: a requeued job continues itself */
 	if (c->dir[0]) {
-		rc = newest_valid(c, c->dir, m, path, size, found, &skipped, err);
+		rc = rt__ckpt_newest_valid(c, c->dir, m, path, size, found, &skipped, err);
 		if (!rc && !*found && skipped > 0 && !strcmp(want, "auto")) {
 			/* starting afresh would quietly write over them */
 			if (c->g->rank == 0)
@@ -548,24 +420,7 @@ static int find_resume_point(struct rt_ckpt *c, struct ckpt_manifest *m, char *p
 	}
 	if (!strcmp(want, "auto"))
 		return 0;
-	if (is_checkpoint(want)) {
-		/* an explicit checkpoint must be usable: no silent fresh start */
-		snprintf(path, size, "%s", want);
-		rc = verify_spread(c, path, m, found, true, &rep, err);
-		return rc ? rc : *found ? 0 : -EINVAL;
-	}
-	/* a run dir, as every dtrain-ckpt command takes it: its checkpoints/ */
-	if (snprintf(run_ckpts, sizeof(run_ckpts), "%s/checkpoints", want) < (int)sizeof(run_ckpts) &&
-	    stat(run_ckpts, &st) == 0 && S_ISDIR(st.st_mode))
-		want = run_ckpts;
-	rc = newest_valid(c, want, m, path, size, found, &skipped, err);
-	if (!rc && !*found) {
-		if (c->g->rank == 0)
-			dt_err_add(err, "checkpoint.resume: %s: no valid checkpoint there "
-				   "(hint: \"auto\" starts afresh when there is none)", want);
-		rc = -EINVAL;
-	}
-	return rc;
+	return rt__ckpt_named_point(c, want, "checkpoint.resume", m, path, size, found, err);
 }
 
 /* The resume's lines (where from, on which layout, what changed) and its
@@ -577,28 +432,28 @@ static void announce_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos,
 	const char *job_start = getenv("DTRAIN_JOB_START");
 
 	if (m->meta.data != ours->data || m->meta.pipeline != ours->pipeline)
-		say(c, "resuming from %s: step %lld of %lld, written on data %d x pipeline %d, now "
+		rt__ckpt_say(c, "resuming from %s: step %lld of %lld, written on data %d x pipeline %d, now "
 		       "data %d x pipeline %d (loaded in %.2f s)", path, (long long)m->meta.step,
 		    (long long)pos->total_steps, m->meta.data, m->meta.pipeline, ours->data,
 		    ours->pipeline, dt_mono_s() - t0);
 	else
-		say(c, "resuming from %s: step %lld of %lld, epoch %lld (loaded in %.2f s)", path,
+		rt__ckpt_say(c, "resuming from %s: step %lld of %lld, epoch %lld (loaded in %.2f s)", path,
 		    (long long)m->meta.step, (long long)pos->total_steps,
 		    (long long)m->meta.epoch + 1, dt_mono_s() - t0);
 	if (m->meta.optimizer_shards != ours->optimizer_shards) {
 		char was[48], now[48];
 
-		say(c, "the optimizer state was %s, now %s: re-sharded as it loaded",
+		rt__ckpt_say(c, "the optimizer state was %s, now %s: re-sharded as it loaded",
 		    shards_str(m->meta.optimizer_shards, was, sizeof(was)),
 		    shards_str(ours->optimizer_shards, now, sizeof(now)));
 	}
 	if (m->meta.total_steps != pos->total_steps)
-		say(c, "note: the checkpoint's run had %lld steps, this one has %lld: the learning "
+		rt__ckpt_say(c, "note: the checkpoint's run had %lld steps, this one has %lld: the learning "
 		       "rate schedule follows the new length", (long long)m->meta.total_steps,
 		    (long long)pos->total_steps);
 	else if (strcmp(m->meta.spec_hash, c->spec_hash) && m->meta.data == ours->data &&
 		 m->meta.pipeline == ours->pipeline)
-		say(c, "note: the job spec differs from the checkpoint's (spec hash %s, was %s)",
+		rt__ckpt_say(c, "note: the job spec differs from the checkpoint's (spec hash %s, was %s)",
 		    c->spec_hash, m->meta.spec_hash);
 	dt_json_line(c->metrics, "{\"event\":\"resume\",\"step\":%lld,\"path\":\"%s\",\"load_s\":%.3f,"
 		  "\"data\":%d,\"pipeline\":%d,\"from_data\":%d,\"from_pipeline\":%d%s%s}",
@@ -618,15 +473,16 @@ int rt_ckpt_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, int64_t *st
 	int rc = 0;
 
 	*step = 0;
-	if (!strcmp(c->s->checkpoint.resume, "never"))
-		return 0;
 	m = malloc(sizeof(*m));
 	ours = malloc(sizeof(*ours));
 	if (!m || !ours) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = find_resume_point(c, m, path, sizeof(path), &found, err);
+	if (strcmp(c->s->checkpoint.resume, "never"))
+		rc = find_resume_point(c, m, path, sizeof(path), &found, err);
+	if (!rc && !found && c->s->checkpoint.init_from)
+		rc = rt__ckpt_init_from(c, m, err); /* a new run from another's model */
 	if (rc || !found)
 		goto out; /* an error, or a fresh start */
 	rc = fill_meta(c, pos, ours, err);
@@ -701,7 +557,7 @@ static int gather(struct rt_ckpt *c, struct dt_err *err)
 	join_thread(c);
 	c->inflight = false;
 	if (c->local_rc)
-		warn_lines(c, &c->local_err);
+		rt__ckpt_warn_lines(c, &c->local_err);
 	mine[0] = c->local_rc;
 	mine[1] = (int64_t)c->w.size;
 	mine[2] = (int64_t)c->w.crc;
@@ -819,7 +675,7 @@ static int report(struct rt_ckpt *c)
 		fflush(stderr);
 		return -ECANCELED;
 	}
-	say(c, "checkpoint %s saved: %.1f MiB, written in %.2f s (%.0f MB/s), training stalled "
+	rt__ckpt_say(c, "checkpoint %s saved: %.1f MiB, written in %.2f s (%.0f MB/s), training stalled "
 	       "%.3f s, committed %.2f s after the snapshot", final, (double)c->bytes / 1048576.0,
 	    c->max_write_s, c->max_write_s > 0 ? (double)c->bytes / c->max_write_s / 1e6 : 0,
 	    c->max_stall_s, c->t_done - c->t_start);

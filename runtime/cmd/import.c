@@ -1,0 +1,199 @@
+/*
+ * import.c - `dtrain-ckpt import`: another program's GPT-2 weights as a
+ * dtrain checkpoint (import.h), which `eval` and `sample` read and a run
+ * starts from with checkpoint.init_from.
+ *
+ * The checkpoint is step 0 of a one-stage run with no optimizer state
+ * (optimizer "none"), written and committed as a run's save is
+ * (ckpt_write_whole): OUT_DIR/step-00000000.
+ *
+ * Sections: the command.
+ */
+#include "runtime/cmd/import.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cli.h"
+#include "base/io.h"
+#include "jobs/spec.h"
+#include "runtime/model/model.h"
+
+/* --- the command --- */
+
+static const char usage_import[] =
+	"usage: dtrain-ckpt import SRC OUT_DIR [--config CONFIG.json]\n"
+	"\n"
+	"Makes a dtrain checkpoint of another program's GPT-2 weights, for `eval`,\n"
+	"`sample` and a run's checkpoint.init_from (fine-tuning). SRC is\n"
+	"  - a Hugging Face GPT-2: a directory holding model.safetensors and\n"
+	"    config.json, or the .safetensors file (its config.json beside it, or\n"
+	"    --config); float32, float16 and bfloat16 weights;\n"
+	"  - an llm.c checkpoint (gpt2_124M.bin: float32, or bfloat16 as llm.c's\n"
+	"    version 5), known by its header or a name ending in .bin.\n"
+	"The checkpoint is OUT_DIR/step-00000000: the whole model as one stage, no\n"
+	"optimizer state. OUT_DIR must be new or empty.\n"
+	"\n"
+	"Options:\n"
+	"  --config FILE   the Hugging Face config.json (default: beside SRC)\n"
+	"  -h, --help      this text\n"
+	"\n"
+	"Exit codes: 0 imported, 1 failure (not GPT-2, a damaged or truncated file,\n"
+	"OUT_DIR not empty, I/O error), 2 usage error.\n";
+
+#define LLMC_MAGIC 20240326
+
+/* llm.c's by its magic, or by its name (then a wrong magic is named) */
+static bool is_llmc(const char *path)
+{
+	int32_t head[1] = { 0 };
+	size_t n = strlen(path);
+	FILE *f = fopen(path, "rb");
+	bool yes = (f && fread(head, sizeof(head), 1, f) == 1 && head[0] == LLMC_MAGIC) ||
+		   (n > 4 && !strcmp(path + n - 4, ".bin"));
+
+	if (f)
+		fclose(f);
+	return yes;
+}
+
+/* OUT_DIR new or empty: an import never mixes with other checkpoints */
+static int out_dir_free(const char *dir, struct dt_err *err)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int used = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : (dt_err_add(err, "%s: %s", dir, strerror(errno)), -errno);
+	while ((e = readdir(d)))
+		used += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return used ? (dt_err_add(err, "%s: not empty (hint: import into a new directory)", dir), -EEXIST)
+		    : 0;
+}
+
+static void fill_meta(struct ckpt_meta *m, const struct rt_import *im, const char *src)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+
+	memset(m, 0, sizeof(*m));
+	m->steps_per_epoch = m->global_batch = m->train_rows = 1;
+	snprintf(m->optimizer, sizeof(m->optimizer), "none");
+	m->optimizer_shards = 1;
+	snprintf(m->model_type, sizeof(m->model_type), "gpt");
+	snprintf(m->model_config, sizeof(m->model_config), "%s", im->config);
+	m->n_blocks = im->n_blocks;
+	m->data = m->pipeline = 1;
+	m->stage_first[1] = im->n_blocks;
+	gmtime_r(&now, &tm);
+	strftime(m->created, sizeof(m->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	ckpt_hash64(src, strlen(src), m->spec_hash); /* where it came from */
+}
+
+/* The source's paths: an llm.c file, or a safetensors file and its config */
+static int locate(const char *src, const char *config, char *st, char *cfg, size_t size,
+		  bool *llmc, struct dt_err *err)
+{
+	struct stat sb;
+	char *slash;
+
+	*llmc = false;
+	if (stat(src, &sb))
+		return dt_err_add(err, "%s: %s", src, strerror(errno)), -errno;
+	if (S_ISDIR(sb.st_mode)) {
+		snprintf(st, size, "%s/model.safetensors", src);
+		snprintf(cfg, size, "%s/config.json", config ? "" : src);
+		if (config)
+			snprintf(cfg, size, "%s", config);
+		return 0;
+	}
+	if (is_llmc(src)) {
+		*llmc = true;
+		snprintf(st, size, "%s", src);
+		return 0;
+	}
+	snprintf(st, size, "%s", src);
+	if (config) {
+		snprintf(cfg, size, "%s", config);
+		return 0;
+	}
+	snprintf(cfg, size, "%s", src);
+	slash = strrchr(cfg, '/');
+	snprintf(slash ? slash + 1 : cfg, size - (size_t)(slash ? slash + 1 - cfg : 0), "config.json");
+	return 0;
+}
+
+static int parse_import(int argc, char **argv, const char **config)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (c == 'h')
+			return fputs(usage_import, stdout), 1;
+		if (c == 'c')
+			*config = optarg;
+		else if (c == ':')
+			return dt_usage_error("dtrain-ckpt", usage_import, "%s: needs a value", argv[optind - 1]);
+		else
+			return dt_usage_error("dtrain-ckpt", usage_import, "unknown option \"%s\"", argv[optind - 1]);
+	}
+	if (argc - optind != 2)
+		return dt_usage_error("dtrain-ckpt", usage_import, "expected SRC and OUT_DIR (got %d arguments)",
+				      argc - optind);
+	return 0;
+}
+
+int rt_cmd_import(int argc, char **argv)
+{
+	struct rt_import im = { 0 };
+	struct dt_err err = { 0 };
+	struct ckpt_meta *meta = NULL;
+	const char *config = NULL, *src, *out;
+	char st[4200], cfg[4200] = "", name[32];
+	bool llmc;
+	int rc = parse_import(argc, argv, &config);
+
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	src = argv[optind];
+	out = argv[optind + 1];
+	rc = locate(src, config, st, cfg, sizeof(st), &llmc, &err);
+	if (!rc)
+		rc = out_dir_free(out, &err);
+	if (!rc)
+		rc = llmc ? rt_import_llmc(st, &im, &err) : rt_import_hf(st, cfg, &im, &err);
+	if (!rc && !(meta = malloc(sizeof(*meta))))
+		rc = -ENOMEM;
+	if (!rc) {
+		fill_meta(meta, &im, st);
+		rc = ckpt_meta_finish(meta, &err);
+	}
+	if (!rc)
+		rc = ckpt_write_whole(out, meta, im.t, im.n, im.params, im.n_params, &err);
+	if (!rc) {
+		ckpt_step_name(0, name, sizeof(name));
+		printf("dtrain-ckpt: imported %s (%s GPT-2: V %ld, T %ld, L %ld, NH %ld, C %ld; %.1f M parameters) into %s/%s\n",
+		       st, llmc ? "llm.c" : "Hugging Face", im.V, im.T, im.L, im.NH, im.C,
+		       (double)(im.n_params - (size_t)(im.V * im.C)) / 1e6, out, name);
+	}
+	dt_err_print("dtrain-ckpt", "", &err);
+	free(meta);
+	rt_import_free(&im);
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,109 @@
+/*
+ * import_table.c - dtrain's GPT as import and export see it (import.h):
+ * the table of its tensors for a GPT-2 shape, with the parameters' buffer,
+ * and the Conv1D layout of Hugging Face's files.
+ */
+#include "runtime/cmd/import.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "jobs/spec.h"
+#include "runtime/model/model.h"
+
+int rt_import_table(struct rt_import *im, const char *src, struct dt_err *err)
+{
+	struct spec s = { 0 };
+	struct rt_tensor t[RT_BLOCK_TENSORS];
+	const struct rt_model_ops *ops;
+	struct dt_buf cfg = { 0 };
+	size_t off = 0;
+	int b, k, nb, rc = 0;
+
+	s.model.type = (char *)"gpt";
+	s.model.vocab_size = im->V;
+	s.model.context = im->T;
+	s.model.layers = im->L;
+	s.model.heads = im->NH;
+	s.model.embd = im->C;
+	ops = rt_model_find(&s, err);
+	if (!ops || ops->check(&s, err))
+		return dt_err_add(err, "%s: dtrain's GPT cannot take this shape (V %ld, T %ld, L %ld, NH %ld, C %ld)",
+				  src, im->V, im->T, im->L, im->NH, im->C), -EINVAL;
+	if (ops->config(&s, &cfg) || cfg.len >= sizeof(im->config)) {
+		dt_buf_free(&cfg);
+		return dt_err_add(err, "%s: out of memory for the model's config", src), -ENOMEM;
+	}
+	memcpy(im->config, cfg.p, cfg.len + 1);
+	dt_buf_free(&cfg);
+	nb = ops->blocks(&s);
+	im->n_blocks = nb;
+	im->t = calloc((size_t)nb * RT_BLOCK_TENSORS, sizeof(*im->t));
+	if (!im->t)
+		return dt_err_add(err, "%s: out of memory for the table", src), -ENOMEM;
+	for (b = 0; b < nb; b++) {
+		int n = ops->tensors(&s, b, t);
+
+		for (k = 0; k < n; k++) {
+			struct ckpt_tensor *c = &im->t[im->n++];
+			size_t numel = 1;
+
+			_Static_assert(sizeof(t[k].name) <= sizeof(c->name), "a model's name fits");
+			memcpy(c->name, t[k].name, sizeof(t[k].name));
+			c->ndim = t[k].ndim;
+			for (int d = 0; d < t[k].ndim; d++)
+				numel *= (size_t)(c->shape[d] = t[k].shape[d]);
+			c->block = b;
+			c->offset = off;
+			off += numel;
+		}
+	}
+	im->n_params = off;
+	im->params = calloc(off ? off : 1, sizeof(float));
+	if (!im->params) {
+		dt_err_add(err, "%s: out of memory for %zu parameters", src, off);
+		rc = -ENOMEM;
+	}
+	return rc;
+}
+
+const struct ckpt_tensor *rt_import_find(const struct rt_import *im, const char *name)
+{
+	for (int i = 0; i < im->n; i++)
+		if (!strcmp(im->t[i].name, name))
+			return &im->t[i];
+	return NULL;
+}
+
+void rt_import_free(struct rt_import *im)
+{
+	free(im->t);
+	free(im->params);
+	memset(im, 0, sizeof(*im));
+}
+
+bool rt_hf_conv1d(const char *name)
+{
+	static const char *const conv1d[] = { ".attn.c_attn.weight", ".attn.c_proj.weight",
+					      ".mlp.c_fc.weight", ".mlp.c_proj.weight" };
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < sizeof(conv1d) / sizeof(conv1d[0]); i++) {
+		size_t m = strlen(conv1d[i]);
+
+		if (n > m && !strcmp(name + n - m, conv1d[i]))
+			return true;
+	}
+	return false;
+}
+
+void rt_transpose(const float *in, float *out, size_t rows, size_t cols)
+{
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < cols; c++)
+			out[c * rows + r] = in[r * cols + c];
+}
+

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Starting from weights (#37): GPT-2 files written by PyTorch (1.13,
+# Debian's) through tests/integration/import_torch.py's own writers,
+#  - `dtrain-ckpt import` of a Hugging Face directory (GPT2Model's names,
+#    float32, with the attn.bias buffers old files carry), of a
+#    GPT2LMHeadModel file in float16, and of an llm.c file (padded
+#    vocabulary): `dtrain-ckpt eval`'s logits equal PyTorch's within 1e-5;
+#  - `dtrain-ckpt export --format safetensors` loads back into the
+#    PyTorch model with strict=True and gives its logits;
+#  - hostile files refused with a message naming the file, nothing written;
+#  - checkpoint.init_from: a fine-tune of the import on 2 pipeline stages
+#    starts from its weights (the first step's loss is the import's eval
+#    loss on that batch), trains (the loss falls), and a preempted
+#    fine-tune (SIGTERM, exit 75) resumes from its own checkpoint and ends
+#    bitwise equal to the uninterrupted one; a tensor the source lacks or
+#    shapes otherwise is refused by name unless checkpoint.init_fresh.
+. "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3 # Debian's, with python3-torch and python3-h5py (site/deps.list)
+TP=$DTRAIN_SOURCE_DIR/tests/integration/import_torch.py
+CKPT=$DTRAIN_BIN/dtrain-ckpt
+$PY -c 'import torch, h5py' 2>"$T/py.err" || { cat "$T/py.err"; fail "$PY lacks torch or h5py (make deps installs python3-torch and python3-h5py)"; }
+
+$PY "$TP" write "$T" || fail "import_torch.py write"
+"$DTRAIN_BIN/dtrain-data" text /usr/share/games/fortunes/riddles "$T/text" >/dev/null || fail "dtrain-data text"
+
+# --- import, then eval against PyTorch ---
+for src in hf hf-lm gpt2.bin; do
+	expect_rc 0 "$CKPT" import "$T/$src" "$T/ck-$src"
+	must_contain "$T/out" "into $T/ck-$src/step-00000000"
+	expect_rc 0 "$CKPT" verify "$T/ck-$src"
+	expect_rc 0 "$CKPT" eval "$T/ck-$src" "$T/text/train.h5" --samples 6 --logits "$T/logits-$src.f32"
+	half=
+	[ "$src" = hf-lm ] && half=--half
+	$PY "$TP" logits "$T" "$T/text/train.h5" "$T/logits-$src.f32" 6 $half || fail "the import of $src disagrees with PyTorch"
+done
+must_contain "$T/out" "loss "
+cmp "$T/logits-hf.f32" "$T/logits-gpt2.bin.f32" || fail "the Hugging Face and llm.c imports of one model give different logits"
+pass "imports of a Hugging Face directory (float32 and float16) and an llm.c file give PyTorch's logits"
+
+# --- export back ---
+mkdir -p "$T/exp"
+expect_rc 0 "$CKPT" export "$T/ck-gpt2.bin" "$T/exp/model.safetensors" --format safetensors
+[ -f "$T/exp/config.json" ] || fail "no config.json beside the export"
+$PY "$TP" load "$T" "$T/exp/model.safetensors" "$T/text/train.h5" 6 || fail "the export does not load back into PyTorch"
+expect_rc 1 "$CKPT" export "$T/ck-gpt2.bin" "$T/exp/model.safetensors"
+must_contain "$T/err" "exp/model.safetensors: exists (hint: --force overwrites it)"
+expect_rc 0 "$CKPT" import "$T/exp" "$T/ck-again"
+expect_rc 0 "$CKPT" eval "$T/ck-again" "$T/text/train.h5" --samples 6 --logits "$T/logits-again.f32"
+cmp "$T/logits-again.f32" "$T/logits-gpt2.bin.f32" || fail "export then import changed the model"
+pass "export --format safetensors loads into PyTorch with strict=True, and imports back bitwise"
+
+# --- hostile files ---
+$PY "$TP" hostile "$T" || fail "import_torch.py hostile"
+refused() { # refused SRC TEXT: import fails naming it, writes nothing
+	expect_rc 1 "$CKPT" import "$T/$1" "$T/out-$1"
+	must_contain "$T/err" "$2"
+	[ ! -e "$T/out-$1" ] || fail "a refused import of $1 left $T/out-$1"
+}
+refused bad-long "bad-long/model.safetensors: the header is"
+refused bad-past "tensor \"wpe.weight\": its data ends at byte"
+refused bad-overlap "tensors \"wte.weight\" and \"wpe.weight\" overlap"
+refused bad-dtype "tensor \"wpe.weight\": dtype I64 is not handled"
+refused bad-truncated "bad-truncated/model.safetensors: tensor \"wte.weight\": its data ends at byte"
+refused bad-arch "tensor \"h.0.crossattention.c_attn.weight\" is not GPT-2's"
+refused bad-llama "bad-llama/config.json: model_type is \"llama\": only GPT-2"
+refused bad-magic.bin "bad-magic.bin: magic 20240327, not llm.c's 20240326"
+refused bad-short.bin "bad-short.bin: 295164 bytes, where its header"
+expect_rc 1 "$CKPT" import "$T/hf" "$T/ck-hf"
+must_contain "$T/err" "ck-hf: not empty"
+pass "hostile files and a used directory refused, naming the file, nothing written"
+
+# --- fine-tuning: checkpoint.init_from on 2 pipeline stages ---
+cat >"$T/ft.json" <<JSON
+{ "name": "ft", "model": { "type": "gpt", "vocab_size": 256, "context": 32, "layers": 2, "heads": 2, "embd": 48 },
+  "data": { "train": "$T/text/train.h5", "shuffle": false },
+  "resources": { "tasks_per_node": 2 },
+  "parallel": { "pipeline": 2, "micro_batches": 2 },
+  "train": { "epochs": 8, "max_steps": 1000, "global_batch": 4, "log_every": 1,
+             "optimizer": { "type": "adamw", "lr": 0.001, "weight_decay": 0.1 }, "grad_clip": 1.0 },
+  "checkpoint": { "every_steps": 20, "keep": 2, "init_from": "$T/ck-hf" } }
+JSON
+spec() { # spec NAME [--set k=v...]: $T/NAME.json, run dir $T/NAME
+	local name=$1
+	shift
+	$SUBMIT validate "$T/ft.json" --set run_dir="$T/$name" "$@" >"$T/$name.json" 2>"$T/$name.err" ||
+		{ cat "$T/$name.err"; fail "spec $name"; }
+	mkdir -p "$T/$name"
+}
+ft() { # ft NAME: dtrain-run on 2 ranks, output appended to $T/NAME.out; its exit code
+	mpirun --allow-run-as-root --oversubscribe -np 2 "$DTRAIN_BIN/dtrain-run" --save-params "$T/$1/params" \
+		"$T/$1.json" >>"$T/$1.out" 2>&1
+}
+spec whole
+ft whole || { cat "$T/whole.out"; fail "the fine-tune"; }
+must_contain "$T/whole.out" "starting from the model of $T/ck-hf/step-00000000 (step 0 of its run, written on data 1 x pipeline 1): 29 tensors taken, 0 kept fresh"
+expect_rc 0 "$CKPT" eval "$T/ck-hf" "$T/text/train.h5" --samples 4
+want=$(sed -n 's/.* loss \([^ ]*\) .*/\1/p' "$T/out")
+$PY - "$T/whole/metrics.jsonl" "$want" <<'PYEOF' || fail "the fine-tune did not start from the import, or did not learn"
+import json, sys
+steps = [json.loads(l) for l in open(sys.argv[1]) if '"event":"step"' in l]
+loss = [s["loss"] for s in steps]
+first, want = loss[0], float(sys.argv[2])
+print(f"  step 1 loss {first:.7f}, the import's eval loss on that batch {want:.7f}; "
+      f"mean of the first 10 steps {sum(loss[:10]) / 10:.4f}, of the last 10 {sum(loss[-10:]) / 10:.4f}")
+assert steps[0]["step"] == 1 and abs(first - want) <= 1e-5 * want, "step 1 is not the import's model"
+assert sum(loss[-10:]) < 0.8 * sum(loss[:10]), "the loss did not fall"
+PYEOF
+pass "a fine-tune from the import on 2 stages starts from its weights and learns"
+
+spec stopped
+ft stopped &
+pid=$!
+for _ in $(seq 600); do
+	n=$(grep -c '"event":"step"' "$T/stopped/metrics.jsonl" 2>/dev/null || true)
+	[ "${n:-0}" -ge 25 ] && break
+	sleep 0.05
+done
+pkill -TERM -f "dtrain-run --save-params $T/stopped/params" || fail "no fine-tune to stop"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" -ne 0 ] || { cat "$T/stopped.out"; fail "the stopped fine-tune exited 0"; }
+must_contain "$T/stopped/metrics.jsonl" '"event":"stop"'
+ft stopped || { cat "$T/stopped.out"; fail "the resumed fine-tune"; }
+must_contain "$T/stopped.out" "resuming from $T/stopped/checkpoints/step-"
+diff -r "$T/whole/params" "$T/stopped/params" >/dev/null || fail "the preempted fine-tune does not end bitwise equal to the whole one"
+pass "a preempted fine-tune resumes from its own checkpoint and ends bitwise equal"
+
+# --- what does not fit ---
+spec ctx --set model.context=16 --set train.max_steps=2
+! ft ctx || fail "a model of another context started from the import"
+must_contain "$T/ctx.out" "checkpoint.init_from: $T/ck-hf/step-00000000: tensor transformer.wpe.weight is [32][48] there, [16][48] in this model (hint: list it in checkpoint.init_fresh"
+spec fresh --set model.context=16 --set train.max_steps=2 --set 'checkpoint.init_fresh=["transformer.wpe.weight"]'
+ft fresh || { cat "$T/fresh.out"; fail "init_fresh"; }
+must_contain "$T/fresh.out" "28 tensors taken, 1 kept fresh"
+spec nosuch --set train.max_steps=2 --set 'checkpoint.init_fresh=["head.weight"]'
+! ft nosuch || fail "init_fresh naming no tensor of the model"
+must_contain "$T/nosuch.out" 'checkpoint.init_fresh: this model has no tensor "head.weight"'
+spec mlp --set train.max_steps=2 --set checkpoint.init_from="$T/ck-nothere"
+! ft mlp || fail "init_from a missing path"
+must_contain "$T/mlp.out" "checkpoint.init_from: $T/ck-nothere: no valid checkpoint there"
+expect_rc 3 $SUBMIT validate "$T/ft.json" --set checkpoint.resume="$T/ck-hf"
+must_contain "$T/err" "checkpoint.init_from: a run starts either from checkpoint.resume's checkpoint"
+pass "another shape, an unknown init_fresh name, a missing source and init_from with resume refused by name; init_fresh keeps a tensor fresh"
