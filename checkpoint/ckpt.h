@@ -24,6 +24,9 @@
  *                  state mapped piece by piece, rows onto rows), so
  *                  `h5ls -r model.h5` or h5py sees the whole model as one
  *                  file;
+ *   encoder.json, vocab.bpe  when the run's text was tokenized with GPT-2's
+ *                  BPE (or an import found them): the tokenizer's two files
+ *                  as given, for `dtrain-ckpt sample` (tokenizer.c);
  *   MANIFEST.json  written last: format, step, layout, meta, the model's
  *                  tensors (name, shape, block), and every other file with
  *                  its size and CRC-32 (zlib's polynomial).
@@ -384,16 +387,36 @@ int ckpt_commit(const char *dir, const char *tmp, const struct ckpt_meta *meta,
 		const struct ckpt_tensor *tensors, int n_tensors, const struct ckpt_file *files,
 		int n_files, int keep, bool *committed, struct dt_err *err);
 
+/* The tokenizer files a checkpoint may carry (tokenizer.c): GPT-2 BPE's
+ * encoder.json and vocab.bpe, listed in the manifest with stage -1. */
+#define CKPT_TOKENIZER_ENCODER "encoder.json"
+#define CKPT_TOKENIZER_MERGES "vocab.bpe"
+extern const char *const ckpt_tokenizer_files[2]; /* those two names */
+struct ckpt_tokenizer {
+	const char *data[2]; /* the two files' bytes: encoder.json, vocab.bpe */
+	size_t len[2];
+};
+/* Writes tok's two files into a save's tmp directory (made new, never
+ * through a link) and fills files[2] for the commit (names, stage -1,
+ * size, CRC). Any thread. 0 or -errno naming the path. */
+int ckpt_tokenizer_write(const char *tmpdir, const struct ckpt_tokenizer *tok,
+			 struct ckpt_file files[2], struct dt_err *err);
+/* Does the checkpoint of manifest m carry a tokenizer (its files then lie
+ * in the checkpoint's directory under ckpt_tokenizer_files' names)? */
+struct ckpt_manifest;
+bool ckpt_tokenizer_of(const struct ckpt_manifest *m);
+
 /* A whole model's parameters as one checkpoint, written by one process
  * (whole.c; what `dtrain-ckpt import` makes): meta of one stage
  * (pipeline 1, stage_first {0, n_blocks}), no optimizer state (n_states
  * 0), finished by ckpt_meta_finish; tensors [n] with their offsets into
- * params [n_params]. dir is made when missing; the checkpoint is
+ * params [n_params], and the tokenizer's files when tok is not NULL.
+ * dir is made when missing; the checkpoint is
  * dir/step-<meta->step>, committed as a run's save is. 0 or -errno with a
  * line naming the path. */
 int ckpt_write_whole(const char *dir, const struct ckpt_meta *meta,
 		     const struct ckpt_tensor *tensors, int n, const float *params,
-		     size_t n_params, struct dt_err *err);
+		     size_t n_params, const struct ckpt_tokenizer *tok, struct dt_err *err);
 
 /* --- listing and manifests --- */
 

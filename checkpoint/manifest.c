@@ -778,8 +778,9 @@ static int parse_tensors(const struct at *at, json_object *root, struct ckpt_man
 }
 
 /* The files: exactly the root, one shard per stage and, with a sharded
- * optimizer, its pieces of each stage, under the names this module
- * writes. Called after the layout is known. */
+ * optimizer, its pieces of each stage, and the tokenizer's two files or
+ * none, under the names this module writes. Called after the layout is
+ * known. */
 static int parse_files(const struct at *at, json_object *root, struct ckpt_manifest *m)
 {
 	bool seen[CKPT_MAX_FILES] = { false }; /* [slot]: root 0, shards, then pieces */
@@ -790,8 +791,14 @@ static int parse_files(const struct at *at, json_object *root, struct ckpt_manif
 	size_t n, i, j;
 	int64_t x;
 
-	if (get_array(at, root, "", "files", count, count, &arr, &n))
+	if (get_array(at, root, "", "files", 0, CKPT_MAX_FILES, &arr, &n))
 		return -EINVAL;
+	if (n == count + 1)
+		return BAD(at->err, "%s: files: the tokenizer's files come as a pair (%s, %s)", at->path,
+			   CKPT_TOKENIZER_ENCODER, CKPT_TOKENIZER_MERGES);
+	if (n != count && n != count + 2)
+		return BAD(at->err, "%s: files: must have %zu elements (the root, the shards and optimizer pieces), or %zu with the tokenizer's two (has %zu)",
+			   at->path, count, count + 2, n);
 	for (i = 0; i < n; i++) {
 		struct ckpt_file *cf = &m->files[i];
 
@@ -815,7 +822,11 @@ static int parse_files(const struct at *at, json_object *root, struct ckpt_manif
 			cf->piece = (int)x;
 			cf->is_piece = true;
 		}
-		if (cf->stage < 0) {
+		if (cf->stage < 0 && n > count &&
+		    (!strcmp(cf->name, CKPT_TOKENIZER_ENCODER) || !strcmp(cf->name, CKPT_TOKENIZER_MERGES))) {
+			snprintf(want, sizeof(want), "%s", cf->name);
+			slot = (int)count + !strcmp(cf->name, CKPT_TOKENIZER_MERGES);
+		} else if (cf->stage < 0) {
 			snprintf(want, sizeof(want), "%s", CKPT_ROOT);
 			slot = 0;
 		} else if (!cf->is_piece) {

@@ -1,7 +1,7 @@
 /*
  * whole.c - a checkpoint written by one process from one buffer: the
- * parameters of a whole model as one stage, no optimizer state
- * (ckpt_write_whole, ckpt.h). What `dtrain-ckpt import` makes of another
+ * parameters of a whole model as one stage, no optimizer state, and the
+ * tokenizer when there is one (ckpt_write_whole, ckpt.h). What `dtrain-ckpt import` makes of another
  * program's weights; a run starts from it with checkpoint.init_from.
  *
  * The same protocol as a training run's save: a tmp directory made
@@ -16,10 +16,10 @@
 
 int ckpt_write_whole(const char *dir, const struct ckpt_meta *meta,
 		     const struct ckpt_tensor *tensors, int n, const float *params,
-		     size_t n_params, struct dt_err *err)
+		     size_t n_params, const struct ckpt_tokenizer *tok, struct dt_err *err)
 {
 	struct ckpt_shard_writer w = { 0 };
-	struct ckpt_file files[2];
+	struct ckpt_file files[4];
 	struct ckpt_stage_view v = { 0 };
 	char tmp[4200], root[4300];
 	bool committed = false;
@@ -56,8 +56,10 @@ int ckpt_write_whole(const char *dir, const struct ckpt_meta *meta,
 	snprintf(root, sizeof(root), "%s/%s", tmp, CKPT_ROOT);
 	if (!rc)
 		rc = ckpt_file_seal(root, &files[1].size, &files[1].crc, err);
+	if (!rc && tok)
+		rc = ckpt_tokenizer_write(tmp, tok, files + 2, err);
 	if (!rc)
-		rc = ckpt_commit(dir, tmp, meta, tensors, n, files, 2, 1000, &committed, err);
+		rc = ckpt_commit(dir, tmp, meta, tensors, n, files, tok ? 4 : 2, 1000, &committed, err);
 	else
 		dt_remove_tree(tmp);
 	return rc ? rc : committed ? 0 : -EIO;

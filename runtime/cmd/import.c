@@ -26,11 +26,12 @@
 #include "base/io.h"
 #include "jobs/spec.h"
 #include "runtime/model/model.h"
+#include "runtime/data/bpe.h"
 
 /* --- the command --- */
 
 static const char usage_import[] =
-	"usage: dtrain-ckpt import SRC OUT_DIR [--config CONFIG.json]\n"
+	"usage: dtrain-ckpt import SRC OUT_DIR [--config CONFIG.json] [--tokenizer DIR]\n"
 	"\n"
 	"Makes a dtrain checkpoint of another program's GPT-2 weights, for `eval`,\n"
 	"`sample` and a run's checkpoint.init_from (fine-tuning). SRC is\n"
@@ -40,11 +41,14 @@ static const char usage_import[] =
 	"  - an llm.c checkpoint (gpt2_124M.bin: float32, or bfloat16 as llm.c's\n"
 	"    version 5), known by its header or a name ending in .bin.\n"
 	"The checkpoint is OUT_DIR/step-00000000: the whole model as one stage, no\n"
-	"optimizer state. OUT_DIR must be new or empty.\n"
+	"optimizer state. OUT_DIR must be new or empty. GPT-2's BPE tokenizer found\n"
+	"beside SRC (encoder.json and vocab.bpe, or Hugging Face's vocab.json and\n"
+	"merges.txt) goes into the checkpoint, for `sample` to read and write text.\n"
 	"\n"
 	"Options:\n"
-	"  --config FILE   the Hugging Face config.json (default: beside SRC)\n"
-	"  -h, --help      this text\n"
+	"  --config FILE     the Hugging Face config.json (default: beside SRC)\n"
+	"  --tokenizer DIR   where the tokenizer's files are (default: beside SRC)\n"
+	"  -h, --help        this text\n"
 	"\n"
 	"Exit codes: 0 imported, 1 failure (not GPT-2, a damaged or truncated file,\n"
 	"OUT_DIR not empty, I/O error), 2 usage error.\n";
@@ -63,6 +67,44 @@ static bool is_llmc(const char *path)
 	if (f)
 		fclose(f);
 	return yes;
+}
+
+/* The tokenizer beside the model (GPT-2's own names, encoder.json and
+ * vocab.bpe, or Hugging Face's, vocab.json and merges.txt), in dir: loaded
+ * to check it and its vocabulary against the model's. *bpe NULL: none. */
+static int find_tokenizer(const char *dir, long V, struct rt_bpe **bpe, struct dt_err *err)
+{
+	static const char *const names[2][2] = { { "encoder.json", "vocab.bpe" },
+						  { "vocab.json", "merges.txt" } };
+	char enc[4300], merges[4300];
+	int rc = 0;
+
+	*bpe = NULL;
+	for (int i = 0; i < 2 && !*bpe && !rc; i++) {
+		snprintf(enc, sizeof(enc), "%s/%s", dir, names[i][0]);
+		snprintf(merges, sizeof(merges), "%s/%s", dir, names[i][1]);
+		if (access(enc, F_OK) || access(merges, F_OK))
+			continue;
+		rc = rt_bpe_load(bpe, enc, merges, err);
+		if (!rc && rt_bpe_vocab(*bpe) != V)
+			rc = (dt_err_add(err, "%s: %d tokens, where the model has a vocabulary of %ld: not its tokenizer",
+					 enc, (int)rt_bpe_vocab(*bpe), V), -EINVAL);
+	}
+	return rc;
+}
+
+/* the directory of a path: itself when it is one */
+static void dir_of(const char *path, char *out, size_t size)
+{
+	struct stat sb;
+	const char *slash = strrchr(path, '/');
+
+	if (!stat(path, &sb) && S_ISDIR(sb.st_mode))
+		snprintf(out, size, "%s", path);
+	else if (slash)
+		snprintf(out, size, "%.*s", (int)(slash - path), path);
+	else
+		snprintf(out, size, ".");
 }
 
 /* OUT_DIR new or empty: an import never mixes with other checkpoints */
@@ -133,11 +175,11 @@ static int locate(const char *src, const char *config, char *st, char *cfg, size
 	return 0;
 }
 
-static int parse_import(int argc, char **argv, const char **config)
+static int parse_import(int argc, char **argv, const char **config, const char **tokenizer)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "config", required_argument, NULL, 'c' }, { "tokenizer", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	int c;
 
@@ -146,8 +188,8 @@ static int parse_import(int argc, char **argv, const char **config)
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		if (c == 'h')
 			return fputs(usage_import, stdout), 1;
-		if (c == 'c')
-			*config = optarg;
+		if (c == 'c' || c == 't')
+			*(c == 'c' ? config : tokenizer) = optarg;
 		else if (c == ':')
 			return dt_usage_error("dtrain-ckpt", usage_import, "%s: needs a value", argv[optind - 1]);
 		else
@@ -164,10 +206,12 @@ int rt_cmd_import(int argc, char **argv)
 	struct rt_import im = { 0 };
 	struct dt_err err = { 0 };
 	struct ckpt_meta *meta = NULL;
-	const char *config = NULL, *src, *out;
-	char st[4200], cfg[4200] = "", name[32];
+	struct rt_bpe *bpe = NULL;
+	struct ckpt_tokenizer tok;
+	const char *config = NULL, *tokenizer = NULL, *src, *out;
+	char st[4200], cfg[4200] = "", name[32], tdir[4200];
 	bool llmc;
-	int rc = parse_import(argc, argv, &config);
+	int rc = parse_import(argc, argv, &config, &tokenizer);
 
 	if (rc)
 		return rc == 1 ? 0 : rc;
@@ -178,6 +222,15 @@ int rt_cmd_import(int argc, char **argv)
 		rc = out_dir_free(out, &err);
 	if (!rc)
 		rc = llmc ? rt_import_llmc(st, &im, &err) : rt_import_hf(st, cfg, &im, &err);
+	if (!rc) {
+		dir_of(tokenizer ? tokenizer : src, tdir, sizeof(tdir));
+		rc = find_tokenizer(tdir, im.V, &bpe, &err);
+		if (!rc && tokenizer && !bpe)
+			rc = (dt_err_add(&err, "--tokenizer: %s holds neither encoder.json and vocab.bpe nor vocab.json and merges.txt",
+					 tokenizer), -ENOENT);
+	}
+	if (bpe)
+		rt_bpe_files(bpe, &tok.data[0], &tok.len[0], &tok.data[1], &tok.len[1]);
 	if (!rc && !(meta = malloc(sizeof(*meta))))
 		rc = -ENOMEM;
 	if (!rc) {
@@ -185,15 +238,18 @@ int rt_cmd_import(int argc, char **argv)
 		rc = ckpt_meta_finish(meta, &err);
 	}
 	if (!rc)
-		rc = ckpt_write_whole(out, meta, im.t, im.n, im.params, im.n_params, &err);
+		rc = ckpt_write_whole(out, meta, im.t, im.n, im.params, im.n_params, bpe ? &tok : NULL,
+				      &err);
 	if (!rc) {
 		ckpt_step_name(0, name, sizeof(name));
-		printf("dtrain-ckpt: imported %s (%s GPT-2: V %ld, T %ld, L %ld, NH %ld, C %ld; %.1f M parameters) into %s/%s\n",
+		printf("dtrain-ckpt: imported %s (%s GPT-2: V %ld, T %ld, L %ld, NH %ld, C %ld; %.1f M parameters%s) into %s/%s\n",
 		       st, llmc ? "llm.c" : "Hugging Face", im.V, im.T, im.L, im.NH, im.C,
-		       (double)(im.n_params - (size_t)(im.V * im.C)) / 1e6, out, name);
+		       (double)(im.n_params - (size_t)(im.V * im.C)) / 1e6,
+		       bpe ? "; its BPE tokenizer" : "", out, name);
 	}
 	dt_err_print("dtrain-ckpt", "", &err);
 	free(meta);
+	rt_bpe_free(bpe);
 	rt_import_free(&im);
 	return rc ? 1 : 0;
 }

@@ -4,8 +4,9 @@
  * positions after them padded; causal attention keeps them from mattering),
  * the logits at the newest position divided by the temperature, all but the
  * top k set aside, a draw from their softmax with dt_rng (seeded: the same
- * seed gives the same text). A byte-level model (vocab_size 256) reads the
- * prompt as text and writes text; any other reads and writes token ids.
+ * seed gives the same text). A checkpoint that carries a tokenizer (GPT-2
+ * BPE, checkpoint/ckpt.h) and a byte-level model (vocab_size 256) read the
+ * prompt as text and write text; any other reads and writes token ids.
  *
  * Sections: options, sampling, the command.
  */
@@ -23,6 +24,8 @@
 #include "runtime/kernels/kernels.h"
 #include "runtime/model/device.h"
 #include "base/rng.h"
+#include "checkpoint/ckpt.h"
+#include "runtime/data/bpe.h"
 
 /* --- options --- */
 
@@ -33,9 +36,10 @@ static const char usage_sample[] =
 	"Generates N tokens after the prompt with the language model (model.type\n"
 	"\"gpt\") of checkpoint CKPT, saved on any layout (a run directory stands for\n"
 	"its newest checkpoint), and writes the prompt and them to stdout.\n"
-	"A byte-level model (vocab_size 256, from dtrain-data text) takes the prompt\n"
-	"as text and writes text; any other takes and writes token ids separated by\n"
-	"spaces (\"464 3290 318\").\n"
+	"A model whose checkpoint carries GPT-2's BPE tokenizer (trained on\n"
+	"dtrain-data text --bpe, or imported with one) and a byte-level model\n"
+	"(vocab_size 256) take the prompt as text and write text; any other takes\n"
+	"and writes token ids separated by spaces (\"464 3290 318\").\n"
 	"\n"
 	"Options:\n"
 	"  --prompt TEXT       what to continue (default: a newline; required for\n"
@@ -205,13 +209,65 @@ static int32_t draw(float *logits, long V, const struct sample_opts *o, struct d
 	return (int32_t)best;
 }
 
-static void put_token(int32_t id, bool bytes, bool first)
+/* How text and tokens meet: bytes (a byte-level model), the checkpoint's
+ * BPE tokenizer, or token ids as numbers. */
+struct text {
+	bool bytes;
+	struct rt_bpe *bpe; /* owned, or NULL */
+};
+
+static void put_token(int32_t id, const struct text *tx, bool first)
 {
-	if (bytes)
+	size_t len;
+	const uint8_t *b;
+
+	if (tx->bytes) {
 		putchar((unsigned char)id);
-	else
+	} else if (tx->bpe) {
+		b = rt_bpe_token(tx->bpe, id, &len);
+		fwrite(b, 1, len, stdout);
+	} else {
 		printf(first ? "%d" : " %d", id);
+	}
 	fflush(stdout);
+}
+
+/* The tokenizer the checkpoint carries (checkpoint/ckpt.h), into tx->bpe;
+ * none: NULL. Its vocabulary must be the model's. */
+static int load_tokenizer(const struct rt_ckpt_model *m, long V, struct text *tx,
+			  struct dt_err *err)
+{
+	struct ckpt_manifest *man = malloc(sizeof(*man));
+	char enc[4200], merges[4200];
+	int rc = man ? ckpt_manifest_read(m->path, man, err) : -ENOMEM;
+
+	if (!rc && ckpt_tokenizer_of(man)) {
+		snprintf(enc, sizeof(enc), "%s/%s", m->path, CKPT_TOKENIZER_ENCODER);
+		snprintf(merges, sizeof(merges), "%s/%s", m->path, CKPT_TOKENIZER_MERGES);
+		rc = rt_bpe_load(&tx->bpe, enc, merges, err);
+		if (!rc && rt_bpe_vocab(tx->bpe) != V)
+			rc = (dt_err_add(err, "%s: its tokenizer has %ld tokens, its model %ld", m->path,
+					 (long)rt_bpe_vocab(tx->bpe), V), -EINVAL);
+	}
+	free(man);
+	return rc;
+}
+
+/* The prompt as tokens: the tokenizer's encoding, else prompt_ids */
+static int prompt_tokens(const char *prompt, const struct text *tx, long V, int32_t **ids, long *n,
+			 struct dt_err *err)
+{
+	size_t len = strlen(prompt), got = 0;
+	int rc;
+
+	if (!tx->bpe)
+		return prompt_ids(prompt, tx->bytes, V, ids, n, err);
+	*ids = malloc((len + 1) * sizeof(**ids));
+	if (!*ids)
+		return dt_err_add(err, "out of memory for the prompt"), -ENOMEM;
+	rc = rt_bpe_encode(tx->bpe, prompt, len, *ids, &got, err);
+	*n = (long)got;
+	return rc ? rc : got ? 0 : (dt_err_add(err, "--prompt: empty"), -EINVAL);
 }
 
 static int sample_run(const struct sample_opts *o, struct rt_dev *dev, struct dt_err *err)
@@ -222,7 +278,7 @@ static int sample_run(const struct sample_opts *o, struct rt_dev *dev, struct dt
 	int32_t *ids = NULL, *grown;
 	float *x = NULL, *lg = NULL, *dx = NULL; /* dx: x on the device */
 	long n = 0, V, T, i, cap;
-	bool bytes;
+	struct text tx = { 0 };
 	int rc;
 
 	rc = rt_ckpt_model_load(&m, o->ckpt, dev, err);
@@ -235,13 +291,16 @@ static int sample_run(const struct sample_opts *o, struct rt_dev *dev, struct dt
 	}
 	T = m.st.in;
 	V = m.st.out / T;
-	bytes = V == 256;
-	if (!o->prompt && !bytes) {
-		rc = (dt_err_add(err, "--prompt: needed: the model's vocabulary (%ld) is not byte-level, give token ids", V), -EINVAL);
+	rc = load_tokenizer(&m, V, &tx, err);
+	if (rc)
+		goto out;
+	tx.bytes = V == 256 && !tx.bpe;
+	if (!o->prompt && !tx.bytes && !tx.bpe) {
+		rc = (dt_err_add(err, "--prompt: needed: the model's vocabulary (%ld) is not byte-level and its checkpoint carries no tokenizer, give token ids", V), -EINVAL);
 		goto out;
 	}
-	/* an empty prompt: a newline, a byte-level model's start of a line */
-	rc = prompt_ids(o->prompt && *o->prompt ? o->prompt : "\n", bytes, V, &ids, &n, err);
+	/* an empty prompt: a newline, the start of a line */
+	rc = prompt_tokens(o->prompt && *o->prompt ? o->prompt : "\n", &tx, V, &ids, &n, err);
 	if (rc)
 		goto out;
 	cap = n + o->tokens;
@@ -256,7 +315,7 @@ static int sample_run(const struct sample_opts *o, struct rt_dev *dev, struct dt
 		goto out;
 	}
 	for (i = 0; i < n; i++)
-		put_token(ids[i], bytes, i == 0);
+		put_token(ids[i], &tx, i == 0);
 	dt_rng_seed(&r, (uint64_t)o->seed, 0x5a4d);
 	for (; n < cap; n++) {
 		long from = n > T ? n - T : 0, len = n - from, j;
@@ -277,9 +336,9 @@ static int sample_run(const struct sample_opts *o, struct rt_dev *dev, struct dt
 		else
 			rt_dev_get(dev, lg, logits + (size_t)(len - 1) * (size_t)V, (size_t)V * sizeof(*lg));
 		ids[n] = draw(lg, V, o, &r);
-		put_token(ids[n], bytes, false);
+		put_token(ids[n], &tx, false);
 	}
-	if (!bytes)
+	if (!tx.bytes && !tx.bpe)
 		putchar('\n');
 out:
 	rt_acts_free(&acts);
@@ -287,6 +346,7 @@ out:
 	free(x);
 	free(lg);
 	free(ids);
+	rt_bpe_free(tx.bpe);
 	rt_ckpt_model_free(&m);
 	return rc;
 }

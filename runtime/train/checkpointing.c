@@ -11,6 +11,7 @@
 #include "base/fault.h"
 #include "base/json.h"
 #include "runtime/world/preempt.h"
+#include "runtime/data/bpe.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -250,6 +251,25 @@ static int make_dir(struct rt_ckpt *c, const struct spec *s, struct dt_err *e)
 	return ckpt_clean_tmp(c->dir, e);
 }
 
+/* Rank 0: the tokenizer that data.train records (dtrain-data text --bpe),
+ * kept to go into every save, so that `dtrain-ckpt sample` reads and
+ * writes text. A tokenizer that cannot be read is a warning, not an error
+ * of this rank alone: the checkpoints then carry none. */
+static bool record_tokenizer(struct rt_ckpt *c, const struct spec *s)
+{
+	struct dt_err e = { 0 };
+	int rc;
+
+	if (!s->data.train)
+		return false;
+	rc = rt_bpe_load_tokens(&c->bpe, s->data.train, &e);
+	if (rc && rc != -ENOENT) {
+		dt_err_add(&e, "data.train's tokenizer is not recorded in the checkpoints");
+		rt__ckpt_warn_lines(c, &e);
+	}
+	return rc == 0;
+}
+
 int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *g,
 		 struct rt_stage *st, struct rt_optim *opt, const struct rt_dp *dp,
 		 const struct rt_shard *shard, const int *first, int64_t train_rows, FILE *metrics,
@@ -298,6 +318,8 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 				   g->size[RT_DIM_DATA], g->size[RT_DIM_PIPE], c->n_files, CKPT_MAX_FILES);
 		return -EINVAL;
 	}
+	if (g->rank == 0 && c->dir[0] && c->n_files + 2 <= CKPT_MAX_FILES)
+		c->n_files += record_tokenizer(c, s) ? 2 : 0;
 	c->files = calloc((size_t)c->n_files, sizeof(*c->files));
 	if (!c->meta || !c->files || tensor_tables(c, err))
 		return dt_err_add(err, "rank %d: out of memory for the checkpoint's tables", g->rank),
@@ -330,6 +352,8 @@ static int join_thread(struct rt_ckpt *c)
 void rt_ckpt_free(struct rt_ckpt *c)
 {
 	join_thread(c);
+	rt_bpe_free(c->bpe);
+	c->bpe = NULL;
 	ckpt_shard_free(&c->w);
 	ckpt_shard_free(&c->wp);
 	free(c->files);
@@ -541,6 +565,12 @@ static void *writer_main(void *arg)
 		snprintf(root, sizeof(root), "%s/%s", c->tmp, CKPT_ROOT);
 		c->local_rc = ckpt_file_seal(root, &c->root_size, &c->root_crc, &c->local_err);
 	}
+	if (!c->local_rc && c->bpe) {
+		struct ckpt_tokenizer tok;
+
+		rt_bpe_files(c->bpe, &tok.data[0], &tok.len[0], &tok.data[1], &tok.len[1]);
+		c->local_rc = ckpt_tokenizer_write(c->tmp, &tok, c->tok_files, &c->local_err);
+	}
 	atomic_store(&c->thread_done, 1);
 	return NULL;
 }
@@ -615,6 +645,10 @@ static int gather(struct rt_ckpt *c, struct dt_err *err)
 			c->files[at].crc = (uint32_t)all[7 * w + 6];
 			c->bytes += c->files[at].size;
 		}
+	for (k = 0; c->bpe && k < 2; k++) {
+		c->files[c->n_files - 2 + k] = c->tok_files[k];
+		c->bytes += c->tok_files[k].size;
+	}
 	free(all);
 	return 0;
 }

@@ -75,6 +75,8 @@
 #include "runtime/parallel/shard.h"
 #include "base/err.h"
 
+struct rt_bpe; /* runtime/data/bpe.h */
+
 /* Where the trainer stands at a step boundary. */
 struct rt_ckpt_pos {
 	int64_t step;            /* steps taken */
@@ -137,8 +139,12 @@ struct rt_ckpt {
 	bool committing;
 	atomic_int commit_done;
 	int failed;              /* first rank that could not write its part, or -1 */
-	struct ckpt_file *files; /* [n_files], owned: root, shards, pieces */
+	struct ckpt_file *files; /* [n_files], owned: root, shards, pieces, and
+				  * on rank 0 the tokenizer's two files */
 	int n_files;
+	struct rt_bpe *bpe;      /* rank 0: data.train's tokenizer, recorded in
+				  * every save (checkpoint/ckpt.h), or NULL */
+	struct ckpt_file tok_files[2]; /* its files in the save in flight */
 	uint64_t bytes;
 	double max_stall_s, max_write_s;
 	int commit_rc;

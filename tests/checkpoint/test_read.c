@@ -618,7 +618,7 @@ static void test_manifest_refusals(void **state)
 	dt_err_clear(&err);
 	assert_int_equal(ckpt__manifest_parse(json_object_to_json_string(a), "D/MANIFEST.json", m,
 					      &err), -EINVAL);
-	assert_true(tu_has(&err, "files: must have 3..3 elements (has 2)"));
+	assert_true(tu_has(&err, "files: must have 3 elements (the root, the shards and optimizer pieces), or 5 with the tokenizer's two (has 2)"));
 	json_object_put(a);
 	assert_int_equal(parse_edited("files[0].crc32", json_object_new_string("1234567"), &err),
 			 -EINVAL);
@@ -703,6 +703,56 @@ static void round_trip(const char *optimizer, int mark)
  * the pieces, and so do rows across pieces' edges, and model.h5's virtual
  * datasets; a piece missing from the manifest, or a piece key on a shard,
  * is refused. */
+static json_object *file_entry(const char *name)
+{
+	json_object *f = json_object_new_object();
+
+	json_object_object_add(f, "name", json_object_new_string(name));
+	json_object_object_add(f, "stage", json_object_new_int(-1));
+	json_object_object_add(f, "size", json_object_new_int(10));
+	json_object_object_add(f, "crc32", json_object_new_string("0000abcd"));
+	return f;
+}
+
+/* The standard manifest with the files named added; rc, message in err. */
+static int parse_with_files(const char *a, const char *b, bool *tokenizer, struct dt_err *err)
+{
+	struct ckpt_manifest *m = malloc(sizeof(*m));
+	json_object *root = manifest_tree();
+	int rc;
+
+	assert_non_null(m);
+	node(root, "files[3]", true, file_entry(a));
+	if (b)
+		node(root, "files[4]", true, file_entry(b));
+	dt_err_clear(err);
+	rc = ckpt__manifest_parse(json_object_to_json_string(root), "D/MANIFEST.json", m, err);
+	*tokenizer = !rc && ckpt_tokenizer_of(m);
+	json_object_put(root);
+	free(m);
+	return rc;
+}
+
+/* The tokenizer's two files (tokenizer.c): a pair under their names, or
+ * none; anything else is refused */
+static void test_manifest_tokenizer(void **state)
+{
+	struct dt_err err = { 0 };
+	bool tok = false;
+
+	(void)state;
+	assert_int_equal(parse_edited(NULL, NULL, &err), 0);
+	assert_int_equal(parse_with_files("vocab.bpe", "encoder.json", &tok, &err), 0);
+	assert_true(tok);
+	assert_int_equal(parse_with_files("encoder.json", NULL, &tok, &err), -EINVAL);
+	assert_true(tu_has(&err, "D/MANIFEST.json: files: the tokenizer's files come as a pair (encoder.json, vocab.bpe)"));
+	assert_int_equal(parse_with_files("encoder.json", "encoder.json", &tok, &err), -EINVAL);
+	assert_true(tu_has(&err, "\"encoder.json\" is listed twice"));
+	assert_int_equal(parse_with_files("encoder.json", "merges.txt", &tok, &err), -EINVAL);
+	assert_true(tu_has(&err, "D/MANIFEST.json: files[4].name: stage -1's file must be named \"model.h5\""));
+	assert_int_equal(parse_with_files("encoder.json", "../vocab.bpe", &tok, &err), -EINVAL);
+}
+
 static void test_sharded_state(void **state)
 {
 	struct ckpt_meta m;
@@ -1482,6 +1532,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_manifest_round_trip),
 		cmocka_unit_test(test_manifest_refusals),
+		cmocka_unit_test(test_manifest_tokenizer),
 		cmocka_unit_test(test_round_trip_sgd),
 		cmocka_unit_test(test_round_trip_adamw),
 		cmocka_unit_test(test_sharded_state),

@@ -8,11 +8,16 @@
 #  - `dtrain-ckpt export --format safetensors` loads back into the
 #    PyTorch model with strict=True and gives its logits;
 #  - hostile files refused with a message naming the file, nothing written;
-#  - checkpoint.init_from: a fine-tune of the import on 2 pipeline stages
+#  - the tokenizer beside the Hugging Face model (vocab.json, merges.txt)
+#    goes into the checkpoint: `sample` encodes the prompt and decodes the
+#    same greedy text as PyTorch;
+#  - checkpoint.init_from: a fine-tune of the import on 2 pipeline stages,
+#    on text tokenized with that BPE (dtrain-data text --bpe),
 #    starts from its weights (the first step's loss is the import's eval
 #    loss on that batch), trains (the loss falls), and a preempted
 #    fine-tune (SIGTERM, exit 75) resumes from its own checkpoint and ends
-#    bitwise equal to the uninterrupted one; a tensor the source lacks or
+#    bitwise equal to the uninterrupted one; its checkpoints carry the
+#    data's tokenizer, and sample writes text; a tensor the source lacks or
 #    shapes otherwise is refused by name unless checkpoint.init_fresh.
 . "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3 # Debian's, with python3-torch and python3-h5py (site/deps.list)
@@ -36,6 +41,21 @@ done
 must_contain "$T/out" "loss "
 cmp "$T/logits-hf.f32" "$T/logits-gpt2.bin.f32" || fail "the Hugging Face and llm.c imports of one model give different logits"
 pass "imports of a Hugging Face directory (float32 and float16) and an llm.c file give PyTorch's logits"
+
+# --- the tokenizer beside the model goes into the checkpoint: sample reads and writes text ---
+expect_rc 0 "$CKPT" inspect "$T/ck-hf"
+for f in encoder.json vocab.bpe; do [ -f "$T/ck-hf/step-00000000/$f" ] || fail "the import of hf lacks its $f"; done
+[ ! -e "$T/ck-gpt2.bin/step-00000000/encoder.json" ] || fail "the llm.c import got a tokenizer from nowhere"
+expect_rc 0 "$CKPT" sample "$T/ck-hf" --prompt "Riddle me" --temperature 0 --tokens 20
+cp "$T/out" "$T/sample.out"
+$PY "$TP" greedy "$T" "Riddle me" 20 "$T/greedy.ref" || fail "import_torch.py greedy"
+cmp "$T/sample.out" "$T/greedy.ref" || fail "sample's greedy text differs from PyTorch's through the tokenizer"
+printf 'x' >>"$T/ck-hf/step-00000000/vocab.bpe"
+expect_rc 1 "$CKPT" sample "$T/ck-hf" --prompt "Riddle me"
+must_contain "$T/err" "vocab.bpe: size"
+truncate -s -1 "$T/ck-hf/step-00000000/vocab.bpe"
+expect_rc 0 "$CKPT" verify "$T/ck-hf"
+pass "a tokenizer beside the model is imported with it; sample encodes the prompt and decodes PyTorch's greedy text; a damaged one is refused"
 
 # --- export back ---
 mkdir -p "$T/exp"
@@ -69,10 +89,12 @@ expect_rc 1 "$CKPT" import "$T/hf" "$T/ck-hf"
 must_contain "$T/err" "ck-hf: not empty"
 pass "hostile files and a used directory refused, naming the file, nothing written"
 
-# --- fine-tuning: checkpoint.init_from on 2 pipeline stages ---
+# --- fine-tuning: checkpoint.init_from on 2 pipeline stages, text in the model's BPE ---
+"$DTRAIN_BIN/dtrain-data" text /usr/share/games/fortunes/riddles "$T/bpe" --bpe "$T/hf/vocab.json" "$T/hf/merges.txt" \
+	>/dev/null || fail "dtrain-data text --bpe"
 cat >"$T/ft.json" <<JSON
 { "name": "ft", "model": { "type": "gpt", "vocab_size": 256, "context": 32, "layers": 2, "heads": 2, "embd": 48 },
-  "data": { "train": "$T/text/train.h5", "shuffle": false },
+  "data": { "train": "$T/bpe/train.h5", "shuffle": false },
   "resources": { "tasks_per_node": 2 },
   "parallel": { "pipeline": 2, "micro_batches": 2 },
   "train": { "epochs": 8, "max_steps": 1000, "global_batch": 4, "log_every": 1,
@@ -93,7 +115,7 @@ ft() { # ft NAME: dtrain-run on 2 ranks, output appended to $T/NAME.out; its exi
 spec whole
 ft whole || { cat "$T/whole.out"; fail "the fine-tune"; }
 must_contain "$T/whole.out" "starting from the model of $T/ck-hf/step-00000000 (step 0 of its run, written on data 1 x pipeline 1): 29 tensors taken, 0 kept fresh"
-expect_rc 0 "$CKPT" eval "$T/ck-hf" "$T/text/train.h5" --samples 4
+expect_rc 0 "$CKPT" eval "$T/ck-hf" "$T/bpe/train.h5" --samples 4
 want=$(sed -n 's/.* loss \([^ ]*\) .*/\1/p' "$T/out")
 $PY - "$T/whole/metrics.jsonl" "$want" <<'PYEOF' || fail "the fine-tune did not start from the import, or did not learn"
 import json, sys
@@ -105,7 +127,9 @@ print(f"  step 1 loss {first:.7f}, the import's eval loss on that batch {want:.7
 assert steps[0]["step"] == 1 and abs(first - want) <= 1e-5 * want, "step 1 is not the import's model"
 assert sum(loss[-10:]) < 0.8 * sum(loss[:10]), "the loss did not fall"
 PYEOF
-pass "a fine-tune from the import on 2 stages starts from its weights and learns"
+expect_rc 0 "$CKPT" sample "$T/whole" --prompt "Q: " --tokens 40 --seed 3
+[ "$(head -c 3 "$T/out")" = "Q: " ] && [ "$(wc -c <"$T/out")" -eq 43 ] || fail "sample of the fine-tune did not write text"
+pass "a fine-tune from the import on 2 stages starts from its weights and learns; its checkpoints carry the data's tokenizer"
 
 spec stopped
 ft stopped &

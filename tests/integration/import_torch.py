@@ -12,7 +12,8 @@ written by writers in this script, from the formats' specifications:
 
 usage: import_torch.py write DIR
          DIR/hf/{model.safetensors,config.json} (GPT2Model's names, with the
-         attn.bias mask buffers old files carry), DIR/hf-lm/ (GPT2LMHeadModel's
+         attn.bias mask buffers old files carry; vocab.json and merges.txt, a
+         GPT-2-format tokenizer of the 256 bytes in GPT-2's id order), DIR/hf-lm/ (GPT2LMHeadModel's
          names, float16), DIR/gpt2.bin (llm.c), DIR/ref.pt
        import_torch.py logits DIR TRAIN.h5 LOGITS.f32 N [--half]
          the reference's logits on N windows against dtrain's (1e-5 relative;
@@ -20,6 +21,8 @@ usage: import_torch.py write DIR
        import_torch.py load DIR EXPORT.safetensors TRAIN.h5 N
          EXPORT loaded into the model class with strict=True: its logits equal
          the reference's (1e-5)
+       import_torch.py greedy DIR PROMPT N OUT
+         the prompt and N greedy tokens of the reference, as bytes, into OUT
        import_torch.py hostile DIR
          broken files for the refusals: DIR/bad-*.
 """
@@ -152,6 +155,28 @@ def write_llmc(path, m):
             f.write(a.detach().contiguous().numpy().astype("<f4").tobytes())
 
 
+def byte_chars():  # GPT-2's bytes_to_unicode, from its published description
+    keep = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return chars
+
+
+def tokenizer(d):  # a GPT-2-format tokenizer of 256 tokens (no merges), in GPT-2's id order
+    chars = byte_chars()
+    order = [b for b in range(256) if chars[b] == chr(b)] + [b for b in range(256) if chars[b] != chr(b)]
+    with open(d + "/vocab.json", "w") as f:
+        json.dump({chars[b]: i for i, b in enumerate(order)}, f)
+    with open(d + "/merges.txt", "w") as f:
+        f.write("#version: 0.2\n")
+    return order  # id -> byte
+
+
 def write(d):
     m = reference()
     sd = m.state_dict()
@@ -162,6 +187,7 @@ def write(d):
         bare["h.%d.attn.bias" % l] = torch.ones(1, 1, T, T).tril()
     write_safetensors(d + "/hf/model.safetensors", bare)
     config(d + "/hf/config.json")
+    tokenizer(d + "/hf")
     write_safetensors(d + "/hf-lm/model.safetensors", sd, "F16")
     config(d + "/hf-lm/config.json")
     write_llmc(d + "/gpt2.bin", m)
@@ -222,6 +248,17 @@ def load(d, path, train, n):
     assert r <= 1e-5
 
 
+def greedy(d, prompt, n, out):  # the reference's greedy continuation, through the tokenizer
+    order = tokenizer(d)
+    ids = [order.index(b) for b in prompt.encode()]
+    m = model_from(d)
+    with torch.no_grad():
+        for _ in range(n):
+            ids.append(int(m(torch.tensor([ids[-T:]]))[0, -1].argmax()))
+    with open(out, "wb") as f:
+        f.write(bytes(order[i] for i in ids))
+
+
 def hostile(d):
     good = open(d + "/hf/model.safetensors", "rb").read()
     n = struct.unpack("<Q", good[:8])[0]
@@ -274,6 +311,8 @@ def main():
         logits(d, sys.argv[3], sys.argv[4], int(sys.argv[5]), "--half" in sys.argv)
     elif cmd == "load":
         load(d, sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    elif cmd == "greedy":
+        greedy(d, sys.argv[3], int(sys.argv[4]), sys.argv[5])
     elif cmd == "hostile":
         hostile(d)
     else:
