@@ -71,8 +71,9 @@ static const char usage_text[] =
 	"  -q, --quiet        no progress lines\n"
 	"  --check-data       only open the spec's data sets as a run would and check\n"
 	"                     them against its model (kind, features, classes or\n"
-	"                     vocabulary, samples for a global batch); one process,\n"
-	"                     no MPI: what dtrain-submit validate runs\n"
+	"                     vocabulary, samples for a global batch), and the\n"
+	"                     tensors of checkpoint.init_from; one process, no MPI:\n"
+	"                     what dtrain-submit validate runs\n"
 	"  -h, --help         this text\n"
 	"  -V, --version      print the version, and whether the GPU path\n"
 	"                     (train.device \"cuda\") is built\n"
@@ -387,8 +388,9 @@ static void omp_wait_passive(char **argv)
 		execv("/proc/self/exe", argv);
 }
 
-/* --check-data: the spec's data sets against its model, on this process
- * alone (rt_check_data); exit 0, 3 when they do not fit, 1 when unreadable */
+/* --check-data: the spec's data sets and checkpoint.init_from against its
+ * model, on this process alone (rt_check_data, rt_check_init_from); exit 0,
+ * 3 when they do not fit, 1 when unreadable */
 static int check_data(const char *spec_path)
 {
 	struct spec s = { 0 };
@@ -397,10 +399,13 @@ static int check_data(const char *spec_path)
 
 	if (!rc)
 		rc = rt_check_data(&s, &err);
+	if (!rc)
+		rc = rt_check_init_from(&s, &err);
 	if (rc)
 		print_err(&err, "");
 	else
-		printf("dtrain-run: %s: its data fits its model\n", spec_path);
+		printf("dtrain-run: %s: its data%s fits its model\n", spec_path,
+		       s.checkpoint.init_from ? " and checkpoint.init_from" : "");
 	spec_free(&s);
 	return !rc ? DT_EXIT_OK : rc == -EINVAL ? DT_EXIT_SPEC : DT_EXIT_FAIL;
 }

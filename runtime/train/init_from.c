@@ -10,8 +10,15 @@
  * at step 0, on the new run's data. A tensor the source lacks, or holds
  * with another shape, is refused by name unless checkpoint.init_fresh
  * lists it: it then keeps the model's own initialisation (a new head).
+ * One shape change is taken as nanoGPT's crop_block_size takes it: a GPT
+ * with a shorter context than its source takes the first rows of the
+ * source's position table (transformer.wpe.weight).
  *
- * Sections: the plan, the load.
+ * The same plan runs in `dtrain-run --check-data` (rt_check_init_from),
+ * so that dtrain-submit refuses a spec whose init_from does not fit before
+ * the job is queued.
+ *
+ * Sections: the plan, the check, the load.
  */
 #include "runtime/train/ckpt_internal.h"
 
@@ -22,9 +29,12 @@
 
 #include "base/clock.h"
 #include "base/json.h"
+#include "runtime/train/train.h"
 #include "runtime/world/agree.h"
 
 /* --- the plan --- */
+
+enum take { KEEP_FRESH, TAKE_WHOLE, TAKE_ROWS }; /* TAKE_ROWS: the first rows (a crop) */
 
 static bool kept_fresh(const struct spec *s, const char *name)
 {
@@ -51,64 +61,139 @@ static void shape_str(const struct ckpt_tensor *t, char *out, size_t size)
 		at += (size_t)snprintf(out + at, size - at, "[%lld]", (long long)t->shape[d]);
 }
 
-/* Which of this stage's tensors come from the source (take[i]); the rest
- * are kept fresh, or refused. Every rank alone; the caller agrees. */
-static int plan(const struct rt_ckpt *c, const struct ckpt_manifest *m, const char *path,
-		bool *take, int *n_fresh, struct dt_err *e)
+/* a GPT's position table, longer in the source: its first rows */
+static bool croppable(const struct ckpt_tensor *t, const struct ckpt_tensor *src)
 {
-	const struct spec *s = c->s;
+	return !strcmp(t->name, "transformer.wpe.weight") && t->ndim == 2 && src->ndim == 2 &&
+	       src->shape[1] == t->shape[1] && src->shape[0] > t->shape[0];
+}
+
+/* How each of the tensors t [n] comes from the source (take[i]), or is
+ * refused; *n_fresh, *n_rows count the kept and cropped ones. */
+static int plan(const struct spec *s, const struct ckpt_tensor *t, int n,
+		const struct ckpt_manifest *m, const char *path, unsigned char *take, int *n_fresh,
+		int *n_rows, struct dt_err *e)
+{
 	int rc = 0;
 
-	*n_fresh = 0;
+	*n_fresh = *n_rows = 0;
 	if (strcmp(m->meta.model_type, s->model.type))
 		return dt_err_add(e, "checkpoint.init_from: %s holds a model of type \"%s\", this run's is \"%s\"",
 				  path, m->meta.model_type, s->model.type), -EINVAL;
-	for (int i = 0; i < c->n_stage_tensors; i++) {
-		const struct ckpt_tensor *t = &c->stage_tensors[i], *src = listed(m, t->name);
-		bool same = src && src->ndim == t->ndim;
+	for (int i = 0; i < n; i++) {
+		const struct ckpt_tensor *src = listed(m, t[i].name);
+		bool same = src && src->ndim == t[i].ndim;
 		char a[96], b[96];
 
-		for (int d = 0; same && d < t->ndim; d++)
-			same = src->shape[d] == t->shape[d];
-		take[i] = same;
-		if (same)
+		for (int d = 0; same && d < t[i].ndim; d++)
+			same = src->shape[d] == t[i].shape[d];
+		take[i] = same ? TAKE_WHOLE : kept_fresh(s, t[i].name) ? KEEP_FRESH
+			  : src && croppable(&t[i], src) ? TAKE_ROWS : 255;
+		*n_fresh += take[i] == KEEP_FRESH;
+		*n_rows += take[i] == TAKE_ROWS;
+		if (take[i] != 255)
 			continue;
-		if (kept_fresh(s, t->name)) {
-			(*n_fresh)++;
-			continue;
-		}
-		shape_str(t, a, sizeof(a));
+		shape_str(&t[i], a, sizeof(a));
 		if (src)
 			shape_str(src, b, sizeof(b));
 		src ? dt_err_add(e, "checkpoint.init_from: %s: tensor %s is %s there, %s in this model (hint: list it in checkpoint.init_fresh to keep this model's own initialisation)",
-				      path, t->name, b, a)
-			 : dt_err_add(e, "checkpoint.init_from: %s has no tensor %s (hint: list it in checkpoint.init_fresh to keep this model's own initialisation)",
-				      path, t->name);
+				 path, t[i].name, b, a)
+		    : dt_err_add(e, "checkpoint.init_from: %s has no tensor %s (hint: list it in checkpoint.init_fresh to keep this model's own initialisation)",
+				 path, t[i].name);
 		rc = -EINVAL;
 	}
 	return rc;
 }
 
-/* checkpoint.init_fresh's names must be this model's (rank 0 has the table) */
-static int fresh_names(const struct rt_ckpt *c, struct dt_err *e)
+/* checkpoint.init_fresh's names must be the model's (t [n], the whole model's) */
+static int fresh_names(const struct spec *s, const struct ckpt_tensor *t, int n, struct dt_err *e)
 {
-	for (size_t i = 0; c->model_tensors && i < c->s->checkpoint.init_fresh.n; i++) {
-		const char *name = c->s->checkpoint.init_fresh.v[i];
+	for (size_t i = 0; i < s->checkpoint.init_fresh.n; i++) {
+		const char *name = s->checkpoint.init_fresh.v[i];
 		int k = 0;
 
-		while (k < c->n_model_tensors && strcmp(c->model_tensors[k].name, name))
+		while (k < n && strcmp(t[k].name, name))
 			k++;
-		if (k == c->n_model_tensors)
+		if (k == n)
 			return dt_err_add(e, "checkpoint.init_fresh: this model has no tensor \"%s\" (hint: dtrain-ckpt inspect lists a checkpoint's)",
 					  name), -EINVAL;
 	}
 	return 0;
 }
 
+/* --- the check --- */
+
+/* the whole model's tensors, as a checkpoint lists them, into *t [*n] */
+static int model_table(const struct spec *s, struct ckpt_tensor **t, int *n, struct dt_err *err)
+{
+	const struct rt_model_ops *ops = rt_model_find(s, err);
+	struct rt_tensor rt[RT_BLOCK_TENSORS];
+	int nb;
+
+	*t = NULL;
+	*n = 0;
+	if (!ops)
+		return -EINVAL;
+	nb = ops->blocks(s);
+	*t = calloc((size_t)nb * RT_BLOCK_TENSORS, sizeof(**t));
+	if (!*t)
+		return dt_err_add(err, "out of memory for the model's table"), -ENOMEM;
+	for (int b = 0; b < nb; b++) {
+		int k = ops->tensors(s, b, rt);
+		struct ckpt_tensor *c;
+
+		for (int i = 0; i < k; i++) {
+			c = &(*t)[(*n)++];
+			_Static_assert(sizeof(rt[i].name) <= sizeof(c->name), "a model's name fits");
+			memcpy(c->name, rt[i].name, sizeof(rt[i].name));
+			c->ndim = rt[i].ndim;
+			for (int d = 0; d < rt[i].ndim; d++)
+				c->shape[d] = rt[i].shape[d];
+			c->block = b;
+		}
+	}
+	return 0;
+}
+
+int rt_check_init_from(const struct spec *s, struct dt_err *err)
+{
+	struct ckpt_manifest *m = NULL;
+	struct ckpt_tensor *t = NULL;
+	struct dt_err warn = { 0 };
+	unsigned char *take = NULL;
+	char path[4200];
+	bool newest;
+	int n = 0, n_fresh, n_rows, rc;
+
+	if (!s->checkpoint.init_from)
+		return 0;
+	rc = ckpt_resolve(s->checkpoint.init_from, path, sizeof(path), &newest, &warn, err);
+	if (!rc && !(m = malloc(sizeof(*m))))
+		rc = -ENOMEM;
+	if (!rc)
+		rc = ckpt_manifest_read(path, m, err);
+	if (rc && rc != -ENOMEM)
+		dt_err_add(err, "checkpoint.init_from: %s: not a checkpoint dtrain can start from",
+			   s->checkpoint.init_from);
+	if (!rc)
+		rc = model_table(s, &t, &n, err);
+	if (!rc && !(take = calloc((size_t)(n ? n : 1), 1)))
+		rc = -ENOMEM;
+	if (!rc)
+		rc = fresh_names(s, t, n, err);
+	if (!rc)
+		rc = plan(s, t, n, m, path, take, &n_fresh, &n_rows, err);
+	free(take);
+	free(t);
+	free(m);
+	return rc == -EINVAL || rc == -ENOMEM ? rc : rc ? -ENOENT : 0;
+}
+
 /* --- the load --- */
 
 /* Replica 0 of each stage reads the tensors it takes; then broadcasts. */
-static int load(struct rt_ckpt *c, const char *path, const bool *take, struct dt_err *err)
+static int load(struct rt_ckpt *c, const char *path, const struct ckpt_manifest *m,
+		const unsigned char *take, struct dt_err *err)
 {
 	struct ckpt_reader r = { .open_stage = -1, .file = -1 };
 	struct dt_err e = { 0 };
@@ -116,10 +201,15 @@ static int load(struct rt_ckpt *c, const char *path, const bool *take, struct dt
 
 	if (c->g->coord[RT_DIM_DATA] == 0) {
 		rc = ckpt_reader_open(&r, path, &e);
-		for (int i = 0; !rc && i < c->n_stage_tensors; i++)
-			if (take[i])
-				rc = ckpt_read_tensor(&r, &c->stage_tensors[i],
-						      c->st->params + c->stage_tensors[i].offset, NULL, &e);
+		for (int i = 0; !rc && i < c->n_stage_tensors; i++) {
+			const struct ckpt_tensor *t = &c->stage_tensors[i];
+
+			if (take[i] == TAKE_WHOLE)
+				rc = ckpt_read_tensor(&r, t, c->st->params + t->offset, NULL, &e);
+			else if (take[i] == TAKE_ROWS)
+				rc = ckpt_read_rows(&r, listed(m, t->name), -1, 0, t->shape[0],
+						    c->st->params + t->offset, &e);
+		}
 		ckpt_reader_close(&r);
 	}
 	rc = rt__ckpt_agreed(rc, &e, err);
@@ -133,32 +223,34 @@ int rt__ckpt_init_from(struct rt_ckpt *c, struct ckpt_manifest *m, struct dt_err
 {
 	struct dt_err e = { 0 };
 	char path[4200] = "";
-	bool found = false, *take = calloc((size_t)(c->n_stage_tensors ? c->n_stage_tensors : 1), 1);
+	unsigned char *take = calloc((size_t)(c->n_stage_tensors ? c->n_stage_tensors : 1), 1);
+	bool found = false;
 	double t0 = dt_mono_s();
-	int n_fresh = 0, total = 0, rc;
+	int counts[2] = { 0, 0 }, replicas = c->g->size[RT_DIM_DATA], rc;
 
 	if (!take)
 		return dt_err_add(err, "rank %d: out of memory", c->g->rank), -ENOMEM;
 	rc = rt__ckpt_named_point(c, c->s->checkpoint.init_from, "checkpoint.init_from", m, path,
 				  sizeof(path), &found, err);
 	if (!rc) {
-		rc = fresh_names(c, &e);
+		rc = c->model_tensors ? fresh_names(c->s, c->model_tensors, c->n_model_tensors, &e) : 0;
 		if (!rc)
-			rc = plan(c, m, path, take, &n_fresh, &e);
+			rc = plan(c->s, c->stage_tensors, c->n_stage_tensors, m, path, take, &counts[0],
+				  &counts[1], &e);
 		rc = rt__ckpt_agreed(rc, &e, err);
 	}
 	if (!rc)
-		rc = load(c, path, take, err);
-	if (!rc && MPI_Allreduce(MPI_IN_PLACE, &n_fresh, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+		rc = load(c, path, m, take, err);
+	if (!rc && MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
 		rc = (dt_err_add(err, "rank %d: MPI_Allreduce failed", c->g->rank), -EIO);
 	free(take);
 	if (rc)
 		return rc;
-	total = c->n_model_tensors;
-	rt__ckpt_say(c, "starting from the model of %s (step %lld of its run, written on data %d x pipeline %d): %d tensors taken, %d kept fresh; optimizer fresh, step 0 (loaded in %.2f s)",
+	rt__ckpt_say(c, "starting from the model of %s (step %lld of its run, written on data %d x pipeline %d): %d tensors taken%s, %d kept fresh; optimizer fresh, step 0 (loaded in %.2f s)",
 		     path, (long long)m->meta.step, m->meta.data, m->meta.pipeline,
-		     total - n_fresh / (c->g->size[RT_DIM_DATA] ? c->g->size[RT_DIM_DATA] : 1),
-		     n_fresh / (c->g->size[RT_DIM_DATA] ? c->g->size[RT_DIM_DATA] : 1), dt_mono_s() - t0);
+		     c->n_model_tensors - counts[0] / replicas,
+		     counts[1] ? " (the position table cropped to model.context)" : "",
+		     counts[0] / replicas, dt_mono_s() - t0);
 	dt_json_line(c->metrics, "{\"event\":\"init_from\",\"path\":\"%s\",\"from_step\":%lld,\"load_s\":%.3f}",
 		     path, (long long)m->meta.step, dt_mono_s() - t0);
 	return 0;

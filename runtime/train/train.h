@@ -67,5 +67,11 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
  * does, on one process, without MPI. 0, or a negative errno with every
  * problem in err (-EINVAL: the data does not fit the spec). */
 int rt_check_data(const struct spec *s, struct dt_err *err);
+/* checkpoint.init_from against the spec's model, on one process (the same
+ * plan as the run's: every tensor by name and shape, init_fresh, the
+ * position table's crop), for `dtrain-run --check-data`: 0 (also when
+ * unset), -EINVAL with every problem in err when it does not fit, -ENOENT
+ * when it names no readable checkpoint (init_from.c). */
+int rt_check_init_from(const struct spec *s, struct dt_err *err);
 
 #endif

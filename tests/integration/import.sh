@@ -101,10 +101,10 @@ cat >"$T/ft.json" <<JSON
              "optimizer": { "type": "adamw", "lr": 0.001, "weight_decay": 0.1 }, "grad_clip": 1.0 },
   "checkpoint": { "every_steps": 20, "keep": 2, "init_from": "$T/ck-hf" } }
 JSON
-spec() { # spec NAME [--set k=v...]: $T/NAME.json, run dir $T/NAME
+spec() { # spec NAME [--set k=v...]: $T/NAME.json, run dir $T/NAME (what dtrain-run itself refuses: no data check)
 	local name=$1
 	shift
-	$SUBMIT validate "$T/ft.json" --set run_dir="$T/$name" "$@" >"$T/$name.json" 2>"$T/$name.err" ||
+	$SUBMIT validate "$T/ft.json" --no-data-check --set run_dir="$T/$name" "$@" >"$T/$name.json" 2>"$T/$name.err" ||
 		{ cat "$T/$name.err"; fail "spec $name"; }
 	mkdir -p "$T/$name"
 }
@@ -112,6 +112,7 @@ ft() { # ft NAME: dtrain-run on 2 ranks, output appended to $T/NAME.out; its exi
 	mpirun --allow-run-as-root --oversubscribe -np 2 "$DTRAIN_BIN/dtrain-run" --save-params "$T/$1/params" \
 		"$T/$1.json" >>"$T/$1.out" 2>&1
 }
+expect_rc 0 $SUBMIT validate "$T/ft.json" # the data check takes init_from's tensors too
 spec whole
 ft whole || { cat "$T/whole.out"; fail "the fine-tune"; }
 must_contain "$T/whole.out" "starting from the model of $T/ck-hf/step-00000000 (step 0 of its run, written on data 1 x pipeline 1): 29 tensors taken, 0 kept fresh"
@@ -149,19 +150,36 @@ must_contain "$T/stopped.out" "resuming from $T/stopped/checkpoints/step-"
 diff -r "$T/whole/params" "$T/stopped/params" >/dev/null || fail "the preempted fine-tune does not end bitwise equal to the whole one"
 pass "a preempted fine-tune resumes from its own checkpoint and ends bitwise equal"
 
-# --- what does not fit ---
-spec ctx --set model.context=16 --set train.max_steps=2
-! ft ctx || fail "a model of another context started from the import"
-must_contain "$T/ctx.out" "checkpoint.init_from: $T/ck-hf/step-00000000: tensor transformer.wpe.weight is [32][48] there, [16][48] in this model (hint: list it in checkpoint.init_fresh"
-spec fresh --set model.context=16 --set train.max_steps=2 --set 'checkpoint.init_fresh=["transformer.wpe.weight"]'
+# --- what does not fit, and a shorter context ---
+spec ctx --set model.context=16 --set train.max_steps=1 --set train.optimizer.lr=1e-12
+ft ctx || { cat "$T/ctx.out"; fail "a fine-tune with a shorter context"; }
+must_contain "$T/ctx.out" "29 tensors taken (the position table cropped to model.context), 0 kept fresh"
+$PY - "$T/ctx/params/block-0.f32" "$T/ref.pt" <<'PYEOF' || fail "the cropped position table is not the source's first rows"
+import sys, numpy as np, torch
+got = np.fromfile(sys.argv[1], dtype=np.float32)[256 * 48:].reshape(16, 48)  # after wte: wpe
+want = torch.load(sys.argv[2])["transformer.wpe.weight"][:16].numpy()
+assert np.array_equal(got, want), abs(got - want).max()
+PYEOF
+expect_rc 3 $SUBMIT validate "$T/ft.json" --set model.vocab_size=300
+must_contain "$T/err" "checkpoint.init_from: $T/ck-hf/step-00000000: tensor transformer.wte.weight is [256][48] there, [300][48] in this model (hint: list it in checkpoint.init_fresh"
+must_contain "$T/err" "tensor lm_head.weight is [256][48] there"
+spec vocab --set model.vocab_size=300 --set train.max_steps=2
+! ft vocab || fail "a model of another vocabulary started from the import"
+must_contain "$T/vocab.out" "tensor transformer.wte.weight is [256][48] there, [300][48] in this model"
+spec fresh --set model.vocab_size=300 --set train.max_steps=2 \
+	--set 'checkpoint.init_fresh=["transformer.wte.weight","lm_head.weight"]'
 ft fresh || { cat "$T/fresh.out"; fail "init_fresh"; }
-must_contain "$T/fresh.out" "28 tensors taken, 1 kept fresh"
+must_contain "$T/fresh.out" "27 tensors taken, 2 kept fresh"
+expect_rc 3 $SUBMIT validate "$T/ft.json" --set 'checkpoint.init_fresh=["head.weight"]'
+must_contain "$T/err" 'checkpoint.init_fresh: this model has no tensor "head.weight"'
 spec nosuch --set train.max_steps=2 --set 'checkpoint.init_fresh=["head.weight"]'
 ! ft nosuch || fail "init_fresh naming no tensor of the model"
 must_contain "$T/nosuch.out" 'checkpoint.init_fresh: this model has no tensor "head.weight"'
-spec mlp --set train.max_steps=2 --set checkpoint.init_from="$T/ck-nothere"
-! ft mlp || fail "init_from a missing path"
-must_contain "$T/mlp.out" "checkpoint.init_from: $T/ck-nothere: no valid checkpoint there"
+expect_rc 3 $SUBMIT validate "$T/ft.json" --set checkpoint.init_from="$T/ck-nothere"
+must_contain "$T/err" "checkpoint.init_from: $T/ck-nothere: not a checkpoint dtrain can start from"
+spec missing --set train.max_steps=2 --set checkpoint.init_from="$T/ck-nothere"
+! ft missing || fail "init_from a missing path"
+must_contain "$T/missing.out" "checkpoint.init_from: $T/ck-nothere: no valid checkpoint there"
 expect_rc 3 $SUBMIT validate "$T/ft.json" --set checkpoint.resume="$T/ck-hf"
 must_contain "$T/err" "checkpoint.init_from: a run starts either from checkpoint.resume's checkpoint"
-pass "another shape, an unknown init_fresh name, a missing source and init_from with resume refused by name; init_fresh keeps a tensor fresh"
+pass "a shorter context crops the position table; another vocabulary, an unknown init_fresh name, a missing source and init_from with resume refused by name, at submit and at start; init_fresh keeps tensors fresh"
