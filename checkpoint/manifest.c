@@ -777,6 +777,29 @@ static int parse_tensors(const struct at *at, json_object *root, struct ckpt_man
 	return 0;
 }
 
+/* The name file cf must have, into want, and its slot (the root 0, the
+ * shards, the pieces, then the tokenizer's two at tok_slot, when they may
+ * be there: tok_slot >= 0). */
+static int file_slot(const struct ckpt_file *cf, int pipeline, int shards, int tok_slot,
+		     char *want, size_t size)
+{
+	if (cf->stage < 0 && tok_slot >= 0 &&
+	    (!strcmp(cf->name, CKPT_TOKENIZER_ENCODER) || !strcmp(cf->name, CKPT_TOKENIZER_MERGES))) {
+		snprintf(want, size, "%s", cf->name);
+		return tok_slot + !strcmp(cf->name, CKPT_TOKENIZER_MERGES);
+	}
+	if (cf->stage < 0) {
+		snprintf(want, size, "%s", CKPT_ROOT);
+		return 0;
+	}
+	if (!cf->is_piece) {
+		ckpt_shard_name(cf->stage, want, size);
+		return 1 + cf->stage;
+	}
+	ckpt_piece_name(cf->stage, cf->piece, want, size);
+	return 1 + pipeline + cf->stage * shards + cf->piece;
+}
+
 /* The files: exactly the root, one shard per stage and, with a sharded
  * optimizer, its pieces of each stage, and the tokenizer's two files or
  * none, under the names this module writes. Called after the layout is
@@ -822,20 +845,7 @@ static int parse_files(const struct at *at, json_object *root, struct ckpt_manif
 			cf->piece = (int)x;
 			cf->is_piece = true;
 		}
-		if (cf->stage < 0 && n > count &&
-		    (!strcmp(cf->name, CKPT_TOKENIZER_ENCODER) || !strcmp(cf->name, CKPT_TOKENIZER_MERGES))) {
-			snprintf(want, sizeof(want), "%s", cf->name);
-			slot = (int)count + !strcmp(cf->name, CKPT_TOKENIZER_MERGES);
-		} else if (cf->stage < 0) {
-			snprintf(want, sizeof(want), "%s", CKPT_ROOT);
-			slot = 0;
-		} else if (!cf->is_piece) {
-			ckpt_shard_name(cf->stage, want, sizeof(want));
-			slot = 1 + cf->stage;
-		} else {
-			ckpt_piece_name(cf->stage, cf->piece, want, sizeof(want));
-			slot = 1 + pipeline + cf->stage * shards + cf->piece;
-		}
+		slot = file_slot(cf, pipeline, shards, n > count ? (int)count : -1, want, sizeof(want));
 		if (strcmp(cf->name, want) != 0)
 			return BAD(at->err,
 				   "%s: %s.name: stage %d's file must be named \"%s\" (a plain name written by dtrain)",
