@@ -159,8 +159,8 @@ static const struct spec_field fields[] = {
 	  "of dtrain-ckpt) whose model's tensors a new run starts from, by name, on any layout, with "
 	  "a fresh optimizer at step 0; null: the model's own initialisation" },
 	{ "checkpoint.init_fresh", SPEC_STRLIST, F(checkpoint.init_fresh), "[]", 1, 95, 0, 1024, NULL, SPEC_F_NAME,
-	  "with init_from: tensors (the model's names) that keep the model's own initialisation, "
-	  "where the source lacks them or has another shape (a new head)" },
+	  "with init_from: tensors (the model's names) that keep the model's own initialisation "
+	  "whatever the source holds (a new head; a tensor the source lacks or shapes otherwise)" },
 
 	/* --- preemption --- */
 	{ "preemption.signal", SPEC_ENUM, F(preemption.signal), "\"USR1\"", 0, 0, 0, 0, "USR1|USR2|TERM|INT|HUP|URG|XCPU", 0,

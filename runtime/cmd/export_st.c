@@ -21,6 +21,7 @@
 
 #include "base/cli.h"
 #include "base/io.h"
+#include "checkpoint/ckpt.h"
 #include "checkpoint/cmds.h"
 #include "checkpoint/safetensors.h"
 #include "runtime/cmd/ckpt_model.h"
@@ -52,13 +53,10 @@ static const char usage_export[] =
 
 /* --- the file --- */
 
-static int gpt_config_json(const struct spec *s, const char *path, bool force, struct dt_err *err)
+/* GPT-2's config.json for the model of s, into *text (malloc'd) */
+static int gpt_config_text(const struct spec *s, char **text, size_t *len)
 {
-	char *text = NULL, *old = NULL;
-	size_t old_len = 0;
-	int n, rc;
-
-	n = asprintf(&text,
+	int n = asprintf(text,
 		     "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
 		     "  \"vocab_size\": %ld,\n  \"n_positions\": %ld,\n  \"n_ctx\": %ld,\n"
 		     "  \"n_embd\": %ld,\n  \"n_layer\": %ld,\n  \"n_head\": %ld,\n  \"n_inner\": null,\n"
@@ -67,19 +65,24 @@ static int gpt_config_json(const struct spec *s, const char *path, bool force, s
 		     "  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"float32\"\n}\n",
 		     s->model.vocab_size, s->model.context, s->model.context, s->model.embd,
 		     s->model.layers, s->model.heads);
-	if (n < 0)
-		return dt_err_add(err, "%s: out of memory", path), -ENOMEM;
+
+	*len = n < 0 ? 0 : (size_t)n;
+	return n < 0 ? -ENOMEM : 0;
+}
+
+/* config.json beside the export: new, the same text, or --force */
+static int config_free(const char *path, const char *text, size_t len, bool force,
+		       struct dt_err *err)
+{
+	char *old = NULL;
+	size_t old_len = 0;
+	int rc = 0;
+
 	if (!force && dt_read_file(path, &old, &old_len) == 0 &&
-	    (old_len != (size_t)n || memcmp(old, text, (size_t)n))) {
+	    (old_len != len || memcmp(old, text, len)))
 		rc = (dt_err_add(err, "%s: exists and says another model (hint: --force replaces it, or export into another directory)",
-				path), -EEXIST);
-	} else {
-		rc = dt_write_file_atomic(path, text, (size_t)n, 0644);
-		if (rc)
-			dt_err_add(err, "%s: cannot write: %s", path, strerror(-rc));
-	}
+				 path), -EEXIST);
 	free(old);
-	free(text);
 	return rc;
 }
 
@@ -89,9 +92,10 @@ static int write_st(const struct rt_ckpt_model *m, const char *out, bool force, 
 	const struct rt_stage *st = &m->st;
 	struct st_out *t = calloc((size_t)st->n_tensors, sizeof(*t));
 	float *conv = NULL;
-	size_t n = 0, conv_floats = 0, at = 0;
+	size_t n = 0, conv_floats = 0, at = 0, text_len = 0;
 	static const char *const meta[] = { "format", "pt" };
-	int i, rc;
+	char cfg[4200], *slash, *text = NULL;
+	int i, rc = 0;
 
 	for (i = 0; i < st->n_tensors; i++)
 		if (gpt && rt_hf_conv1d(st->tensors[i].name))
@@ -122,16 +126,27 @@ static int write_st(const struct rt_ckpt_model *m, const char *out, bool force, 
 			at += r->n;
 		}
 	}
-	rc = st_write(out, t, n, meta, 1, err);
-	if (!rc && gpt) {
-		char cfg[4200], *slash;
-
+	/* config.json is checked before the weights are written, and written
+	 * after them: a refusal leaves nothing behind */
+	if (gpt) {
 		snprintf(cfg, sizeof(cfg), "%s", out);
 		slash = strrchr(cfg, '/');
 		snprintf(slash ? slash + 1 : cfg, sizeof(cfg) - (size_t)(slash ? slash + 1 - cfg : 0),
 			 "config.json");
-		rc = gpt_config_json(&m->s, cfg, force, err);
+		rc = gpt_config_text(&m->s, &text, &text_len);
+		if (rc)
+			dt_err_add(err, "%s: out of memory", cfg);
+		else
+			rc = config_free(cfg, text, text_len, force, err);
 	}
+	if (!rc)
+		rc = st_write(out, t, n, meta, 1, err);
+	if (!rc && gpt) {
+		rc = dt_write_file_atomic(cfg, text, text_len, 0644);
+		if (rc)
+			dt_err_add(err, "%s: cannot write: %s", cfg, strerror(-rc));
+	}
+	free(text);
 	free(t);
 	free(conv);
 	return rc;
@@ -146,15 +161,40 @@ static bool ends_with(const char *s, const char *tail)
 	return n >= m && !strcmp(s + n - m, tail);
 }
 
+/* OUT: a file to make in a directory that exists and is not a checkpoint
+ * (never written into), new unless --force */
+static int out_ok(const char *out, bool force, struct dt_err *err)
+{
+	const char *slash = strrchr(out, '/');
+	char dir[4200], manifest[4300];
+	struct stat sb;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == out)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - out), out);
+	snprintf(manifest, sizeof(manifest), "%s/%s", dir, CKPT_MANIFEST);
+	if (stat(dir, &sb) || !S_ISDIR(sb.st_mode))
+		return dt_err_add(err, "%s: the directory %s does not exist", out, dir), -ENOENT;
+	if (!stat(manifest, &sb))
+		return dt_err_add(err, "%s: %s is a checkpoint, which is never written into (hint: export elsewhere)",
+				  out, dir), -EINVAL;
+	if (!stat(out, &sb) && S_ISDIR(sb.st_mode))
+		return dt_err_add(err, "%s: is a directory; give the name of the file to write", out), -EISDIR;
+	if (!force && !lstat(out, &sb))
+		return dt_err_add(err, "%s: exists (hint: --force overwrites it)", out), -EEXIST;
+	return 0;
+}
+
 static int export_st(const char *ckpt, const char *out, bool force)
 {
 	struct rt_ckpt_model m = { 0 };
 	struct dt_err err = { 0 };
-	struct stat sb;
-	int rc = 0;
+	int rc;
 
-	if (!force && lstat(out, &sb) == 0)
-		rc = (dt_err_add(&err, "%s: exists (hint: --force overwrites it)", out), -EEXIST);
+	rc = out_ok(out, force, &err);
 	if (!rc)
 		rc = rt_ckpt_model_load(&m, ckpt, rt_dev_cpu(), &err);
 	if (!rc)

@@ -86,8 +86,8 @@ static int find_tokenizer(const char *dir, long V, struct rt_bpe **bpe, struct d
 		if (access(enc, F_OK) || access(merges, F_OK))
 			continue;
 		rc = rt_bpe_load(bpe, enc, merges, err);
-		if (!rc && rt_bpe_vocab(*bpe) != V)
-			rc = (dt_err_add(err, "%s: %d tokens, where the model has a vocabulary of %ld: not its tokenizer",
+		if (!rc && rt_bpe_vocab(*bpe) > V) /* a model's may be padded (50304) */
+			rc = (dt_err_add(err, "%s: %d tokens, more than the model's vocabulary of %ld: not its tokenizer",
 					 enc, (int)rt_bpe_vocab(*bpe), V), -EINVAL);
 	}
 	return rc;
@@ -208,6 +208,7 @@ int rt_cmd_import(int argc, char **argv)
 	struct ckpt_meta *meta = NULL;
 	struct rt_bpe *bpe = NULL;
 	struct ckpt_tokenizer tok;
+	struct stat sb;
 	const char *config = NULL, *tokenizer = NULL, *src, *out;
 	char st[4200], cfg[4200] = "", name[32], tdir[4200];
 	bool llmc;
@@ -222,6 +223,8 @@ int rt_cmd_import(int argc, char **argv)
 		rc = out_dir_free(out, &err);
 	if (!rc)
 		rc = llmc ? rt_import_llmc(st, &im, &err) : rt_import_hf(st, cfg, &im, &err);
+	if (!rc && tokenizer && (stat(tokenizer, &sb) || !S_ISDIR(sb.st_mode)))
+		rc = (dt_err_add(&err, "--tokenizer: %s: not a directory", tokenizer), -ENOENT);
 	if (!rc) {
 		dir_of(tokenizer ? tokenizer : src, tdir, sizeof(tdir));
 		rc = find_tokenizer(tdir, im.V, &bpe, &err);

@@ -4,7 +4,8 @@
  *
  * config.json must say GPT-2 as dtrain builds it: model_type "gpt2",
  * activation_function "gelu_new" (the tanh form), layer_norm_epsilon 1e-5,
- * n_inner null or 4 n_embd, tied embeddings, no cross-attention. Tensors
+ * n_inner null or 4 n_embd, tied embeddings, no cross-attention, attention
+ * scaled by 1/sqrt(d) and not by layer. Tensors
  * are found under GPT2LMHeadModel's names ("transformer.h.0.ln_1.weight")
  * or GPT2Model's ("h.0.ln_1.weight"); the causal-mask buffers some files
  * carry (attn.bias, attn.masked_bias) are skipped; any other tensor means
@@ -89,6 +90,7 @@ static int read_config(const char *path, struct rt_import *im, struct dt_err *er
 		     want_same(c, "layer_norm_epsilon", NULL, 1e-5, -1, path, err) ||
 		     want_same(c, "tie_word_embeddings", NULL, 0, 1, path, err) ||
 		     want_same(c, "add_cross_attention", NULL, 0, 0, path, err) ||
+		     want_same(c, "scale_attn_weights", NULL, 0, 1, path, err) ||
 		     want_same(c, "scale_attn_by_inverse_layer_idx", NULL, 0, 0, path, err) ||
 		     want_same(c, "reorder_and_upcast_attn", NULL, 0, 0, path, err) ? -EINVAL : 0;
 	if (!rc && json_object_object_get_ex(c, "n_inner", &o) && !json_object_is_type(o, json_type_null) &&

@@ -74,6 +74,11 @@ static int read_header(struct llmc *f, struct rt_import *im, struct dt_err *err)
 		if (h[i] < 1 || h[i] > (1 << 24))
 			return dt_err_add(err, "%s: header field %d is %" PRId32 ", out of range", f->path, i,
 					  h[i]), -EINVAL;
+	/* dtrain's own bounds (model.layers, model.embd) first: the sizes below
+	 * then stay far from overflow (L 2^10, C 2^16, Vp and maxT 2^24) */
+	if (h[4] > 1023 || h[6] > 65536)
+		return dt_err_add(err, "%s: %" PRId32 " layers of width %" PRId32 ": beyond what dtrain's GPT builds (1023 layers, width 65536)",
+				  f->path, h[4], h[6]), -EINVAL;
 	if (h[7] < h[3])
 		return dt_err_add(err, "%s: padded vocabulary %" PRId32 " below the vocabulary %" PRId32,
 				  f->path, h[7], h[3]), -EINVAL;
@@ -98,7 +103,7 @@ static int read_header(struct llmc *f, struct rt_import *im, struct dt_err *err)
 		f->start[a] = at;
 		at += f->count[a];
 	}
-	want = LLMC_HEADER + at * f->elem; /* at most ~2^64 / 2^40: no overflow at 2^24 per field */
+	want = LLMC_HEADER + at * f->elem; /* below 2^48: the bounds above */
 	if ((uint64_t)sb.st_size != want)
 		return dt_err_add(err, "%s: %lld bytes, where its header (V %ld, T %ld, L %ld, C %ld, Vp %llu, %s) says %llu: %s",
 				  f->path, (long long)sb.st_size, im->V, im->T, im->L, im->C,

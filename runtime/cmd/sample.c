@@ -245,8 +245,8 @@ static int load_tokenizer(const struct rt_ckpt_model *m, long V, struct text *tx
 		snprintf(enc, sizeof(enc), "%s/%s", m->path, CKPT_TOKENIZER_ENCODER);
 		snprintf(merges, sizeof(merges), "%s/%s", m->path, CKPT_TOKENIZER_MERGES);
 		rc = rt_bpe_load(&tx->bpe, enc, merges, err);
-		if (!rc && rt_bpe_vocab(tx->bpe) != V)
-			rc = (dt_err_add(err, "%s: its tokenizer has %ld tokens, its model %ld", m->path,
+		if (!rc && rt_bpe_vocab(tx->bpe) > V) /* a model's may be padded (50304) */
+			rc = (dt_err_add(err, "%s: its tokenizer has %ld tokens, more than its model's %ld", m->path,
 					 (long)rt_bpe_vocab(tx->bpe), V), -EINVAL);
 	}
 	free(man);
@@ -335,7 +335,9 @@ static int sample_run(const struct sample_opts *o, struct rt_dev *dev, struct dt
 			memcpy(lg, logits + (size_t)(len - 1) * (size_t)V, (size_t)V * sizeof(*lg));
 		else
 			rt_dev_get(dev, lg, logits + (size_t)(len - 1) * (size_t)V, (size_t)V * sizeof(*lg));
-		ids[n] = draw(lg, V, o, &r);
+		/* with a tokenizer, among its tokens only (a padded vocabulary's
+		 * last rows are no text) */
+		ids[n] = draw(lg, tx.bpe ? (long)rt_bpe_vocab(tx.bpe) : V, o, &r);
 		put_token(ids[n], &tx, false);
 	}
 	if (!tx.bytes && !tx.bpe)

@@ -79,6 +79,9 @@ static int compatible(const char *path, const struct ckpt_meta *m,
 {
 	int bad = 0;
 
+	if (!strcmp(m->optimizer, "none")) /* dtrain-ckpt import's */
+		return dt_err_add(err, "%s: holds a model's parameters only (an import, or another program's weights), no training state to resume (hint: start a new run from it with checkpoint.init_from)",
+				  path), -EINVAL;
 	if (strcmp(m->model_hash, ours->model_hash)) {
 		dt_err_add(err, "%s: a checkpoint of another model (%s %s; this job has %s %s)", path,
 			   m->model_type, m->model_config, ours->model_type, ours->model_config);
@@ -260,7 +263,7 @@ static bool record_tokenizer(struct rt_ckpt *c, const struct spec *s)
 	struct dt_err e = { 0 };
 	int rc;
 
-	if (!s->data.train)
+	if (!s->data.train || strcmp(s->model.type, "gpt")) /* token streams are a GPT's */
 		return false;
 	rc = rt_bpe_load_tokens(&c->bpe, s->data.train, &e);
 	if (rc && rc != -ENOENT) {

@@ -7,9 +7,12 @@
  * source's newest valid checkpoint is verified, then each stage's first
  * replica reads its tensors by name, whatever layout the source was
  * written on, and gives them to its replicas; the optimizer starts fresh,
- * at step 0, on the new run's data. A tensor the source lacks, or holds
- * with another shape, is refused by name unless checkpoint.init_fresh
- * lists it: it then keeps the model's own initialisation (a new head).
+ * at step 0, on the new run's data. The model's config must be the
+ * source's but for a GPT's context and vocabulary (its heads, say, do not
+ * show in any shape). A tensor the source lacks, or holds with another
+ * shape, is refused by name unless checkpoint.init_fresh lists it: a
+ * tensor listed there keeps the model's own initialisation, whatever the
+ * source holds (a new head).
  * One shape change is taken as nanoGPT's crop_block_size takes it: a GPT
  * with a shorter context than its source takes the first rows of the
  * source's position table (transformer.wpe.weight).
@@ -27,6 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
+#include "base/buf.h"
 #include "base/clock.h"
 #include "base/json.h"
 #include "runtime/train/train.h"
@@ -68,6 +74,47 @@ static bool croppable(const struct ckpt_tensor *t, const struct ckpt_tensor *src
 	       src->shape[1] == t->shape[1] && src->shape[0] > t->shape[0];
 }
 
+/* The model's config against the source's, key by key: a tensor's shape
+ * does not tell everything (the heads of a GPT, the activation of an MLP,
+ * the layers of a model cut short). The keys that only size tensors are
+ * left to the tensors, which init_fresh or the crop may take: a GPT's
+ * context, vocab_size and embd, an MLP's inputs, hidden and outputs. */
+static int same_config(const struct spec *s, const struct ckpt_manifest *m, const char *path,
+		       struct dt_err *e)
+{
+	const struct rt_model_ops *ops = rt_model_find(s, e);
+	struct json_object *theirs = json_tokener_parse(m->meta.model_config), *ours = NULL, *v;
+	struct dt_buf cfg = { 0 };
+	int rc = !ops || ops->config(s, &cfg) ? -ENOMEM : 0;
+
+	if (!rc)
+		ours = json_tokener_parse(cfg.p);
+	if (!rc && (!ours || !theirs))
+		rc = (dt_err_add(e, "checkpoint.init_from: %s: its model config does not parse", path), -EINVAL);
+	if (!rc) {
+		json_object_object_foreach(ours, key, mine) {
+			static const char *const sizes[] = { "context", "vocab_size", "embd",
+							     "inputs", "hidden", "outputs" };
+			size_t k = 0;
+
+			while (k < sizeof(sizes) / sizeof(sizes[0]) && strcmp(key, sizes[k]))
+				k++;
+			if (k < sizeof(sizes) / sizeof(sizes[0]))
+				continue;
+			if (!json_object_object_get_ex(theirs, key, &v) || !json_object_equal(mine, v)) {
+				dt_err_add(e, "checkpoint.init_from: %s: its model has model.%s %s, this one %s",
+					   path, key, v ? json_object_to_json_string(v) : "(none)",
+					   json_object_to_json_string(mine));
+				rc = -EINVAL;
+			}
+		}
+	}
+	json_object_put(theirs);
+	json_object_put(ours);
+	dt_buf_free(&cfg);
+	return rc;
+}
+
 /* How each of the tensors t [n] comes from the source (take[i]), or is
  * refused; *n_fresh, *n_rows count the kept and cropped ones. */
 static int plan(const struct spec *s, const struct ckpt_tensor *t, int n,
@@ -80,6 +127,8 @@ static int plan(const struct spec *s, const struct ckpt_tensor *t, int n,
 	if (strcmp(m->meta.model_type, s->model.type))
 		return dt_err_add(e, "checkpoint.init_from: %s holds a model of type \"%s\", this run's is \"%s\"",
 				  path, m->meta.model_type, s->model.type), -EINVAL;
+	if ((rc = same_config(s, m, path, e)))
+		return rc;
 	for (int i = 0; i < n; i++) {
 		const struct ckpt_tensor *src = listed(m, t[i].name);
 		bool same = src && src->ndim == t[i].ndim;
@@ -87,7 +136,7 @@ static int plan(const struct spec *s, const struct ckpt_tensor *t, int n,
 
 		for (int d = 0; same && d < t[i].ndim; d++)
 			same = src->shape[d] == t[i].shape[d];
-		take[i] = same ? TAKE_WHOLE : kept_fresh(s, t[i].name) ? KEEP_FRESH
+		take[i] = kept_fresh(s, t[i].name) ? KEEP_FRESH : same ? TAKE_WHOLE
 			  : src && croppable(&t[i], src) ? TAKE_ROWS : 255;
 		*n_fresh += take[i] == KEEP_FRESH;
 		*n_rows += take[i] == TAKE_ROWS;

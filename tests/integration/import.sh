@@ -29,23 +29,26 @@ $PY "$TP" write "$T" || fail "import_torch.py write"
 "$DTRAIN_BIN/dtrain-data" text /usr/share/games/fortunes/riddles "$T/text" >/dev/null || fail "dtrain-data text"
 
 # --- import, then eval against PyTorch ---
-for src in hf hf-lm gpt2.bin; do
+for src in hf hf-lm gpt2.bin gpt2-bf16.bin; do
 	expect_rc 0 "$CKPT" import "$T/$src" "$T/ck-$src"
 	must_contain "$T/out" "into $T/ck-$src/step-00000000"
 	expect_rc 0 "$CKPT" verify "$T/ck-$src"
 	expect_rc 0 "$CKPT" eval "$T/ck-$src" "$T/text/train.h5" --samples 6 --logits "$T/logits-$src.f32"
 	half=
 	[ "$src" = hf-lm ] && half=--half
+	[ "$src" = gpt2-bf16.bin ] && half=--bf16
 	$PY "$TP" logits "$T" "$T/text/train.h5" "$T/logits-$src.f32" 6 $half || fail "the import of $src disagrees with PyTorch"
 done
 must_contain "$T/out" "loss "
 cmp "$T/logits-hf.f32" "$T/logits-gpt2.bin.f32" || fail "the Hugging Face and llm.c imports of one model give different logits"
-pass "imports of a Hugging Face directory (float32 and float16) and an llm.c file give PyTorch's logits"
+pass "imports of a Hugging Face directory (float32 and float16) and llm.c files (float32 and bfloat16) give PyTorch's logits"
 
 # --- the tokenizer beside the model goes into the checkpoint: sample reads and writes text ---
 expect_rc 0 "$CKPT" inspect "$T/ck-hf"
 for f in encoder.json vocab.bpe; do [ -f "$T/ck-hf/step-00000000/$f" ] || fail "the import of hf lacks its $f"; done
 [ ! -e "$T/ck-gpt2.bin/step-00000000/encoder.json" ] || fail "the llm.c import got a tokenizer from nowhere"
+cmp "$T/ck-hf/step-00000000/encoder.json" "$T/hf/vocab.json" && cmp "$T/ck-hf/step-00000000/vocab.bpe" "$T/hf/merges.txt" ||
+	fail "the import's tokenizer files are not the ones beside the model"
 expect_rc 0 "$CKPT" sample "$T/ck-hf" --prompt "Riddle me" --temperature 0 --tokens 20
 cp "$T/out" "$T/sample.out"
 $PY "$TP" greedy "$T" "Riddle me" 20 "$T/greedy.ref" || fail "import_torch.py greedy"
@@ -55,7 +58,16 @@ expect_rc 1 "$CKPT" sample "$T/ck-hf" --prompt "Riddle me"
 must_contain "$T/err" "vocab.bpe: size"
 truncate -s -1 "$T/ck-hf/step-00000000/vocab.bpe"
 expect_rc 0 "$CKPT" verify "$T/ck-hf"
-pass "a tokenizer beside the model is imported with it; sample encodes the prompt and decodes PyTorch's greedy text; a damaged one is refused"
+mkdir -p "$T/llmc-tok" && cp "$T/hf/vocab.json" "$T/hf/merges.txt" "$T/llmc-tok/"
+expect_rc 1 "$CKPT" import "$T/gpt2.bin" "$T/ck-typo" --tokenizer "$T/llmc-tk"
+must_contain "$T/err" "--tokenizer: $T/llmc-tk: not a directory"
+expect_rc 0 "$CKPT" import "$T/gpt2.bin" "$T/ck-llmc-tok" --tokenizer "$T/llmc-tok"
+must_contain "$T/out" "its BPE tokenizer"
+head -c 200 "$T/hf/vocab.json" >"$T/llmc-tok/vocab.json"
+expect_rc 1 "$CKPT" import "$T/gpt2.bin" "$T/ck-llmc-bad" --tokenizer "$T/llmc-tok"
+must_contain "$T/err" "llmc-tok/vocab.json"
+[ ! -e "$T/ck-llmc-bad" ] || fail "a refused import left its directory"
+pass "a tokenizer beside the model (or --tokenizer) is imported with it; sample encodes the prompt and decodes PyTorch's greedy text; a damaged one is refused"
 
 # --- export back ---
 mkdir -p "$T/exp"
@@ -67,7 +79,13 @@ must_contain "$T/err" "exp/model.safetensors: exists (hint: --force overwrites i
 expect_rc 0 "$CKPT" import "$T/exp" "$T/ck-again"
 expect_rc 0 "$CKPT" eval "$T/ck-again" "$T/text/train.h5" --samples 6 --logits "$T/logits-again.f32"
 cmp "$T/logits-again.f32" "$T/logits-gpt2.bin.f32" || fail "export then import changed the model"
-pass "export --format safetensors loads into PyTorch with strict=True, and imports back bitwise"
+expect_rc 1 "$CKPT" export "$T/ck-gpt2.bin" "$T/ck-gpt2.bin/step-00000000/model.safetensors"
+must_contain "$T/err" "ck-gpt2.bin/step-00000000 is a checkpoint, which is never written into"
+mkdir -p "$T/exp2" && echo '{"model_type": "llama"}' >"$T/exp2/config.json"
+expect_rc 1 "$CKPT" export "$T/ck-gpt2.bin" "$T/exp2/model.safetensors"
+must_contain "$T/err" "exp2/config.json: exists and says another model"
+[ ! -e "$T/exp2/model.safetensors" ] || fail "a refused export left its weights"
+pass "export --format safetensors loads into PyTorch with strict=True, and imports back bitwise; never into a checkpoint, nor beside another model's config"
 
 # --- hostile files ---
 $PY "$TP" hostile "$T" || fail "import_torch.py hostile"
@@ -93,7 +111,7 @@ pass "hostile files and a used directory refused, naming the file, nothing writt
 "$DTRAIN_BIN/dtrain-data" text /usr/share/games/fortunes/riddles "$T/bpe" --bpe "$T/hf/vocab.json" "$T/hf/merges.txt" \
 	>/dev/null || fail "dtrain-data text --bpe"
 cat >"$T/ft.json" <<JSON
-{ "name": "ft", "model": { "type": "gpt", "vocab_size": 256, "context": 32, "layers": 2, "heads": 2, "embd": 48 },
+{ "name": "ft", "model": { "type": "gpt", "vocab_size": 300, "context": 32, "layers": 2, "heads": 2, "embd": 48 },
   "data": { "train": "$T/bpe/train.h5", "shuffle": false },
   "resources": { "tasks_per_node": 2 },
   "parallel": { "pipeline": 2, "micro_batches": 2 },
@@ -128,8 +146,13 @@ print(f"  step 1 loss {first:.7f}, the import's eval loss on that batch {want:.7
 assert steps[0]["step"] == 1 and abs(first - want) <= 1e-5 * want, "step 1 is not the import's model"
 assert sum(loss[-10:]) < 0.8 * sum(loss[:10]), "the loss did not fall"
 PYEOF
+latest=$T/whole/checkpoints/$(readlink "$T/whole/checkpoints/latest")
+cmp "$latest/encoder.json" "$T/hf/vocab.json" && cmp "$latest/vocab.bpe" "$T/hf/merges.txt" ||
+	fail "the fine-tune's checkpoint does not carry the data's tokenizer"
+jq -e '[.files[].name] | index("encoder.json") and index("vocab.bpe")' "$latest/MANIFEST.json" >/dev/null ||
+	fail "the fine-tune's manifest does not list the tokenizer's files"
 expect_rc 0 "$CKPT" sample "$T/whole" --prompt "Q: " --tokens 40 --seed 3
-[ "$(head -c 3 "$T/out")" = "Q: " ] && [ "$(wc -c <"$T/out")" -eq 43 ] || fail "sample of the fine-tune did not write text"
+[ "$(head -c 3 "$T/out")" = "Q: " ] && [ "$(wc -c <"$T/out")" -gt 43 ] || fail "sample of the fine-tune did not write text through its tokenizer"
 pass "a fine-tune from the import on 2 stages starts from its weights and learns; its checkpoints carry the data's tokenizer"
 
 spec stopped
@@ -156,22 +179,30 @@ ft ctx || { cat "$T/ctx.out"; fail "a fine-tune with a shorter context"; }
 must_contain "$T/ctx.out" "29 tensors taken (the position table cropped to model.context), 0 kept fresh"
 $PY - "$T/ctx/params/block-0.f32" "$T/ref.pt" <<'PYEOF' || fail "the cropped position table is not the source's first rows"
 import sys, numpy as np, torch
-got = np.fromfile(sys.argv[1], dtype=np.float32)[256 * 48:].reshape(16, 48)  # after wte: wpe
+got = np.fromfile(sys.argv[1], dtype=np.float32)[300 * 48:].reshape(16, 48)  # after wte: wpe
 want = torch.load(sys.argv[2])["transformer.wpe.weight"][:16].numpy()
 assert np.array_equal(got, want), abs(got - want).max()
 PYEOF
-expect_rc 3 $SUBMIT validate "$T/ft.json" --set model.vocab_size=300
-must_contain "$T/err" "checkpoint.init_from: $T/ck-hf/step-00000000: tensor transformer.wte.weight is [256][48] there, [300][48] in this model (hint: list it in checkpoint.init_fresh"
-must_contain "$T/err" "tensor lm_head.weight is [256][48] there"
-spec vocab --set model.vocab_size=300 --set train.max_steps=2
+expect_rc 3 $SUBMIT validate "$T/ft.json" --set model.vocab_size=320
+must_contain "$T/err" "checkpoint.init_from: $T/ck-hf/step-00000000: tensor transformer.wte.weight is [300][48] there, [320][48] in this model (hint: list it in checkpoint.init_fresh"
+must_contain "$T/err" "tensor lm_head.weight is [300][48] there"
+spec vocab --set model.vocab_size=320 --set train.max_steps=2
 ! ft vocab || fail "a model of another vocabulary started from the import"
-must_contain "$T/vocab.out" "tensor transformer.wte.weight is [256][48] there, [300][48] in this model"
-spec fresh --set model.vocab_size=300 --set train.max_steps=2 \
+must_contain "$T/vocab.out" "tensor transformer.wte.weight is [300][48] there, [320][48] in this model"
+spec fresh --set model.vocab_size=320 --set train.max_steps=2 \
 	--set 'checkpoint.init_fresh=["transformer.wte.weight","lm_head.weight"]'
 ft fresh || { cat "$T/fresh.out"; fail "init_fresh"; }
 must_contain "$T/fresh.out" "27 tensors taken, 2 kept fresh"
 expect_rc 3 $SUBMIT validate "$T/ft.json" --set 'checkpoint.init_fresh=["head.weight"]'
 must_contain "$T/err" 'checkpoint.init_fresh: this model has no tensor "head.weight"'
+expect_rc 3 $SUBMIT validate "$T/ft.json" --set model.heads=4
+must_contain "$T/err" "checkpoint.init_from: $T/ck-hf/step-00000000: its model has model.heads 2, this one 4"
+spec fresh2 --set train.max_steps=1 --set 'checkpoint.init_fresh=["transformer.ln_f.bias"]'
+ft fresh2 || { cat "$T/fresh2.out"; fail "init_fresh of a tensor the source has"; }
+must_contain "$T/fresh2.out" "28 tensors taken, 1 kept fresh"
+spec resumed --set train.max_steps=1 --set checkpoint.init_from=null --set checkpoint.resume="$T/ck-hf"
+! ft resumed || fail "checkpoint.resume of an import started"
+must_contain "$T/resumed.out" "holds a model's parameters only (an import, or another program's weights), no training state to resume (hint: start a new run from it with checkpoint.init_from)"
 spec nosuch --set train.max_steps=2 --set 'checkpoint.init_fresh=["head.weight"]'
 ! ft nosuch || fail "init_fresh naming no tensor of the model"
 must_contain "$T/nosuch.out" 'checkpoint.init_fresh: this model has no tensor "head.weight"'
@@ -182,4 +213,4 @@ spec missing --set train.max_steps=2 --set checkpoint.init_from="$T/ck-nothere"
 must_contain "$T/missing.out" "checkpoint.init_from: $T/ck-nothere: no valid checkpoint there"
 expect_rc 3 $SUBMIT validate "$T/ft.json" --set checkpoint.resume="$T/ck-hf"
 must_contain "$T/err" "checkpoint.init_from: a run starts either from checkpoint.resume's checkpoint"
-pass "a shorter context crops the position table; another vocabulary, an unknown init_fresh name, a missing source and init_from with resume refused by name, at submit and at start; init_fresh keeps tensors fresh"
+pass "a shorter context crops the position table; another vocabulary or number of heads, an unknown init_fresh name, a missing source, init_from with resume and resume of an import refused by name, at submit and at start; init_fresh keeps tensors fresh"

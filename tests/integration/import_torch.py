@@ -13,11 +13,13 @@ written by writers in this script, from the formats' specifications:
 usage: import_torch.py write DIR
          DIR/hf/{model.safetensors,config.json} (GPT2Model's names, with the
          attn.bias mask buffers old files carry; vocab.json and merges.txt, a
-         GPT-2-format tokenizer of the 256 bytes in GPT-2's id order), DIR/hf-lm/ (GPT2LMHeadModel's
-         names, float16), DIR/gpt2.bin (llm.c), DIR/ref.pt
-       import_torch.py logits DIR TRAIN.h5 LOGITS.f32 N [--half]
+         GPT-2-format tokenizer of V tokens trained on the riddles by
+         bpe_ref.py), DIR/hf-lm/ (GPT2LMHeadModel's
+         names, float16), DIR/gpt2.bin (llm.c, float32), DIR/gpt2-bf16.bin (llm.c
+         version 5, bfloat16), DIR/ref.pt
+       import_torch.py logits DIR TRAIN.h5 LOGITS.f32 N [--half | --bf16]
          the reference's logits on N windows against dtrain's (1e-5 relative;
-         --half: the float16 weights' model)
+         --half, --bf16: the model of the weights rounded so)
        import_torch.py load DIR EXPORT.safetensors TRAIN.h5 N
          EXPORT loaded into the model class with strict=True: its logits equal
          the reference's (1e-5)
@@ -38,7 +40,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-V, T, L, NH, C = 256, 32, 2, 2, 48
+V, T, L, NH, C = 300, 32, 2, 2, 48  # V: the tokenizer's 256 bytes, 43 merges, <|endoftext|>
 VP = 320  # llm.c's padded vocabulary
 
 
@@ -136,7 +138,7 @@ def config(path):
                    "tie_word_embeddings": True}, f)
 
 
-def write_llmc(path, m):
+def write_llmc(path, m, version=3):  # version 5: bfloat16 (the top half of each float32, rounded)
     sd = m.state_dict()
     h = "transformer.h.%d."
     lay = lambda k, t=False: torch.stack([sd[h % l + k].t() if t else sd[h % l + k] for l in range(L)])
@@ -148,33 +150,31 @@ def write_llmc(path, m):
               lay("mlp.c_fc.bias"), lay("mlp.c_proj.weight", True), lay("mlp.c_proj.bias"),
               sd["transformer.ln_f.weight"], sd["transformer.ln_f.bias"]]
     head = np.zeros(256, dtype="<i4")
-    head[:8] = [20240326, 3, T, V, L, NH, C, VP]
+    head[:8] = [20240326, version, T, V, L, NH, C, VP]
     with open(path, "wb") as f:
         f.write(head.tobytes())
         for a in arrays:
-            f.write(a.detach().contiguous().numpy().astype("<f4").tobytes())
+            a = a.detach().contiguous()
+            if version == 5:
+                f.write(a.to(torch.bfloat16).view(torch.int16).numpy().astype("<i2").tobytes())
+            else:
+                f.write(a.numpy().astype("<f4").tobytes())
 
 
-def byte_chars():  # GPT-2's bytes_to_unicode, from its published description
-    keep = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
-    chars, extra = {}, 0
-    for b in range(256):
-        if b in keep:
-            chars[b] = chr(b)
-        else:
-            chars[b] = chr(256 + extra)
-            extra += 1
-    return chars
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bpe_ref  # noqa: E402  GPT-2's algorithm, the reference of tests/integration/bpe.sh
+
+RIDDLES = "/usr/share/games/fortunes/riddles"
 
 
-def tokenizer(d):  # a GPT-2-format tokenizer of 256 tokens (no merges), in GPT-2's id order
-    chars = byte_chars()
-    order = [b for b in range(256) if chars[b] == chr(b)] + [b for b in range(256) if chars[b] != chr(b)]
-    with open(d + "/vocab.json", "w") as f:
-        json.dump({chars[b]: i for i, b in enumerate(order)}, f)
-    with open(d + "/merges.txt", "w") as f:
-        f.write("#version: 0.2\n")
-    return order  # id -> byte
+def tokenizer(d):  # a GPT-2-format tokenizer of V tokens, under Hugging Face's file names
+    os.makedirs(d + "/tok", exist_ok=True)
+    bpe_ref.write_tokenizer(d + "/tok", bpe_ref.train([RIDDLES], V - 257))
+    enc = json.load(open(d + "/tok/encoder.json"))
+    assert len(enc) == V, len(enc)
+    os.replace(d + "/tok/encoder.json", d + "/vocab.json")
+    os.replace(d + "/tok/vocab.bpe", d + "/merges.txt")
+    os.rmdir(d + "/tok")
 
 
 def write(d):
@@ -191,6 +191,7 @@ def write(d):
     write_safetensors(d + "/hf-lm/model.safetensors", sd, "F16")
     config(d + "/hf-lm/config.json")
     write_llmc(d + "/gpt2.bin", m)
+    write_llmc(d + "/gpt2-bf16.bin", m, 5)
     torch.save(sd, d + "/ref.pt")
 
 
@@ -205,16 +206,16 @@ def rel(a, b):
     return float((a - b).abs().max() / b.abs().max())
 
 
-def model_from(d, half=False):
+def model_from(d, half=None):
     m = GPT2()
     sd = torch.load(d + "/ref.pt")
-    if half:
-        sd = {k: v.half().float() for k, v in sd.items()}
+    if half:  # the weights as a float16 or bfloat16 file holds them
+        sd = {k: v.to(half).float() for k, v in sd.items()}
     m.load_state_dict(sd, strict=True)
     return m
 
 
-def logits(d, train, path, n, half=False):
+def logits(d, train, path, n, half=None):
     x = windows(train, n)
     with torch.no_grad():
         ours = model_from(d, half)(x)
@@ -249,14 +250,16 @@ def load(d, path, train, n):
 
 
 def greedy(d, prompt, n, out):  # the reference's greedy continuation, through the tokenizer
-    order = tokenizer(d)
-    ids = [order.index(b) for b in prompt.encode()]
+    encoder, ranks = bpe_ref.load(d + "/hf/vocab.json", d + "/hf/merges.txt")
+    byte_of = {c: b for b, c in bpe_ref.BYTE_CHAR.items()}
+    decoder = {i: bytes(byte_of[c] for c in t) for t, i in encoder.items()}
+    ids = bpe_ref.encode(prompt, encoder, ranks, {})
     m = model_from(d)
     with torch.no_grad():
         for _ in range(n):
             ids.append(int(m(torch.tensor([ids[-T:]]))[0, -1].argmax()))
     with open(out, "wb") as f:
-        f.write(bytes(order[i] for i in ids))
+        f.write(b"".join(decoder[i] for i in ids))
 
 
 def hostile(d):
@@ -308,7 +311,8 @@ def main():
     if cmd == "write":
         write(d)
     elif cmd == "logits":
-        logits(d, sys.argv[3], sys.argv[4], int(sys.argv[5]), "--half" in sys.argv)
+        logits(d, sys.argv[3], sys.argv[4], int(sys.argv[5]),
+               torch.float16 if "--half" in sys.argv else torch.bfloat16 if "--bf16" in sys.argv else None)
     elif cmd == "load":
         load(d, sys.argv[3], sys.argv[4], int(sys.argv[5]))
     elif cmd == "greedy":
