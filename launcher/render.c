@@ -405,6 +405,58 @@ static void render_setup_lines(struct render *r)
 	}
 }
 
+/* The run's life as it happens, for dtrain-submit report: <run dir>/
+ * events.jsonl, one line at each start and end of the job step, at a
+ * SIGTERM (written at once: a preempted job's shell may be killed before
+ * its step has saved) and at a node lost, appended across requeues. One short printf to a file opened
+ * O_APPEND lands whole; text from Slurm is stripped of quotes, backslashes
+ * and control characters to stay JSON. */
+static void render_events(struct render *r)
+{
+	put(r, "# --- the run's life, for dtrain-submit report: <run dir>/events.jsonl ---\n"
+	       "dtrain_text() { printf '%%s' \"$1\" | tr -d '\"\\\\\\000-\\037' | cut -c1-300; }\n"
+	       "dtrain_event() { # NAME [,\"key\":value...]\n"
+	       "\t[ -d \"$DTRAIN_RUN_DIR\" ] && [ ! -L \"$DTRAIN_RUN_DIR/events.jsonl\" ] || return 0\n"
+	       "\tprintf '{\"event\":\"%%s\",\"time\":%%s,\"job_id\":\"%%s\",\"restart\":%%s%%s}\\n' \"$1\" \"$(date +%%s.%%N)\" \\\n"
+	       "\t\t\"$(dtrain_text \"$dtrain_job_id\")\" \"$((10#${dtrain_restarts:-0}))\" \"${2:-}\" \\\n"
+	       "\t\t>>\"$DTRAIN_RUN_DIR/events.jsonl\" 2>/dev/null || true\n"
+	       "}\n"
+	       "# the end of a start of the step and its cause: done, preempted, cancelled,\n"
+	       "# terminated, time_limit (a saved stop before the limit), refused, diverged,\n"
+	       "# watchdog (a step that stopped making progress), crash (the first rank to\n"
+	       "# die and its node, as srun names them)\n"
+	       "dtrain_stop_event() {\n"
+	       "\tlocal cause=crash detail='' rank='' node='' e=\"$dtrain_srun_err\"\n"
+	       "\tif [ \"$dtrain_term\" -ne 0 ]; then\n"
+	       "\t\tcause=terminated\n"
+	       "\t\tif [ \"$dtrain_rc\" -eq %d ]; then\n"
+	       "\t\t\tif [ -e \"$DTRAIN_RUN_DIR/cancel\" ]; then cause=cancelled; else cause=preempted; fi\n"
+	       "\t\tfi\n"
+	       "\telse\n"
+	       "\t\tcase \"$dtrain_rc\" in\n"
+	       "\t\t0) cause=done ;;\n"
+	       "\t\t%d) cause=time_limit ;;\n"
+	       "\t\t2 | 3) cause=refused ;;\n"
+	       "\t\t4) cause=diverged ;;\n"
+	       "\t\t*)\n"
+	       "\t\t\t# as the log line below: the watchdog's report, when the first\n"
+	       "\t\t\t# rank to end was the watchdog's exit (%d) or none is named\n"
+	       "\t\t\tdetail=$(sed -n 's/^dtrain-run: watchdog: //p' \"$e\" 2>/dev/null | head -n 1)\n"
+	       "\t\t\tif [ -n \"$detail\" ] && ! grep -q '^srun: error: [^:]*: tasks\\{0,1\\} [0-9,-]*: ' \"$e\" 2>/dev/null ||\n"
+	       "\t\t\t   grep '^srun: error: [^:]*: tasks\\{0,1\\} [0-9,-]*: ' \"$e\" 2>/dev/null | head -n 1 | grep -q ': Exited with exit code %d$' && [ -n \"$detail\" ]; then\n"
+	       "\t\t\t\tcause=watchdog\n"
+	       "\t\t\telse\n"
+	       "\t\t\t\tnode=$(sed -n 's/^srun: error: \\([^:]*\\): tasks\\{0,1\\} [0-9,-]*: .*$/\\1/p' \"$e\" 2>/dev/null | head -n 1)\n"
+	       "\t\t\t\trank=$(sed -n 's/^srun: error: [^:]*: tasks\\{0,1\\} \\([0-9,-]*\\): .*$/\\1/p' \"$e\" 2>/dev/null | head -n 1)\n"
+	       "\t\t\t\tdetail=$(sed -n 's/^srun: error: [^:]*: tasks\\{0,1\\} [0-9,-]*: \\(.*\\)$/\\1/p' \"$e\" 2>/dev/null | head -n 1)\n"
+	       "\t\t\tfi ;;\n"
+	       "\t\tesac\n"
+	       "\tfi\n"
+	       "\tdtrain_event job_stop \",\\\"cause\\\":\\\"$cause\\\",\\\"exit\\\":$((10#$dtrain_rc)),\\\"rank\\\":\\\"$(dtrain_text \"$rank\")\\\",\\\"node\\\":\\\"$(dtrain_text \"$node\")\\\",\\\"detail\\\":\\\"$(dtrain_text \"$detail\")\\\"\"\n"
+	       "}\n\n",
+	    DT_EXIT_REQUEUE, DT_EXIT_REQUEUE, DT_EXIT_HUNG, DT_EXIT_HUNG);
+}
+
 /* Counters in the run dir, so that a node failure can be told from the
  * requeues and stops this script caused; then recovery.max_node_failures. */
 static void render_recovery(struct render *r)
@@ -441,6 +493,7 @@ static void render_recovery(struct render *r)
 	       "\t[ \"$dtrain_term\" -eq 0 ] || return 0\n"
 	       "\tdtrain_term=1\n"
 	       "\tdtrain_bump stopped || true\n"
+	       "\tdtrain_event term \",\\\"detail\\\":\\\"SIGTERM: preemption, scancel or a requeue by an admin\\\"\"\n"
 	       "}\n"
 	       "trap dtrain_on_term TERM\n"
 	       "# Its own requeue makes Slurm send this shell SIGTERM too: not a stop.\n"
@@ -459,6 +512,7 @@ static void render_recovery(struct render *r)
 	       "elif [ \"$dtrain_node_failures\" -gt \"$(dtrain_count node_failures)\" ]; then\n"
 	       "\techo \"dtrain: started again after losing a node (node failure $dtrain_node_failures of at most %ld)\" >&2\n"
 	       "\tdtrain_set node_failures \"$dtrain_node_failures\" || true\n"
+	       "\tdtrain_event node_failure \",\\\"detail\\\":\\\"Slurm requeued the job after it lost a node\\\"\"\n"
 	       "fi\n\n",
 	    max_node_failures, max_node_failures, max_node_failures);
 }
@@ -583,12 +637,14 @@ static void render_step_start(struct render *r, const char *dtrain_run_path)
 	       "\tif [ -d \"$DTRAIN_RUN_DIR\" ]; then rm -f \"$dtrain_srun_err\" \"$dtrain_probe_err\"; fi\n"
 	       "\t# this start of the step, the same for every rank (their heartbeats)\n"
 	       "\texport DTRAIN_STEP_START=\"$(date +%%s.%%N)\"\n"
+	       "\tdtrain_event job_start \",\\\"crashes\\\":$(dtrain_count crashes),\\\"nodes\\\":\\\"$(dtrain_text \"${SLURM_JOB_NODELIST:-}\")\\\",\\\"num_nodes\\\":$((10#${SLURM_JOB_NUM_NODES:-1})),\\\"layout\\\":\\\"%ldx%ld\\\"\"\n"
 	       "\t[ \"$dtrain_term\" -eq 0 ] || break # a SIGTERM while this start was set up\n"
 	       "\t(\n"
 	       "\t\ttrap : TERM # outlive a SIGTERM, to report srun's exit (not trap '')\n"
 	       "\t\t{\n"
 	       "\t\t\tdtrain_tee=${!:-} # the tee below (a process substitution)\n"
-	       "\t\t\tsrun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=%ld", r->spec->resources.cpus_per_task);
+	       "\t\t\tsrun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=%ld",
+	    r->spec->parallel.data, r->spec->parallel.pipeline, r->spec->resources.cpus_per_task);
 	put_srun_extra(r);
 	put(r, " ");
 	put_quoted(r, dtrain_run_path);
@@ -622,6 +678,7 @@ static void render_step_wait(struct render *r)
 	       "\t) &\n"
 	       "\t# waited for in the background, so that a SIGTERM is written down at once\n"
 	       "\tdtrain_wait \"$!\"\n"
+	       "\tdtrain_stop_event\n"
 	       "\t[ \"$dtrain_term\" -eq 0 ] || break\n"
 	       "\tcase \"$dtrain_rc\" in 0|2|3|4|%d) break ;; esac\n"
 	       "\t# srun names the first task that ended and its node; when that was the\n"
@@ -652,6 +709,7 @@ static void render_probe(struct render *r)
 	put(r, " --nodes=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks-per-node=1 --cpus-per-task=1 --mpi=none --kill-on-bad-exit=1 true 2>\"$dtrain_probe_err\"; then\n"
 	       "\t\t[ \"$dtrain_term\" -eq 0 ] || break\n"
 	       "\t\tdtrain_why=$(grep -v '^srun: Job [0-9]* step creation' \"$dtrain_probe_err\" 2>/dev/null | tail -n 1)\n"
+	       "\t\tdtrain_event node_failure \",\\\"detail\\\":\\\"$(dtrain_text \"no job step could start on all nodes${dtrain_why:+: $dtrain_why}\")\\\"\"\n"
 	       "\t\techo \"dtrain: a node of the allocation does not answer: no job step could start on all ${SLURM_JOB_NUM_NODES:-1} nodes within %d s${dtrain_why:+ ($dtrain_why)}; requeueing job $dtrain_job_id to start again where every node answers (a node failure, recovery.max_node_failures = %ld)\" >&2\n"
 	       "\t\tif dtrain_requeue; then\n"
 	       "\t\t\texit 0\n"
@@ -734,6 +792,7 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	render_slurm_view(r);
 	render_environment(r);
 	render_setup_lines(r);
+	render_events(r);
 	render_recovery(r);
 	render_stop_at(r);
 	render_step_guard(r);

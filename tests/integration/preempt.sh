@@ -123,5 +123,16 @@ if [ "$optimizer" = sharded ]; then
 	done
 fi
 same_as_reference "$final"
+# the run's life in events.jsonl (for dtrain-submit report): 4 starts, the
+# first two ended by a SIGTERM (the preemption; Slurm may kill the shell
+# before it writes the step's end), the third a saved stop before the time
+# limit, the last done, each start on both nodes with the spec's layout
+ev=$dir/events.jsonl
+jq -e -s '[.[] | select(.event == "job_start" and .num_nodes == 2 and .nodes != "" and (.layout | test("^[0-9]+x[0-9]+$")))] | length == 4' "$ev" >/dev/null ||
+	{ cat "$ev"; fail "events.jsonl: not 4 starts on 2 nodes"; }
+jq -e -s '[.[] | select(.event == "term" or (.event == "job_stop" and .cause != "preempted")) | .event + ":" + (.cause // "")] == ["term:", "term:", "job_stop:time_limit", "job_stop:done"]' "$ev" >/dev/null ||
+	{ cat "$ev"; fail "events.jsonl: not two SIGTERMs, then a stop before the time limit, then the end"; }
+jq -e -s '[.[] | select(.event == "job_start") | .restart] == [0, 1, 2, 3] and ([.[] | .time] | . == sort)' "$ev" >/dev/null ||
+	{ cat "$ev"; fail "events.jsonl: restarts or times out of order"; }
 grep 'first step after the resume' "$log" | sed 's/^/  /'
 pass "$model: preempted twice and warned of the time limit once, at random moments; requeued and resumed each time: final state bitwise equal to the uninterrupted run"

@@ -128,6 +128,20 @@ fi
 jq -e -s '[.[] | select(.event == "first_step" and .resumed and .since_step_start_s < .since_job_start_s - 0.5)] | length >= 3' \
 	"$dir/metrics.jsonl" >/dev/null || fail "metrics: fewer than 3 first steps timed from their own start"
 must_contain "$log" "dtrain-run: done:"
+# the run's life in events.jsonl (for dtrain-submit report): 4 starts of the
+# step in one allocation, three ended by the rank hit (a crash naming the
+# rank and its node, or the watchdog naming the silent rank), the last done
+ev=$dir/events.jsonl
+jq -e -s '[.[] | select(.event == "job_start")] | length == 4 and ([.[] | .crashes] == [0, 1, 2, 3])' "$ev" >/dev/null ||
+	{ cat "$ev"; fail "events.jsonl: not 4 starts counting 0..3 crashes"; }
+if [ $mode = kill ]; then
+	jq -e -s '[.[] | select(.event == "job_stop" and .cause == "crash" and (.rank | test("^[0-9]")) and (.node | test("^n[12]$")))] | length == 3' "$ev" >/dev/null ||
+		{ cat "$ev"; fail "events.jsonl: not 3 crashes naming the rank and node"; }
+else
+	jq -e -s '[.[] | select(.event == "job_stop" and .cause == "watchdog" and (.detail | test("silent")))] | length == 3' "$ev" >/dev/null ||
+		{ cat "$ev"; fail "events.jsonl: not 3 watchdog stops naming the silent rank"; }
+fi
+jq -e -s '[.[] | select(.event == "job_stop")] | last | .cause == "done"' "$ev" >/dev/null || { cat "$ev"; fail "events.jsonl: the last stop is not done"; }
 final=$dir/checkpoints/$final_name
 same_as_reference "$final"
 pass "three ranks hit by SIG$sig: the job recovered by itself each time and ended bitwise equal to an uninterrupted run"
