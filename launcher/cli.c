@@ -26,6 +26,7 @@ static const char help_program[] =
 	"       dtrain-submit status [JOB]\n"
 	"       dtrain-submit cancel [--now] JOB\n"
 	"       dtrain-submit logs [-f] JOB\n"
+	"       dtrain-submit report JOB|RUN_DIR [-o FILE] [--spec FILE]\n"
 	"       dtrain-submit resume RUN_DIR [--set KEY=VALUE]... [SLURM OPTIONS] [--dry-run]\n"
 	"       dtrain-submit sweep SPEC --grid KEY=V1,V2,... [--grid ...] [--seeds N]\n"
 	"                           [--max-parallel K] [--set KEY=VALUE]... [--dry-run]\n"
@@ -39,6 +40,7 @@ static const char help_program[] =
 	"  status    list your recent jobs, or show one\n"
 	"  cancel    ask a job to save and stop, then cancel it\n"
 	"  logs      print a job's output; -f follows it\n"
+	"  report    write a run's report: one HTML page of its curves, time and life\n"
 	"  resume    continue a stopped run in its own run dir, as a new job\n"
 	"  sweep     submit every combination of some keys' values as one job array\n"
 	"\n"
@@ -155,7 +157,11 @@ static const char help_status[] =
 	"the lines progress: (step and epoch), loss:, test loss: (the last\n"
 	"evaluation's, its step, and bits per byte for byte-level text), test\n"
 	"accuracy: (a language model's: next-token accuracy), samples/s:, tokens/s:\n"
-	"(language models) and eta:; while RUNNING also last step: (the newest\n"
+	"(language models) and eta:; once a step is logged, loss curve: (the step\n"
+	"losses as a 40-character sparkline, log-scaled when they span a decade)\n"
+	"and goodput: (seconds in productive steps, start-up, saves and steps\n"
+	"redone, from the whole file; `dtrain-submit report` draws them); while\n"
+	"RUNNING also last step: (the newest\n"
 	"step and when it began) and, when it makes no progress, a NO PROGRESS:\n"
 	"line naming the rank that is silent or overdue and its node; once it\n"
 	"ended other than COMPLETED, failure: what the failing rank printed\n"
@@ -260,6 +266,42 @@ static const char help_logs[] =
 	"  -f, --follow  keep printing new output until the job has ended (Ctrl-C stops)\n"
 	"  -h, --help    this text\n";
 
+static const char help_report[] =
+	"Usage: dtrain-submit report JOB|RUN_DIR [-o FILE] [--spec FILE]\n"
+	"\n"
+	"Write the report of a run: one self-contained HTML file (SVG and CSS\n"
+	"inline, no network, no external script or font: it opens from a file://\n"
+	"path) with\n"
+	"  - the run's name, model, layout, device and state (and Slurm's, for a JOB);\n"
+	"  - goodput: seconds in productive steps, in start-up (each start to its\n"
+	"    first step), in saves (training stalled for checkpoints), in work\n"
+	"    redone after a restart (steps an earlier start had logged), and, when\n"
+	"    <run dir>/events.jsonl records the job's starts and stops, the\n"
+	"    allocated node-time and how much of it was idle;\n"
+	"  - curves against step and against wall time: training loss, validation\n"
+	"    or test loss, bits per byte and accuracy where evaluated, learning\n"
+	"    rate, gradient norm, throughput (tokens/s for a GPT, samples/s else);\n"
+	"    a log-scale y axis for a loss that spans more than a decade; each\n"
+	"    point's value shows on hover;\n"
+	"  - where a step's time goes (compute, pipeline wait, gradient wait, data,\n"
+	"    optimizer: the medians, stacked) and the pipeline bubble against the\n"
+	"    schedule's (p-1)/m;\n"
+	"  - the run's timeline: each start, checkpoint (size, stall), stop and its\n"
+	"    signal, resume (from which step, steps redone), end, and the job's\n"
+	"    starts and stops with their cause from events.jsonl.\n"
+	"\n"
+	"JOB is resolved as status does; an argument with a '/' or naming a\n"
+	"directory here is a run dir (also one run by hand with dtrain-run). It\n"
+	"reads <run dir>/metrics.jsonl, events.jsonl when present and spec.json.\n"
+	"The report can be written again while the job runs: a line still being\n"
+	"written is left out. The file is replaced atomically. Prints its path.\n"
+	"\n"
+	"options:\n"
+	"  -o, --output FILE  write it there (default: <run dir>/report.html)\n"
+	"  --spec FILE        the run's resolved spec when the run dir has no\n"
+	"                     spec.json (a run started by hand)\n"
+	"  -h, --help         this text\n";
+
 const char *launch_help(enum launch_cmd cmd)
 {
 	switch (cmd) {
@@ -277,6 +319,8 @@ const char *launch_help(enum launch_cmd cmd)
 		return help_resume;
 	case LAUNCH_SWEEP:
 		return help_sweep;
+	case LAUNCH_REPORT:
+		return help_report;
 	default:
 		return help_program;
 	}
@@ -299,6 +343,7 @@ static const struct cmd_def cmds[] = {
 	{ LAUNCH_STATUS, "status", "--help", 0, 1 },
 	{ LAUNCH_CANCEL, "cancel", "--now --help", 1, 1 },
 	{ LAUNCH_LOGS, "logs", "--follow --help", 1, 1 },
+	{ LAUNCH_REPORT, "report", "--output --spec --help", 1, 1 },
 	{ LAUNCH_RESUME, "resume", "--site --set --after --dry-run --no-data-check --help " SLURM_OPTIONS, 1, 1 },
 	{ LAUNCH_SWEEP, "sweep", "--site --set --grid --seeds --max-parallel --array --after --dry-run --no-data-check --help " SLURM_OPTIONS, 1, 1 },
 };
@@ -309,7 +354,7 @@ static const struct {
 	const char *name;
 } short_options[] = {
 	{ 'N', "--nodes" }, { 'n', "--ntasks" }, { 'p', "--partition" }, { 't', "--time" },
-	{ 'A', "--account" }, { 'f', "--follow" }, { 'h', "--help" },
+	{ 'A', "--account" }, { 'f', "--follow" }, { 'h', "--help" }, { 'o', "--output" },
 };
 
 /* the spec key a Slurm option sets (--ntasks is not one: launch_args.ntasks) */
@@ -580,6 +625,12 @@ static int parse_option(int argc, char *const argv[], int *i, const struct cmd_d
 		out->after = value;
 		return 0;
 	}
+	if (!strcmp(name, "--output") || !strcmp(name, "--spec")) {
+		if (!*value)
+			return usage_error(err, c, "%s needs a file name", name);
+		*(!strcmp(name, "--output") ? &out->output : &out->spec_path) = value;
+		return 0;
+	}
 	if (strcmp(name, "--site"))
 		return add_slurm_option(out, name, value, c, err);
 	if (!*value)
@@ -682,7 +733,8 @@ int launch_parse_args(int argc, char *const argv[], struct launch_args *out,
 		rc = usage_error(err, c, "missing %s",
 				 c->cmd == LAUNCH_SUBMIT || c->cmd == LAUNCH_VALIDATE ||
 				 c->cmd == LAUNCH_SWEEP ? "SPEC" :
-				 c->cmd == LAUNCH_RESUME ? "RUN_DIR" : "JOB");
+				 c->cmd == LAUNCH_RESUME ? "RUN_DIR" :
+				 c->cmd == LAUNCH_REPORT ? "JOB or RUN_DIR" : "JOB");
 		goto out;
 	}
 	rc = take_positional(c, pos[0], out, err);

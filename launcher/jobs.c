@@ -14,6 +14,7 @@
 
 #include "base/heartbeat.h"
 #include "launcher/internal.h"
+#include "launcher/report.h"
 #include "base/clock.h"
 #include "base/io.h"
 
@@ -99,6 +100,32 @@ static void note_unreachable(const struct launch_slurm *sl)
 	if (sl->unreachable)
 		fprintf(stderr, "dtrain-submit: Slurm did not answer (%s): job states unknown; the progress shown is the run dirs' (metrics, heartbeats)\n",
 			sl->why);
+}
+
+/* The loss curve as a sparkline, and goodput so far, from the whole
+ * metrics file (report.c); nothing before the first step. */
+static void print_curve(const struct launch_job *job)
+{
+	struct launch__report r;
+	struct dt_err ignored = {0}; /* job_progress() warned of an unreadable file */
+	const struct launch__goodput *g = &r.good;
+	char line[3 * 40 + 1], a[32], b[32], c[32], d[32];
+
+	if (!job->run_dir || launch__report_read(job->run_dir, NULL, &r, &ignored) != 0 ||
+	    r.n_steps == 0) {
+		if (job->run_dir)
+			launch__report_free(&r);
+		return;
+	}
+	printf("loss curve:    %s (%.4g at step %lld, %.4g at step %lld)\n",
+	       launch__report_sparkline(&r, 40, line, sizeof(line)), r.steps[0].loss, r.steps[0].step,
+	       r.steps[r.n_steps - 1].loss, r.steps[r.n_steps - 1].step);
+	printf("goodput:       %s in productive steps; start-up %s, saves %s, redone %s\n",
+	       launch__report_secs(g->s[LAUNCH__G_PRODUCTIVE], a, sizeof(a)),
+	       launch__report_secs(g->s[LAUNCH__G_STARTUP], b, sizeof(b)),
+	       launch__report_secs(g->s[LAUNCH__G_SAVE], c, sizeof(c)),
+	       launch__report_secs(g->s[LAUNCH__G_REDONE], d, sizeof(d)));
+	launch__report_free(&r);
 }
 
 /* --- status table --- */
@@ -304,6 +331,7 @@ static int status_one(const char *arg, struct dt_err *err)
 	if (strcmp(prog.tokens, "-"))
 		printf("tokens/s:      %s\n", prog.tokens);
 	printf("eta:           %s\n", prog.eta);
+	print_curve(&job);
 	print_failure(&job, st.name);
 	job_liveness(&job, st.name, dt_wall_s(), &lv);
 	if (lv.known) { /* running, or Slurm unreachable */

@@ -41,6 +41,7 @@ enum launch_cmd {
 	LAUNCH_LOGS,
 	LAUNCH_RESUME,
 	LAUNCH_SWEEP,
+	LAUNCH_REPORT,
 	LAUNCH_HELP,    /* print launch_help(help_for) */
 	LAUNCH_VERSION,
 };
@@ -50,7 +51,7 @@ enum launch_cmd {
 struct launch_args {
 	enum launch_cmd cmd;
 	enum launch_cmd help_for; /* LAUNCH_HELP: the command; LAUNCH_HELP: the program */
-	const char *spec_path;    /* submit, validate, sweep */
+	const char *spec_path;    /* submit, validate, sweep; report --spec */
 	const char *run_dir;      /* resume: the run dir to continue */
 	const char *site_path;    /* --site; NULL: $DTRAIN_SITE or the default */
 	const char **sets;        /* --set "a.b=value", in command-line order, and
@@ -61,7 +62,8 @@ struct launch_args {
 	long ntasks;              /* -n/--ntasks: tasks in all; 0: not given */
 	bool dry_run;             /* submit --dry-run */
 	bool no_data_check;       /* submit, validate --no-data-check */
-	const char *job;          /* status (NULL: all), cancel, logs: id or name */
+	const char *job;          /* status (NULL: all), cancel, logs: id or name;
+				   * report: that or a run dir */
 	bool follow;              /* logs -f */
 	bool now;                 /* cancel --now: no save first */
 	const char *after;        /* --after JOB: start once JOB completed */
@@ -70,6 +72,7 @@ struct launch_args {
 	size_t n_grids;
 	long seeds;               /* sweep --seeds N; 0: not given */
 	long max_parallel;        /* sweep --max-parallel K; 0: no limit */
+	const char *output;       /* report -o FILE; NULL: <run_dir>/report.html */
 };
 
 /* Parse argv (argv[0] is the program). 0, -EINVAL (usage error, a line in
@@ -90,6 +93,9 @@ int launch_cmd_status(const struct launch_args *a, struct dt_err *err);
 int launch_cmd_cancel(const struct launch_args *a, struct dt_err *err);
 int launch_cmd_logs(const struct launch_args *a, struct dt_err *err);
 int launch_cmd_sweep(const struct launch_args *a, struct dt_err *err);
+/* report JOB|RUN_DIR: the run's page, one self-contained HTML file
+ * (launcher/report*.c) */
+int launch_cmd_report(const struct launch_args *a, struct dt_err *err);
 
 /* --- batch script --- */
 

@@ -58,6 +58,9 @@ int main(int argc, char **argv)
 	case LAUNCH_LOGS:
 		rc = launch_cmd_logs(&args, &err);
 		break;
+	case LAUNCH_REPORT:
+		rc = launch_cmd_report(&args, &err);
+		break;
 	}
 	if (rc && code == DT_EXIT_OK)
 		code = DT_EXIT_FAIL;

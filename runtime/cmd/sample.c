@@ -270,6 +270,22 @@ static int prompt_tokens(const char *prompt, const struct text *tx, long V, int3
 	return rc ? rc : got ? 0 : (dt_err_add(err, "--prompt: empty"), -EINVAL);
 }
 
+/* How the model's tokens meet text (tx), and the prompt's tokens */
+static int open_text(const struct rt_ckpt_model *m, const struct sample_opts *o, long V,
+		     struct text *tx, int32_t **ids, long *n, struct dt_err *err)
+{
+	int rc = load_tokenizer(m, V, tx, err);
+
+	if (rc)
+		return rc;
+	tx->bytes = V == 256 && !tx->bpe;
+	if (!o->prompt && !tx->bytes && !tx->bpe)
+		return dt_err_add(err, "--prompt: needed: the model's vocabulary (%ld) is not byte-level and its checkpoint carries no tokenizer, give token ids", V),
+		       -EINVAL;
+	/* an empty prompt: a newline, the start of a line */
+	return prompt_tokens(o->prompt && *o->prompt ? o->prompt : "\n", tx, V, ids, n, err);
+}
+
 static int sample_run(const struct sample_opts *o, struct rt_dev *dev, struct dt_err *err)
 {
 	struct rt_ckpt_model m;
@@ -291,16 +307,7 @@ static int sample_run(const struct sample_opts *o, struct rt_dev *dev, struct dt
 	}
 	T = m.st.in;
 	V = m.st.out / T;
-	rc = load_tokenizer(&m, V, &tx, err);
-	if (rc)
-		goto out;
-	tx.bytes = V == 256 && !tx.bpe;
-	if (!o->prompt && !tx.bytes && !tx.bpe) {
-		rc = (dt_err_add(err, "--prompt: needed: the model's vocabulary (%ld) is not byte-level and its checkpoint carries no tokenizer, give token ids", V), -EINVAL);
-		goto out;
-	}
-	/* an empty prompt: a newline, the start of a line */
-	rc = prompt_tokens(o->prompt && *o->prompt ? o->prompt : "\n", &tx, V, &ids, &n, err);
+	rc = open_text(&m, o, V, &tx, &ids, &n, err);
 	if (rc)
 		goto out;
 	cap = n + o->tokens;
