@@ -682,7 +682,7 @@ static int goodput(struct launch__report *r)
 	for (k = 0; k < LAUNCH__G_N; k++)
 		g->idle_node_s -= g->node_s[k];
 	g->idle_node_s = fmax(0, g->idle_node_s);
-	free(used);
+	g->per_start = used;
 	return 0;
 }
 
@@ -751,6 +751,7 @@ void launch__report_free(struct launch__report *r)
 	free(r->steps);
 	free(r->evals);
 	free(r->events);
+	free(r->good.per_start);
 	*r = (struct launch__report){0};
 }
 

@@ -97,6 +97,8 @@ struct launch__goodput {
 	bool has_alloc;      /* events.jsonl gave job_start/job_stop pairs */
 	double alloc_node_s; /* node-seconds allocated to the job's starts */
 	double idle_node_s;  /* alloc_node_s less node_s[] (>= 0) */
+	double *per_start;   /* [starts][LAUNCH__G_N] seconds, start by start (the
+			      * sums above); owned, launch__report_free() */
 };
 
 /* The run: owned arrays, launch__report_free(). */

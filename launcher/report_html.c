@@ -111,6 +111,34 @@ static const char *const good_notes[] = { "", " (each start of the ranks to its 
 					 " (steps done again after a restart)" };
 static const char *const good_ids[] = { "productive", "startup", "saves", "redone" };
 
+/* The same, start by start, when the run started more than once */
+static int per_start(struct dt_buf *out, const struct launch__report *r)
+{
+	const double *u = r->good.per_start;
+	char a[LAUNCH__G_N][32];
+	int k, rc;
+
+	if (r->starts < 2 || !u)
+		return 0;
+	rc = dt_buf_puts(out, "<table class=\"info\" id=\"per-start\">\n<tr><th>start</th><th>from step</th>"
+			      "<th>productive steps</th><th>start-up</th><th>saves</th><th>work redone</th></tr>\n");
+	for (int i = 0; !rc && i < r->starts; i++) {
+		long long from = -1;
+
+		for (size_t e = 0; e < r->n_events; e++)
+			if (r->events[e].kind == LAUNCH__EV_START && r->events[e].start == i) {
+				from = r->events[e].step;
+				break;
+			}
+		for (k = 0; k < LAUNCH__G_N; k++)
+			launch__report_secs(u[(size_t)i * LAUNCH__G_N + (size_t)k], a[k], sizeof(a[k]));
+		rc = dt_buf_printf(out, "<tr><td>%d</td><td>%lld</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+				   i + 1, from, a[LAUNCH__G_PRODUCTIVE], a[LAUNCH__G_STARTUP],
+				   a[LAUNCH__G_SAVE], a[LAUNCH__G_REDONE]);
+	}
+	return rc ? rc : dt_buf_puts(out, "</table>\n");
+}
+
 static int goodput(struct dt_buf *out, const struct launch__report *r)
 {
 	static const char *const colors[] = { "#5b8bd6", "#f2c37b", "#6b7a90", "#d2453b", "#cfd8e6" };
@@ -140,9 +168,11 @@ static int goodput(struct dt_buf *out, const struct launch__report *r)
 				   launch__report_secs(busy, a, sizeof(a)));
 	if (!rc)
 		rc = dt_buf_puts(out, "</table>\n");
-	return rc ? rc : launch__svg_stack(out, "stack-goodput", good_names, colors, v,
-					    g->has_alloc ? LAUNCH__G_N + 1 : LAUNCH__G_N,
-					    g->has_alloc ? "node-s" : "s");
+	if (!rc)
+		rc = launch__svg_stack(out, "stack-goodput", good_names, colors, v,
+				       g->has_alloc ? LAUNCH__G_N + 1 : LAUNCH__G_N,
+				       g->has_alloc ? "node-s" : "s");
+	return rc ? rc : per_start(out, r);
 }
 
 /* --- curves --- */

@@ -106,7 +106,12 @@ for page in "$T/gpt/report.html" "$T/mlp.html"; do
 	! grep -Eiq '(src|href|xlink:href) *=' "$page" || fail "$page loads something: $(grep -Eio '.{20}(src|href) *=.{30}' "$page" | head -n 3)"
 	! grep -q '<b>' "$page" || fail "$page: a value from events.jsonl went in unescaped"
 done
-pass "report writes one self-contained page per run (no network, no src or href), replaces a planted link, leaves out a torn line"
+# goodput start by start: the GPT's two starts, the second from the stop's step
+grep -q '<table class="info" id="per-start">' "$T/gpt/report.html" || fail "no goodput per start"
+[ "$(grep -o '<tr><td>[12]</td><td>[0-9]*</td>' "$T/gpt/report.html" | tr '\n' ' ')" = "<tr><td>1</td><td>0</td> <tr><td>2</td><td>$stop</td> " ] ||
+	fail "goodput per start: not two starts, from step 0 and from step $stop"
+! grep -q 'id="per-start"' "$T/mlp.html" || fail "the MLP run started once: no table per start"
+pass "report writes one self-contained page per run (no network, no src or href), replaces a planted link, leaves out a torn line; goodput start by start"
 
 # status JOB: the sparkline and goodput (a registry entry for the run; a
 # Slurm that knows no job)

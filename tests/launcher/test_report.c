@@ -164,6 +164,18 @@ static void test_goodput(void **state)
 	for (k = 0; k < LAUNCH__G_N; k++)
 		used += g->node_s[k];
 	assert_true(fabs(g->idle_node_s - (22 - used)) < 1e-9);
+	/* start by start: steps 1-8, a save, 1.5 s up; steps 6-12 (6-8
+	 * redone), 2.0 s up; they add up to the sums */
+	assert_non_null(g->per_start);
+	assert_int_equal(r.starts, 2);
+	assert_true(fabs(g->per_start[LAUNCH__G_PRODUCTIVE] - 0.8) < 1e-9);
+	assert_true(fabs(g->per_start[LAUNCH__G_SAVE] - 0.25) < 1e-9);
+	assert_true(fabs(g->per_start[LAUNCH__G_STARTUP] - 1.5) < 1e-9);
+	assert_true(fabs(g->per_start[LAUNCH__G_N + LAUNCH__G_PRODUCTIVE] - 0.4) < 1e-9);
+	assert_true(fabs(g->per_start[LAUNCH__G_N + LAUNCH__G_REDONE] - 0.3) < 1e-9);
+	assert_true(fabs(g->per_start[LAUNCH__G_N + LAUNCH__G_STARTUP] - 2.0) < 1e-9);
+	for (k = 0; k < LAUNCH__G_N; k++)
+		assert_true(fabs(g->per_start[k] + g->per_start[LAUNCH__G_N + k] - g->s[k]) < 1e-9);
 	launch__report_free(&r);
 }
 
