@@ -52,6 +52,7 @@ struct spec {
 		char *qos;
 		char *constraint;
 		char *dependency; /* sbatch --dependency; NULL: none */
+		double peak_tflops_per_node; /* for MFU; 0: measured at start */
 	} resources;
 	struct spec_map env;    /* exported before the job runs */
 	struct spec_strs setup; /* shell lines, run by the batch script */

@@ -44,6 +44,8 @@ static const struct spec_field fields[] = {
 	  "node features, e.g. \"avx512&ib\" (sbatch --constraint)" },
 	{ "resources.dependency", SPEC_STR, F(resources.dependency), "null", 1, 1024, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_SLURM,
 	  "jobs to wait for, as sbatch --dependency, e.g. \"afterok:1234\" (dtrain-submit --after JOB sets it); the job is cancelled when that can no longer be met; null: none" },
+	{ "resources.peak_tflops_per_node", SPEC_NUM, F(resources.peak_tflops_per_node), "0", 0, 1e6, 0, 0, NULL, 0,
+	  "peak TFLOP/s of one node in the run's precision (its GPUs, or its CPUs), against which a GPT's model FLOPs utilization (MFU) is reported; a site declares it in its defaults (and may lock it); 0: measured at start from each rank's matrix product" },
 
 	/* --- environment and set-up --- */
 	{ "env", SPEC_STRMAP, F(env), "{}", 0, 4096, 0, 256, NULL, SPEC_F_TEXT,

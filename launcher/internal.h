@@ -95,4 +95,22 @@ const char *launch__printable(const char *s, char *buf, size_t size);
  * whitespace), or NULL when absent or out of memory. Caller frees. (slurm.c) */
 char *launch__scontrol_field(const char *text, const char *key);
 
+/* --- JSON-lines files (jsonl.c) --- */
+
+struct json_object;
+struct json_tokener;
+
+/* The line [len] (without its '\n') as one JSON object, or NULL (torn, not
+ * JSON, not an object, trailing bytes). The caller puts it. */
+struct json_object *launch__json_line(struct json_tokener *tok, const char *line, size_t len);
+/* fn for each complete line of path that is one JSON object, in order
+ * (when want is not NULL, only lines holding those bytes: a filter before
+ * parsing); *skipped (when not NULL) counts the complete lines that are not.
+ * A last line without its '\n' is still being written: left out. Stops at
+ * fn's first nonzero return and returns it; a missing file is -ENOENT with
+ * no line in err; else 0 or -errno with a line in err naming path. */
+int launch__jsonl_each(const char *path, const char *want,
+		       int (*fn)(void *ctx, struct json_object *o), void *ctx, int *skipped,
+		       struct dt_err *err);
+
 #endif

@@ -10,6 +10,7 @@
  * Sections: reading, one line, backward scan, head, formatting.
  */
 #include "launcher/launch.h"
+#include "launcher/internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,29 +57,6 @@ struct scan {
 	bool seen_start; /* a start newer than everything still to come */
 	bool has_epochs;
 };
-
-/* The line as one JSON object, or NULL (torn, not JSON, trailing bytes).
- * The caller puts the object. */
-static json_object *parse_line(json_tokener *tok, const char *line, size_t len)
-{
-	json_object *o;
-	size_t used;
-
-	if (len == 0 || len > INT32_MAX)
-		return NULL;
-	json_tokener_reset(tok);
-	o = json_tokener_parse_ex(tok, line, (int)len);
-	if (!o)
-		return NULL;
-	used = json_tokener_get_parse_end(tok);
-	while (used < len && (line[used] == ' ' || line[used] == '\t' || line[used] == '\r'))
-		used++;
-	if (used != len || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
-		return NULL;
-	}
-	return o;
-}
 
 static bool get_num(json_object *o, const char *key, double *v)
 {
@@ -127,7 +105,7 @@ static void scan_line(struct scan *s, const char *line, size_t len)
 	if (p->has_step && !memmem(line, len, "\"eval\"", 6) &&
 	    (s->has_epochs || !memmem(line, len, "\"start\"", 7)))
 		return;
-	o = parse_line(s->tok, line, len);
+	o = launch__json_line(s->tok, line, len);
 	if (!o)
 		return;
 	ev = event_of(o);
@@ -193,51 +171,31 @@ static off_t scan_chunk(struct scan *s, const char *buf, size_t len, off_t lo)
 
 /* --- the best evaluation --- */
 
+static int best_fn(void *ctx, json_object *o)
+{
+	struct launch_best *out = ctx;
+	double loss;
+
+	if (!strcmp(event_of(o), "eval") && get_num(o, "test_loss", &loss) && !isnan(loss) &&
+	    (!out->has || loss < out->test_loss)) {
+		out->has = true;
+		out->step = get_count(o, "step");
+		out->test_loss = loss;
+		out->bits_per_byte = get_double(o, "bits_per_byte");
+		out->test_accuracy = get_double(o, "test_accuracy");
+		out->unix_time = get_double(o, "unix_time");
+	}
+	return 0;
+}
+
 int launch_progress_best(const char *path, struct launch_best *out, struct dt_err *err)
 {
-	FILE *f = fopen(path, "re");
-	json_tokener *tok = json_tokener_new();
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	int rc = 0;
+	int rc;
 
 	*out = (struct launch_best){ .test_loss = NAN, .bits_per_byte = NAN, .test_accuracy = NAN,
 				     .unix_time = NAN };
-	if (!f && errno != ENOENT)
-		rc = -errno;
-	if (!tok)
-		rc = -ENOMEM;
-	while (!rc && f && (n = getline(&line, &cap, f)) > 0) {
-		json_object *o;
-		double loss;
-
-		if (line[n - 1] != '\n' || !memmem(line, (size_t)n, "\"eval\"", 6))
-			continue; /* a line being written, or no eval */
-		o = parse_line(tok, line, (size_t)n - 1);
-		if (o && !strcmp(event_of(o), "eval") && get_num(o, "test_loss", &loss) &&
-		    !isnan(loss) && (!out->has || loss < out->test_loss)) {
-			out->has = true;
-			out->step = get_count(o, "step");
-			out->test_loss = loss;
-			out->bits_per_byte = get_double(o, "bits_per_byte");
-			out->test_accuracy = get_double(o, "test_accuracy");
-			out->unix_time = get_double(o, "unix_time");
-		}
-		json_object_put(o);
-	}
-	if (!rc && f && ferror(f))
-		rc = -EIO;
-	if (rc == -ENOMEM)
-		dt_err_add(err, "%s: out of memory", path);
-	else if (rc)
-		dt_err_add(err, "%s: cannot read: %s", path, strerror(-rc));
-	free(line);
-	if (f)
-		fclose(f);
-	if (tok)
-		json_tokener_free(tok);
-	return rc;
+	rc = launch__jsonl_each(path, "\"eval\"", best_fn, out, NULL, err);
+	return rc == -ENOENT ? 0 : rc; /* no metrics yet: no best */
 }
 
 /* --- head --- */
@@ -253,7 +211,7 @@ static int read_epochs_from_head(int fd, struct scan *s)
 	if (n < 0)
 		return (int)n;
 	while ((nl = memchr(line, '\n', (size_t)(buf + n - line))) != NULL) {
-		json_object *o = parse_line(s->tok, line, (size_t)(nl - line));
+		json_object *o = launch__json_line(s->tok, line, (size_t)(nl - line));
 
 		if (o && !strcmp(event_of(o), "start"))
 			s->p->epochs = get_count(o, "epochs");

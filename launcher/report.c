@@ -11,6 +11,7 @@
  * queries.
  */
 #include "launcher/report.h"
+#include "launcher/internal.h"
 
 #include "base/io.h"
 #include "base/json.h"
@@ -50,7 +51,8 @@ static struct launch__report_event *new_event(struct launch__report *r,
 		return NULL;
 	e = &r->events[r->n_events++];
 	*e = (struct launch__report_event){ .kind = kind, .time = NAN, .step = -1,
-					    .start = r->starts - 1, .bytes = NAN, .seconds = NAN };
+					    .start = r->starts - 1, .alloc = -1, .bytes = NAN,
+					    .seconds = NAN };
 	return e;
 }
 
@@ -90,22 +92,6 @@ static json_object *member(json_object *o, const char *key)
 }
 
 /* A line as one JSON object, or NULL (torn, not JSON). */
-static json_object *parse_object(json_tokener *tok, const char *line, size_t len)
-{
-	json_object *o;
-
-	if (len == 0 || len > 1 << 20)
-		return NULL;
-	json_tokener_reset(tok);
-	o = json_tokener_parse_ex(tok, line, (int)len);
-	if (o && (json_tokener_get_parse_end(tok) < len - (line[len - 1] == '\r') ||
-		  !json_object_is_type(o, json_type_object))) {
-		json_object_put(o);
-		o = NULL;
-	}
-	return o;
-}
-
 /* --- the spec --- */
 
 static void spec_model(struct launch__report *r, json_object *m)
@@ -205,6 +191,7 @@ static int on_step(struct rd *d, json_object *o)
 	s->grad_norm = num(o, "grad_norm");
 	s->samples_per_s = num(o, "samples_per_s");
 	s->tokens_per_s = num(o, "tokens_per_s");
+	s->mfu = num(o, "mfu");
 	for (k = 0; k < LAUNCH__T_N; k++)
 		s->t[k] = num(tm, keys[k]);
 	s->unix_time = num(o, "unix_time");
@@ -259,6 +246,9 @@ static void on_start(struct rd *d, json_object *o, struct launch__report_event *
 	if (*str(o, "device"))
 		snprintf(r->device, sizeof(r->device), "%s, %s, collectives %s", str(o, "device"),
 			 str(o, "precision"), str(o, "collectives"));
+	r->flops_per_token = num(o, "flops_per_token");
+	r->peak_flops_node = num(o, "peak_flops_per_node");
+	snprintf(r->peak_source, sizeof(r->peak_source), "%s", str(o, "peak"));
 }
 
 /* first_step: its time less the seconds since this start began (start and
@@ -322,7 +312,13 @@ static void on_other(struct rd *d, json_object *o, struct launch__report_event *
 	default:
 		break;
 	}
-	if (e->kind != LAUNCH__EV_RESUME && e->kind != LAUNCH__EV_INIT_FROM)
+	if (e->kind == LAUNCH__EV_RESUME || e->kind == LAUNCH__EV_INIT_FROM)
+		return;
+	e->time = num(o, "unix_time"); /* logged since the per-rank metrics */
+	e->time_exact = isfinite(e->time);
+	if (e->time_exact)
+		d->last_t = e->time;
+	else
 		e->time = d->last_t; /* just after the step logged before it */
 }
 
@@ -346,6 +342,12 @@ static int metrics_line(struct rd *d, json_object *o)
 		return on_step(d, o);
 	if (!strcmp(ev, "eval"))
 		return on_eval(d, o);
+	if (!strcmp(ev, "layout"))
+		return launch__report_ranks_layout(&d->r->ranks, d->r->starts - 1, o);
+	if (!strcmp(ev, "ranks")) {
+		launch__report_ranks_window(&d->r->ranks, o);
+		return 0;
+	}
 	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]) && strcmp(ev, kinds[k].name); k++)
 		;
 	if (k == sizeof(kinds) / sizeof(kinds[0]))
@@ -359,46 +361,6 @@ static int metrics_line(struct rd *d, json_object *o)
 	else
 		on_other(d, o, e);
 	return 0;
-}
-
-/* Every complete line of the file at path to fn (in order); a missing file
- * is -ENOENT, with no line in err. */
-static int each_line(const char *path, struct launch__report *r,
-		     int (*fn)(void *ctx, json_object *o), void *ctx, struct dt_err *err)
-{
-	FILE *f = fopen(path, "re");
-	json_tokener *tok = json_tokener_new();
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	int rc = 0;
-
-	if (!f)
-		rc = -errno;
-	else if (!tok)
-		rc = -ENOMEM;
-	while (!rc && (n = getline(&line, &cap, f)) > 0) {
-		json_object *o;
-
-		if (line[n - 1] != '\n')
-			break; /* still being written */
-		o = parse_object(tok, line, (size_t)n - 1);
-		if (!o)
-			r->skipped++;
-		else
-			rc = fn(ctx, o);
-		json_object_put(o);
-	}
-	if (!rc && ferror(f))
-		rc = -EIO;
-	if (rc && rc != -ENOENT)
-		dt_err_add(err, "%s: cannot read: %s", path, strerror(-rc));
-	free(line);
-	if (f)
-		fclose(f);
-	if (tok)
-		json_tokener_free(tok);
-	return rc;
 }
 
 static int metrics_fn(void *ctx, json_object *o)
@@ -487,6 +449,7 @@ static int events_fn(void *ctx, json_object *o)
 				LAUNCH__EV_JOB_NOTE)))
 		return -ENOMEM;
 	e->start = -1;
+	e->alloc = isfinite(num(o, "restart")) ? (int)count(o, "restart", 0) : -1;
 	e->time = num(o, "time");
 	e->time_exact = true;
 	if (start) {
@@ -619,36 +582,43 @@ static int nodes_at(const struct launch__report *r, double t)
 	return nodes;
 }
 
-/* Node-seconds from each job_start to the job_stop after it. A start
- * whose shell was killed before it wrote its stop (a preemption) ends at
- * its last event known (the SIGTERM's, the saved stop's) before the next
- * start; the start still going, at the newest time known. */
+/* Node-seconds of each allocation of the job (the batch job's start: the
+ * events.jsonl events of one restart count, several starts of the ranks
+ * after crashes among them), from its first event to its last, a job_stop.
+ * An allocation whose shell was killed before it wrote its stop (a
+ * preemption) ends at the last time known before the next allocation (the
+ * SIGTERM's, the ranks' saved stop); the newest one, still going or ended
+ * unseen, at the newest time known. Its nodes: its first start's. */
 static void allocated(struct launch__report *r, double newest)
 {
 	struct launch__goodput *g = &r->good;
-	size_t i, j;
+	size_t i, j, next;
 
-	for (i = 0; i < r->n_events; i++) {
-		const struct launch__report_event *s = &r->events[i];
-		double end = newest, last = s->time;
-		bool stopped = false;
+	for (i = 0; i < r->n_events; i = next) {
+		const struct launch__report_event *s = &r->events[i], *tail = s;
+		double end, last = s->time;
 
+		next = i + 1;
 		if (s->kind != LAUNCH__EV_JOB_START || !s->time_exact)
 			continue;
-		for (j = i + 1; j < r->n_events && r->events[j].kind != LAUNCH__EV_JOB_START; j++) {
-			if (isfinite(r->events[j].time) && r->events[j].time > last)
-				last = r->events[j].time;
-			if (r->events[j].kind == LAUNCH__EV_JOB_STOP && r->events[j].time_exact) {
-				end = r->events[j].time;
-				stopped = true;
+		for (j = i + 1; j < r->n_events; j++) {
+			const struct launch__report_event *e = &r->events[j];
+
+			if (e->kind == LAUNCH__EV_JOB_START && (e->alloc < 0 || e->alloc != s->alloc))
 				break;
-			}
+			/* exact times only: a start's estimate (its first step's
+			 * time less its start-up) may fall before its job_start */
+			if (e->time_exact && e->time > last)
+				last = e->time;
+			if (e->kind >= LAUNCH__EV_JOB_START)
+				tail = e;
 		}
-		if (!stopped && j < r->n_events) /* a later start: this one ended unseen */
-			end = last;
+		next = j;
+		end = tail->kind == LAUNCH__EV_JOB_STOP ? tail->time : j < r->n_events ? last : newest;
 		if (isfinite(end) && end > s->time) {
 			g->has_alloc = true;
 			g->alloc_node_s += (end - s->time) * (s->nodes > 0 ? s->nodes : 1);
+			g->allocations++;
 		}
 	}
 }
@@ -712,7 +682,7 @@ static int read_files(struct launch__report *r, const char *spec_path, struct dt
 	if (rc && rc != -ENOENT)
 		return rc;
 	snprintf(path, sizeof(path), "%s/metrics.jsonl", r->run_dir);
-	rc = each_line(path, r, metrics_fn, &d, err);
+	rc = launch__jsonl_each(path, NULL, metrics_fn, &d, &r->skipped, err);
 	if (rc == -ENOENT)
 		dt_err_add(err, "%s: no such file: no run has started in %s yet", path, r->run_dir);
 	if (rc)
@@ -720,7 +690,7 @@ static int read_files(struct launch__report *r, const char *spec_path, struct dt
 	n_metrics = r->n_events;
 	fill_times(r);
 	snprintf(path, sizeof(path), "%s/events.jsonl", r->run_dir);
-	rc = each_line(path, r, events_fn, r, err);
+	rc = launch__jsonl_each(path, NULL, events_fn, r, &r->skipped, err);
 	if (rc && rc != -ENOENT)
 		return rc;
 	rc = merge_events(r, n_metrics);
@@ -752,6 +722,7 @@ void launch__report_free(struct launch__report *r)
 	free(r->evals);
 	free(r->events);
 	free(r->good.per_start);
+	launch__report_ranks_free(&r->ranks);
 	*r = (struct launch__report){0};
 }
 

@@ -27,6 +27,8 @@
 #include "base/buf.h"
 #include "base/err.h"
 
+struct json_object;
+
 /* --- the run read --- */
 
 /* One "step" event: the step and the means over its logging window. */
@@ -39,6 +41,7 @@ struct launch__report_step {
 	double samples_per_s, tokens_per_s; /* tokens: NAN but for language models */
 	double t[6];         /* seconds per step: step, compute, pipe wait, grad
 			      * wait, data, optim (LAUNCH__T_*) */
+	double mfu;          /* model FLOPs utilization, 0..1; NAN: not logged */
 	double unix_time;
 };
 
@@ -73,12 +76,29 @@ struct launch__report_event {
 	bool time_exact;     /* from the event itself, not estimated */
 	long long step;      /* -1 when none */
 	int start;           /* the metrics start it belongs to; -1 for events.jsonl */
+	int alloc;           /* events.jsonl: the job's allocation (Slurm's restart
+			      * count; starts after crashes share one); -1 else */
 	double bytes;        /* checkpoint: size; NAN else */
 	double seconds;      /* checkpoint: stall; resume: load; first_step: start-up */
 	int nodes;           /* job_start: nodes in its list; 0 else */
 	long long redone;    /* resume: steps its start did again (logged ones) */
 	char what[48];       /* signal, cause, device */
 	char detail[256];    /* path, node list, layout, the job_stop's detail */
+};
+
+/* Every rank's part, from the runtime's "layout" and "ranks" events of the
+ * newest start that logged them (report_ranks.c); n 0: none logged. */
+struct launch__report_ranks {
+	int n;               /* ranks */
+	int start;           /* the start of the ranks they are of */
+	int stages;          /* 1 + the highest stage */
+	int *stage, *replica; /* [n] each rank's place (one allocation) */
+	char (*node)[64];    /* [n] each rank's node */
+	double *t;           /* [n][LAUNCH__T_N] seconds per step: the mean over
+			      * the windows, weighted by their steps */
+	double *rss_mib;     /* [n] peak resident memory (MiB) */
+	long long steps;     /* steps the windows cover */
+	int windows;         /* "ranks" events read */
 };
 
 /* Goodput: where the run's time went, as far as the files tell. */
@@ -95,7 +115,8 @@ struct launch__goodput {
 	double node_s[LAUNCH__G_N]; /* node-seconds: each start's times its nodes
 				     * (events.jsonl's job_start, else the spec's) */
 	bool has_alloc;      /* events.jsonl gave job_start/job_stop pairs */
-	double alloc_node_s; /* node-seconds allocated to the job's starts */
+	double alloc_node_s; /* node-seconds allocated to the job */
+	int allocations;     /* the batch job's starts (Slurm's restarts + 1) */
 	double idle_node_s;  /* alloc_node_s less node_s[] (>= 0) */
 	double *per_start;   /* [starts][LAUNCH__G_N] seconds, start by start (the
 			      * sums above); owned, launch__report_free() */
@@ -123,6 +144,11 @@ struct launch__report {
 	long long last_step;  /* the highest step logged; 0: none */
 	int skipped;          /* lines left out (torn, not JSON) */
 	struct launch__goodput good;
+	struct launch__report_ranks ranks;
+	/* MFU (the newest start's): a GPT's model FLOPs per token, the peak
+	 * FLOP/s of a node it is measured against, and where that came from */
+	double flops_per_token, peak_flops_node;
+	char peak_source[16]; /* "declared", "measured", "none" or "" */
 };
 
 /* --- reading --- */
@@ -135,6 +161,14 @@ struct launch__report {
 int launch__report_read(const char *run_dir, const char *spec_path, struct launch__report *out,
 			struct dt_err *err);
 void launch__report_free(struct launch__report *r);
+
+/* report_ranks.c, for report.c: a "layout" event (every rank's place;
+ * the ranks read so far are dropped) of start `start`, a "ranks" event
+ * (added to the means; left out unless it has the layout's ranks).
+ * 0 or -ENOMEM. */
+int launch__report_ranks_layout(struct launch__report_ranks *k, int start, struct json_object *o);
+void launch__report_ranks_window(struct launch__report_ranks *k, struct json_object *o);
+void launch__report_ranks_free(struct launch__report_ranks *k);
 
 /* --- queries --- */
 
@@ -195,6 +229,10 @@ int launch__svg_stack(struct dt_buf *out, const char *id, const char *const *nam
  * training), a mark per checkpoint, stop, resume and end, and the job's
  * allocations from events.jsonl. */
 int launch__svg_timeline(struct dt_buf *out, const struct launch__report *r);
+/* Every rank's (or, for many ranks, every stage's) parts of a step as one
+ * stacked bar a row, its memory beside it (report_ranks_svg.c); nothing
+ * when k holds no ranks. */
+int launch__svg_ranks(struct dt_buf *out, const struct launch__report_ranks *k);
 /* s with & < > " ' written as entities, appended to out. */
 int launch__html_text(struct dt_buf *out, const char *s);
 

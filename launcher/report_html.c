@@ -150,14 +150,15 @@ static int goodput(struct dt_buf *out, const struct launch__report *r)
 	for (k = 0; !rc && k < LAUNCH__G_N; k++) {
 		v[k] = g->has_alloc ? g->node_s[k] : g->s[k];
 		busy += g->s[k];
-		rc = dt_buf_printf(out, "<tr><td>%s</td><td id=\"%s\">%s<span class=\"note\">%s</span></td></tr>\n",
-				   good_names[k], good_ids[k], launch__report_secs(g->s[k], a, sizeof(a)),
-				   good_notes[k]);
+		rc = dt_buf_printf(out, "<tr><td>%s</td><td id=\"%s\" data-s=\"%.3f\" data-node-s=\"%.3f\">%s<span class=\"note\">%s</span></td></tr>\n",
+				   good_names[k], good_ids[k], g->s[k], g->node_s[k],
+				   launch__report_secs(g->s[k], a, sizeof(a)), good_notes[k]);
 	}
 	v[LAUNCH__G_N] = g->idle_node_s;
 	if (!rc && g->has_alloc)
-		rc = dt_buf_printf(out, "<tr><td>allocated</td><td id=\"allocated\">%s node-time, idle %s: "
+		rc = dt_buf_printf(out, "<tr><td>allocated</td><td id=\"allocated\" data-node-s=\"%.3f\" data-idle-node-s=\"%.3f\">%s node-time, idle %s: "
 				   "%.1f%% of it in productive steps</td></tr>\n",
+				   g->alloc_node_s, g->idle_node_s,
 				   launch__report_secs(g->alloc_node_s, a, sizeof(a)),
 				   launch__report_secs(g->idle_node_s, b, sizeof(b)),
 				   g->alloc_node_s > 0 ? 100 * g->node_s[LAUNCH__G_PRODUCTIVE] / g->alloc_node_s : 0);
@@ -179,7 +180,7 @@ static int goodput(struct dt_buf *out, const struct launch__report *r)
 
 /* The columns the charts draw, one entry per step (or eval) event. */
 struct cols {
-	double *step, *time, *loss, *lr, *gnorm, *thr;   /* [n_steps] */
+	double *step, *time, *loss, *lr, *gnorm, *thr, *mfu; /* [n_steps] */
 	double *estep, *etime, *eloss, *ebpb, *eacc;     /* [n_evals] */
 	int *part;         /* [n_steps]: the start of each step */
 	double unit;       /* seconds per unit of the time axis */
@@ -190,7 +191,7 @@ static int cols_make(const struct launch__report *r, struct cols *c)
 {
 	double t0 = INFINITY, t1 = -INFINITY;
 	size_t i, ns = r->n_steps + 1, ne = r->n_evals + 1;
-	double *all = malloc((6 * ns + 5 * ne) * sizeof(double));
+	double *all = malloc((7 * ns + 5 * ne) * sizeof(double));
 
 	c->part = malloc(ns * sizeof(int));
 	if (!all || !c->part) {
@@ -199,8 +200,8 @@ static int cols_make(const struct launch__report *r, struct cols *c)
 		return -ENOMEM;
 	}
 	c->step = all, c->time = all + ns, c->loss = all + 2 * ns, c->lr = all + 3 * ns;
-	c->gnorm = all + 4 * ns, c->thr = all + 5 * ns;
-	c->estep = all + 6 * ns, c->etime = c->estep + ne, c->eloss = c->estep + 2 * ne;
+	c->gnorm = all + 4 * ns, c->thr = all + 5 * ns, c->mfu = all + 6 * ns;
+	c->estep = all + 7 * ns, c->etime = c->estep + ne, c->eloss = c->estep + 2 * ne;
 	c->ebpb = c->estep + 3 * ne, c->eacc = c->estep + 4 * ne;
 	for (i = 0; i < r->n_steps; i++)
 		if (isfinite(r->steps[i].unix_time))
@@ -217,6 +218,7 @@ static int cols_make(const struct launch__report *r, struct cols *c)
 		c->lr[i] = s->lr;
 		c->gnorm[i] = s->grad_norm;
 		c->thr[i] = r->gpt ? s->tokens_per_s : s->samples_per_s;
+		c->mfu[i] = isfinite(s->mfu) ? 100 * s->mfu : NAN;
 	}
 	for (i = 0; i < r->n_evals; i++) {
 		const struct launch__report_eval *e = &r->evals[i];
@@ -300,6 +302,20 @@ static int loss_charts(struct dt_buf *out, const struct launch__report *r, const
 	return rc;
 }
 
+/* Model FLOPs utilization (a GPT's), and the peak it is measured against. */
+static int mfu_chart(struct dt_buf *out, const struct launch__report *r, const struct cols *c)
+{
+	struct launch__svg_series m = { "MFU", c->step, c->mfu, r->n_steps, palette[5], false,
+					c->part };
+	char title[160];
+
+	snprintf(title, sizeof(title), "Model FLOPs utilization (against %.4g TFLOP/s a node, %s)",
+		 r->peak_flops_node / 1e12, !strcmp(r->peak_source, "declared") ?
+		 "declared by the site" : "measured at start");
+	return chart(out, "chart-mfu", title, "step (optimizer steps)", "step",
+		     "MFU (% of the peak)", false, &m, 1);
+}
+
 static int curves(struct dt_buf *out, const struct launch__report *r)
 {
 	struct cols c = {0};
@@ -326,6 +342,8 @@ static int curves(struct dt_buf *out, const struct launch__report *r)
 	if (!rc && any(c.thr, r->n_steps))
 		rc = chart(out, "chart-throughput", "Throughput", "step (optimizer steps)", "step",
 			   r->gpt ? "tokens per second" : "samples per second", false, &th, 1);
+	if (!rc && any(c.mfu, r->n_steps))
+		rc = mfu_chart(out, r, &c);
 	if (!rc)
 		rc = dt_buf_puts(out, "</div>\n");
 	free(c.step);
@@ -390,7 +408,9 @@ static int step_time(struct dt_buf *out, const struct launch__report *r)
 			   launch__report_secs(med[0], b, sizeof(b)));
 	if (!rc)
 		rc = launch__svg_stack(out, "stack-step", names, colors, v, 6, "s per step");
-	return rc ? rc : bubble(out, r, med);
+	if (!rc)
+		rc = bubble(out, r, med);
+	return rc ? rc : launch__svg_ranks(out, &r->ranks);
 }
 
 /* --- timeline --- */

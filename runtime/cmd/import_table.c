@@ -13,15 +13,15 @@
 #include "base/buf.h"
 #include "jobs/spec.h"
 #include "runtime/model/model.h"
+#include "runtime/train/checkpointing.h"
 
 int rt_import_table(struct rt_import *im, const char *src, struct dt_err *err)
 {
 	struct spec s = { 0 };
-	struct rt_tensor t[RT_BLOCK_TENSORS];
 	const struct rt_model_ops *ops;
 	struct dt_buf cfg = { 0 };
 	size_t off = 0;
-	int b, k, nb, rc = 0;
+	int rc;
 
 	s.model.type = (char *)"gpt";
 	s.model.vocab_size = im->V;
@@ -39,27 +39,17 @@ int rt_import_table(struct rt_import *im, const char *src, struct dt_err *err)
 	}
 	memcpy(im->config, cfg.p, cfg.len + 1);
 	dt_buf_free(&cfg);
-	nb = ops->blocks(&s);
-	im->n_blocks = nb;
-	im->t = calloc((size_t)nb * RT_BLOCK_TENSORS, sizeof(*im->t));
-	if (!im->t)
-		return dt_err_add(err, "%s: out of memory for the table", src), -ENOMEM;
-	for (b = 0; b < nb; b++) {
-		int n = ops->tensors(&s, b, t);
+	im->n_blocks = ops->blocks(&s);
+	rc = rt_ckpt_model_table(&s, &im->t, &im->n, err);
+	if (rc)
+		return rc;
+	for (int i = 0; i < im->n; i++) {
+		size_t numel = 1;
 
-		for (k = 0; k < n; k++) {
-			struct ckpt_tensor *c = &im->t[im->n++];
-			size_t numel = 1;
-
-			_Static_assert(sizeof(t[k].name) <= sizeof(c->name), "a model's name fits");
-			memcpy(c->name, t[k].name, sizeof(t[k].name));
-			c->ndim = t[k].ndim;
-			for (int d = 0; d < t[k].ndim; d++)
-				numel *= (size_t)(c->shape[d] = t[k].shape[d]);
-			c->block = b;
-			c->offset = off;
-			off += numel;
-		}
+		for (int d = 0; d < im->t[i].ndim; d++)
+			numel *= (size_t)im->t[i].shape[d];
+		if (im->t[i].offset + numel > off)
+			off = im->t[i].offset + numel;
 	}
 	im->n_params = off;
 	im->params = calloc(off ? off : 1, sizeof(float));

@@ -412,11 +412,13 @@ struct how {
 	struct rt_bpe *bpe;
 };
 
-/* The bytes of a file as byte-level tokens, appended to s. */
-static int read_text(const char *path, struct stream *s, struct dt_err *err)
+/* A text file as tokens appended to s: its bytes, or (how->bpe) their
+ * GPT-2 BPE encoding, which has at most a token per byte. */
+static int read_text(const char *path, const struct how *how, struct stream *s,
+		     struct dt_err *err)
 {
 	char *text = NULL;
-	size_t len = 0, i;
+	size_t len = 0, k = 0, i;
 	int rc = dt_read_file(path, &text, &len);
 
 	if (rc)
@@ -425,36 +427,22 @@ static int read_text(const char *path, struct stream *s, struct dt_err *err)
 		free(text);
 		return dt_err_add(err, "%s: out of memory for %zu tokens", path, len), -ENOMEM;
 	}
-	for (i = 0; i < len; i++)
-		s->v[s->n++] = (unsigned char)text[i];
+	if (how->bpe) {
+		rc = rt_bpe_encode(how->bpe, text, len, s->v + s->n, &k, err);
+		if (rc)
+			dt_err_add(err, "%s: cannot encode", path);
+		s->n += (int64_t)k;
+	} else {
+		for (i = 0; i < len; i++)
+			s->v[s->n++] = (unsigned char)text[i];
+	}
 	free(text);
-	return 0;
+	return rc;
 }
 
 static uint32_t le32(const unsigned char *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-/* A file encoded with how->bpe, appended to s. */
-static int read_bpe(const char *path, const struct how *how, struct stream *s, struct dt_err *err)
-{
-	char *text = NULL;
-	size_t len = 0, k = 0;
-	int rc = dt_read_file(path, &text, &len);
-
-	if (rc)
-		return dt_err_add(err, "%s: cannot read: %s", path, strerror(-rc)), rc;
-	if (stream_add(s, (int64_t)len)) {
-		free(text);
-		return dt_err_add(err, "%s: out of memory for %zu tokens", path, len), -ENOMEM;
-	}
-	rc = rt_bpe_encode(how->bpe, text, len, s->v + s->n, &k, err);
-	if (rc)
-		dt_err_add(err, "%s: cannot encode", path);
-	s->n += (int64_t)k;
-	free(text);
-	return rc;
 }
 
 /* A pre-tokenized shard (llm.c's, or raw uint16), every token checked,
@@ -522,12 +510,6 @@ out:
 	return rc;
 }
 
-static int text_reader(const char *path, const struct how *how, struct stream *s,
-		       struct dt_err *err)
-{
-	(void)how;
-	return read_text(path, s, err);
-}
 
 /* Reads files [n] into one stream, checking all before anything is written. */
 static int read_all(const struct how *how, const char *const *files, int n, struct stream *s,
@@ -619,7 +601,7 @@ out:
 int rt_tokens_from_text(const char *const *files, int n, const struct rt_tokens_split *split,
 			const char *out_dir, struct dt_err *err)
 {
-	const struct how how = { text_reader, "bytes", 256, true, NULL };
+	const struct how how = { read_text, "bytes", 256, true, NULL };
 
 	return import(&how, files, n, split, out_dir, err);
 }
@@ -628,7 +610,7 @@ int rt_tokens_from_text_bpe(const char *const *files, int n, struct rt_bpe *bpe,
 			    const struct rt_tokens_split *split, const char *out_dir,
 			    struct dt_err *err)
 {
-	const struct how how = { read_bpe, "GPT-2 BPE tokens", rt_bpe_vocab(bpe), false, bpe };
+	const struct how how = { read_text, "GPT-2 BPE tokens", rt_bpe_vocab(bpe), false, bpe };
 
 	return import(&how, files, n, split, out_dir, err);
 }

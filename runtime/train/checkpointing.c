@@ -187,47 +187,14 @@ static int hash_spec(const struct spec *s, char out[17])
 
 /* --- life cycle --- */
 
-/* The model's tensors as checkpoints list them (checkpoint/ckpt.h):
- * this stage's, at their offsets in its buffers, and the whole model's,
- * which rank 0 writes into the root file and the manifest. */
-int rt_ckpt_tensors(const struct rt_tensor *t, int n, struct ckpt_tensor **out)
-{
-	int i, j;
-
-	_Static_assert(RT_MAX_DIMS <= CKPT_MAX_DIMS, "a model's tensor fits a checkpoint's");
-	_Static_assert(RT_MAX_BLOCKS == CKPT_MAX_BLOCKS, "a model's blocks fit a checkpoint's");
-	_Static_assert(RT_TENSOR_NAME <= CKPT_NAME_MAX, "a model's name fits a checkpoint's");
-
-	*out = calloc((size_t)(n ? n : 1), sizeof(**out));
-	if (!*out)
-		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		struct ckpt_tensor *c = &(*out)[i];
-
-		snprintf(c->name, sizeof(c->name), "%s", t[i].name);
-		c->ndim = t[i].ndim;
-		for (j = 0; j < t[i].ndim; j++)
-			c->shape[j] = t[i].shape[j];
-		c->block = t[i].block;
-		c->offset = t[i].offset;
-	}
-	return 0;
-}
-
 static int tensor_tables(struct rt_ckpt *c, struct dt_err *err)
 {
-	struct rt_tensor *all = NULL;
-	int n = 0, rc;
+	int rc;
 
 	rc = rt_ckpt_tensors(c->st->tensors, c->st->n_tensors, &c->stage_tensors);
 	c->n_stage_tensors = c->st->n_tensors;
-	if (!rc && c->g->rank == 0) {
-		rc = rt_model_tensors(c->s, 0, c->st->n_model_blocks, &all, &n, err);
-		if (!rc)
-			rc = rt_ckpt_tensors(all, n, &c->model_tensors);
-		c->n_model_tensors = n;
-		free(all);
-	}
+	if (!rc && c->g->rank == 0)
+		rc = rt_ckpt_model_table(c->s, &c->model_tensors, &c->n_model_tensors, err);
 	return rc;
 }
 
@@ -717,9 +684,11 @@ static int report(struct rt_ckpt *c)
 	    c->max_write_s, c->max_write_s > 0 ? (double)c->bytes / c->max_write_s / 1e6 : 0,
 	    c->max_stall_s, c->t_done - c->t_start);
 	dt_json_line(c->metrics, "{\"event\":\"checkpoint\",\"step\":%lld,\"path\":\"%s\",\"bytes\":%llu,"
-		  "\"write_s\":%.6f,\"stall_s\":%.6f,\"commit_s\":%.6f,\"total_s\":%.6f,\"async\":%s}",
+		  "\"write_s\":%.6f,\"stall_s\":%.6f,\"commit_s\":%.6f,\"total_s\":%.6f,\"async\":%s,"
+		  "\"unix_time\":%.3f}",
 	       (long long)c->meta->step, final, (unsigned long long)c->bytes, c->max_write_s,
-	       c->max_stall_s, c->commit_s, c->t_done - c->t_start, c->async ? "true" : "false");
+	       c->max_stall_s, c->commit_s, c->t_done - c->t_start, c->async ? "true" : "false",
+	       dt_wall_s());
 	return 0;
 }
 

@@ -174,6 +174,11 @@ void rt_ckpt_free(struct rt_ckpt *c);
  * their offsets in the stage's buffers: *out [n] (caller frees). 0 or
  * -ENOMEM. */
 int rt_ckpt_tensors(const struct rt_tensor *t, int n, struct ckpt_tensor **out);
+/* The whole model of s as a checkpoint lists it: every block's tensors at
+ * their offsets in one buffer of the whole model, into *out [*n] (caller
+ * frees, also after a failure). 0, -EINVAL (unknown model) or -ENOMEM,
+ * with a message. */
+int rt_ckpt_model_table(const struct spec *s, struct ckpt_tensor **out, int *n, struct dt_err *err);
 
 /* --- resume --- */
 

@@ -172,38 +172,6 @@ static int fresh_names(const struct spec *s, const struct ckpt_tensor *t, int n,
 
 /* --- the check --- */
 
-/* the whole model's tensors, as a checkpoint lists them, into *t [*n] */
-static int model_table(const struct spec *s, struct ckpt_tensor **t, int *n, struct dt_err *err)
-{
-	const struct rt_model_ops *ops = rt_model_find(s, err);
-	struct rt_tensor rt[RT_BLOCK_TENSORS];
-	int nb;
-
-	*t = NULL;
-	*n = 0;
-	if (!ops)
-		return -EINVAL;
-	nb = ops->blocks(s);
-	*t = calloc((size_t)nb * RT_BLOCK_TENSORS, sizeof(**t));
-	if (!*t)
-		return dt_err_add(err, "out of memory for the model's table"), -ENOMEM;
-	for (int b = 0; b < nb; b++) {
-		int k = ops->tensors(s, b, rt);
-		struct ckpt_tensor *c;
-
-		for (int i = 0; i < k; i++) {
-			c = &(*t)[(*n)++];
-			_Static_assert(sizeof(rt[i].name) <= sizeof(c->name), "a model's name fits");
-			memcpy(c->name, rt[i].name, sizeof(rt[i].name));
-			c->ndim = rt[i].ndim;
-			for (int d = 0; d < rt[i].ndim; d++)
-				c->shape[d] = rt[i].shape[d];
-			c->block = b;
-		}
-	}
-	return 0;
-}
-
 int rt_check_init_from(const struct spec *s, struct dt_err *err)
 {
 	struct ckpt_manifest *m = NULL;
@@ -225,7 +193,7 @@ int rt_check_init_from(const struct spec *s, struct dt_err *err)
 		dt_err_add(err, "checkpoint.init_from: %s: not a checkpoint dtrain can start from",
 			   s->checkpoint.init_from);
 	if (!rc)
-		rc = model_table(s, &t, &n, err);
+		rc = rt_ckpt_model_table(s, &t, &n, err);
 	if (!rc && !(take = calloc((size_t)(n ? n : 1), 1)))
 		rc = -ENOMEM;
 	if (!rc)

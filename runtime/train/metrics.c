@@ -68,27 +68,6 @@ static double since_env(const char *name)
 	return dt_wall_s() - start;
 }
 
-/* The log window's times per step, the mean over all ranks:
- * tm = { step, compute, pipe wait, grad wait, data, optim } in seconds.
- * Collective over the world (every rank logs at the same steps). */
-static int window_times(struct trainer *t, double window_s, int64_t steps, double tm[6])
-{
-	double per = steps > 0 ? 1.0 / (double)steps : 0.0;
-	int i;
-
-	tm[0] = window_s;
-	tm[1] = t->tm.compute;
-	tm[2] = t->tm.pipe;
-	tm[3] = t->tm.grad;
-	tm[4] = t->tm.data;
-	tm[5] = t->tm.optim;
-	if (t->g->world > 1)
-		MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, tm, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-	for (i = 0; i < 6; i++)
-		tm[i] *= per / (double)t->g->world;
-	return 0;
-}
-
 /* --- the run's events --- */
 
 void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int64_t total,
@@ -124,18 +103,28 @@ void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int6
 			       t->dp.cross != MPI_COMM_NULL ? ", parts allreduced between nodes" : "");
 		else if (t->replicas > 1)
 			printf("dtrain-run: gradients: allreduce between the %d replicas\n", t->replicas);
+		if (t->flops_per_token > 0 && t->peak_flops_node > 0)
+			printf("dtrain-run: MFU: %.4g model FLOPs per token against %.4g TFLOP/s per "
+			       "node (%s)\n", t->flops_per_token, t->peak_flops_node / 1e12,
+			       !strcmp(t->peak_source, "declared") ?
+				       "resources.peak_tflops_per_node" :
+				       "measured now: the matrix product of each rank, summed per node");
 		if (step >= total)
 			printf("dtrain-run: the checkpoint is at the end of training: nothing left to do\n");
 		fflush(stdout);
 	}
 	dt_json_line(t->metrics, "{\"event\":\"start\",\"total_steps\":%lld,\"steps_per_epoch\":%lld,\"epochs\":%ld,"
 		      "\"step\":%lld,\"grad_sync\":\"%s\",\"replicas_per_node\":%d,\"threads\":\"%s\","
-		      "\"device\":\"%s\",\"precision\":\"%s\",\"collectives\":\"%s\"}",
+		      "\"device\":\"%s\",\"precision\":\"%s\",\"collectives\":\"%s\","
+		      "\"flops_per_token\":%.6g,\"nodes\":%d,\"peak_flops_per_node\":%.6g,"
+		      "\"peak\":\"%s\"}",
 		   (long long)total,
 		   (long long)per_epoch, s->train.epochs, (long long)step,
 		   t->dp.split ? "split" : t->dp.shared ? "shared" : t->replicas > 1 ? "allreduce" : "none",
 		   t->dp.shared ? t->dp.locals : 1, t->tsplit ? "split" : "blas", t->dev->kind,
-		   s->train.precision ? s->train.precision : "fp32", t->dev->collectives);
+		   s->train.precision ? s->train.precision : "fp32", t->dev->collectives,
+		   t->flops_per_token, t->nodes, t->peak_flops_node, t->peak_source);
+	rt__ranks_log_layout(t);
 }
 
 /* The first step of this process: when it came, after this start of the
@@ -173,7 +162,7 @@ int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_
 {
 	const struct spec *s = t->s;
 	double now, rate, eta, tm[6];
-	char eta_s[32], tokens[64] = "", loss_s[32];
+	char eta_s[32], tokens[128] = "", loss_s[32];
 	int rc;
 
 	pg->window_rows += batch_rows;
@@ -185,12 +174,16 @@ int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_
 	now = dt_mono_s();
 	rate = (double)pg->window_rows / (now - pg->tw);
 	eta = (now - pg->t0) / (double)step * (double)(total - step);
-	rc = window_times(t, now - pg->tw, pg->window_steps, tm);
+	rc = rt__ranks_window(t, step, now - pg->tw, pg->window_steps, tm);
 	if (rc)
 		return rc;
 	fmt_duration(eta, eta_s, sizeof(eta_s));
 	if (t->labels > 1)
 		snprintf(tokens, sizeof(tokens), "\"tokens_per_s\":%.1f,", rate * t->labels);
+	/* model FLOPs per second over the job's nodes at their peak */
+	if (t->labels > 1 && t->flops_per_token > 0 && t->peak_flops_node > 0 && t->nodes > 0)
+		snprintf(tokens + strlen(tokens), sizeof(tokens) - strlen(tokens), "\"mfu\":%.6g,",
+			 rate * t->labels * t->flops_per_token / (t->peak_flops_node * t->nodes));
 	if (t->g->rank == 0 && !pg->quiet) {
 		/* a language model's samples are windows: its rate is in tokens */
 		printf("dtrain-run: step %lld/%lld epoch %lld/%ld loss %s lr %.3g "
@@ -245,7 +238,8 @@ void rt__log_end(struct trainer *t, const struct rt_progress *pg, int64_t step)
 {
 	double secs = dt_mono_s() - pg->t0;
 
-	dt_json_line(t->metrics, "{\"event\":\"end\",\"step\":%lld,\"seconds\":%.3f}", (long long)step, secs);
+	dt_json_line(t->metrics, "{\"event\":\"end\",\"step\":%lld,\"seconds\":%.3f,\"unix_time\":%.3f}",
+		     (long long)step, secs, dt_wall_s());
 	if (t->g->rank == 0 && !pg->quiet) {
 		printf("dtrain-run: done: %lld steps in %.1f s\n", (long long)step, secs);
 		fflush(stdout);

@@ -204,6 +204,7 @@ static void free_trainer(struct trainer *t, bool together)
 	free(t->block_bucket);
 	free(t->part_loss);
 	free(t->part_correct);
+	rt__ranks_free(t);
 	rt__ties_free(t);
 	rt_ckpt_free(&t->ck);
 	if (together)
@@ -427,8 +428,8 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 				       strsignal(sig), (long long)step);
 			fflush(stdout);
 		}
-		dt_json_line(t->metrics, "{\"event\":\"stop\",\"step\":%lld,\"signal\":\"%s\"}", (long long)step,
-		       sigabbrev_np(sig));
+		dt_json_line(t->metrics, "{\"event\":\"stop\",\"step\":%lld,\"signal\":\"%s\","
+			     "\"unix_time\":%.3f}", (long long)step, sigabbrev_np(sig), dt_wall_s());
 		rt_watchdog_beat(t->wd, step, DT_PHASE_SAVE);
 		rc = rt__dev_to_host(t);
 		if (!rc)
@@ -704,6 +705,27 @@ static int agree(struct trainer *t, int rc)
 	return rc == 0 ? 0 : rc == -ENOMEM ? -ENOMEM : -EINVAL;
 }
 
+/* This rank's part of the set-up, before the ranks agree on it: the
+ * device, the data, the stage, its slots, ties, gradient sync, metrics. */
+static int set_up(struct trainer *t)
+{
+	int rc = rt__dev_check(t);
+
+	if (!rc)
+		rc = open_data(t);
+	if (!rc)
+		rc = build_stage(t);
+	if (!rc)
+		rc = alloc_slots(t);
+	if (!rc)
+		rc = rt__ties_init(t);
+	if (!rc)
+		rc = rt__grad_sync_init(t);
+	if (!rc)
+		rc = rt__ranks_init(t);
+	return rc;
+}
+
 int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts *opts,
 	     bool *together, struct dt_err *err)
 {
@@ -721,6 +743,7 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	t.g = g;
 	t.dev = opts->dev ? opts->dev : rt_dev_cpu();
 	t.wd = opts->watchdog;
+	t.node = opts->proc ? opts->proc->node : "";
 	t.err = err;
 	t.stage = g->coord[RT_DIM_PIPE];
 	t.stages = g->size[RT_DIM_PIPE];
@@ -736,23 +759,16 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 		t.split_slow_ms = 0;
 	rt_blas_threads((int)s->resources.cpus_per_task);
 
-	rc = rt__dev_check(&t);
-	if (!rc)
-		rc = open_data(&t);
-	if (!rc)
-		rc = build_stage(&t);
-	if (!rc)
-		rc = alloc_slots(&t);
-	if (!rc)
-		rc = rt__ties_init(&t);
-	if (!rc)
-		rc = rt__grad_sync_init(&t);
-	rc = agree(&t, rc);
+	rc = agree(&t, set_up(&t));
 	if (!rc)
 		rc = agree(&t, rt_dp_init(&t.dp, s, g, &t.st, &t.opt, (int)t.max_rows, err));
 	if (!rc && t.dp.split)
 		rc = agree(&t, acts_place(&t));
 	agreed = rc != 0 && rc != -EIO; /* -EIO: agree()'s own MPI failed */
+	if (!rc)
+		rc = rt__ranks_layout(&t);
+	if (!rc)
+		rc = rt__mfu_init(&t);
 	if (!rc)
 		rc = choose_threads(&t, opts);
 	if (rc)

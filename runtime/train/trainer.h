@@ -143,8 +143,21 @@ struct trainer {
 	int64_t start_step; /* where this process started (> 0 after a resume) */
 	double t_proc;     /* when rt_train started (monotonic seconds) */
 	struct times tm;   /* this rank, the current log window */
+	/* every rank's part of the metrics (ranks.c) */
+	const char *node;  /* this rank's node (bootstrap.h's rt_proc), "" unknown */
+	double *rank_vals; /* rank 0: [world][7] every rank's values of a log window */
+	char *rank_names;  /* rank 0: [world][RT_NODE_NAME] every rank's node */
+	int *rank_place;   /* rank 0: [world][2] every rank's stage and replica */
+	/* model FLOPs utilization (mfu.c) */
+	double flops_per_token; /* a GPT's training FLOPs per token; 0: no MFU */
+	double peak_flops_node; /* FLOP/s of one node at its peak; 0: unknown */
+	const char *peak_source; /* "declared", "measured" or "none" */
+	int nodes;         /* rank 0: the job's nodes (distinct node names) */
 	struct dt_err *err;
 };
+
+/* Bytes of a node's name in the metrics (bootstrap.h's rt_proc.node). */
+#define RT_NODE_NAME 64
 
 
 #define MPI_CHECK(t, call)                                  \
@@ -279,6 +292,27 @@ int rt__run_schedule(struct trainer *t, const struct mb *mbs);
  * t->tsplit). */
 int rt__split_schedule(struct trainer *t, const struct mb *mbs);
 
+
+/* --- every rank's part (ranks.c) and MFU (mfu.c) --- */
+
+/* Set-up: rank 0's room for every rank's values (-ENOMEM); freed by
+ * rt__ranks_free, also after a failure. */
+int rt__ranks_init(struct trainer *t);
+void rt__ranks_free(struct trainer *t);
+/* Every rank's node, stage and replica to rank 0 (collective). */
+int rt__ranks_layout(struct trainer *t);
+/* Rank 0: the "layout" event (after rt__ranks_layout). */
+void rt__ranks_log_layout(struct trainer *t);
+/* At a logged step: every rank's seconds per step of the log window
+ * (window_s, steps) and its peak memory to rank 0, which writes the
+ * "ranks" event and gets in tm the means over the ranks (step, compute,
+ * pipe wait, grad wait, data, optim; zeros on the other ranks).
+ * Collective. */
+int rt__ranks_window(struct trainer *t, int64_t step, double window_s, int64_t steps,
+		     double tm[6]);
+/* After rt__ranks_layout, before the loop: a GPT's FLOPs per token and
+ * the peak of a node, declared or measured now (collective). */
+int rt__mfu_init(struct trainer *t);
 
 /* --- what the run tells (metrics.c) --- */
 

@@ -14,7 +14,14 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-it-XXXXXX")
 export HOME=$T/home XDG_STATE_HOME=$T/state
 mkdir -p "$HOME"
 unset DTRAIN_SITE
-trap 'rc=$?; [ $rc -eq 0 ] && rm -rf "$T"; [ $rc -ne 0 ] && echo "(test files kept in $T)"; exit $rc' EXIT
+trap 'rc=$?; [ -n "${ref_pid:-}" ] && kill -- -"$ref_pid" 2>/dev/null; [ $rc -eq 0 ] && rm -rf "$T"
+	[ $rc -ne 0 ] && echo "(test files kept in $T)"; exit $rc' EXIT
+
+# sanitized: 1 when the programs are the AddressSanitizer + UBSan build,
+# whose training steps run about 6 times slower (tests that train long only
+# to outlast their signals may train less there)
+sanitized=0
+ldd "$DTRAIN_BIN/dtrain-run" 2>/dev/null | grep -q 'libasan' && sanitized=1
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
@@ -142,25 +149,70 @@ mpi_run() {
 
 # reference_run SITE FINAL: $T/job.json (a 4-rank job) run without
 # interruption by mpirun on this host in $T/ref, which must end with the
-# checkpoint FINAL (step-<8 digits>).
+# checkpoint FINAL (step-<8 digits>). It runs in the background, in the
+# gaps of the job the test submits next (requeue waits, start-ups), and
+# same_as_reference waits for it; a failing test stops it.
 reference_run() {
 	$SUBMIT validate "$T/job.json" --site "$1" --set run_dir="$T/ref" >"$T/ref.json" 2>"$T/ref.err" ||
 		{ cat "$T/ref.err"; fail "spec ref"; }
 	mkdir -p "$T/ref"
-	OMPI_MCA_mpi_yield_when_idle=1 mpirun --allow-run-as-root --oversubscribe -np 4 \
-		"$DTRAIN_BIN/dtrain-run" --quiet "$T/ref.json" >"$T/ref.out" 2>&1 || { cat "$T/ref.out"; fail "reference run"; }
-	[ -d "$T/ref/checkpoints/$2" ] || { ls "$T/ref/checkpoints"; fail "reference has no final checkpoint"; }
+	ref_final=$2
+	OMPI_MCA_mpi_yield_when_idle=1 setsid mpirun --allow-run-as-root --oversubscribe -np 4 \
+		"$DTRAIN_BIN/dtrain-run" --quiet "$T/ref.json" >"$T/ref.out" 2>&1 &
+	ref_pid=$!
+}
+
+# reference_wait: the reference run of reference_run has ended well.
+reference_wait() {
+	[ -n "${ref_pid:-}" ] || return 0
+	local rc=0
+	wait "$ref_pid" || rc=$?
+	ref_pid=
+	[ $rc -eq 0 ] || { cat "$T/ref.out"; fail "reference run (exit $rc)"; }
+	[ -d "$T/ref/checkpoints/$ref_final" ] || { ls "$T/ref/checkpoints"; fail "reference has no final checkpoint"; }
 }
 
 # same_as_reference CKPT: CKPT verifies, and its parameters and optimizer
 # state are bitwise the reference run's checkpoint of the same name.
 same_as_reference() {
 	local obj
+	reference_wait
 	"$DTRAIN_BIN/dtrain-ckpt" verify "$1" >/dev/null || fail "final checkpoint does not verify"
 	for obj in /model /optimizer; do
 		h5diff "$T/ref/checkpoints/$(basename "$1")/model.h5" "$1/model.h5" "$obj" "$obj" >"$T/diff.out" 2>&1 ||
 			{ cat "$T/diff.out"; fail "final $obj differ from the uninterrupted run's"; }
 	done
+}
+
+# events_in RUN_DIR EVENT: how many EVENT events its metrics.jsonl holds
+# so far (0 before it exists).
+events_in() {
+	local n=0
+	[ -f "$1/metrics.jsonl" ] && n=$(grep -c "\"event\":\"$2\"" "$1/metrics.jsonl")
+	echo "${n:-0}"
+}
+
+# saves_into RUN_DIR START: waits (up to 120 s) until start number START
+# of the ranks has written two checkpoints.
+saves_into() {
+	local saves=-1 i
+	for ((i = 0; i < 600; i++)); do
+		if [ "$(events_in "$1" start)" -ge "$2" ]; then
+			[ "$saves" -ge 0 ] || saves=$(events_in "$1" checkpoint)
+			[ "$(events_in "$1" checkpoint)" -ge $((saves + 2)) ] && return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+# rank_of_pid RUN_DIR PID: "rank R on node N" of the dtrain-run process
+# PID, from its heartbeat file (base/heartbeat.h); "" when none names it.
+rank_of_pid() {
+	local hb
+	hb=$(grep -l " pid $2 " "$1"/heartbeat/rank-* 2>/dev/null | head -n 1)
+	[ -n "$hb" ] || return 0
+	sed -n 's/^dtrain-heartbeat [0-9]* rank \([0-9]*\) world [0-9]* pid [0-9]* node \([^ ]*\) .*/rank \1 on node \2/p' "$hb"
 }
 
 # recovery_job NAME SITE: the 2-node x 2-task MLP job that recover.sh and

@@ -34,12 +34,6 @@ expect_rc 0 $SUBMIT "$T/job.json" --site "$site"
 id=$(cat "$T/out")
 dir=$(run_dir_of recover)
 log=$dir/slurm-$id.out
-# events of kind $1 in metrics.jsonl so far (grep -c prints 0 itself)
-count() {
-	local n=0
-	[ -f "$dir/metrics.jsonl" ] && n=$(grep -c "\"event\":\"$1\"" "$dir/metrics.jsonl")
-	echo "${n:-0}"
-}
 last_step() {
 	local s=
 	[ -f "$dir/metrics.jsonl" ] && s=$(sed -n 's/.*"event":"step","step":\([0-9]*\),.*/\1/p' "$dir/metrics.jsonl" | tail -n 1)
@@ -48,23 +42,13 @@ last_step() {
 wait_state "$id" 120 RUNNING
 for round in 1 2 3; do
 	# this round's start, then two checkpoints after it; then a random moment
-	saves=-1
-	for ((i = 0; i < 600; i++)); do
-		if [ "$(count start)" -ge "$round" ]; then
-			[ "$saves" -ge 0 ] || saves=$(count checkpoint)
-			[ "$(count checkpoint)" -ge $((saves + 2)) ] && break
-		fi
-		[ "$(job_state "$id")" = RUNNING ] || { cat "$log"; fail "job $id is $(job_state "$id") before crash $round"; }
-		sleep 0.2
-	done
+	saves_into "$dir" "$round" || { cat "$log"; fail "job $id ($(job_state "$id")): no two checkpoints of start $round"; }
 	[ "$(last_step)" -lt $total ] || fail "the job finished before crash $round (make it longer)"
 	sleep "$((RANDOM % 3)).$((RANDOM % 10))"
 	victim=$(pgrep -f "^[^ ]*/dtrain-run $dir/spec.json" | shuf -n 1)
 	[ -n "$victim" ] || { cat "$log"; fail "no dtrain-run process of job $id (round $round)"; }
-	# its rank and node, from its heartbeat file (base/heartbeat.h)
-	who=$(grep -l " pid $victim " "$dir"/heartbeat/rank-* | head -n 1)
+	who=$(rank_of_pid "$dir" "$victim")
 	[ -n "$who" ] || { cat "$dir"/heartbeat/rank-*; fail "no heartbeat names pid $victim"; }
-	who=$(sed -n 's/^dtrain-heartbeat [0-9]* rank \([0-9]*\) world [0-9]* pid [0-9]* node \([^ ]*\) .*/rank \1 on node \2/p' "$who")
 	if [ $mode = stop ]; then
 		# status while it runs: when the last step began, no flag
 		$SUBMIT status "$id" >"$T/status" 2>&1 || { cat "$T/status"; fail "status $id"; }

@@ -11,7 +11,8 @@
 #  - rendered by a real browser (Debian's chromium, headless): no console
 #    message (the check itself is shown to catch a script error), the loss
 #    chart holds one point per step event, the timeline lists the stop and
-#    the resume step, the goodput the job's allocation; a screenshot of each
+#    the resume step, the goodput the job's allocation, a row per rank of
+#    where its step's time went, the GPT's MFU at every step; a screenshot of each
 #    page under the build tree for a person to look at.
 . "$(dirname "$0")/lib.sh"
 
@@ -167,6 +168,7 @@ class P(HTMLParser):
             self.key = (self.chart, a.get("data-series")); self.facts[self.key] = [int(a["data-points"]), 0, 0]
             self.stack.append("points")
         elif tag == "g": self.stack.append("g")
+        if tag == "g" and a.get("class") == "rank": self.facts[("rows", self.chart)] = self.facts.get(("rows", self.chart), 0) + 1
         if tag in ("circle", "title") and "points" in self.stack:
             self.facts[self.key][1 if tag == "circle" else 2] += 1
     def handle_endtag(self, tag):
@@ -181,6 +183,9 @@ for check in sys.argv[2:]:
     if kind == "points":  # points=CHART:N: series 0 of CHART has N points, markers and titles
         chart, n = arg.split(":"); got = p.facts.get((chart, "0"))
         if got != [int(n)] * 3: bad.append(f"{chart}: points/markers/titles {got}, expected {n} each")
+    elif kind == "rows":  # rows=SVG:N: SVG draws N ranks (or stages), a row each
+        svg, n = arg.split(":"); got = p.facts.get(("rows", svg), 0)
+        if got != int(n): bad.append(f"{svg}: {got} rows, expected {n}")
     elif kind == "text" and arg not in text: bad.append(f"the page does not say '{arg}'")
 for b in bad: print("FAIL:", b)
 sys.exit(1 if bad else 0)
@@ -190,13 +195,15 @@ PY
 render "file://$T/gpt/report.html" report-screenshot
 [ -z "$(console report-screenshot)" ] || fail "console messages in the GPT report: $(console report-screenshot)"
 dom "$T/report-screenshot.dom" "points=chart-loss-step:$nsteps" "points=chart-loss-time:$nsteps" \
-	"points=chart-throughput:$nsteps" "text=stopped by SIGTERM at step $stop" "text=resumed from step $stop" \
+	"points=chart-throughput:$nsteps" "points=chart-mfu:$nsteps" "text=measured at start" "rows=ranks:2" \
+	"text=rank 1 · stage 1 · replica 0" "text=stopped by SIGTERM at step $stop" "text=resumed from step $stop" \
 	"text=job 4242 started (restart 1)" "text=job stopped: preempted" "text=rank 0 on node n1" \
 	"text=of it in productive steps" "text=ended at step 160 of 160" "text=tokens/s" ||
 	fail "the GPT report as the browser shows it (DOM in $T/report-screenshot.dom)"
 nmlp=$(grep -c '"event":"step"' "$T/mlp/metrics.jsonl")
 render "file://$T/mlp.html" report-screenshot-mlp
 [ -z "$(console report-screenshot-mlp)" ] || fail "console messages in the MLP report: $(console report-screenshot-mlp)"
-dom "$T/report-screenshot-mlp.dom" "points=chart-loss-step:$nmlp" "text=samples/s" "text=test accuracy" \
+dom "$T/report-screenshot-mlp.dom" "points=chart-loss-step:$nmlp" "rows=ranks:2" "text=samples/s" "text=test accuracy" \
 	"text=mlp: 32-48-24-5" || fail "the MLP report as the browser shows it"
+! grep -q 'id="chart-mfu"' "$T/mlp.html" || fail "the MLP report shows an MFU (a GPT's only)"
 pass "chromium renders both pages without a console message; the loss charts hold all $nsteps and $nmlp steps, the timeline the stop and the resume at step $stop (screenshots: $SHOTS/report-screenshot.png, report-screenshot-mlp.png)"

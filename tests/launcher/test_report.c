@@ -3,9 +3,10 @@
  * written into a scratch run dir: a run that crashed after a checkpoint and
  * resumed from it (steps redone), with an events.jsonl of two job starts;
  * goodput's parts; times of events that carry none; the sparkline; the
- * page's content and escaping.
+ * page's content and escaping; every rank's part of a step (the newest
+ * start's, weighted by the windows' steps) and MFU.
  *
- * Sections: fixtures, reading, goodput, queries, page.
+ * Sections: fixtures, reading, goodput, queries, page, every rank's part.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -66,10 +67,10 @@ static const char *write_run(void)
 	tu_write_path(path, b.p, 0644);
 	snprintf(path, sizeof(path), "%s/events.jsonl", dir);
 	tu_write_path(path, "{\"event\":\"job_start\",\"time\":998,\"job_id\":\"7\",\"restart\":0,\"nodes\":\"n[1-2]\",\"layout\":\"1x2\"}\n"
-		      "{\"event\":\"term\",\"time\":1002.5,\"detail\":\"SIGTERM\"}\n"
-		      "{\"event\":\"job_stop\",\"time\":1003,\"cause\":\"crash\",\"rank\":\"1\",\"node\":\"n2\",\"detail\":\"<exit 134>\"}\n"
+		      "{\"event\":\"term\",\"time\":1002.5,\"restart\":0,\"detail\":\"SIGTERM\"}\n"
+		      "{\"event\":\"job_stop\",\"time\":1003,\"restart\":0,\"cause\":\"crash\",\"rank\":\"1\",\"node\":\"n2\",\"detail\":\"<exit 134>\"}\n"
 		      "{\"event\":\"job_start\",\"time\":1008,\"job_id\":\"7\",\"restart\":1,\"nodes\":\"n1,n[3-4]\",\"layout\":\"1x2\"}\n"
-		      "{\"event\":\"job_stop\",\"time\":1012,\"cause\":\"done\"}\n", 0644);
+		      "{\"event\":\"job_stop\",\"time\":1012,\"restart\":1,\"cause\":\"done\"}\n", 0644);
 	dt_buf_free(&b);
 	return dir;
 }
@@ -192,12 +193,52 @@ static void test_goodput_unstopped(void **state)
 	(void)state;
 	snprintf(path, sizeof(path), "%s/events.jsonl", dir);
 	tu_write_path(path, "{\"event\":\"job_start\",\"time\":998,\"job_id\":\"7\",\"restart\":0,\"nodes\":\"n[1-2]\",\"layout\":\"1x2\"}\n"
-		      "{\"event\":\"term\",\"time\":1002.5,\"detail\":\"SIGTERM\"}\n"
+		      "{\"event\":\"term\",\"time\":1002.5,\"restart\":0,\"detail\":\"SIGTERM\"}\n"
 		      "{\"event\":\"job_start\",\"time\":1008,\"job_id\":\"7\",\"restart\":1,\"nodes\":\"n1,n[3-4]\",\"layout\":\"1x2\"}\n"
-		      "{\"event\":\"job_stop\",\"time\":1012,\"cause\":\"done\"}\n", 0644);
+		      "{\"event\":\"job_stop\",\"time\":1012,\"restart\":1,\"cause\":\"done\"}\n", 0644);
 	assert_int_equal(launch__report_read(dir, NULL, &r, &err), 0);
 	assert_true(r.good.has_alloc);
 	assert_true(fabs(r.good.alloc_node_s - (4.5 * 2 + 4 * 3)) < 1e-9);
+	launch__report_free(&r);
+}
+
+/* Starts of the ranks after crashes in one allocation: the allocation
+ * spans them and the batch script's pauses between them; a preempted one
+ * (no job_stop) ends at the ranks' last exact time, its saved stop, not at
+ * the next start's estimated time. */
+static void test_goodput_allocations(void **state)
+{
+	struct launch__report r;
+	struct dt_err err = {0};
+	const char *dir = write_run();
+	char path[700];
+	struct dt_buf b = {0};
+	long long s;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/events.jsonl", dir);
+	tu_write_path(path, "{\"event\":\"job_start\",\"time\":998,\"restart\":0,\"num_nodes\":2}\n"
+		      "{\"event\":\"job_stop\",\"time\":1003,\"restart\":0,\"cause\":\"crash\",\"rank\":\"1\"}\n"
+		      "{\"event\":\"job_start\",\"time\":1005,\"restart\":0,\"num_nodes\":2}\n"
+		      "{\"event\":\"term\",\"time\":1006,\"restart\":0}\n"
+		      "{\"event\":\"job_start\",\"time\":1008,\"restart\":1,\"num_nodes\":2}\n"
+		      "{\"event\":\"job_stop\",\"time\":1012,\"restart\":1,\"cause\":\"done\"}\n", 0644);
+	/* the first allocation's ranks saved at 1006.75 after the SIGTERM */
+	dt_buf_puts(&b, "{\"event\":\"start\",\"total_steps\":12,\"step\":0}\n");
+	for (s = 1; s <= 6; s++)
+		add_step(&b, s, 1);
+	dt_buf_puts(&b, "{\"event\":\"checkpoint\",\"step\":6,\"path\":\"c\",\"bytes\":1,\"stall_s\":0.1,\"unix_time\":1006.75}\n");
+	/* the second allocation's start, estimated from its first step at
+	 * 1007.9: before its job_start (1008), yet not the first's end */
+	dt_buf_puts(&b, "{\"event\":\"resume\",\"step\":6,\"path\":\"c\",\"load_s\":0.1}\n"
+		    "{\"event\":\"start\",\"total_steps\":12,\"step\":6}\n"
+		    "{\"event\":\"first_step\",\"step\":7,\"since_step_start_s\":0.6,\"unix_time\":1008.5}\n");
+	snprintf(path, sizeof(path), "%s/metrics.jsonl", dir);
+	tu_write_path(path, b.p, 0644);
+	dt_buf_free(&b);
+	assert_int_equal(launch__report_read(dir, NULL, &r, &err), 0);
+	assert_int_equal(r.good.allocations, 2);
+	assert_true(fabs(r.good.alloc_node_s - (8.75 * 2 + 4 * 2)) < 1e-9);
 	launch__report_free(&r);
 }
 
@@ -253,6 +294,100 @@ static void test_page(void **state)
 	launch__report_free(&r);
 }
 
+/* --- every rank's part, MFU --- */
+
+/* A "ranks" event of n ranks: rank i computes c + i ms of a 10 ms step,
+ * its peak memory 100 + i MiB. */
+static void add_ranks(struct dt_buf *b, long long step, long long steps, int n, double c)
+{
+	static const char *const keys[] = { "step_s", "compute_s", "pipe_wait_s", "grad_wait_s",
+					    "data_s", "optim_s", "max_rss_mib" };
+	size_t k;
+	int i;
+
+	dt_buf_printf(b, "{\"event\":\"ranks\",\"step\":%lld,\"steps\":%lld", step, steps);
+	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		dt_buf_printf(b, ",\"%s\":[", keys[k]);
+		for (i = 0; i < n; i++)
+			dt_buf_printf(b, "%s%g", i ? "," : "", k == 0 ? 0.01 : k == 1 ? (c + i) / 1e3 :
+				      k == 6 ? 100.0 + i + c : 0.001);
+		dt_buf_puts(b, "]");
+	}
+	dt_buf_puts(b, "}\n");
+}
+
+/* Two starts: 2 ranks, then 3 (a node named to need escaping), with MFU. */
+static const char *write_ranks_run(void)
+{
+	static char dir[600];
+	char path[700];
+	struct dt_buf b = {0};
+
+	snprintf(dir, sizeof(dir), "%s/ranks", tu_scratch());
+	mkdir(dir, 0755);
+	dt_buf_puts(&b, "{\"event\":\"start\",\"step\":0,\"device\":\"cpu\",\"flops_per_token\":1000,"
+		    "\"nodes\":1,\"peak_flops_per_node\":2e12,\"peak\":\"measured\"}\n"
+		    "{\"event\":\"layout\",\"stage\":[0,1],\"replica\":[0,0],\"node\":[\"n1\",\"n1\"]}\n");
+	add_ranks(&b, 10, 10, 2, 1);
+	add_step(&b, 10, 2);
+	add_ranks(&b, 20, 10, 2, 3);
+	add_step(&b, 20, 1.5);
+	dt_buf_puts(&b, "{\"event\":\"start\",\"step\":20,\"device\":\"cpu\",\"flops_per_token\":1000,"
+		    "\"nodes\":2,\"peak_flops_per_node\":3e12,\"peak\":\"declared\"}\n"
+		    "{\"event\":\"layout\",\"stage\":[0,0,1],\"replica\":[0,1,0],\"node\":[\"n1\",\"<n2>\",\"<n2>\"]}\n");
+	add_ranks(&b, 30, 10, 3, 2);
+	add_ranks(&b, 35, 5, 2, 50); /* not this layout's ranks: left out */
+	dt_buf_puts(&b, "{\"event\":\"step\",\"step\":60,\"steps\":30,\"loss\":1,\"tokens_per_s\":4e9,"
+		    "\"mfu\":0.6667,\"time\":{\"step_s\":0.01},\"unix_time\":1010}\n");
+	add_ranks(&b, 60, 30, 3, 6);
+	snprintf(path, sizeof(path), "%s/metrics.jsonl", dir);
+	tu_write_path(path, b.p, 0644);
+	dt_buf_free(&b);
+	return dir;
+}
+
+static void test_ranks(void **state)
+{
+	struct launch__report r;
+	struct dt_err err = {0};
+	struct dt_buf page = {0};
+	const char *p;
+	int rows = 0;
+
+	(void)state;
+	assert_int_equal(launch__report_read(write_ranks_run(), NULL, &r, &err), 0);
+	/* the newest start's 3 ranks, over its two windows of 10 and 30 steps */
+	assert_int_equal(r.ranks.n, 3);
+	assert_int_equal(r.ranks.start, 1);
+	assert_int_equal(r.ranks.stages, 2);
+	assert_int_equal(r.ranks.windows, 2);
+	assert_int_equal(r.ranks.steps, 40);
+	assert_int_equal(r.ranks.stage[2], 1);
+	assert_int_equal(r.ranks.replica[1], 1);
+	assert_string_equal(r.ranks.node[1], "<n2>");
+	/* rank 1: (3 ms x 10 + 7 ms x 30) / 40 */
+	assert_true(fabs(r.ranks.t[1 * LAUNCH__T_N + LAUNCH__T_COMPUTE] - 0.006) < 1e-12);
+	assert_true(fabs(r.ranks.t[2 * LAUNCH__T_N + LAUNCH__T_STEP] - 0.01) < 1e-12);
+	assert_true(fabs(r.ranks.rss_mib[2] - 108) < 1e-12); /* the peak of its windows */
+	/* MFU: the newest start's peak, the step's value */
+	assert_true(fabs(r.peak_flops_node - 3e12) < 1);
+	assert_string_equal(r.peak_source, "declared");
+	assert_true(fabs(r.steps[r.n_steps - 1].mfu - 0.6667) < 1e-12);
+	assert_true(isnan(r.steps[0].mfu));
+	assert_int_equal(launch__report_html(&r, NULL, &page), 0);
+	assert_non_null(strstr(page.p, "id=\"ranks\""));
+	for (p = page.p; (p = strstr(p, "<g class=\"rank\" data-rank=")); p++)
+		rows++;
+	assert_int_equal(rows, 3);
+	assert_non_null(strstr(page.p, "rank 1 · stage 0 · replica 1 · &lt;n2&gt;"));
+	assert_non_null(strstr(page.p, "108 MiB"));
+	assert_non_null(strstr(page.p, "id=\"chart-mfu\""));
+	assert_non_null(strstr(page.p, "against 3 TFLOP/s a node, declared by the site"));
+	assert_null(strstr(page.p, "<n2>"));
+	dt_buf_free(&page);
+	launch__report_free(&r);
+}
+
 static int group_teardown(void **state)
 {
 	(void)state;
@@ -267,8 +402,10 @@ int main(void)
 		cmocka_unit_test(test_missing),
 		cmocka_unit_test(test_goodput),
 		cmocka_unit_test(test_goodput_unstopped),
+		cmocka_unit_test(test_goodput_allocations),
 		cmocka_unit_test(test_queries),
 		cmocka_unit_test(test_page),
+		cmocka_unit_test(test_ranks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, group_teardown);
