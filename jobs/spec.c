@@ -529,9 +529,15 @@ static int set_int(const struct where *w, const struct spec_field *f, json_objec
 {
 	long x;
 
+	if ((f->flags & SPEC_F_AUTO) && json_object_is_type(v, json_type_string) &&
+	    !strcmp(json_object_get_string(v), "auto")) {
+		*dst = SPEC_AUTO;
+		return 0;
+	}
 	if (get_integer(v, &x))
-		return dt_err_add(err, WHERE_FMT ": expected an integer (got %s %s)",
-				  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
+		return dt_err_add(err, WHERE_FMT ": expected an integer%s (got %s %s)",
+				  WHERE_ARGS(w, f->path), f->flags & SPEC_F_AUTO ? " or \"auto\"" : "",
+				  dt_json_kind(v), json_short(v));
 	*dst = x;
 	return check_number(w, f->path, f, (double)x, true, err);
 }
@@ -849,7 +855,8 @@ static const char *origin_label(void *ctx, const char *path)
 static json_object *set_value_json(const struct spec_field *f, const char *text)
 {
 	bool stringy = !f || f->type == SPEC_STR || f->type == SPEC_ENUM ||
-		       f->type == SPEC_TIME || f->type == SPEC_MEM;
+		       f->type == SPEC_TIME || f->type == SPEC_MEM ||
+		       ((f->flags & SPEC_F_AUTO) && !strcmp(text, "auto"));
 
 	if (stringy && strcmp(text, "null") && text[0] != '"')
 		return json_object_new_string(text);
@@ -1478,6 +1485,8 @@ static json_object *value_json(const struct spec *s, const struct spec_field *f)
 	case SPEC_ENUM:
 		return *(char *const *)p ? json_object_new_string(*(char *const *)p) : NULL;
 	case SPEC_INT:
+		if ((f->flags & SPEC_F_AUTO) && *(const long *)p == SPEC_AUTO)
+			return json_object_new_string("auto");
 		return json_object_new_int64(*(const long *)p);
 	case SPEC_NUM:
 		return json_object_new_double(*(const double *)p);
@@ -1585,7 +1594,8 @@ int spec_doc_markdown(struct dt_buf *out)
 		if (f[i].type == SPEC_ENUM)
 			snprintf(allowed, sizeof(allowed), "`%s`", f[i].choices);
 		else if (f[i].type == SPEC_INT || f[i].type == SPEC_INTLIST || f[i].type == SPEC_MEM)
-			snprintf(allowed, sizeof(allowed), "%.0f .. %.0f", f[i].min, f[i].max);
+			snprintf(allowed, sizeof(allowed), "%.0f .. %.0f%s", f[i].min, f[i].max,
+				 f[i].flags & SPEC_F_AUTO ? " or `\"auto\"`" : "");
 		else if (f[i].type == SPEC_NUM || f[i].type == SPEC_NUMLIST)
 			snprintf(allowed, sizeof(allowed), "%g .. %g", f[i].min, f[i].max);
 		else if (f[i].type == SPEC_TIME)

@@ -110,7 +110,9 @@ struct spec {
 		long log_every;   /* steps between progress lines */
 	} train;
 	struct spec_checkpoint {
-		long every_steps; /* 0: only at the end and on preemption */
+		long every_steps; /* 0: only at the end and on preemption;
+				   * SPEC_AUTO: by Young/Daly's formula */
+		double mtbi_seconds; /* mean time between interruptions, for "auto" */
 		long keep;
 		bool async;
 		char *resume; /* "auto" | "never" | a checkpoint or checkpoint dir path (absolute) */
@@ -155,7 +157,11 @@ enum spec_flags {
 	SPEC_F_PATH = 1 << 3,     /* path safe in a batch script: no quote, $, `, space... */
 	SPEC_F_TEXT = 1 << 4,     /* any printable text (no control characters) */
 	SPEC_F_SHELL = 1 << 5,    /* shell lines: run as written, one line each */
+	SPEC_F_AUTO = 1 << 6,     /* an integer that may be "auto": stored as SPEC_AUTO */
 };
+
+/* The value of an integer key set to "auto" (SPEC_F_AUTO). */
+#define SPEC_AUTO (-1L)
 
 struct spec_field {
 	const char *path;    /* "resources.nodes" */

@@ -144,8 +144,10 @@ static const struct spec_field fields[] = {
 	  "steps between progress lines" },
 
 	/* --- checkpoints --- */
-	{ "checkpoint.every_steps", SPEC_INT, F(checkpoint.every_steps), "0", 0, BIG, 0, 0, NULL, 0,
-	  "save every this many steps; 0: only at the end and on preemption" },
+	{ "checkpoint.every_steps", SPEC_INT, F(checkpoint.every_steps), "0", 0, BIG, 0, 0, NULL, SPEC_F_AUTO,
+	  "save every this many steps; 0: only at the end and on preemption; \"auto\": at Young/Daly's interval sqrt(2 C M), C a save's measured cost to training, M checkpoint.mtbi_seconds refined by this run's interruptions (runtime/README.md)" },
+	{ "checkpoint.mtbi_seconds", SPEC_NUM, F(checkpoint.mtbi_seconds), "86400", 60, 1e9, 0, 0, NULL, 0,
+	  "mean time between interruptions (preemptions, failures) of the run's partition, in seconds, for every_steps \"auto\"; a site declares it in its defaults" },
 	{ "checkpoint.keep", SPEC_INT, F(checkpoint.keep), "3", 1, 1000, 0, 0, NULL, 0,
 	  "checkpoints kept; older ones are deleted" },
 	{ "checkpoint.async", SPEC_BOOL, F(checkpoint.async), "true", 0, 0, 0, 0, NULL, 0,

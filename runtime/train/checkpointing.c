@@ -296,11 +296,14 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 		       -ENOMEM;
 
 	if (!c->dir[0]) {
-		if (s->checkpoint.every_steps > 0) {
+		if (s->checkpoint.every_steps != 0) {
+			char every[32];
+
+			snprintf(every, sizeof(every), s->checkpoint.every_steps == SPEC_AUTO ?
+				 "\"auto\"" : "%ld", s->checkpoint.every_steps);
 			if (g->rank == 0)
-				dt_err_add(err, "checkpoint.every_steps: %ld, but there is no place for "
-					   "checkpoints (hint: set run_dir or checkpoint.dir)",
-					   s->checkpoint.every_steps);
+				dt_err_add(err, "checkpoint.every_steps: %s, but there is no place for "
+					   "checkpoints (hint: set run_dir or checkpoint.dir)", every);
 			return -EINVAL;
 		}
 		return 0;

@@ -439,6 +439,15 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 				   "starts from the newest saved checkpoint", (long long)step);
 		return rc ? rc : -EAGAIN;
 	}
+	if (rt__cadence_due(t, step) && step < total) {
+		double prev = t->ck.stall_s; /* the last save's, whole by now */
+
+		rt_watchdog_beat(t->wd, step, DT_PHASE_SAVE);
+		rc = rt__dev_to_host(t);
+		if (!rc)
+			rc = rt_ckpt_save(&t->ck, &pos, !s->checkpoint.async, t->err);
+		return rc ? rc : rt__cadence_saved(t, step, fmax(prev, t->ck.stall_s));
+	}
 	if (s->checkpoint.every_steps > 0 && step % s->checkpoint.every_steps == 0 && step < total) {
 		rt_watchdog_beat(t->wd, step, DT_PHASE_SAVE);
 		rc = rt__dev_to_host(t);
@@ -783,6 +792,8 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	}
 	if (!rc)
 		rc = rt__dev_from_host(&t);
+	if (!rc)
+		rt__cadence_init(&t, t.start_step);
 	if (!rc) {
 		rc = train_loop(&t, opts);
 		/* in the loop only a divergence, a stop and a failed save are

@@ -61,6 +61,22 @@ struct times {
 	double optim;   /* gradient norm, clipping and the optimizer update */
 };
 
+/* checkpoint.every_steps "auto" (cadence.c): values every rank agrees on. */
+struct rt_cadence {
+	bool on;
+	bool measured;     /* c_s is a save's, not the first guess */
+	bool warned;       /* rank 0 said a save outlasts the warning's lead */
+	int interruptions; /* this run's requeues and crashes before this start */
+	double m_s;        /* mean time between interruptions, refined */
+	double c_s;        /* a save's cost to training: the saves' stall, the most
+			    * of any rank, smoothed */
+	double step_s;     /* seconds a step, the most of any rank, smoothed */
+	int64_t every;     /* steps between saves; 0: not decided */
+	int64_t next;      /* the step of the next save; -1: not decided */
+	int64_t step0;     /* the window of step_s: from step0 at t0 ... */
+	double t0, t_end;  /* ... to the last step's end (monotonic s) */
+};
+
 /* One micro-batch in flight on this stage: the passes' arrays in device
  * memory, and where the host reads, receives and sends them (on a host
  * device the same arrays, and hout stays NULL: the output is sent from
@@ -143,6 +159,7 @@ struct trainer {
 	int64_t start_step; /* where this process started (> 0 after a resume) */
 	double t_proc;     /* when rt_train started (monotonic seconds) */
 	struct times tm;   /* this rank, the current log window */
+	struct rt_cadence cad; /* checkpoint.every_steps "auto" */
 	/* every rank's part of the metrics (ranks.c) */
 	const char *node;  /* this rank's node (bootstrap.h's rt_proc), "" unknown */
 	double *rank_vals; /* rank 0: [world][7] every rank's values of a log window */
@@ -313,6 +330,19 @@ int rt__ranks_window(struct trainer *t, int64_t step, double window_s, int64_t s
 /* After rt__ranks_layout, before the loop: a GPT's FLOPs per token and
  * the peak of a node, declared or measured now (collective). */
 int rt__mfu_init(struct trainer *t);
+
+/* --- checkpoint cadence (cadence.c) --- */
+
+/* After the resume (start_step): "auto" on or off, M from the spec and
+ * the batch script's DTRAIN_INTERRUPTIONS and DTRAIN_RUN_START. */
+void rt__cadence_init(struct trainer *t, int64_t start_step);
+/* Whether step `step` (done) saves: the tenth step of a start does (it
+ * measures a save's cost), then each at the interval chosen after the
+ * save before it. Not collective; every rank answers alike. */
+bool rt__cadence_due(struct trainer *t, int64_t step);
+/* After the save of step `step` whose stall on this rank was stall_s: the
+ * next interval (collective). */
+int rt__cadence_saved(struct trainer *t, int64_t step, double stall_s);
 
 /* --- what the run tells (metrics.c) --- */
 

@@ -27,6 +27,33 @@ static int resolve(const char *text, const char *const *sets, size_t n_sets,
 	return spec_resolve(&in, s, e);
 }
 
+/* checkpoint.every_steps takes "auto" (SPEC_F_AUTO) in a file and with
+ * --set, dumps it back as "auto", and names it in the error of another
+ * string; other integers take no "auto". */
+static void auto_integers(void **state)
+{
+	struct spec s;
+	struct dt_err e = {0};
+	struct dt_buf d = {0};
+	const char *sets[] = { "checkpoint.every_steps=auto" }, *bad[] = { "train.epochs=auto" };
+
+	(void)state;
+	assert_int_equal(resolve("{\"checkpoint\": {\"every_steps\": \"auto\"}}", NULL, 0, &s, &e), 0);
+	assert_int_equal(s.checkpoint.every_steps, SPEC_AUTO);
+	assert_int_equal(spec_dump(&s, &d), 0);
+	assert_non_null(strstr(d.p, "\"every_steps\": \"auto\""));
+	dt_buf_free(&d);
+	spec_free(&s);
+	assert_int_equal(resolve("{}", sets, 1, &s, &e), 0);
+	assert_int_equal(s.checkpoint.every_steps, SPEC_AUTO);
+	assert_true(s.checkpoint.mtbi_seconds > 0);
+	spec_free(&s);
+	assert_int_equal(resolve("{\"checkpoint\": {\"every_steps\": \"often\"}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "checkpoint.every_steps: expected an integer or \"auto\" (got a string \"often\")"));
+	assert_int_equal(resolve("{}", bad, 1, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "train.epochs"));
+}
+
 static void defaults_fill_every_key(void **state)
 {
 	struct spec s;
@@ -469,6 +496,7 @@ int main(void)
 		cmocka_unit_test(table_is_consistent),
 		cmocka_unit_test(ntasks_sets_tasks_per_node),
 		cmocka_unit_test(readme_matches_table),
+		cmocka_unit_test(auto_integers),
 	};
 	int rc = cmocka_run_group_tests_name("spec", tests, NULL, NULL);
 
