@@ -22,6 +22,7 @@ enum {
 	DT_EXIT_SPEC = 3,     /* the job spec or site file is invalid */
 	DT_EXIT_DIVERGED = 4, /* training diverged: NaN or infinite loss */
 	DT_EXIT_HUNG = 5,     /* the watchdog ended a rank that waited too long for others */
+	DT_EXIT_REPLICAS = 6, /* the replicas of a stage disagree: silent corruption */
 	DT_EXIT_REQUEUE = 75, /* dtrain-run saved its state: requeue me (EX_TEMPFAIL) */
 };
 

@@ -16,6 +16,7 @@ static const char *const var[] = {
 	[DT_FAULT_SNAPSHOT] = "DTRAIN_FAULT_SNAPSHOT",
 	[DT_FAULT_SPLIT] = "DTRAIN_FAULT_SPLIT",
 	[DT_FAULT_MPI_INIT] = "DTRAIN_FAULT_MPI_INIT",
+	[DT_FAULT_FLIP] = "DTRAIN_FAULT_FLIP",
 };
 
 /* A decimal number at s, all digits up to *end; false when there is none. */

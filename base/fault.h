@@ -16,6 +16,10 @@
  *                                missing barrier changes the bits)
  *   MPI_INIT  slow@MS:RANK       runtime/world/bootstrap.c: after MPI_Init (no rank
  *                                leaves rt_mpi_init before the late one)
+ *   FLIP      bit@STEP:RANK      runtime/train/replicas.c: one bit of one
+ *                                parameter of that rank flipped after step
+ *                                STEP, once in a run dir (the replicas'
+ *                                check names the rank; the restart passes)
  *
  * The variable is read at each call (a test sets it per process; unset, a
  * call costs one getenv). Nothing here is for production use.
@@ -25,7 +29,8 @@
 
 #include <stdbool.h>
 
-enum dt_fault_point { DT_FAULT_WRITE, DT_FAULT_SNAPSHOT, DT_FAULT_SPLIT, DT_FAULT_MPI_INIT };
+enum dt_fault_point { DT_FAULT_WRITE, DT_FAULT_SNAPSHOT, DT_FAULT_SPLIT, DT_FAULT_MPI_INIT,
+		      DT_FAULT_FLIP };
 
 /* Whether the point's variable asks for a fault of this kind ("slow",
  * "enospc") on this rank (rank -1: the caller has none, and a fault naming

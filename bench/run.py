@@ -354,7 +354,7 @@ def main():
     ap = argparse.ArgumentParser(description="dtrain's benchmarks against their peers (make bench)")
     ap.add_argument("build", help="the build directory (make build)")
     ap.add_argument("--quick", action="store_true", help="fewer steps and rounds (a smoke run)")
-    ap.add_argument("--only", default="throughput,compute,grad,gpt,shard,pipeline,checkpoint,startup,nosite,data",
+    ap.add_argument("--only", default="throughput,compute,grad,replicas,gpt,shard,pipeline,checkpoint,startup,nosite,data",
                     help="comma list of sections to run (default: all)")
     a = ap.parse_args()
     only = set(a.only.split(","))
@@ -645,6 +645,30 @@ def main():
                 "of the time 2 dtrain-bench-sgemm --part k/2 --lockstep copies wait for each "
                 "other (median of the scaling quartets' %d runs)" % len(q["large_lockstep_wait_share"]))
         res["grad"] = {"step_s": t["step_s"], "grad_wait_s": t["grad_wait_s"], "blocking_allreduce_s": ar}
+
+    # --- the replicas' check (recovery.check_replicas_every): one check
+    # costs a hash of the state and two tiny collectives; measured as the
+    # step time with a check at every step less the one without, then as a
+    # share of a step at the default interval (median of 3 pairs)
+    if only & {"replicas"}:
+        pairs = []
+        for r in range(1 if a.quick else 3):
+            progress("replicas' check, large MLP, 2 replicas (allreduce): every step / never, round %d" % (r + 1))
+            t = {}
+            for every in (1, 0):
+                e = b.dtrain("large", data=2, threads=1, steps=steps["large"], window=win["large"],
+                             extra=["parallel.grad_sync=allreduce",
+                                    "recovery.check_replicas_every=%d" % every])
+                t[every] = b.times(e)["step_s"]
+            pairs.append((t[1], t[0]))
+        one = statistics.median(max(0.0, c - n) for c, n in pairs)
+        plain = statistics.median(n for _, n in pairs)
+        default = 1000
+        row("replicas", "large MLP, 2 replicas: the replicas' check, cost per step at its default interval "
+            "(%d)" % default, one / default, plain, "s", one / default / plain, 0.01,
+            "ratio = share of a step; one check (a check every step less none): %.3g s" % one,
+            target_is_max=True)
+        res["replicas"] = {"check_s": one, "step_s": plain, "every": default}
 
     # Sections 5-7 run separate programs (the last two their own scripts,
     # one its own Slurm cluster); one that fails is reported after the

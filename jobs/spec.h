@@ -132,6 +132,7 @@ struct spec {
 		bool watchdog;             /* end a job step that stops making progress */
 		long step_timeout_seconds; /* a step's bound; 0: automatic */
 		long timeout_seconds;      /* start-up, first step, eval, save; 0: none */
+		long check_replicas_every; /* steps between the replicas' checks; 0: saves only */
 	} recovery;
 };
 

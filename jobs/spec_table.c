@@ -145,7 +145,7 @@ static const struct spec_field fields[] = {
 
 	/* --- checkpoints --- */
 	{ "checkpoint.every_steps", SPEC_INT, F(checkpoint.every_steps), "0", 0, BIG, 0, 0, NULL, SPEC_F_AUTO,
-	  "save every this many steps; 0: only at the end and on preemption; \"auto\": at Young/Daly's interval sqrt(2 C M), C a save's measured cost to training, M checkpoint.mtbi_seconds refined by this run's interruptions (runtime/README.md)" },
+	  "save every this many steps; 0: only at the end and on preemption; \"auto\": at Young/Daly's interval sqrt(2 C M), C a save's measured cost to training, M checkpoint.mtbi_seconds refined by this run's interruptions (checkpoint/README.md)" },
 	{ "checkpoint.mtbi_seconds", SPEC_NUM, F(checkpoint.mtbi_seconds), "86400", 60, 1e9, 0, 0, NULL, 0,
 	  "mean time between interruptions (preemptions, failures) of the run's partition, in seconds, for every_steps \"auto\"; a site declares it in its defaults" },
 	{ "checkpoint.keep", SPEC_INT, F(checkpoint.keep), "3", 1, 1000, 0, 0, NULL, 0,
@@ -185,6 +185,8 @@ static const struct spec_field fields[] = {
 	  "seconds a training step may take before the watchdog ends the job step (at least 2 are allowed); 0: automatic, 10 times the slowest of the last 32 steps and at least 60" },
 	{ "recovery.timeout_seconds", SPEC_INT, F(recovery.timeout_seconds), "900", 0, 1e7, 0, 0, NULL, 0,
 	  "seconds the watchdog allows start-up (once MPI is up) and resume, the first step of each start, a chunk of an evaluation, or a checkpoint save; 0: no bound" },
+	{ "recovery.check_replicas_every", SPEC_INT, F(recovery.check_replicas_every), "1000", 0, BIG, 0, 0, NULL, 0,
+	  "steps between checks that the data-parallel replicas of each stage hold the same parameters (and optimizer state unless sharded); they are also checked before every save, so that none is taken from replicas that disagree; one that differs is named with its node, and the job step exits 6 and starts again from the newest checkpoint; 0: before saves only" },
 };
 
 const struct spec_field *spec_fields(size_t *n)

@@ -423,8 +423,9 @@ static void render_events(struct render *r)
 	       "}\n"
 	       "# the end of a start of the step and its cause: done, preempted, cancelled,\n"
 	       "# terminated, time_limit (a saved stop before the limit), refused, diverged,\n"
-	       "# watchdog (a step that stopped making progress), crash (the first rank to\n"
-	       "# die and its node, as srun names them)\n"
+	       "# replicas (a replica's state differs: its rank and node), watchdog (a step\n"
+	       "# that stopped making progress), crash (the first rank to die and its node,\n"
+	       "# as srun names them)\n"
 	       "dtrain_stop_event() {\n"
 	       "\tlocal cause=crash detail='' rank='' node='' e=\"$dtrain_srun_err\"\n"
 	       "\tif [ \"$dtrain_term\" -ne 0 ]; then\n"
@@ -432,6 +433,13 @@ static void render_events(struct render *r)
 	       "\t\tif [ \"$dtrain_rc\" -eq %d ]; then\n"
 	       "\t\t\tif [ -e \"$DTRAIN_RUN_DIR/cancel\" ]; then cause=cancelled; else cause=preempted; fi\n"
 	       "\t\tfi\n"
+	       "\telif grep -q '^dtrain-run: rank 0: replicas disagree ' \"$e\" 2>/dev/null; then\n"
+	       "\t\t# dtrain-run's rank 0 names the replica that differs and its node (the\n"
+	       "\t\t# step ends with exit %d, or srun's kill of the ranks still ending)\n"
+	       "\t\tcause=replicas\n"
+	       "\t\tdetail=$(sed -n 's/^dtrain-run: rank 0: \\(replicas disagree .*\\)$/\\1/p' \"$e\" 2>/dev/null | head -n 1)\n"
+	       "\t\trank=$(printf '%%s\\n' \"$detail\" | sed -n 's/.*: rank \\([0-9]*\\) on node .*/\\1/p')\n"
+	       "\t\tnode=$(printf '%%s\\n' \"$detail\" | sed -n 's/.*: rank [0-9]* on node \\([^ ]*\\) .*/\\1/p')\n"
 	       "\telse\n"
 	       "\t\tcase \"$dtrain_rc\" in\n"
 	       "\t\t0) cause=done ;;\n"
@@ -454,7 +462,7 @@ static void render_events(struct render *r)
 	       "\tfi\n"
 	       "\tdtrain_event job_stop \",\\\"cause\\\":\\\"$cause\\\",\\\"exit\\\":$((10#$dtrain_rc)),\\\"rank\\\":\\\"$(dtrain_text \"$rank\")\\\",\\\"node\\\":\\\"$(dtrain_text \"$node\")\\\",\\\"detail\\\":\\\"$(dtrain_text \"$detail\")\\\"\"\n"
 	       "}\n\n",
-	    DT_EXIT_REQUEUE, DT_EXIT_REQUEUE, DT_EXIT_HUNG, DT_EXIT_HUNG);
+	    DT_EXIT_REQUEUE, DT_EXIT_REPLICAS, DT_EXIT_REQUEUE, DT_EXIT_HUNG, DT_EXIT_HUNG);
 }
 
 /* Counters in the run dir, so that a node failure can be told from the
@@ -638,10 +646,13 @@ static void render_step_start(struct render *r, const char *dtrain_run_path)
 	       "\t# this start of the step, the same for every rank (their heartbeats)\n"
 	       "\texport DTRAIN_STEP_START=\"$(date +%%s.%%N)\"\n"
 	       "\t# what checkpoint.every_steps \"auto\" weighs: this run's interruptions so\n"
-	       "\t# far (requeues, crashes) and when it began (its first event)\n"
-	       "\texport DTRAIN_INTERRUPTIONS=$((10#${dtrain_restarts:-0} + $(dtrain_count crashes)))\n"
-	       "\tDTRAIN_RUN_START=$(sed -n '1s/^{\"event\":\"[a-z_]*\",\"time\":\\([0-9.]*\\),.*/\\1/p' \"$DTRAIN_RUN_DIR/events.jsonl\" 2>/dev/null)\n"
-	       "\texport DTRAIN_RUN_START=${DTRAIN_RUN_START:-$DTRAIN_STEP_START}\n"
+	       "\t# far (Slurm's requeues but this script's own, which saved first; crashes)\n"
+	       "\t# and the seconds it held nodes before this start (events.jsonl: each\n"
+	       "\t# start to the last event before the next; queue waits left out)\n"
+	       "\texport DTRAIN_INTERRUPTIONS=$((10#${dtrain_restarts:-0} - $(dtrain_count requeued) + $(dtrain_count crashes)))\n"
+	       "\tDTRAIN_RUN_SECONDS=$(awk -F'\"time\":' 'NF > 1 { t = $2 + 0; if ($0 ~ /\"event\":\"job_start\"/) { if (s) sum += last - s; s = t } last = t }\n"
+	       "\t\tEND { if (s) sum += last - s; printf \"%%d\", sum }' \"$DTRAIN_RUN_DIR/events.jsonl\" 2>/dev/null)\n"
+	       "\texport DTRAIN_RUN_SECONDS=${DTRAIN_RUN_SECONDS:-0}\n"
 	       "\tdtrain_event job_start \",\\\"crashes\\\":$(dtrain_count crashes),\\\"nodes\\\":\\\"$(dtrain_text \"${SLURM_JOB_NODELIST:-}\")\\\",\\\"num_nodes\\\":$((10#${SLURM_JOB_NUM_NODES:-1})),\\\"layout\\\":\\\"%ldx%ld\\\"\"\n"
 	       "\t[ \"$dtrain_term\" -eq 0 ] || break # a SIGTERM while this start was set up\n"
 	       "\t(\n"
@@ -690,12 +701,15 @@ static void render_step_wait(struct render *r)
 	       "\t# watchdog's exit (5), the watchdog names the ranks it waited for\n"
 	       "\tdtrain_hung=$(sed -n 's/^dtrain-run: watchdog: //p' \"$dtrain_srun_err\" 2>/dev/null | head -n 1)\n"
 	       "\tdtrain_died=$(sed -n 's/^srun: error: \\([^:]*\\): tasks\\{0,1\\} \\([0-9,-]*\\): \\(.*\\)$/rank \\2 on node \\1: \\3/p' \"$dtrain_srun_err\" 2>/dev/null | head -n 1)\n"
-	       "\tif [ -n \"$dtrain_hung\" ] && case \"$dtrain_died\" in '' | *': Exited with exit code %d') true ;; *) false ;; esac; then\n"
+	       "\tdtrain_odd=$(sed -n 's/^dtrain-run: rank 0: replicas disagree //p' \"$dtrain_srun_err\" 2>/dev/null | head -n 1)\n"
+	       "\tif [ -n \"$dtrain_odd\" ]; then # dtrain-run exits %d\n"
+	       "\t\techo \"dtrain: the replicas of a stage disagree (exit $dtrain_rc): $dtrain_odd\" >&2\n"
+	       "\telif [ -n \"$dtrain_hung\" ] && case \"$dtrain_died\" in '' | *': Exited with exit code %d') true ;; *) false ;; esac; then\n"
 	       "\t\techo \"dtrain: the job step stopped making progress (exit $dtrain_rc); the watchdog: $dtrain_hung\" >&2\n"
 	       "\telse\n"
 	       "\t\techo \"dtrain: the job step failed (exit $dtrain_rc)${dtrain_died:+; first to die: $dtrain_died}\" >&2\n"
 	       "\tfi\n",
-	    DT_EXIT_REQUEUE, DT_EXIT_HUNG);
+	    DT_EXIT_REQUEUE, DT_EXIT_REPLICAS, DT_EXIT_HUNG);
 }
 
 /* After a crash, a step of one task a node: one that cannot start within

@@ -450,6 +450,7 @@ static int events_fn(void *ctx, json_object *o)
 		return -ENOMEM;
 	e->start = -1;
 	e->alloc = isfinite(num(o, "restart")) ? (int)count(o, "restart", 0) : -1;
+	snprintf(e->job_id, sizeof(e->job_id), "%s", str(o, "job_id"));
 	e->time = num(o, "time");
 	e->time_exact = true;
 	if (start) {
@@ -583,8 +584,9 @@ static int nodes_at(const struct launch__report *r, double t)
 }
 
 /* Node-seconds of each allocation of the job (the batch job's start: the
- * events.jsonl events of one restart count, several starts of the ranks
- * after crashes among them), from its first event to its last, a job_stop.
+ * events.jsonl events of one job id and restart count, several starts of
+ * the ranks after crashes among them), from its first event to its last, a
+ * job_stop.
  * An allocation whose shell was killed before it wrote its stop (a
  * preemption) ends at the last time known before the next allocation (the
  * SIGTERM's, the ranks' saved stop); the newest one, still going or ended
@@ -604,7 +606,8 @@ static void allocated(struct launch__report *r, double newest)
 		for (j = i + 1; j < r->n_events; j++) {
 			const struct launch__report_event *e = &r->events[j];
 
-			if (e->kind == LAUNCH__EV_JOB_START && (e->alloc < 0 || e->alloc != s->alloc))
+			if (e->kind == LAUNCH__EV_JOB_START &&
+			    (e->alloc < 0 || e->alloc != s->alloc || strcmp(e->job_id, s->job_id)))
 				break;
 			/* exact times only: a start's estimate (its first step's
 			 * time less its start-up) may fall before its job_start */

@@ -78,6 +78,8 @@ struct launch__report_event {
 	int start;           /* the metrics start it belongs to; -1 for events.jsonl */
 	int alloc;           /* events.jsonl: the job's allocation (Slurm's restart
 			      * count; starts after crashes share one); -1 else */
+	char job_id[32];     /* events.jsonl: the job's id (a resumed run's
+			      * next job starts its restart count again) */
 	double bytes;        /* checkpoint: size; NAN else */
 	double seconds;      /* checkpoint: stall; resume: load; first_step: start-up */
 	int nodes;           /* job_start: nodes in its list; 0 else */

@@ -311,7 +311,7 @@ static int mfu_chart(struct dt_buf *out, const struct launch__report *r, const s
 
 	snprintf(title, sizeof(title), "Model FLOPs utilization (against %.4g TFLOP/s a node, %s)",
 		 r->peak_flops_node / 1e12, !strcmp(r->peak_source, "declared") ?
-		 "declared by the site" : "measured at start");
+		 "declared: resources.peak_tflops_per_node" : "measured at start");
 	return chart(out, "chart-mfu", title, "step (optimizer steps)", "step",
 		     "MFU (% of the peak)", false, &m, 1);
 }

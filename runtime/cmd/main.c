@@ -87,6 +87,8 @@ static const char usage_text[] =
 	"  4   training diverged: the loss or gradient norm became NaN or infinite\n"
 	"  5   the watchdog ended this rank: it waited past recovery.*_seconds for\n"
 	"      other ranks, and named them on stderr (runtime/world/watchdog.h)\n"
+	"  6   the replicas of a stage disagree (recovery.check_replicas_every): one\n"
+	"      holds other parameters than the others, named on stderr; not saved\n"
 	"  75  a stop signal arrived (SIGTERM or preemption.signal): the state was\n"
 	"      saved at the next step boundary; requeue me\n"
 	"\n"
@@ -349,7 +351,8 @@ static int train(struct run *r, struct rt_train_opts *topts)
 	topts->dev = r->dev;
 	rc = rt_train(&r->spec, &r->grid, topts, &r->together, &err);
 	status = rc == 0 ? DT_EXIT_OK : rc == -ERANGE ? DT_EXIT_DIVERGED :
-		 rc == -EINVAL ? DT_EXIT_SPEC : rc == -EAGAIN ? DT_EXIT_REQUEUE : DT_EXIT_FAIL;
+		 rc == -ENOTRECOVERABLE ? DT_EXIT_REPLICAS : rc == -EINVAL ? DT_EXIT_SPEC :
+		 rc == -EAGAIN ? DT_EXIT_REQUEUE : DT_EXIT_FAIL;
 	if (err.count)
 		print_err(&err, rc == -ERANGE ? "" : r->prefix);
 	if (err.count && rc && rc != -EAGAIN)

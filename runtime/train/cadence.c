@@ -1,9 +1,10 @@
 /*
  * cadence.c - checkpoint.every_steps "auto" (cadence.h): the interval by
  * Young/Daly's formula, and the trainer's side: a first save at the tenth
- * step of each start measures what a save costs; after each save the steps
- * to the next, decided alike on every rank from values they agree on (one
- * allreduce), printed when they change by more than a tenth.
+ * step of each start measures what a save costs; at the step after each
+ * save (its stall whole by then) the steps to the next, decided alike on
+ * every rank from values they agree on (one allreduce), printed when they
+ * change by more than a tenth.
  *
  * Sections: the formula, the trainer's side.
  */
@@ -61,20 +62,21 @@ static double env_num(const char *name, double dflt)
 void rt__cadence_init(struct trainer *t, int64_t start_step)
 {
 	struct rt_cadence *k = &t->cad;
-	double run_start = env_num("DTRAIN_RUN_START", 0);
 
 	k->on = t->s->checkpoint.every_steps == SPEC_AUTO;
 	k->interruptions = (int)env_num("DTRAIN_INTERRUPTIONS", 0);
 	k->m_s = rt_cadence_mtbi(t->s->checkpoint.mtbi_seconds, k->interruptions,
-				 run_start > 0 ? dt_wall_s() - run_start : 0);
+				 env_num("DTRAIN_RUN_SECONDS", 0));
 	k->every = 0;
-	k->next = -1; /* decided at the tenth step */
-	k->step0 = start_step;
-	k->t0 = dt_mono_s();
+	k->next = -1;
+	k->pending = false;
+	k->first = start_step + 10;
+	k->t0 = -1; /* the first window starts after the first step */
 }
 
-/* The steps between saves from k's values (the same on every rank). */
-static void choose(struct trainer *t, int64_t step)
+/* The steps between saves from k's values (the same on every rank), the
+ * next save counted from the one at step `saved`. */
+static void choose(struct trainer *t, int64_t saved)
 {
 	struct rt_cadence *k = &t->cad;
 	const char *why;
@@ -90,9 +92,8 @@ static void choose(struct trainer *t, int64_t step)
 		fflush(stdout);
 		dt_json_line(t->metrics, "{\"event\":\"cadence\",\"step\":%lld,\"every_steps\":%lld,"
 			     "\"interval_s\":%.6g,\"bound\":\"%s\",\"cost_s\":%.6g,"
-			     "\"mtbi_s\":%.6g,\"step_s\":%.6g,\"unix_time\":%.3f}", (long long)step,
-			     (long long)every, sec, why, k->c_s, k->m_s,
-			     k->step_s, dt_wall_s());
+			     "\"mtbi_s\":%.6g,\"step_s\":%.6g,\"unix_time\":%.3f}", (long long)saved,
+			     (long long)every, sec, why, k->c_s, k->m_s, k->step_s, dt_wall_s());
 	}
 	/* a stop at the time-limit or preemption warning saves at once, whole:
 	 * its lead must cover the last save's whole time */
@@ -105,36 +106,53 @@ static void choose(struct trainer *t, int64_t step)
 		k->warned = true;
 	}
 	k->every = every;
-	k->next = step + every;
+	k->next = saved + every;
 }
 
-/* Seconds per step since the last decision, the most of any rank, into
- * k->step_s; with cost (this rank's last save's stall) agreed the same way. */
-static int agree(struct trainer *t, int64_t step, double cost)
+/* Every rank's seconds a step (its window: the decision before to the last
+ * save), cost (this rank's last save's whole stall) and M, the most of any
+ * rank, into k: the same on every rank. */
+static int agree(struct trainer *t, double cost)
 {
 	struct rt_cadence *k = &t->cad;
-	double v[2] = { (k->t_end - k->t0) / (double)(step > k->step0 ? step - k->step0 : 1), cost };
+	double v[3] = { (k->t_save - k->t0) / (double)(k->saved_at > k->step0 ? k->saved_at - k->step0 : 1),
+			cost, k->m_s };
 
 	if (t->g->world > 1)
-		MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+		MPI_CHECK(t, MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
 	/* smoothed (a weight of 0.3 for the newest), so that one noisy
 	 * window does not move the interval */
 	k->step_s = k->step_s > 0 ? 0.7 * k->step_s + 0.3 * v[0] : v[0];
-	if (cost >= 0)
-		k->c_s = k->measured ? 0.7 * k->c_s + 0.3 * v[1] : v[1];
-	k->measured = k->measured || cost >= 0;
+	k->c_s = k->every ? 0.7 * k->c_s + 0.3 * v[1] : v[1];
+	k->m_s = v[2];
 	return 0;
 }
 
-bool rt__cadence_due(struct trainer *t, int64_t step)
+int rt__cadence_due(struct trainer *t, int64_t step)
 {
 	struct rt_cadence *k = &t->cad;
+	double now = dt_mono_s();
+	int rc;
 
 	if (!k->on)
-		return false;
-	k->t_end = dt_mono_s(); /* a step's window ends before its save */
+		return 0;
+	if (k->t0 < 0) {
+		k->t0 = now;
+		k->step0 = step;
+	}
+	/* the step after a save: an async save's snapshot was waited for
+	 * during it, so that save's stall is whole now */
+	if (k->pending) {
+		k->pending = false;
+		rc = agree(t, t->ck.stall_s);
+		if (rc)
+			return rc;
+		choose(t, k->saved_at);
+		k->t0 = now;
+		k->step0 = step;
+	}
 	/* the first save at the tenth step of a start: it measures C */
-	if (k->next < 0 && step >= k->step0 + 10) {
+	if (!k->every && k->next < 0 && step >= k->first) {
 		k->next = step;
 		if (t->g->rank == 0) {
 			printf("dtrain-run: checkpoint cadence: every_steps \"auto\": a save now, at "
@@ -142,20 +160,19 @@ bool rt__cadence_due(struct trainer *t, int64_t step)
 			fflush(stdout);
 		}
 	}
-	return k->next >= 0 && step >= k->next;
+	if (k->next < 0 || step < k->next)
+		return 0;
+	k->t_save = now;
+	return 1;
 }
 
-int rt__cadence_saved(struct trainer *t, int64_t step, double stall_s)
+void rt__cadence_saved(struct trainer *t, int64_t step)
 {
 	struct rt_cadence *k = &t->cad;
-	int rc;
 
 	if (!k->on)
-		return 0;
-	rc = agree(t, step, stall_s);
-	if (!rc)
-		choose(t, step);
-	k->t0 = dt_mono_s();
-	k->step0 = step;
-	return rc;
+		return;
+	k->saved_at = step;
+	k->next = -1;
+	k->pending = true;
 }

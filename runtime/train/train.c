@@ -405,6 +405,20 @@ static int64_t total_steps(const struct trainer *t)
 	return total;
 }
 
+/* The host copies a save writes made equal to the device's state at step
+ * `step`, unless the replicas' check made them already. */
+static int host_copies(struct trainer *t, int64_t step)
+{
+	int rc;
+
+	if (t->host_step == step)
+		return 0;
+	rc = rt__dev_to_host(t);
+	if (!rc)
+		t->host_step = step;
+	return rc;
+}
+
 /* At a step boundary: a stop signal means save now and leave (-EAGAIN);
  * otherwise a periodic save when one is due. */
 static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int64_t per_epoch,
@@ -412,7 +426,7 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 {
 	const struct spec *s = t->s;
 	struct rt_ckpt_pos pos = { step, per_epoch, total };
-	int sig = 0, rc;
+	int sig = 0, due, rc;
 
 	/* sig: the signal the ranks agreed on, whichever rank got it first */
 	rc = rt_ckpt_poll(&t->ck, &sig, t->err);
@@ -431,7 +445,9 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 		dt_json_line(t->metrics, "{\"event\":\"stop\",\"step\":%lld,\"signal\":\"%s\","
 			     "\"unix_time\":%.3f}", (long long)step, sigabbrev_np(sig), dt_wall_s());
 		rt_watchdog_beat(t->wd, step, DT_PHASE_SAVE);
-		rc = rt__dev_to_host(t);
+		rc = rt__replicas_check(t, step);
+		if (!rc)
+			rc = host_copies(t, step);
 		if (!rc)
 			rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
 		if (rc == -ECANCELED && t->g->rank == 0)
@@ -439,19 +455,20 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 				   "starts from the newest saved checkpoint", (long long)step);
 		return rc ? rc : -EAGAIN;
 	}
-	if (rt__cadence_due(t, step) && step < total) {
-		double prev = t->ck.stall_s; /* the last save's, whole by now */
-
+	due = rt__cadence_due(t, step);
+	if (due < 0)
+		return due;
+	if ((due || (s->checkpoint.every_steps > 0 && step % s->checkpoint.every_steps == 0)) &&
+	    step < total) {
 		rt_watchdog_beat(t->wd, step, DT_PHASE_SAVE);
-		rc = rt__dev_to_host(t);
+		rc = rt__replicas_check(t, step);
+		if (!rc)
+			rc = host_copies(t, step);
 		if (!rc)
 			rc = rt_ckpt_save(&t->ck, &pos, !s->checkpoint.async, t->err);
-		return rc ? rc : rt__cadence_saved(t, step, fmax(prev, t->ck.stall_s));
-	}
-	if (s->checkpoint.every_steps > 0 && step % s->checkpoint.every_steps == 0 && step < total) {
-		rt_watchdog_beat(t->wd, step, DT_PHASE_SAVE);
-		rc = rt__dev_to_host(t);
-		return rc ? rc : rt_ckpt_save(&t->ck, &pos, !s->checkpoint.async, t->err);
+		if (!rc)
+			rt__cadence_saved(t, step);
+		return rc;
 	}
 	return 0;
 }
@@ -566,7 +583,9 @@ static int final_save(struct trainer *t, int64_t step, int64_t per_epoch, int64_
 	int rc;
 
 	rt_watchdog_beat(t->wd, step, DT_PHASE_SAVE);
-	rc = rt__dev_to_host(t);
+	rc = rt__replicas_check(t, step);
+	if (!rc)
+		rc = host_copies(t, step);
 	if (!rc)
 		rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
 	if (rc == -ECANCELED && t->g->rank == 0)
@@ -601,6 +620,7 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 		if (rc)
 			break;
 		step++;
+		rt__replicas_fault(t, step);
 		rc = rt__log_step(t, &pg, step, total, epoch, batch_rows, loss, lr, norm);
 		if (!rc && t->has_test && eval_due(t, step, per_epoch, total)) {
 			double t_eval = dt_mono_s();
@@ -610,6 +630,9 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 			pg.tw += dt_mono_s() - t_eval; /* not in the training rate */
 		}
 		rt_watchdog_beat(t->wd, step, DT_PHASE_SYNC);
+		if (!rc && t->s->recovery.check_replicas_every > 0 &&
+		    step % t->s->recovery.check_replicas_every == 0)
+			rc = rt__replicas_check(t, step);
 		if (!rc)
 			rc = checkpoint_point(t, step, total, per_epoch, opts);
 		if (rc)
@@ -753,6 +776,7 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	t.dev = opts->dev ? opts->dev : rt_dev_cpu();
 	t.wd = opts->watchdog;
 	t.node = opts->proc ? opts->proc->node : "";
+	t.host_step = -1;
 	t.err = err;
 	t.stage = g->coord[RT_DIM_PIPE];
 	t.stages = g->size[RT_DIM_PIPE];
@@ -806,7 +830,7 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 		rc = save_params(&t, opts->save_params);
 out:
 	*together = rc == 0 || agreed || rc == -ERANGE || rc == -EAGAIN || rc == -ECANCELED ||
-		    (rc == -EINVAL && !in_loop);
+		    rc == -ENOTRECOVERABLE || (rc == -EINVAL && !in_loop);
 	free_trainer(&t, *together);
 	return rc;
 }

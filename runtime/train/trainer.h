@@ -64,17 +64,19 @@ struct times {
 /* checkpoint.every_steps "auto" (cadence.c): values every rank agrees on. */
 struct rt_cadence {
 	bool on;
-	bool measured;     /* c_s is a save's, not the first guess */
+	bool pending;      /* a save was taken: decide at the next step */
 	bool warned;       /* rank 0 said a save outlasts the warning's lead */
-	int interruptions; /* this run's requeues and crashes before this start */
+	int interruptions; /* this run's preemptions, node failures and crashes so far */
 	double m_s;        /* mean time between interruptions, refined */
 	double c_s;        /* a save's cost to training: the saves' stall, the most
 			    * of any rank, smoothed */
 	double step_s;     /* seconds a step, the most of any rank, smoothed */
 	int64_t every;     /* steps between saves; 0: not decided */
-	int64_t next;      /* the step of the next save; -1: not decided */
-	int64_t step0;     /* the window of step_s: from step0 at t0 ... */
-	double t0, t_end;  /* ... to the last step's end (monotonic s) */
+	int64_t next;      /* the step of the next save; -1: none decided */
+	int64_t first;     /* the first save's step: the tenth of this start */
+	int64_t saved_at;  /* the last save's step */
+	int64_t step0;     /* the window of step_s: from step0 at t0 to the */
+	double t0, t_save; /* last save (monotonic s) */
 };
 
 /* One micro-batch in flight on this stage: the passes' arrays in device
@@ -160,6 +162,9 @@ struct trainer {
 	double t_proc;     /* when rt_train started (monotonic seconds) */
 	struct times tm;   /* this rank, the current log window */
 	struct rt_cadence cad; /* checkpoint.every_steps "auto" */
+	int64_t checked_step; /* the replicas' last check (replicas.c) */
+	int64_t host_step;  /* the step whose state the host copies hold (a device
+			     * other than the host's: rt__dev_to_host); -1: none */
 	/* every rank's part of the metrics (ranks.c) */
 	const char *node;  /* this rank's node (bootstrap.h's rt_proc), "" unknown */
 	double *rank_vals; /* rank 0: [world][7] every rank's values of a log window */
@@ -331,18 +336,30 @@ int rt__ranks_window(struct trainer *t, int64_t step, double window_s, int64_t s
  * the peak of a node, declared or measured now (collective). */
 int rt__mfu_init(struct trainer *t);
 
+/* --- the replicas checked (replicas.c) --- */
+
+/* Whether the replicas of every stage hold the same state after step
+ * `step` (parameters; the optimizer's too unless sharded): 0, or
+ * -ENOTRECOVERABLE on every rank when some differ (rank 0's message names
+ * the odd one and its node), other codes for MPI or memory. Collective;
+ * once per step (a second call at the same step does nothing). */
+int rt__replicas_check(struct trainer *t, int64_t step);
+/* Tests only (base/fault.h, DTRAIN_FAULT_FLIP=bit@STEP:RANK): flips bit 20
+ * of this rank's middle parameter after step STEP. */
+void rt__replicas_fault(struct trainer *t, int64_t step);
+
 /* --- checkpoint cadence (cadence.c) --- */
 
 /* After the resume (start_step): "auto" on or off, M from the spec and
- * the batch script's DTRAIN_INTERRUPTIONS and DTRAIN_RUN_START. */
+ * the batch script's DTRAIN_INTERRUPTIONS and DTRAIN_RUN_SECONDS. */
 void rt__cadence_init(struct trainer *t, int64_t start_step);
-/* Whether step `step` (done) saves: the tenth step of a start does (it
- * measures a save's cost), then each at the interval chosen after the
- * save before it. Not collective; every rank answers alike. */
-bool rt__cadence_due(struct trainer *t, int64_t step);
-/* After the save of step `step` whose stall on this rank was stall_s: the
- * next interval (collective). */
-int rt__cadence_saved(struct trainer *t, int64_t step, double stall_s);
+/* Whether step `step` (done) saves (1, else 0): the tenth step of a start
+ * does (it measures a save's cost), then each at the interval decided at
+ * the step after the save before it; a negative errno when that decision's
+ * allreduce failed. Collective: every rank calls it at every step. */
+int rt__cadence_due(struct trainer *t, int64_t step);
+/* After the save of step `step`. */
+void rt__cadence_saved(struct trainer *t, int64_t step);
 
 /* --- what the run tells (metrics.c) --- */
 

@@ -14,14 +14,16 @@ jq '.defaults.checkpoint = { "mtbi_seconds": 60 } | .locked += ["checkpoint.mtbi
 	fail "site with a declared M"
 site=$T/site2.json
 
-"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 4000 --features 64 --classes 10 --seed 7 >/dev/null ||
+# steps of a few ms, so that the interval (about a second at M = 60 s and a
+# stall of ~10 ms) holds hundreds of them and 1500 steps several saves
+"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 4000 --features 256 --classes 10 --seed 7 >/dev/null ||
 	fail "dtrain-data synthetic"
 cat >"$T/job.json" <<JSON
-{ "name": "cadence", "model": { "inputs": 64, "hidden": [128, 128], "outputs": 10 },
+{ "name": "cadence", "model": { "inputs": 256, "hidden": [1024, 1024], "outputs": 10 },
   "data": { "train": "$T/syn.h5" },
   "resources": { "nodes": 1, "tasks_per_node": 2, "partition": "low" },
   "parallel": { "data": 2 },
-  "train": { "epochs": 100, "max_steps": 3000, "global_batch": 40, "log_every": 100,
+  "train": { "epochs": 100, "max_steps": 1500, "global_batch": 64, "log_every": 100,
              "optimizer": { "type": "sgd", "lr": 0.05 } },
   "checkpoint": { "every_steps": "auto", "keep": 2 } }
 JSON
@@ -48,9 +50,9 @@ jq -s -e '
      else true end) and .interval_s >= .cost_s * 0.999 and .interval_s <= .mtbi_s * 1.001 and
     .mtbi_s >= 60 and .every_steps >= 1 and
     .step as $at | (.step + .every_steps) as $next |
-    ($next >= 3000 or ([$e[$i + 1:][] | select(.event == "checkpoint" and .step > $at)] | first | .step) == $next)
+    ($next >= 1500 or ([$e[$i + 1:][] | select(.event == "checkpoint" and .step > $at)] | first | .step) == $next)
   ] | length > 0 and all' "$dir/metrics.jsonl" >/dev/null ||
 	{ jq -c 'select(.event == "cadence" or .event == "checkpoint") | {event, step, every_steps, interval_s, bound, cost_s, mtbi_s}' "$dir/metrics.jsonl"; fail "a cadence decision off its formula or bounds, or a save not where it said"; }
 n=$(grep -c '"event":"checkpoint"' "$dir/metrics.jsonl")
-[ "$n" -ge 3 ] || fail "only $n checkpoints in 3000 steps at M = 60 s"
+[ "$n" -ge 3 ] || fail "only $n checkpoints in 1500 steps at M = 60 s"
 pass "checkpoint.every_steps auto: $n saves at Young/Daly's interval from the measured stall and the site's M, each where the run said"

@@ -222,7 +222,11 @@ static void test_goodput_allocations(void **state)
 		      "{\"event\":\"job_start\",\"time\":1005,\"restart\":0,\"num_nodes\":2}\n"
 		      "{\"event\":\"term\",\"time\":1006,\"restart\":0}\n"
 		      "{\"event\":\"job_start\",\"time\":1008,\"restart\":1,\"num_nodes\":2}\n"
-		      "{\"event\":\"job_stop\",\"time\":1012,\"restart\":1,\"cause\":\"done\"}\n", 0644);
+		      "{\"event\":\"job_stop\",\"time\":1012,\"restart\":1,\"cause\":\"done\"}\n"
+		      /* resumed by hand days later: another job, whose restart count
+		       * happens to equal the last one's */
+		      "{\"event\":\"job_start\",\"time\":90000,\"job_id\":\"8\",\"restart\":1,\"num_nodes\":1}\n"
+		      "{\"event\":\"job_stop\",\"time\":90003,\"job_id\":\"8\",\"restart\":1,\"cause\":\"done\"}\n", 0644);
 	/* the first allocation's ranks saved at 1006.75 after the SIGTERM */
 	dt_buf_puts(&b, "{\"event\":\"start\",\"total_steps\":12,\"step\":0}\n");
 	for (s = 1; s <= 6; s++)
@@ -237,8 +241,8 @@ static void test_goodput_allocations(void **state)
 	tu_write_path(path, b.p, 0644);
 	dt_buf_free(&b);
 	assert_int_equal(launch__report_read(dir, NULL, &r, &err), 0);
-	assert_int_equal(r.good.allocations, 2);
-	assert_true(fabs(r.good.alloc_node_s - (8.75 * 2 + 4 * 2)) < 1e-9);
+	assert_int_equal(r.good.allocations, 3);
+	assert_true(fabs(r.good.alloc_node_s - (8.75 * 2 + 4 * 2 + 3 * 1)) < 1e-9);
 	launch__report_free(&r);
 }
 
@@ -382,7 +386,7 @@ static void test_ranks(void **state)
 	assert_non_null(strstr(page.p, "rank 1 · stage 0 · replica 1 · &lt;n2&gt;"));
 	assert_non_null(strstr(page.p, "108 MiB"));
 	assert_non_null(strstr(page.p, "id=\"chart-mfu\""));
-	assert_non_null(strstr(page.p, "against 3 TFLOP/s a node, declared by the site"));
+	assert_non_null(strstr(page.p, "against 3 TFLOP/s a node, declared: resources.peak_tflops_per_node"));
 	assert_null(strstr(page.p, "<n2>"));
 	dt_buf_free(&page);
 	launch__report_free(&r);
