@@ -72,7 +72,7 @@ static int start_bucket(struct trainer *t, struct bucket *b)
 		t->dev->ops->allreduce(t->dev, t->st.grads + b->off, b->len);
 		return 0;
 	}
-	g = rt_dev_staging(t->dev, t->st.grads, t->hgrads) + b->off;
+	g = (float *)rt_dev_staging(t->dev, t->st.grads, t->hgrads) + b->off;
 	rt_dev_get(t->dev, g, t->st.grads + b->off, b->len * sizeof(float));
 	MPI_CHECK(t, MPI_Iallreduce(MPI_IN_PLACE, g, (int)b->len, MPI_FLOAT, MPI_SUM,
 				    t->g->data_comm, &b->req));

@@ -14,7 +14,8 @@
 #  - parallel.threads "split" (a rank's threads cut every layer, "auto"
 #    with a CPU per thread): the 1-thread run's parameters to float32
 #    rounding, alone and with 2 replicas; a thread late after every
-#    barrier changes no bit.
+#    barrier changes no bit;
+#  - "allreduce" over several gradient buckets: bitwise "shared".
 . "$(dirname "$0")/lib.sh"
 
 "$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 1000 --features 32 --classes 5 --seed 3 >/dev/null ||
@@ -197,3 +198,16 @@ DTRAIN_FAULT_SPLIT=slow@2:1 BIND=none run d2t2slow 2 1 1 1f1b --set resources.cp
 must_contain "$T/d2t2slow.out" "dtrain: test fault DTRAIN_FAULT_SPLIT: rank 1 slow by 2 ms"
 same_bits d2t2slow d2t2
 pass "threads split (1 and 2 replicas, 2 and 3 threads, 2 micro-batches): the 1-thread run's parameters to float32 rounding; a late thread changes no bit"
+
+# grad_sync "allreduce" over several gradient buckets of 25 MiB (a stage of
+# 34 MB): bitwise the "shared" way, which sums in a node window without
+# buckets, and the replicas' check at every step finds them equal (the
+# buckets but the first were once summed from the wrong place: pointer
+# arithmetic on a void * counted bytes)
+big() { run "$@" --set 'model.hidden=[2048, 2048, 2048]' --set train.max_steps=3 --set train.grad_clip=0 \
+	--set recovery.check_replicas_every=1; }
+big b2a 2 1 1 1f1b --set parallel.grad_sync=allreduce
+big b2s 2 1 1 1f1b --set parallel.grad_sync=shared
+[ "$(grad_sync b2a)" = "allreduce 1" ] || fail "b2a: grad_sync is '$(grad_sync b2a)', want allreduce"
+same_bits b2s b2a
+pass "grad_sync allreduce over 2 buckets (34 MB): bitwise the shared way; the replicas agree at every step"
