@@ -206,6 +206,17 @@ saves_into() {
 	return 1
 }
 
+# restarted LOG N: waits (up to 60 s) until the batch script's LOG says it
+# restarted the step after crash N, else fails.
+restarted() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		grep -q "restarting from the newest checkpoint (crash $2 of at most 3)" "$1" && return 0
+		sleep 0.2
+	done
+	must_contain "$1" "restarting from the newest checkpoint (crash $2 of at most 3)"
+}
+
 # rank_of_pid RUN_DIR PID: "rank R on node N" of the dtrain-run process
 # PID, from its heartbeat file (base/heartbeat.h); "" when none names it.
 rank_of_pid() {

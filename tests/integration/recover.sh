@@ -75,11 +75,7 @@ for round in 1 2 3; do
 		[ -n "$one" ] || { cat "$T/status"; fail "round $round: status $id never said NO PROGRESS naming $who"; }
 		[ -n "$table" ] || { cat "$T/table"; fail "round $round: the status table never said STALLED"; }
 	fi
-	for ((i = 0; i < 300; i++)); do
-		grep -q "restarting from the newest checkpoint (crash $round of at most 3)" "$log" && break
-		sleep 0.2
-	done
-	must_contain "$log" "restarting from the newest checkpoint (crash $round of at most 3)"
+	restarted "$log" "$round"
 	echo "  crash $round: $who (pid $victim) got SIG$sig near step $(last_step); restarted $((SECONDS - t0)) s later"
 	if [ $mode = stop ]; then
 		# the bound (5 s), the heartbeats' staleness, srun's kill of the step

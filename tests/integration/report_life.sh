@@ -54,11 +54,7 @@ victim=$(pgrep -f "^[^ ]*/dtrain-run $dir/spec.json" | shuf -n 1)
 who=$(rank_of_pid "$dir" "$victim")
 [ -n "$who" ] || { cat "$dir"/heartbeat/rank-*; fail "no heartbeat names pid $victim"; }
 kill -KILL "$victim"
-for ((i = 0; i < 300; i++)); do
-	grep -q "restarting from the newest checkpoint (crash 1 of at most 3)" "$log" && break
-	sleep 0.2
-done
-must_contain "$log" "restarting from the newest checkpoint (crash 1 of at most 3)"
+restarted "$log" 1
 echo "  $who (pid $victim) killed"
 
 # --- preempted ---
