@@ -542,6 +542,67 @@ static int set_int(const struct where *w, const struct spec_field *f, json_objec
 	return check_number(w, f->path, f, (double)x, true, err);
 }
 
+/* "A-B" or "N": both whole numbers, no sign, no space. */
+static int parse_range_text(const char *t, struct spec_range *r)
+{
+	char *end;
+
+	if (*t < '0' || *t > '9')
+		return -EINVAL;
+	errno = 0;
+	r->min = strtol(t, &end, 10);
+	if (errno || (*end && *end != '-'))
+		return -EINVAL;
+	r->max = r->min;
+	if (*end == '-') {
+		t = end + 1;
+		if (*t < '0' || *t > '9')
+			return -EINVAL;
+		r->max = strtol(t, &end, 10);
+		if (errno || *end)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* {"min": A, "max": B}, both required, nothing else. */
+static int parse_range_object(json_object *v, struct spec_range *r)
+{
+	json_object *lo, *hi;
+
+	if (json_object_object_length(v) != 2 || !json_object_object_get_ex(v, "min", &lo) ||
+	    !json_object_object_get_ex(v, "max", &hi) || get_integer(lo, &r->min) ||
+	    get_integer(hi, &r->max))
+		return -EINVAL;
+	return 0;
+}
+
+/* An integer or a range of integers (N, "A-B", {"min": A, "max": B}); one
+ * out of bounds is reported and stored all the same. */
+static int set_range(const struct where *w, const struct spec_field *f, json_object *v,
+		     struct spec_range *dst, struct dt_err *err)
+{
+	struct spec_range r = {0};
+	int bad;
+
+	if (json_object_is_type(v, json_type_string))
+		bad = parse_range_text(json_object_get_string(v), &r);
+	else if (json_object_is_type(v, json_type_object))
+		bad = parse_range_object(v, &r);
+	else if (!(bad = get_integer(v, &r.min)))
+		r.max = r.min;
+	if (bad)
+		return dt_err_add(err, WHERE_FMT ": expected an integer, a range \"MIN-MAX\" or {\"min\": MIN, \"max\": MAX} (got %s %s)",
+				  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
+	*dst = r;
+	if (r.min > r.max)
+		return dt_err_add(err, WHERE_FMT ": the range's minimum %ld is above its maximum %ld",
+				  WHERE_ARGS(w, f->path), r.min, r.max);
+	if (check_number(w, f->path, f, (double)r.min, true, err))
+		return -EINVAL;
+	return check_number(w, f->path, f, (double)r.max, true, err);
+}
+
 /* A number; one out of bounds is reported and stored all the same. */
 static int set_num(const struct where *w, const struct spec_field *f, json_object *v,
 		   double *dst, struct dt_err *err)
@@ -632,7 +693,8 @@ static int set_value(const struct where *w, const struct spec_field *f, json_obj
 		     void *base, struct dt_err *err)
 {
 	union { char *s; long l; double d; bool b; struct spec_ints li;
-		struct spec_nums ln; struct spec_strs ls; struct spec_map m; } scratch;
+		struct spec_nums ln; struct spec_strs ls; struct spec_map m;
+		struct spec_range r; } scratch;
 	void *dst;
 	int rc;
 
@@ -668,6 +730,9 @@ static int set_value(const struct where *w, const struct spec_field *f, json_obj
 		break;
 	case SPEC_STRMAP:
 		rc = set_map(w, f, v, dst, err);
+		break;
+	case SPEC_RANGE:
+		rc = set_range(w, f, v, dst, err);
 		break;
 	default:
 		rc = -EINVAL;
@@ -856,7 +921,8 @@ static json_object *set_value_json(const struct spec_field *f, const char *text)
 {
 	bool stringy = !f || f->type == SPEC_STR || f->type == SPEC_ENUM ||
 		       f->type == SPEC_TIME || f->type == SPEC_MEM ||
-		       ((f->flags & SPEC_F_AUTO) && !strcmp(text, "auto"));
+		       ((f->flags & SPEC_F_AUTO) && !strcmp(text, "auto")) ||
+		       (f->type == SPEC_RANGE && text[0] >= '0' && text[0] <= '9' && strchr(text, '-'));
 
 	if (stringy && strcmp(text, "null") && text[0] != '"')
 		return json_object_new_string(text);
@@ -1109,24 +1175,68 @@ static const char *rule_from(struct layers *l, const char *const *keys, char *bu
 
 #define FROM(...) rule_from(l, (const char *const[]){ __VA_ARGS__, NULL }, from, sizeof(from))
 
-static int check_rules(const struct spec *s, struct layers *l, struct dt_err *err)
+/* A fixed parallel.data: one layout, data x pipeline on the nodes asked. */
+static int check_fixed_layout(const struct spec *s, struct layers *l, struct dt_err *err)
 {
 	char from[600];
-	long tasks = s->resources.nodes * s->resources.tasks_per_node;
+	long nodes = s->resources.nodes.min;
+	long tasks = nodes * s->resources.tasks_per_node;
 	long grid = s->parallel.data * s->parallel.pipeline;
 	long per_step = s->parallel.data * s->parallel.micro_batches;
 	int rc = 0;
 
+	if (nodes != s->resources.nodes.max)
+		return dt_err_add(err, "%s: parallel.data: must be \"auto\" when resources.nodes is a range (%ld-%ld): the replicas follow the nodes Slurm grants (got %ld)",
+				  FROM("parallel.data", "resources.nodes"), nodes,
+				  s->resources.nodes.max, s->parallel.data);
 	if (tasks != grid)
 		rc = dt_err_add(err, "%s: parallel: data x pipeline (%ld x %ld = %ld) must equal resources.nodes x resources.tasks_per_node (%ld x %ld = %ld)",
 				FROM("parallel.data", "parallel.pipeline", "resources.nodes",
 				     "resources.tasks_per_node"),
 				s->parallel.data, s->parallel.pipeline, grid,
-				s->resources.nodes, s->resources.tasks_per_node, tasks);
+				nodes, s->resources.tasks_per_node, tasks);
 	if (s->train.global_batch % per_step)
 		rc = dt_err_add(err, "%s: train.global_batch: must be divisible by parallel.data*parallel.micro_batches = %ld (got %ld)",
 				FROM("train.global_batch", "parallel.data", "parallel.micro_batches"),
 				per_step, s->train.global_batch);
+	return rc;
+}
+
+/* parallel.data "auto": a layout at every node count Slurm may grant. */
+static int check_auto_layouts(const struct spec *s, struct layers *l, struct dt_err *err)
+{
+	char from[600], why[256];
+	long n;
+
+	for (n = s->resources.nodes.min; n <= s->resources.nodes.max; n++) {
+		long ranks = n * s->resources.tasks_per_node;
+
+		if (spec_data_for(s, ranks, why, sizeof(why)))
+			continue;
+		return dt_err_add(err, "%s: resources.nodes: parallel.data is \"auto\" but %ld node%s (%ld ranks) give no layout: %s%s",
+				  FROM("resources.nodes", "resources.tasks_per_node", "parallel.pipeline",
+				       "train.global_batch", "parallel.micro_batches"),
+				  n, n == 1 ? "" : "s", ranks, why,
+				  s->resources.nodes.min < s->resources.nodes.max ?
+					  "; hint: every node count of the range must work" : "");
+	}
+	return 0;
+}
+
+static int check_rules(const struct spec *s, struct layers *l, struct dt_err *err)
+{
+	char from[600];
+	int rc;
+
+	if (s->parallel.data == SPEC_AUTO)
+		rc = check_auto_layouts(s, l, err);
+	else
+		rc = check_fixed_layout(s, l, err);
+	if (s->resources.time_min_s > 0 && s->resources.time_s > 0 &&
+	    s->resources.time_min_s > s->resources.time_s)
+		rc = dt_err_add(err, "%s: resources.time_min: %ld s is above resources.time (%ld s)",
+				FROM("resources.time_min", "resources.time"), s->resources.time_min_s,
+				s->resources.time_s);
 	if (s->model.type && !strcmp(s->model.type, "gpt") && s->model.embd % s->model.heads)
 		rc = dt_err_add(err, "%s: model.heads: must divide model.embd (got %ld heads, embd %ld)",
 				FROM("model.heads", "model.embd"), s->model.heads, s->model.embd);
@@ -1264,11 +1374,14 @@ static int resolve_paths(struct spec *s, const char *file, struct dt_err *err)
  * it does not divide or the site locked tasks_per_node at another value */
 static int apply_ntasks(struct layers *l, long ntasks, struct spec *out, struct dt_err *err)
 {
-	long nodes = out->resources.nodes;
+	long nodes = out->resources.nodes.min;
 	const char *lock = l->policy ? spec_path_covered(l->policy->locked, "resources.tasks_per_node") : NULL;
 
 	const struct spec_field *f = spec_field_find("resources.tasks_per_node");
 
+	if (nodes != out->resources.nodes.max)
+		return dt_err_add(err, "-n %ld: resources.nodes is a range (%ld-%ld, from %s): the tasks follow the nodes granted; set resources.tasks_per_node instead",
+				  ntasks, nodes, out->resources.nodes.max, origin(l, "resources.nodes").label);
 	if (ntasks % nodes)
 		return dt_err_add(err, "-n %ld: not a multiple of resources.nodes (%ld, from %s); hint: -N sets the nodes",
 				  ntasks, nodes, origin(l, "resources.nodes").label);
@@ -1374,6 +1487,31 @@ long spec_layers(const struct spec *s)
 	if (s->model.type && !strcmp(s->model.type, "gpt"))
 		return s->model.layers + 2;
 	return (long)s->model.hidden.n + 1;
+}
+
+long spec_data_for(const struct spec *s, long ranks, char *why, size_t why_size)
+{
+	long data = s->parallel.data, stages = s->parallel.pipeline, per_step;
+
+	if (data == SPEC_AUTO) {
+		if (ranks % stages) {
+			snprintf(why, why_size, "%ld ranks do not divide into parallel.pipeline = %ld stages",
+				 ranks, stages);
+			return 0;
+		}
+		data = ranks / stages;
+	} else if (data * stages != ranks) {
+		snprintf(why, why_size, "parallel: data x pipeline (%ld x %ld = %ld) must equal the %ld ranks",
+			 data, stages, data * stages, ranks);
+		return 0;
+	}
+	per_step = data * s->parallel.micro_batches;
+	if (s->train.global_batch % per_step) {
+		snprintf(why, why_size, "train.global_batch %ld is not divisible by data x parallel.micro_batches = %ld x %ld",
+			 s->train.global_batch, data, s->parallel.micro_batches);
+		return 0;
+	}
+	return data;
 }
 
 bool spec_optimizer_sharded(const struct spec *s)
@@ -1529,6 +1667,14 @@ static json_object *value_json(const struct spec *s, const struct spec_field *f)
 			json_object_array_add(v, json_object_new_string(l->v[i]));
 		return v;
 	}
+	case SPEC_RANGE: {
+		const struct spec_range *r = p;
+
+		if (r->min == r->max)
+			return json_object_new_int64(r->min);
+		snprintf(buf, sizeof(buf), "%ld-%ld", r->min, r->max);
+		return json_object_new_string(buf);
+	}
 	case SPEC_STRMAP: {
 		const struct spec_map *m = p;
 
@@ -1576,6 +1722,7 @@ static const char *type_doc(const struct spec_field *f)
 	case SPEC_NUMLIST: return "number list";
 	case SPEC_STRLIST: return f->flags & SPEC_F_SHELL ? "shell lines" : "string list";
 	case SPEC_STRMAP: return "string map";
+	case SPEC_RANGE: return "integer or range";
 	}
 	return "?";
 }
@@ -1593,9 +1740,11 @@ int spec_doc_markdown(struct dt_buf *out)
 
 		if (f[i].type == SPEC_ENUM)
 			snprintf(allowed, sizeof(allowed), "`%s`", f[i].choices);
-		else if (f[i].type == SPEC_INT || f[i].type == SPEC_INTLIST || f[i].type == SPEC_MEM)
+		else if (f[i].type == SPEC_INT || f[i].type == SPEC_INTLIST || f[i].type == SPEC_MEM ||
+			 f[i].type == SPEC_RANGE)
 			snprintf(allowed, sizeof(allowed), "%.0f .. %.0f%s", f[i].min, f[i].max,
-				 f[i].flags & SPEC_F_AUTO ? " or `\"auto\"`" : "");
+				 f[i].flags & SPEC_F_AUTO ? " or `\"auto\"`" :
+				 f[i].type == SPEC_RANGE ? ", or a range `\"MIN-MAX\"`" : "");
 		else if (f[i].type == SPEC_NUM || f[i].type == SPEC_NUMLIST)
 			snprintf(allowed, sizeof(allowed), "%g .. %g", f[i].min, f[i].max);
 		else if (f[i].type == SPEC_TIME)

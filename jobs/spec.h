@@ -14,9 +14,12 @@
  * types, bounds and cross-field rules are checked; then the policy's limits.
  * A struct spec that spec_resolve() filled is always valid.
  *
- * Invariants of a resolved spec:
- *   resources.nodes * resources.tasks_per_node == parallel.data * parallel.pipeline
- *   train.global_batch % (parallel.data * parallel.micro_batches) == 0
+ * Invariants of a resolved spec, at every node count n of resources.nodes
+ * (one, or each of an elastic range min..max) with data = spec_data_for():
+ *   n * resources.tasks_per_node == data * parallel.pipeline
+ *   train.global_batch % (data * parallel.micro_batches) == 0
+ * parallel.data is a number only when resources.nodes is one; "auto"
+ * (SPEC_AUTO) takes the replicas from the ranks Slurm granted.
  *   parallel.pipeline <= number of model layers (hidden layers + 1)
  *   name, partition, account, qos, constraint, run_dir contain no character a
  *   shell or an #SBATCH line would treat specially (see spec_table.c).
@@ -35,18 +38,21 @@ struct spec_strs { char **v; size_t n; };
 struct spec_ints { long *v; size_t n; };
 struct spec_nums { double *v; size_t n; };
 struct spec_map { char **key; char **val; size_t n; }; /* in file order */
+struct spec_range { long min, max; }; /* min == max: one value */
 
 /* --- the spec; strings are NULL when unset and optional --- */
 struct spec {
 	char *name;    /* job name, [A-Za-z0-9._-] */
 	char *run_dir; /* absolute after resolution; NULL: chosen at submit */
 	struct spec_resources {
-		long nodes;
+		struct spec_range nodes; /* min < max: elastic, Slurm grants a count
+					  * in between at each start */
 		long tasks_per_node;
 		long cpus_per_task;
 		long gpus_per_node;
 		long mem_per_node_mb; /* MiB; 0: Slurm's default */
 		long time_s;          /* wall-clock limit in seconds; 0: partition's */
+		long time_min_s;      /* sbatch --time-min in seconds; 0: none */
 		char *partition;
 		char *account;
 		char *qos;
@@ -75,7 +81,8 @@ struct spec {
 		bool shuffle;
 	} data;
 	struct spec_parallel {
-		long data;          /* data-parallel replicas */
+		long data;          /* data-parallel replicas; SPEC_AUTO: from the
+				     * ranks granted (spec_data_for) */
 		long pipeline;      /* pipeline stages */
 		long micro_batches; /* per replica per step */
 		char *schedule;     /* "1f1b" | "gpipe" */
@@ -133,6 +140,7 @@ struct spec {
 		long step_timeout_seconds; /* a step's bound; 0: automatic */
 		long timeout_seconds;      /* start-up, first step, eval, save; 0: none */
 		long check_replicas_every; /* steps between the replicas' checks; 0: saves only */
+		long max_excluded_nodes;   /* bad nodes left out of the job's next starts */
 	} recovery;
 };
 
@@ -149,6 +157,7 @@ enum spec_type {
 	SPEC_NUMLIST, /* struct spec_nums */
 	SPEC_STRLIST, /* struct spec_strs */
 	SPEC_STRMAP,  /* struct spec_map */
+	SPEC_RANGE,   /* struct spec_range; N, "A-B" or {"min": A, "max": B} */
 };
 
 enum spec_flags {
@@ -279,6 +288,11 @@ int spec_doc_markdown(struct dt_buf *out);
  * mlp: its layers (hidden + output); gpt: the embedding, model.layers
  * transformer blocks and the head. */
 long spec_layers(const struct spec *s);
+/* The data-parallel replicas on `ranks` ranks: parallel.data, or with
+ * "auto" ranks / parallel.pipeline. 0, with the reason in why (a phrase
+ * naming the keys), when the spec cannot run on that many ranks: not data x
+ * pipeline, or a global batch the replicas' micro-batches do not divide. */
+long spec_data_for(const struct spec *s, long ranks, char *why, size_t why_size);
 /* parallel.optimizer is "sharded" (runtime/parallel/shard.h). */
 bool spec_optimizer_sharded(const struct spec *s);
 /* Slurm time string ("D-HH:MM:SS" or "HH:MM:SS") of seconds into buf. */

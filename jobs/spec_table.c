@@ -22,8 +22,8 @@ static const struct spec_field fields[] = {
 	  "run directory (must not exist); null: <site runs_root>/<name>-<date>-<time>" },
 
 	/* --- resources: what sbatch asks for --- */
-	{ "resources.nodes", SPEC_INT, F(resources.nodes), "1", 1, 100000, 0, 0, NULL, 0,
-	  "nodes (sbatch --nodes)" },
+	{ "resources.nodes", SPEC_RANGE, F(resources.nodes), "1", 1, 100000, 0, 0, NULL, 0,
+	  "nodes (sbatch --nodes): a count, or an elastic range \"MIN-MAX\" (or {\"min\": MIN, \"max\": MAX}) from which Slurm grants as many as it can without delaying the start, each start again; a range needs parallel.data \"auto\"" },
 	{ "resources.tasks_per_node", SPEC_INT, F(resources.tasks_per_node), "1", 1, 4096, 0, 0, NULL, 0,
 	  "ranks per node (sbatch --ntasks-per-node)" },
 	{ "resources.cpus_per_task", SPEC_INT, F(resources.cpus_per_task), "1", 1, 4096, 0, 0, NULL, 0,
@@ -34,6 +34,8 @@ static const struct spec_field fields[] = {
 	  "memory per node, e.g. \"16G\", \"4000M\" or MiB as a number (sbatch --mem); null: Slurm's default" },
 	{ "resources.time", SPEC_TIME, F(resources.time_s), "\"01:00:00\"", 60, 366.0 * 86400, 0, 0, NULL, SPEC_F_OPTIONAL,
 	  "wall-clock limit: minutes, \"HH:MM:SS\" or \"D-HH:MM:SS\" (sbatch --time); null: the partition's" },
+	{ "resources.time_min", SPEC_TIME, F(resources.time_min_s), "null", 60, 366.0 * 86400, 0, 0, NULL, SPEC_F_OPTIONAL,
+	  "the least wall-clock time the job can use (sbatch --time-min): Slurm's backfill may start it sooner with a limit between this and resources.time; the time-limit warning and requeue work as with any limit; null: none" },
 	{ "resources.partition", SPEC_STR, F(resources.partition), "null", 1, 128, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_SLURM,
 	  "Slurm partition (sbatch --partition); null: the cluster's default" },
 	{ "resources.account", SPEC_STR, F(resources.account), "null", 1, 128, 0, 0, NULL, SPEC_F_OPTIONAL | SPEC_F_SLURM,
@@ -86,8 +88,8 @@ static const struct spec_field fields[] = {
 	  "reshuffle the training set each epoch (seeded by train.seed + epoch)" },
 
 	/* --- parallel layout --- */
-	{ "parallel.data", SPEC_INT, F(parallel.data), "1", 1, 65536, 0, 0, NULL, 0,
-	  "data-parallel replicas" },
+	{ "parallel.data", SPEC_INT, F(parallel.data), "1", 1, 65536, 0, 0, NULL, SPEC_F_AUTO,
+	  "data-parallel replicas; \"auto\": the ranks of each start divided by parallel.pipeline (needed with a range of resources.nodes); the global batch and the data order stay the spec's whatever the count, so the loss curve does not depend on it" },
 	{ "parallel.pipeline", SPEC_INT, F(parallel.pipeline), "1", 1, 1024, 0, 0, NULL, 0,
 	  "pipeline stages the layers are split over" },
 	{ "parallel.micro_batches", SPEC_INT, F(parallel.micro_batches), "1", 1, 65536, 0, 0, NULL, 0,
@@ -187,6 +189,8 @@ static const struct spec_field fields[] = {
 	  "seconds the watchdog allows start-up (once MPI is up) and resume, the first step of each start, a chunk of an evaluation, or a checkpoint save; 0: no bound" },
 	{ "recovery.check_replicas_every", SPEC_INT, F(recovery.check_replicas_every), "1000", 0, BIG, 0, 0, NULL, 0,
 	  "steps between checks that the data-parallel replicas of each stage hold the same parameters (and optimizer state unless sharded); they are also checked before every save, so that none is taken from replicas that disagree; one that differs is named with its node, and the job step exits 6 and starts again from the newest checkpoint; 0: before saves only" },
+	{ "recovery.max_excluded_nodes", SPEC_INT, F(recovery.max_excluded_nodes), "2", 0, 1000, 0, 0, NULL, 0,
+	  "bad nodes the job leaves out of its next starts (sbatch's excluded nodes): a node that did not answer the batch script's probe, one lost with a step, one whose replica disagreed, or one where two crashes began; never so many that the partition could no longer hold resources.nodes' minimum; 0: none left out" },
 };
 
 const struct spec_field *spec_fields(size_t *n)

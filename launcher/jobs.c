@@ -102,6 +102,25 @@ static void note_unreachable(const struct launch_slurm *sl)
 			sl->why);
 }
 
+/* The nodes and layout of each start of the job (the batch script's
+ * job_start events), the last four at most, newest last. */
+static void print_starts(const struct launch__report *r)
+{
+	size_t i, n = 0, k = 0;
+
+	for (i = 0; i < r->n_events; i++)
+		n += r->events[i].kind == LAUNCH__EV_JOB_START;
+	if (!n)
+		return;
+	printf("starts:        %zu (%s", n, n > 4 ? "the last 4: " : "");
+	for (i = 0; i < r->n_events; i++) {
+		if (r->events[i].kind != LAUNCH__EV_JOB_START || ++k + 4 <= n)
+			continue;
+		printf("%s#%zu %s", k == 1 || k + 3 == n ? "" : "; ", k, r->events[i].detail);
+	}
+	printf(")\n");
+}
+
 /* The loss curve as a sparkline, and goodput so far, from the whole
  * metrics file (report.c); nothing before the first step. */
 static void print_curve(const struct launch_job *job)
@@ -125,6 +144,7 @@ static void print_curve(const struct launch_job *job)
 	       launch__report_secs(g->s[LAUNCH__G_STARTUP], b, sizeof(b)),
 	       launch__report_secs(g->s[LAUNCH__G_SAVE], c, sizeof(c)),
 	       launch__report_secs(g->s[LAUNCH__G_REDONE], d, sizeof(d)));
+	print_starts(&r);
 	launch__report_free(&r);
 }
 

@@ -13,6 +13,7 @@
  */
 #include "launcher/launch.h"
 #include "launcher/internal.h"
+#include "launcher/render.h"
 #include "base/str.h"
 
 #include <errno.h>
@@ -25,29 +26,9 @@
 #define LAUNCH_VERSION_STR "unknown"
 #endif
 
-/* Seconds a one-task-a-node step may take to start after a crash before the
- * batch script takes a node for lost. srun returns once the failed step's
- * tasks are gone (or after KillWait + 2 s), so on a healthy allocation the
- * probe starts at once; a node that is gone still holds the failed step,
- * and step creation waits on it. */
-#define PROBE_S 20
-
 /* Seconds srun may outlive the end of its step by more than the KillWait
  * Slurm gives the step's ranks (slurmctld's value, read when needed). */
 #define GUARD_S 5
-
-/* Everything one render needs; rc is sticky so that each line of output
- * needs no check of its own. */
-struct render {
-	const struct spec *spec;
-	const struct site *site;
-	const char *site_origin; /* prefix of messages about site values */
-	const char *run_dir;
-	struct dt_buf *b;
-	struct dt_err *err;
-	int rc;  /* first -ENOMEM */
-	int bad; /* values refused */
-};
 
 /* --- text helpers --- */
 
@@ -80,26 +61,32 @@ const char *launch__printable(const char *s, char *buf, size_t size)
 	return buf;
 }
 
-static void put(struct render *r, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void put(struct render *r, const char *fmt, ...)
+void launch__render_vput(struct render *r, const char *fmt, va_list ap)
 {
 	char *line = NULL;
-	va_list ap;
 	int n;
 
 	if (r->rc)
 		return;
-	va_start(ap, fmt);
 	n = vasprintf(&line, fmt, ap);
-	va_end(ap);
 	if (n < 0) {
 		r->rc = -ENOMEM;
 		return;
 	}
 	r->rc = dt_buf_add(r->b, line, (size_t)n);
 	free(line);
+}
+
+static void put(struct render *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void put(struct render *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	launch__render_vput(r, fmt, ap);
+	va_end(ap);
 }
 
 /* Append s as one single-quoted shell word. */
@@ -237,9 +224,18 @@ static void render_header(struct render *r)
 		dt_err_add(r->err, "name: a job needs a name");
 	}
 	sbatch_str(r, "job-name", "name", r->spec->name);
-	put(r, "#SBATCH --nodes=%ld\n", res->nodes);
-	put(r, "#SBATCH --ntasks-per-node=%ld\n", res->tasks_per_node);
-	put(r, "#SBATCH --cpus-per-task=%ld\n", res->cpus_per_task);
+	if (res->nodes.min == res->nodes.max) {
+		put(r, "#SBATCH --nodes=%ld\n", res->nodes.min);
+		put(r, "#SBATCH --ntasks-per-node=%ld\n", res->tasks_per_node);
+		put(r, "#SBATCH --cpus-per-task=%ld\n", res->cpus_per_task);
+	} else {
+		/* Slurm grants as many as it can without delaying the start. A
+		 * job's task count becomes the one it last ran with and would
+		 * hold its next starts to that many nodes: so the CPUs are
+		 * asked per node, and srun sets the tasks. */
+		put(r, "#SBATCH --nodes=%ld-%ld\n", res->nodes.min, res->nodes.max);
+		put(r, "#SBATCH --mincpus=%ld\n", res->tasks_per_node * res->cpus_per_task);
+	}
 	if (res->gpus_per_node > 0)
 		put(r, "#SBATCH --gpus-per-node=%ld\n", res->gpus_per_node);
 	if (res->mem_per_node_mb > 0)
@@ -249,6 +245,12 @@ static void render_header(struct render *r)
 
 		spec_format_time(res->time_s, t, sizeof(t));
 		sbatch_str(r, "time", "resources.time", t);
+	}
+	if (res->time_min_s > 0) { /* backfill may start the job with less */
+		char t[64];
+
+		spec_format_time(res->time_min_s, t, sizeof(t));
+		sbatch_str(r, "time-min", "resources.time_min", t);
 	}
 	sbatch_str(r, "partition", "resources.partition", res->partition);
 	sbatch_str(r, "account", "resources.account", res->account);
@@ -460,6 +462,7 @@ static void render_events(struct render *r)
 	       "\t\t\tfi ;;\n"
 	       "\t\tesac\n"
 	       "\tfi\n"
+	       "\tdtrain_cause=$cause dtrain_cause_node=$node # for the bad nodes' check\n"
 	       "\tdtrain_event job_stop \",\\\"cause\\\":\\\"$cause\\\",\\\"exit\\\":$((10#$dtrain_rc)),\\\"rank\\\":\\\"$(dtrain_text \"$rank\")\\\",\\\"node\\\":\\\"$(dtrain_text \"$node\")\\\",\\\"detail\\\":\\\"$(dtrain_text \"$detail\")\\\"\"\n"
 	       "}\n\n",
 	    DT_EXIT_REQUEUE, DT_EXIT_REPLICAS, DT_EXIT_REQUEUE, DT_EXIT_HUNG, DT_EXIT_HUNG);
@@ -505,21 +508,25 @@ static void render_recovery(struct render *r)
 	       "}\n"
 	       "trap dtrain_on_term TERM\n"
 	       "# Its own requeue makes Slurm send this shell SIGTERM too: not a stop.\n"
+	       "# Then the nodes left out (render_nodes.c), set on the job while pending.\n"
 	       "dtrain_requeue() {\n"
 	       "\ttrap 'dtrain_term=1' TERM\n"
-	       "\tscontrol requeue \"$dtrain_job_id\"\n"
+	       "\tscontrol requeue \"$dtrain_job_id\" || return\n"
+	       "\tdtrain_leave_out\n"
 	       "}\n"
 	       "if [ \"$dtrain_term\" -ne 0 ]; then # one before the trap above\n"
 	       "\tdtrain_term=0\n"
 	       "\tdtrain_on_term\n"
 	       "fi\n"
 	       "dtrain_node_failures=$((dtrain_restarts - $(dtrain_count requeued) - $(dtrain_count stopped)))\n"
+	       "dtrain_new_failure=0\n"
 	       "if [ \"$dtrain_node_failures\" -gt %ld ]; then\n"
 	       "\techo \"dtrain: the job was requeued $dtrain_node_failures times after losing a node (recovery.max_node_failures = %ld); not started again\" >&2\n"
 	       "\texit 1\n"
 	       "elif [ \"$dtrain_node_failures\" -gt \"$(dtrain_count node_failures)\" ]; then\n"
 	       "\techo \"dtrain: started again after losing a node (node failure $dtrain_node_failures of at most %ld)\" >&2\n"
 	       "\tdtrain_set node_failures \"$dtrain_node_failures\" || true\n"
+	       "\tdtrain_new_failure=1\n"
 	       "\tdtrain_event node_failure \",\\\"detail\\\":\\\"Slurm requeued the job after it lost a node\\\"\"\n"
 	       "fi\n\n",
 	    max_node_failures, max_node_failures, max_node_failures);
@@ -605,8 +612,7 @@ static void render_step_guard(struct render *r)
 	    GUARD_S, GUARD_S);
 }
 
-/* The site's srun options, each one quoted word after a space. */
-static void put_srun_extra(struct render *r)
+void launch__render_srun_extra(struct render *r)
 {
 	size_t i;
 
@@ -614,6 +620,21 @@ static void put_srun_extra(struct render *r)
 		put(r, " ");
 		put_quoted(r, r->site->srun_extra.v[i]);
 	}
+}
+
+/* dtrain_layout: data x pipeline of this start, as dtrain-run will lay the
+ * ranks out (parallel.data "auto": from the nodes granted). */
+static void render_layout(struct render *r)
+{
+	const struct spec *s = r->spec;
+
+	put(r, "# --- the layout of a start: data x pipeline ---\n");
+	if (s->parallel.data != SPEC_AUTO)
+		put(r, "dtrain_layout() { echo %ldx%ld; }\n\n", s->parallel.data, s->parallel.pipeline);
+	else
+		put(r, "# parallel.data \"auto\": the replicas follow the nodes Slurm granted\n"
+		       "dtrain_layout() { echo \"$((10#${SLURM_JOB_NUM_NODES:-1} * %ld / %ld))x%ld\"; }\n\n",
+		    s->resources.tasks_per_node, s->parallel.pipeline, s->parallel.pipeline);
 }
 
 /* The head of the restart loop, up to the srun that starts dtrain-run on
@@ -653,15 +674,18 @@ static void render_step_start(struct render *r, const char *dtrain_run_path)
 	       "\tDTRAIN_RUN_SECONDS=$(awk -F'\"time\":' 'NF > 1 { t = $2 + 0; if ($0 ~ /\"event\":\"job_start\"/) { if (s) sum += last - s; s = t } last = t }\n"
 	       "\t\tEND { if (s) sum += last - s; printf \"%%d\", sum }' \"$DTRAIN_RUN_DIR/events.jsonl\" 2>/dev/null)\n"
 	       "\texport DTRAIN_RUN_SECONDS=${DTRAIN_RUN_SECONDS:-0}\n"
-	       "\tdtrain_event job_start \",\\\"crashes\\\":$(dtrain_count crashes),\\\"nodes\\\":\\\"$(dtrain_text \"${SLURM_JOB_NODELIST:-}\")\\\",\\\"num_nodes\\\":$((10#${SLURM_JOB_NUM_NODES:-1})),\\\"layout\\\":\\\"%ldx%ld\\\"\"\n"
+	       "\tdtrain_event job_start \",\\\"crashes\\\":$(dtrain_count crashes),\\\"nodes\\\":\\\"$(dtrain_text \"${SLURM_JOB_NODELIST:-}\")\\\",\\\"num_nodes\\\":$((10#${SLURM_JOB_NUM_NODES:-1})),\\\"layout\\\":\\\"$(dtrain_layout)\\\"\"\n"
 	       "\t[ \"$dtrain_term\" -eq 0 ] || break # a SIGTERM while this start was set up\n"
 	       "\t(\n"
 	       "\t\ttrap : TERM # outlive a SIGTERM, to report srun's exit (not trap '')\n"
 	       "\t\t{\n"
 	       "\t\t\tdtrain_tee=${!:-} # the tee below (a process substitution)\n"
 	       "\t\t\tsrun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=%ld",
-	    r->spec->parallel.data, r->spec->parallel.pipeline, r->spec->resources.cpus_per_task);
-	put_srun_extra(r);
+	    r->spec->resources.cpus_per_task);
+	if (r->spec->resources.nodes.min != r->spec->resources.nodes.max) /* elastic: see #SBATCH */
+		put(r, " --nodes=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks-per-node=%ld --ntasks=$((10#${SLURM_JOB_NUM_NODES:-1} * %ld))",
+		    r->spec->resources.tasks_per_node, r->spec->resources.tasks_per_node);
+	launch__render_srun_extra(r);
 	put(r, " ");
 	put_quoted(r, dtrain_run_path);
 	put(r, " ");
@@ -710,33 +734,6 @@ static void render_step_wait(struct render *r)
 	       "\t\techo \"dtrain: the job step failed (exit $dtrain_rc)${dtrain_died:+; first to die: $dtrain_died}\" >&2\n"
 	       "\tfi\n",
 	    DT_EXIT_REQUEUE, DT_EXIT_REPLICAS, DT_EXIT_HUNG);
-}
-
-/* After a crash, a step of one task a node: one that cannot start within
- * PROBE_S means a node is lost, and the job is requeued. */
-static void render_probe(struct render *r)
-{
-	put(r, "\t# Before starting again: does every node of the allocation answer? A\n"
-	       "\t# step that cannot start on all of them within %d s (srun retries while a\n"
-	       "\t# node that is gone still holds the last step) means a node is lost:\n"
-	       "\t# requeue, to start again where every node answers. Slurm counts the\n"
-	       "\t# requeue, this script does not: the next start counts it a node failure.\n"
-	       "\tif ! timeout -k 5 %d srun",
-	    PROBE_S, PROBE_S);
-	/* the site's srun options first: the probe's own win */
-	put_srun_extra(r);
-	put(r, " --nodes=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks-per-node=1 --cpus-per-task=1 --mpi=none --kill-on-bad-exit=1 true 2>\"$dtrain_probe_err\"; then\n"
-	       "\t\t[ \"$dtrain_term\" -eq 0 ] || break\n"
-	       "\t\tdtrain_why=$(grep -v '^srun: Job [0-9]* step creation' \"$dtrain_probe_err\" 2>/dev/null | tail -n 1)\n"
-	       "\t\tdtrain_event node_failure \",\\\"detail\\\":\\\"$(dtrain_text \"no job step could start on all nodes${dtrain_why:+: $dtrain_why}\")\\\"\"\n"
-	       "\t\techo \"dtrain: a node of the allocation does not answer: no job step could start on all ${SLURM_JOB_NUM_NODES:-1} nodes within %d s${dtrain_why:+ ($dtrain_why)}; requeueing job $dtrain_job_id to start again where every node answers (a node failure, recovery.max_node_failures = %ld)\" >&2\n"
-	       "\t\tif dtrain_requeue; then\n"
-	       "\t\t\texit 0\n"
-	       "\t\tfi\n"
-	       "\t\techo \"dtrain: scontrol requeue failed; submit the spec again to resume\" >&2\n"
-	       "\t\tbreak\n"
-	       "\tfi\n",
-	    PROBE_S, r->spec->recovery.max_node_failures);
 }
 
 /* The end of the restart loop: count the crash against
@@ -813,12 +810,15 @@ static void render_body(struct render *r, const char *dtrain_run_path)
 	render_setup_lines(r);
 	render_events(r);
 	render_recovery(r);
+	launch__render_bad_nodes(r);
+	launch__render_start_check(r);
 	render_stop_at(r);
 	render_step_guard(r);
+	render_layout(r);
 	/* the restart loop: start a step, wait, probe the nodes, restart */
 	render_step_start(r, dtrain_run_path);
 	render_step_wait(r);
-	render_probe(r);
+	launch__render_after_crash(r);
 	render_restart(r);
 	render_requeue(r);
 }

@@ -145,8 +145,18 @@ static int read_spec(struct launch__report *r, const char *path, bool path_given
 	r->pipeline = (int)count(par, "pipeline", 0);
 	r->micro_batches = (int)count(par, "micro_batches", 0);
 	r->nodes = (int)count(member(o, "resources"), "nodes", 0);
-	snprintf(r->layout, sizeof(r->layout), "data %d x pipeline %d, %d micro-batches (%s)",
-		 r->data, r->pipeline, r->micro_batches, str(par, "schedule"));
+	if (!strcmp(str(par, "data"), "auto")) { /* each start's: events.jsonl */
+		char nodes[32];
+
+		snprintf(nodes, sizeof(nodes), "%s", str(member(o, "resources"), "nodes"));
+		if (!*nodes) /* one count, not a range */
+			snprintf(nodes, sizeof(nodes), "%d", r->nodes);
+		snprintf(r->layout, sizeof(r->layout),
+			 "data \"auto\" (the ranks granted) x pipeline %d on %s nodes, %d micro-batches (%s)",
+			 r->pipeline, nodes, r->micro_batches, str(par, "schedule"));
+	} else
+		snprintf(r->layout, sizeof(r->layout), "data %d x pipeline %d, %d micro-batches (%s)",
+			 r->data, r->pipeline, r->micro_batches, str(par, "schedule"));
 	tr = member(o, "train");
 	snprintf(r->device, sizeof(r->device), "%s, %s", str(tr, "device"), str(tr, "precision"));
 out:

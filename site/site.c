@@ -509,7 +509,7 @@ int site_check_limits(const struct site *s, const struct spec *spec,
 				origin(ctx, key), key, (long)(val), (long)(max), site, limit)
 
 	if (lim->max_nodes > 0)
-		OVER(spec->resources.nodes, lim->max_nodes, "resources.nodes", "max_nodes");
+		OVER(spec->resources.nodes.max, lim->max_nodes, "resources.nodes", "max_nodes");
 	if (lim->max_tasks_per_node > 0)
 		OVER(spec->resources.tasks_per_node, lim->max_tasks_per_node,
 		     "resources.tasks_per_node", "max_tasks_per_node");

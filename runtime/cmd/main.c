@@ -107,6 +107,7 @@ struct run {
 	struct rt_dev *dev; /* train.device, opened (device.h) */
 	bool mpi_up;   /* MPI_Init succeeded: MPI_Finalize (or MPI_Abort) at the end */
 	bool together; /* every rank fails alike: no MPI_Abort needed */
+	bool data_auto; /* parallel.data was "auto": resolved from the world size */
 	char prefix[32]; /* "rank R: " once the rank is known */
 };
 
@@ -223,6 +224,20 @@ static int lay_out(struct run *r)
 {
 	struct dt_err err = { 0 };
 
+	if (r->spec.parallel.data == SPEC_AUTO) { /* the replicas the ranks make */
+		char why[256];
+		long data = spec_data_for(&r->spec, r->proc.size, why, sizeof(why));
+
+		if (!data) {
+			if (r->proc.rank == 0)
+				fprintf(stderr, "dtrain-run: parallel.data \"auto\" on %d ranks: %s\n",
+					r->proc.size, why);
+			r->together = true;
+			return DT_EXIT_SPEC;
+		}
+		r->spec.parallel.data = data;
+		r->data_auto = true;
+	}
 	if (rt_grid_init(&r->grid, r->proc.size, (int)r->spec.parallel.data,
 			 (int)r->spec.parallel.pipeline, r->proc.rank, &err)) {
 		if (r->proc.rank == 0)
@@ -297,8 +312,9 @@ static int report_placement(const struct run *r)
 	int rc;
 
 	if (p->rank == 0) {
-		printf("dtrain-run: job %s world %d = data %d x pipeline %d\n", r->spec.name,
-		       g->world, g->size[RT_DIM_DATA], g->size[RT_DIM_PIPE]);
+		printf("dtrain-run: job %s world %d = data %d x pipeline %d%s\n", r->spec.name,
+		       g->world, g->size[RT_DIM_DATA], g->size[RT_DIM_PIPE],
+		       r->data_auto ? " (parallel.data \"auto\": the replicas of the ranks started)" : "");
 		fflush(stdout);
 	}
 	/* best effort to show the job line first: launchers merge the streams */

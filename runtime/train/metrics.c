@@ -117,13 +117,14 @@ void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int6
 		      "\"step\":%lld,\"grad_sync\":\"%s\",\"replicas_per_node\":%d,\"threads\":\"%s\","
 		      "\"device\":\"%s\",\"precision\":\"%s\",\"collectives\":\"%s\","
 		      "\"flops_per_token\":%.6g,\"nodes\":%d,\"peak_flops_per_node\":%.6g,"
-		      "\"peak\":\"%s\"}",
+		      "\"peak\":\"%s\",\"data\":%d,\"pipeline\":%d}",
 		   (long long)total,
 		   (long long)per_epoch, s->train.epochs, (long long)step,
 		   t->dp.split ? "split" : t->dp.shared ? "shared" : t->replicas > 1 ? "allreduce" : "none",
 		   t->dp.shared ? t->dp.locals : 1, t->tsplit ? "split" : "blas", t->dev->kind,
 		   s->train.precision ? s->train.precision : "fp32", t->dev->collectives,
-		   t->flops_per_token, t->nodes, t->peak_flops_node, t->peak_source);
+		   t->flops_per_token, t->nodes, t->peak_flops_node, t->peak_source,
+		   t->g->size[RT_DIM_DATA], t->g->size[RT_DIM_PIPE]);
 	rt__ranks_log_layout(t);
 }
 

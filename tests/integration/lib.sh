@@ -249,6 +249,25 @@ JSON
 	reference_run "$2" "$final_name"
 }
 
+# lose_node NODE RUN_DIR: NODE of the local cluster lost with a job's step
+# on it: its slurmd, the slurmstepd and the dtrain-run ranks of RUN_DIR's
+# job there, all SIGKILLed; prints what it killed. node_back (with the
+# cluster's directory) brings it back: site/cluster.sh up starts its slurmd
+# again (from clean files) into $T/cluster-up.out.
+lose_node() {
+	local p ranks='' stepds slurmd cdir
+	cdir=$(dirname "$SLURM_CONF")
+	for p in $(pgrep -f "^[^ ]*/dtrain-run $2/spec.json"); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURMD_NODENAME=$1" && ranks="$ranks $p"
+	done
+	[ -n "$ranks" ] || fail "no rank of $2 on $1"
+	stepds=$(for p in $ranks; do ps -o ppid= -p "$p"; done | sort -u)
+	slurmd=$(cat "$cdir/run/slurmd-$1.pid")
+	kill -KILL "$slurmd" $stepds $ranks
+	echo "  $1 lost near step $(sed -n 's/.*"event":"step","step":\([0-9]*\),.*/\1/p' "$2/metrics.jsonl" | tail -n 1): slurmd $slurmd, slurmstepd$stepds, ranks$ranks"
+}
+node_back() { bash "$DTRAIN_SOURCE_DIR/site/cluster.sh" up --dir "$(dirname "$SLURM_CONF")" >"$T/cluster-up.out" 2>&1; }
+
 # forge_header_damage CKPT FILE: one byte of FILE's first HDF5 object header
 # flipped (HDF5's own checksum then fails), and the manifest's size and CRC
 # forged to match, so that the damage reaches HDF5 past dtrain's checks.

@@ -54,6 +54,64 @@ static void auto_integers(void **state)
 	assert_true(tu_has(&e, "train.epochs"));
 }
 
+/* resources.nodes as a range ("A-B", {"min", "max"}, --set) with
+ * parallel.data "auto": every count of the range must give a layout; a
+ * fixed parallel.data, -n and a reversed range are refused by name. */
+static void elastic_nodes(void **state)
+{
+	struct spec s;
+	struct dt_err e = {0};
+	struct dt_buf d = {0};
+	struct spec_input in = {0};
+	char why[256];
+	const char *auto_data = "{\"resources\": {\"nodes\": \"1-2\", \"tasks_per_node\": 2},"
+				" \"parallel\": {\"data\": \"auto\"}, \"train\": {\"global_batch\": 8}}";
+	const char *wide[] = { "resources.nodes=1-3" }, *one[] = { "resources.nodes=2" };
+
+	(void)state;
+	assert_int_equal(resolve(auto_data, NULL, 0, &s, &e), 0);
+	assert_int_equal(s.resources.nodes.min, 1);
+	assert_int_equal(s.resources.nodes.max, 2);
+	assert_int_equal(s.parallel.data, SPEC_AUTO);
+	assert_int_equal(spec_data_for(&s, 2, why, sizeof(why)), 2);
+	assert_int_equal(spec_data_for(&s, 4, why, sizeof(why)), 4);
+	assert_int_equal(spec_data_for(&s, 16, why, sizeof(why)), 0);
+	assert_string_equal(why, "train.global_batch 8 is not divisible by data x parallel.micro_batches = 16 x 1");
+	assert_int_equal(spec_dump(&s, &d), 0);
+	assert_non_null(strstr(d.p, "\"nodes\": \"1-2\""));
+	assert_non_null(strstr(d.p, "\"data\": \"auto\""));
+	dt_buf_free(&d);
+	spec_free(&s);
+	assert_int_equal(resolve("{\"resources\": {\"nodes\": {\"min\": 2, \"max\": 4}, \"tasks_per_node\": 2},"
+				 " \"parallel\": {\"data\": \"auto\", \"pipeline\": 2}, \"train\": {\"global_batch\": 12}}",
+				 NULL, 0, &s, &e), 0);
+	assert_int_equal(s.resources.nodes.max, 4);
+	assert_int_equal(spec_data_for(&s, 3, why, sizeof(why)), 0);
+	assert_string_equal(why, "3 ranks do not divide into parallel.pipeline = 2 stages");
+	spec_free(&s);
+	/* 3 nodes: 6 replicas of one micro-batch do not divide 8 */
+	assert_int_equal(resolve(auto_data, wide, 1, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "resources.nodes: parallel.data is \"auto\" but 3 nodes (6 ranks) give no layout: train.global_batch 8 is not divisible by data x parallel.micro_batches = 6 x 1; hint: every node count of the range must work"));
+	/* one count and "auto": the layout of that count */
+	assert_int_equal(resolve(auto_data, one, 1, &s, &e), 0);
+	assert_int_equal(spec_data_for(&s, 4, why, sizeof(why)), 4);
+	spec_free(&s);
+	assert_int_equal(resolve("{\"resources\": {\"nodes\": \"1-2\"}, \"parallel\": {\"data\": 1}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "parallel.data: must be \"auto\" when resources.nodes is a range (1-2): the replicas follow the nodes Slurm grants (got 1)"));
+	assert_int_equal(resolve("{\"resources\": {\"nodes\": \"3-2\"}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "resources.nodes: the range's minimum 3 is above its maximum 2"));
+	assert_int_equal(resolve("{\"resources\": {\"nodes\": \"1-\"}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "resources.nodes: expected an integer, a range"));
+	assert_int_equal(resolve("{\"resources\": {\"nodes\": {\"min\": 1}}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "resources.nodes: expected an integer, a range"));
+	assert_int_equal(resolve("{\"resources\": {\"time\": \"00:10:00\", \"time_min\": \"00:20:00\"}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "resources.time_min: 1200 s is above resources.time (600 s)"));
+	in = (struct spec_input){ tu_write("job.json", auto_data), NULL, NULL, 0, false, 4 };
+	dt_err_clear(&e);
+	assert_int_equal(spec_resolve(&in, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "-n 4: resources.nodes is a range (1-2, from "));
+}
+
 static void defaults_fill_every_key(void **state)
 {
 	struct spec s;
@@ -63,7 +121,7 @@ static void defaults_fill_every_key(void **state)
 	assert_int_equal(resolve("{}", NULL, 0, &s, &e), 0);
 	assert_string_equal(s.name, "dtrain");
 	assert_null(s.run_dir);
-	assert_int_equal(s.resources.nodes, 1);
+	assert_int_equal(s.resources.nodes.min, 1);
 	assert_int_equal(s.resources.time_s, 3600);
 	assert_int_equal(s.model.hidden.n, 2);
 	assert_int_equal(s.model.hidden.v[0], 512);
@@ -161,13 +219,13 @@ static void types_and_bounds(void **state)
 	struct dt_err e = {0};
 
 	(void)state;
-	assert_int_equal(resolve("{\"resources\": {\"nodes\": \"2\", \"tasks_per_node\": 0,"
+	assert_int_equal(resolve("{\"resources\": {\"nodes\": \"two\", \"tasks_per_node\": 0,"
 				 " \"time\": \"soon\", \"mem_per_node\": \"lots\"},"
 				 " \"parallel\": {\"micro_batches\": 2.5}, \"data\": {\"shuffle\": 1},"
 				 " \"train\": {\"optimizer\": {\"lr\": -1, \"betas\": [0.9]}},"
 				 " \"model\": {\"activation\": \"Relu\", \"hidden\": [4, 0]}, \"name\": null}",
 				 NULL, 0, &s, &e), -EINVAL);
-	assert_true(tu_has(&e, "resources.nodes: expected an integer (got a string \"2\")"));
+	assert_true(tu_has(&e, "resources.nodes: expected an integer, a range \"MIN-MAX\" or {\"min\": MIN, \"max\": MAX} (got a string \"two\")"));
 	assert_true(tu_has(&e, "resources.tasks_per_node: must be between 1 and 4096 (got 0)"));
 	assert_true(tu_has(&e, "resources.time: not a Slurm time"));
 	assert_true(tu_has(&e, "resources.mem_per_node: not a memory size"));
@@ -497,6 +555,7 @@ int main(void)
 		cmocka_unit_test(ntasks_sets_tasks_per_node),
 		cmocka_unit_test(readme_matches_table),
 		cmocka_unit_test(auto_integers),
+		cmocka_unit_test(elastic_nodes),
 	};
 	int rc = cmocka_run_group_tests_name("spec", tests, NULL, NULL);
 

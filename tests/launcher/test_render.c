@@ -46,7 +46,7 @@ static struct spec base_spec(void)
 	struct spec s = {0};
 
 	s.name = "demo";
-	s.resources.nodes = 2;
+	s.resources.nodes = (struct spec_range){ 2, 2 };
 	s.resources.tasks_per_node = 4;
 	s.resources.cpus_per_task = 1;
 	s.resources.gpus_per_node = 0;

@@ -1,0 +1,225 @@
+/*
+ * render_nodes.c - the batch script's bad nodes: the probe of every node
+ * after a crash, and the nodes left out of the job's next starts (a node
+ * that does not answer, one Slurm holds for down after a node failure, one
+ * whose replica disagreed, one where two crashes began).
+ *
+ * Slurm refuses to change a running job's excluded nodes ("Job is no longer
+ * pending execution"), and a requeue ends the batch script; but from the
+ * requeue on the job is pending while its allocation completes, and the
+ * update is taken then: so the script requeues first and sets the excluded
+ * nodes after, through the SIGTERM the requeue brings.
+ *
+ * Sections: the shell functions, the check at a start, after a crash.
+ */
+#include "launcher/render.h"
+
+#include <stdarg.h>
+
+static void put(struct render *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void put(struct render *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	launch__render_vput(r, fmt, ap);
+	va_end(ap);
+}
+
+/* --- the shell functions --- */
+
+/* The record of the nodes left out: recovery/excluded, and its bounds. */
+static void render_records(struct render *r)
+{
+	const struct spec *s = r->spec;
+
+	put(r, "# --- bad nodes: left out of the job's next starts ---\n"
+	       "# A node that did not answer the probe after a crash, one that Slurm holds\n"
+	       "# for down after it requeued the job for a node failure, one whose replica\n"
+	       "# disagreed with the others, or one where two crashes began is written down\n"
+	       "# in recovery/excluded (\"NODE WHY\" lines) and the job is requeued without\n"
+	       "# it. Slurm updates a job's excluded nodes (sbatch --exclude) only while it\n"
+	       "# is pending, which it is from its requeue on (its allocation completing):\n"
+	       "# the update follows the requeue, through the SIGTERM that brings. At most\n"
+	       "# recovery.max_excluded_nodes, and never so many that the partition would\n"
+	       "# keep fewer nodes than resources.nodes' minimum (the job would wait for\n"
+	       "# ever).\n"
+	       "dtrain_append() { # FILE LINE: recovery/FILE rewritten whole with LINE added\n"
+	       "\t[ ! -L \"$DTRAIN_RUN_DIR/recovery\" ] && mkdir -p \"$DTRAIN_RUN_DIR/recovery\" &&\n"
+	       "\t\trm -f \"$DTRAIN_RUN_DIR/recovery/.$1.tmp\" &&\n"
+	       "\t\t(set -C; { cat \"$DTRAIN_RUN_DIR/recovery/$1\" 2>/dev/null; echo \"$2\"; } >\"$DTRAIN_RUN_DIR/recovery/.$1.tmp\") &&\n"
+	       "\t\tmv -f \"$DTRAIN_RUN_DIR/recovery/.$1.tmp\" \"$DTRAIN_RUN_DIR/recovery/$1\"\n"
+	       "}\n"
+	       "dtrain_lines() { # FILE WORD: the lines of recovery/FILE that begin with WORD\n"
+	       "\tawk -v k=\"$2\" '$1 == k { n++ } END { print n + 0 }' \"$DTRAIN_RUN_DIR/recovery/$1\" 2>/dev/null || echo 0\n"
+	       "}\n"
+	       "dtrain_excluded() { # the nodes left out, comma-separated\n"
+	       "\tawk 'NF { printf \"%%s%%s\", n++ ? \",\" : \"\", $1 }' \"$DTRAIN_RUN_DIR/recovery/excluded\" 2>/dev/null\n"
+	       "}\n"
+	       "dtrain_exclude() { # NODE WHY: 0 when NODE is left out from now on\n"
+	       "\tlocal node=$1 why=$2 n total part=${SLURM_JOB_PARTITION:-}\n"
+	       "\tcase $node in '' | *[!A-Za-z0-9._-]*) return 1 ;; esac\n"
+	       "\t[ \"$(dtrain_lines excluded \"$node\")\" -eq 0 ] || return 0\n"
+	       "\tn=$(awk 'NF { k++ } END { print k + 0 }' \"$DTRAIN_RUN_DIR/recovery/excluded\" 2>/dev/null) || n=0\n"
+	       "\tif [ \"$n\" -ge %ld ]; then\n"
+	       "\t\techo \"dtrain: node $node is bad ($why), but stays: $n nodes are left out already (recovery.max_excluded_nodes = %ld)\" >&2\n"
+	       "\t\treturn 1\n"
+	       "\tfi\n"
+	       "\ttotal=$(sinfo -h -N ${part:+-p \"$part\"} -o %%N 2>/dev/null | sort -u | wc -l)\n"
+	       "\tif [ $((total - n - 1)) -lt %ld ]; then\n"
+	       "\t\techo \"dtrain: node $node is bad ($why), but stays: partition ${part:-default} has $total nodes, and without it and the $n left out before fewer than the %ld the job needs would remain\" >&2\n"
+	       "\t\treturn 1\n"
+	       "\tfi\n"
+	       "\tif ! dtrain_append excluded \"$node $why\"; then\n"
+	       "\t\techo \"dtrain: node $node is bad ($why), but stays: cannot write $DTRAIN_RUN_DIR/recovery/excluded\" >&2\n"
+	       "\t\treturn 1\n"
+	       "\tfi\n"
+	       "\tdtrain_event node_excluded \",\\\"node\\\":\\\"$node\\\",\\\"detail\\\":\\\"$(dtrain_text \"$why\")\\\"\"\n"
+	       "\techo \"dtrain: node $node is left out of the job's next starts: $why (node $((n + 1)) of at most %ld)\" >&2\n"
+	       "}\n",
+	    s->recovery.max_excluded_nodes, s->recovery.max_excluded_nodes, s->resources.nodes.min, s->resources.nodes.min, s->recovery.max_excluded_nodes);
+}
+
+/* dtrain_leave_out: the update of the job's excluded nodes after a requeue. */
+static void render_leave_out(struct render *r)
+{
+	put(r, "dtrain_leave_out() { # after a requeue: the job's excluded nodes, while it is pending\n"
+	       "\tlocal list\n"
+	       "\tlist=$(dtrain_excluded)\n"
+	       "\t[ -n \"$list\" ] || return 0\n"
+	       "\tfor _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do\n"
+	       "\t\tif (trap '' TERM; exec scontrol update JobId=\"$dtrain_job_id\" ExcNodeList=\"$list\") 2>/dev/null; then\n"
+	       "\t\t\techo \"dtrain: job $dtrain_job_id leaves out $list from its next starts\" >&2\n"
+	       "\t\t\treturn 0\n"
+	       "\t\tfi\n"
+	       "\t\t(trap '' TERM; exec sleep 0.5)\n"
+	       "\tdone\n"
+	       "\techo \"dtrain: scontrol update JobId=$dtrain_job_id ExcNodeList=$list was refused; the next start checks its nodes again\" >&2\n"
+	       "}\n");
+}
+
+/* dtrain_probe: which nodes of the allocation answer. */
+static void render_probe(struct render *r)
+{
+	put(r, "# dtrain_probe: 0 when every node of the allocation answers; else the nodes\n"
+	       "# that did not in dtrain_silent. One step of one task on each node at once\n"
+	       "# (--overlap: the failed step may still hold the CPUs of a node that\n"
+	       "# answers); a node whose step cannot start within %ld s did not answer\n"
+	       "# (srun retries while a node that is gone still holds the last step). Past\n"
+	       "# 64 nodes one step over all of them, which names none.\n"
+	       "dtrain_probe() {\n"
+	       "\tlocal nodes node p pids='' rc=0 step_rc=$dtrain_rc\n"
+	       "\tdtrain_silent=\n"
+	       "\tnodes=$(scontrol show hostnames \"${SLURM_JOB_NODELIST:-}\" 2>/dev/null)\n"
+	       "\tif [ -z \"$nodes\" ] || [ \"$(printf '%%s\\n' \"$nodes\" | wc -l)\" -gt 64 ]; then\n"
+	       "\t\ttimeout -k 5 %ld srun",
+	    (long)LAUNCH__PROBE_S, (long)LAUNCH__PROBE_S);
+	launch__render_srun_extra(r);
+	put(r, " --nodes=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks-per-node=1 --cpus-per-task=1 --mpi=none --kill-on-bad-exit=1 true 2>\"$dtrain_probe_err\"\n"
+	       "\t\treturn\n"
+	       "\tfi\n"
+	       "\tfor node in $nodes; do\n"
+	       "\t\ttimeout -k 5 %ld srun",
+	    (long)LAUNCH__PROBE_S);
+	launch__render_srun_extra(r);
+	put(r, " --nodelist=\"$node\" --nodes=1 --ntasks=1 --cpus-per-task=1 --overlap --mpi=none true 2>>\"$dtrain_probe_err\" &\n"
+	       "\t\tpids=\"$pids $!:$node\"\n"
+	       "\tdone\n"
+	       "\tfor p in $pids; do\n"
+	       "\t\tdtrain_wait \"${p%%%%:*}\"\n"
+	       "\t\t[ \"$dtrain_rc\" -eq 0 ] || { rc=1; dtrain_silent=\"$dtrain_silent${dtrain_silent:+ }${p#*:}\"; }\n"
+	       "\tdone\n"
+	       "\tdtrain_rc=$step_rc\n"
+	       "\treturn $rc\n"
+	       "}\n"
+	       "\n");
+}
+
+void launch__render_bad_nodes(struct render *r)
+{
+	render_records(r);
+	render_leave_out(r);
+	render_probe(r);
+}
+
+/* --- the check at a start --- */
+
+void launch__render_start_check(struct render *r)
+{
+	put(r, "# After a node failure that Slurm requeued the job for (this shell ended\n"
+	       "# with the step): the nodes of the last start that Slurm holds for down,\n"
+	       "# drained or not responding are left out. Then a start on a node left out\n"
+	       "# before (the update after the requeue did not reach Slurm) is requeued\n"
+	       "# again.\n"
+	       "if [ \"$dtrain_new_failure\" -eq 1 ]; then\n"
+	       "\tdtrain_prev=$(sed -n 's/.*\"event\":\"job_start\".*\"nodes\":\"\\([^\"]*\\)\".*/\\1/p' \"$DTRAIN_RUN_DIR/events.jsonl\" 2>/dev/null | tail -n 1)\n"
+	       "\tfor dtrain_n in $(scontrol show hostnames \"$dtrain_prev\" 2>/dev/null); do\n"
+	       "\t\tdtrain_s=$(sinfo -h -n \"$dtrain_n\" -o %%t 2>/dev/null | head -n 1)\n"
+	       "\t\tcase $dtrain_s in\n"
+	       "\t\tdown* | drain* | drng* | fail* | *'*') dtrain_exclude \"$dtrain_n\" \"Slurm requeued the job after a node failure and holds the node for $dtrain_s\" || true ;;\n"
+	       "\t\tesac\n"
+	       "\tdone\n"
+	       "fi\n"
+	       "dtrain_bad_here=$(scontrol show hostnames \"${SLURM_JOB_NODELIST:-}\" 2>/dev/null |\n"
+	       "\tawk 'NR == FNR { if (NF) bad[$1] = 1; next } ($1 in bad)' \"$DTRAIN_RUN_DIR/recovery/excluded\" - 2>/dev/null | paste -sd, -)\n"
+	       "if [ -n \"$dtrain_bad_here\" ] && [ -n \"$dtrain_job_id\" ]; then\n"
+	       "\techo \"dtrain: this start's nodes include $dtrain_bad_here, left out before; requeueing job $dtrain_job_id without them\" >&2\n"
+	       "\tif dtrain_requeue; then\n"
+	       "\t\texit 0\n"
+	       "\tfi\n"
+	       "\techo \"dtrain: scontrol requeue failed; starting on these nodes all the same\" >&2\n"
+	       "fi\n"
+	       "\n");
+}
+
+/* --- after a crash --- */
+
+void launch__render_after_crash(struct render *r)
+{
+	const struct spec *s = r->spec;
+
+	put(r, "\t# Before starting again: does every node of the allocation answer? One\n"
+	       "\t# that does not is left out, and the job requeued to start again where\n"
+	       "\t# every node answers. Slurm counts the requeue, this script does not:\n"
+	       "\t# the next start counts it a node failure.\n"
+	       "\tif ! dtrain_probe; then\n"
+	       "\t\t[ \"$dtrain_term\" -eq 0 ] || break\n"
+	       "\t\tdtrain_why=$(grep -v '^srun: Job [0-9]* step creation' \"$dtrain_probe_err\" 2>/dev/null | tail -n 1)\n"
+	       "\t\tdtrain_event node_failure \",\\\"node\\\":\\\"$(dtrain_text \"$dtrain_silent\")\\\",\\\"detail\\\":\\\"$(dtrain_text \"no job step could start on ${dtrain_silent:-all nodes}${dtrain_why:+: $dtrain_why}\")\\\"\"\n"
+	       "\t\techo \"dtrain: a node of the allocation does not answer: no job step could start on ${dtrain_silent:-all ${SLURM_JOB_NUM_NODES:-1} nodes} within %ld s${dtrain_why:+ ($dtrain_why)}; requeueing job $dtrain_job_id to start again where every node answers (a node failure, recovery.max_node_failures = %ld)\" >&2\n"
+	       "\t\tfor dtrain_n in $dtrain_silent; do\n"
+	       "\t\t\tdtrain_exclude \"$dtrain_n\" \"it did not answer after a crash: no job step could start there within %ld s\" || true\n"
+	       "\t\tdone\n"
+	       "\t\tif dtrain_requeue; then\n"
+	       "\t\t\texit 0\n"
+	       "\t\tfi\n"
+	       "\t\techo \"dtrain: scontrol requeue failed; submit the spec again to resume\" >&2\n"
+	       "\t\tbreak\n"
+	       "\tfi\n"
+	       "\t# The crash's own bad node: where the replica that disagreed ran (its\n"
+	       "\t# memory or device corrupts silently), or where a crash began (srun's\n"
+	       "\t# first task to end) the second time. Left out, and the job requeued.\n"
+	       "\tdtrain_bad=\n"
+	       "\tcase $dtrain_cause in\n"
+	       "\treplicas)\n"
+	       "\t\tif dtrain_exclude \"$dtrain_cause_node\" \"its replica disagreed with the others\"; then\n"
+	       "\t\t\tdtrain_bad=$dtrain_cause_node\n"
+	       "\t\tfi ;;\n"
+	       "\tcrash)\n"
+	       "\t\tif [ -n \"$dtrain_cause_node\" ] && dtrain_append crash_nodes \"$dtrain_cause_node\" &&\n"
+	       "\t\t   [ \"$(dtrain_lines crash_nodes \"$dtrain_cause_node\")\" -ge 2 ] &&\n"
+	       "\t\t   dtrain_exclude \"$dtrain_cause_node\" \"two crashes began there\"; then\n"
+	       "\t\t\tdtrain_bad=$dtrain_cause_node\n"
+	       "\t\tfi ;;\n"
+	       "\tesac\n"
+	       "\tif [ -n \"$dtrain_bad\" ]; then\n"
+	       "\t\techo \"dtrain: requeueing job $dtrain_job_id to start again without node $dtrain_bad\" >&2\n"
+	       "\t\tif dtrain_requeue; then\n"
+	       "\t\t\texit 0\n"
+	       "\t\tfi\n"
+	       "\t\techo \"dtrain: scontrol requeue failed; starting again on these nodes\" >&2\n"
+	       "\tfi\n",
+	    (long)LAUNCH__PROBE_S, s->recovery.max_node_failures, (long)LAUNCH__PROBE_S);
+}
