@@ -88,11 +88,12 @@ static const char help_submit[] =
 	"\n"
 	"Slurm's options, as sbatch spells them: shortcuts of spec keys, taken\n"
 	"in order with --set (the last wins); the site's locks and limits apply:\n"
-	"  -N, --nodes N      resources.nodes\n"
+	"  -N, --nodes N      resources.nodes; a range MIN-MAX is elastic (with parallel.data auto)\n"
 	"  -n, --ntasks N     tasks in all: resources.tasks_per_node = N / resources.nodes\n"
 	"                     (over any --set resources.tasks_per_node)\n"
 	"  -p, --partition P  resources.partition\n"
 	"  -t, --time T       resources.time (minutes, HH:MM:SS or D-HH:MM:SS)\n"
+	"  --time-min T       resources.time_min: backfill may start the job with less\n"
 	"  -A, --account A    resources.account\n"
 	"  --dependency D     resources.dependency (sbatch's syntax: afterok:1234)\n"
 	"\n"
@@ -118,10 +119,11 @@ static const char help_validate[] =
 	"\n"
 	"Slurm's options, as sbatch spells them: shortcuts of spec keys, taken\n"
 	"in order with --set (the last wins); the site's locks and limits apply:\n"
-	"  -N, --nodes N      resources.nodes\n"
+	"  -N, --nodes N      resources.nodes; a range MIN-MAX is elastic (with parallel.data auto)\n"
 	"  -n, --ntasks N     tasks in all: resources.tasks_per_node = N / resources.nodes\n"
 	"  -p, --partition P  resources.partition\n"
 	"  -t, --time T       resources.time (minutes, HH:MM:SS or D-HH:MM:SS)\n"
+	"  --time-min T       resources.time_min: backfill may start the job with less\n"
 	"  -A, --account A    resources.account\n"
 	"  --dependency D     resources.dependency (sbatch's syntax: afterok:1234)\n"
 	"\n"
@@ -214,7 +216,7 @@ static const char help_resume[] =
 	"  --no-data-check  do not open the data sets here\n"
 	"  -h, --help       this text\n"
 	"\n"
-	"Slurm's options (-N, -n, -p, -t, -A, --dependency) as for submit.\n"
+	"Slurm's options (-N, -n, -p, -t, --time-min, -A, --dependency) as for submit.\n"
 	"\n"
 	"exit codes: 0 submitted, 1 the job is still active, sbatch refused or I/O\n"
 	"            error, 2 usage error, 3 invalid spec or site file\n";
@@ -335,7 +337,7 @@ struct cmd_def {
 	int min_pos, max_pos; /* positional arguments */
 };
 
-#define SLURM_OPTIONS "--nodes --ntasks --partition --time --account --dependency"
+#define SLURM_OPTIONS "--nodes --ntasks --partition --time --time-min --account --dependency"
 
 static const struct cmd_def cmds[] = {
 	{ LAUNCH_SUBMIT, "submit", "--site --set --after --array --dry-run --no-data-check --help " SLURM_OPTIONS, 1, 1 },
@@ -363,7 +365,7 @@ static const struct {
 } slurm_keys[] = {
 	{ "--nodes", "resources.nodes" }, { "--partition", "resources.partition" },
 	{ "--time", "resources.time" }, { "--account", "resources.account" },
-	{ "--dependency", "resources.dependency" },
+	{ "--dependency", "resources.dependency" }, { "--time-min", "resources.time_min" },
 };
 
 const char *launch_cmd_name(enum launch_cmd cmd)

@@ -61,22 +61,6 @@ const char *launch__printable(const char *s, char *buf, size_t size)
 	return buf;
 }
 
-void launch__render_vput(struct render *r, const char *fmt, va_list ap)
-{
-	char *line = NULL;
-	int n;
-
-	if (r->rc)
-		return;
-	n = vasprintf(&line, fmt, ap);
-	if (n < 0) {
-		r->rc = -ENOMEM;
-		return;
-	}
-	r->rc = dt_buf_add(r->b, line, (size_t)n);
-	free(line);
-}
-
 static void put(struct render *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -612,15 +596,6 @@ static void render_step_guard(struct render *r)
 	    GUARD_S, GUARD_S);
 }
 
-void launch__render_srun_extra(struct render *r)
-{
-	size_t i;
-
-	for (i = 0; i < r->site->srun_extra.n; i++) {
-		put(r, " ");
-		put_quoted(r, r->site->srun_extra.v[i]);
-	}
-}
 
 /* dtrain_layout: data x pipeline of this start, as dtrain-run will lay the
  * ranks out (parallel.data "auto": from the nodes granted). */

@@ -1,7 +1,8 @@
 /*
  * render.h - private to the batch script's files: render.c (the script,
- * section by section) and render_nodes.c (bad nodes: the probe after a
- * crash, the nodes left out of the job's next starts).
+ * section by section), render_nodes.c (bad nodes: the probe after a crash,
+ * the nodes left out of the job's next starts) and render_text.c (writing
+ * the text).
  */
 #ifndef DTRAIN_LAUNCHER_RENDER_H
 #define DTRAIN_LAUNCHER_RENDER_H
@@ -33,7 +34,7 @@ struct render {
 	int bad; /* values refused */
 };
 
-/* Append printf-style text to the script (nothing once r->rc is set). */
+/* render_text.c: append printf-style text to the script (nothing once r->rc is set). */
 void launch__render_vput(struct render *r, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
 /* The site's srun options, each one quoted word after a space. */

@@ -77,13 +77,16 @@ static int group_setup(void **state)
 	/* srun: record the argv (NUL-separated), skip its options, run the rest. */
 	snprintf(path, sizeof(path), "%s/srun", fake_bin);
 	{
-		char text[1024];
+		char text[2048];
 
 		snprintf(text, sizeof(text),
 			 "#!/bin/bash\n"
 			 "for a in \"$@\"; do printf '%%s\\0' \"$a\" >> '%s/srun.args'; done\n"
 			 "if [ \"${FAKE_LOST:-0}\" = 1 ] && [[ \" $* \" == *' --mpi=none '* ]]; then\n"
 			 "  echo 'srun: error: Task launch for StepId=42.1 failed on node n2: Communication connection failure' >&2; exit 1\n"
+			 "fi\n"
+			 "if [ -n \"${FAKE_LOST_NODE:-}\" ] && [[ \" $* \" == *\" --nodelist=$FAKE_LOST_NODE \"* ]]; then\n"
+			 "  echo \"srun: error: Task launch for StepId=42.1 failed on node $FAKE_LOST_NODE: Communication connection failure\" >&2; exit 1\n"
 			 "fi\n"
 			 "while [ $# -gt 0 ]; do case $1 in -*) shift;; *) break;; esac; done\n"
 			 "if [ \"${FAKE_HANG:-0}\" = 1 ]; then\n"
@@ -99,10 +102,19 @@ static int group_setup(void **state)
 			      "if [ \"${SLURM_TIME_FORMAT:-}\" = %s ]; then echo 2000000000; else echo 2033-05-18T03:33:20; fi\n",
 			      0755);
 		snprintf(path, sizeof(path), "%s/scontrol", fake_bin);
+		/* scontrol: logs what it is asked but the node lists it expands
+		 * (FAKE_NODES: the allocation's) */
 		snprintf(text, sizeof(text),
-			 "#!/bin/bash\nprintf '%%s\\n' \"$*\" >> '%s/scontrol.log'\n"
+			 "#!/bin/bash\n"
+			 "if [ \"$1 $2\" = 'show hostnames' ]; then printf '%%s\\n' ${FAKE_NODES:-}; exit 0; fi\n"
+			 "printf '%%s\\n' \"$*\" >> '%s/scontrol.log'\n"
 			 "if [ \"$*\" = 'show config' ]; then echo 'KillWait                = 0 sec'; fi\nexit 0\n", tmp);
 		tu_write_path(path, text, 0755);
+		/* sinfo: the nodes of the partition (FAKE_PARTITION_NODES) */
+		snprintf(path, sizeof(path), "%s/sinfo", fake_bin);
+		tu_write_path(path, "#!/bin/bash\n"
+			      "if [ \"$2\" = -n ]; then if [ \"$3\" = \"${FAKE_DOWN:-}\" ]; then echo 'down*'; else echo idle; fi; exit 0; fi\n"
+			      "printf '%s\\n' ${FAKE_PARTITION_NODES:-}\n", 0755);
 		/* dtrain-run: record argv and environment, maybe SIGTERM the
 		 * batch shell (as a preemption would), exit $FAKE_RC. */
 		snprintf(text, sizeof(text),
@@ -198,6 +210,10 @@ static int render(const struct spec *s, const struct site *site, const char *run
  * stderr is in tmp/script.err. fake_lost: the fake srun fails the batch
  * script's probe of the nodes (--mpi=none), as with a node gone. */
 static const char *fake_say;
+static const char *fake_nodes = "";      /* the allocation's nodes (scontrol show hostnames) */
+static const char *fake_lost_node = "";  /* the node whose probe fails */
+static const char *fake_partition = "";  /* the partition's nodes (sinfo) */
+static const char *fake_down = "";       /* the node sinfo says is down */
 static bool fake_lost;
 static bool fake_hang; /* srun reports a rank ended, then waits on (a lost node's) */
 
@@ -205,7 +221,8 @@ static int run_script(const char *script, const char *restarts, const char *fake
 		      const char *fake_term)
 {
 	char path[600], env_path[700], env_rc[64], env_restart[64], env_term[64], env_home[300];
-	char env_say[512], err_path[600];
+	char env_say[512], err_path[600], env_nodes[128], env_lost_node[128], env_partition[128];
+	char env_down[128];
 	pid_t pid;
 	int st;
 
@@ -218,6 +235,10 @@ static int run_script(const char *script, const char *restarts, const char *fake
 	snprintf(env_home, sizeof(env_home), "HOME=%s", tmp);
 	snprintf(env_say, sizeof(env_say), "FAKE_SAY=%s", fake_say ? fake_say : "");
 	snprintf(err_path, sizeof(err_path), "%s/script.err", tmp);
+	snprintf(env_nodes, sizeof(env_nodes), "FAKE_NODES=%s", fake_nodes);
+	snprintf(env_lost_node, sizeof(env_lost_node), "FAKE_LOST_NODE=%s", fake_lost_node);
+	snprintf(env_partition, sizeof(env_partition), "FAKE_PARTITION_NODES=%s", fake_partition);
+	snprintf(env_down, sizeof(env_down), "FAKE_DOWN=%s", fake_down);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -225,7 +246,8 @@ static int run_script(const char *script, const char *restarts, const char *fake
 		char *envp[] = { env_path, env_rc, env_restart, env_term, env_home,
 				 "SLURM_JOB_ID=42", "DTRAIN_STOP_AT=1", env_say,
 				 fake_lost ? "FAKE_LOST=1" : "FAKE_LOST=0",
-				 fake_hang ? "FAKE_HANG=1" : "FAKE_HANG=0", NULL, NULL };
+				 fake_hang ? "FAKE_HANG=1" : "FAKE_HANG=0", env_nodes, env_lost_node,
+				 env_partition, env_down, NULL, NULL };
 		int fd = open(err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
 		char env_shell[64];
 
@@ -409,6 +431,34 @@ static void test_sbatch_optional_absent(void **state)
 	assert_null(strstr(out.p, "#SBATCH --kill-on-invalid-dep"));
 	assert_null(strstr(out.p, "#SBATCH --signal"));
 	assert_true(has_line(out.p, "#SBATCH --requeue"));
+	assert_int_equal(launch_check_syntax(out.p, &err), 0);
+	dt_buf_free(&out);
+}
+
+/* An elastic range: sbatch gets the range and the CPUs per node (a task
+ * count would hold the next starts to the last one's nodes), srun the
+ * tasks of the nodes granted; --time-min; the start's layout follows the
+ * nodes. */
+static void test_sbatch_elastic(void **state)
+{
+	struct spec s = base_spec();
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+
+	(void)state;
+	s.resources.nodes = (struct spec_range){ 1, 4 };
+	s.resources.cpus_per_task = 2;
+	s.resources.time_min_s = 600;
+	s.parallel.data = SPEC_AUTO;
+	s.parallel.pipeline = 2;
+	assert_int_equal(render(&s, NULL, "/runs/demo-1", &out, &err), 0);
+	assert_true(has_line(out.p, "#SBATCH --nodes=1-4"));
+	assert_true(has_line(out.p, "#SBATCH --mincpus=8"));
+	assert_true(has_line(out.p, "#SBATCH --time-min=00:10:00"));
+	assert_null(strstr(out.p, "#SBATCH --ntasks-per-node"));
+	assert_null(strstr(out.p, "#SBATCH --cpus-per-task"));
+	assert_non_null(strstr(out.p, "srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task=2 --nodes=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks-per-node=4 --ntasks=$((10#${SLURM_JOB_NUM_NODES:-1} * 4))"));
+	assert_true(has_line(out.p, "dtrain_layout() { echo \"$((10#${SLURM_JOB_NUM_NODES:-1} * 4 / 2))x2\"; }"));
 	assert_int_equal(launch_check_syntax(out.p, &err), 0);
 	dt_buf_free(&out);
 }
@@ -668,6 +718,31 @@ static char *scontrol_log(void)
  * defaults (3 crashes, 3 node failures), run with Slurm's restart count,
  * dtrain-run's exit code and maybe a SIGTERM; requeued and stopped: the
  * script's own requeues and the stops it saw so far. */
+/* The script of base_spec() with recovery's defaults, run on what the run
+ * dir holds now (after reset_outputs() and the caller's files), with
+ * Slurm's restart count and dtrain-run's exit code; checks its exit and
+ * what it asked scontrol. */
+static void requeue_case_keep(const char *restarts, const char *rc, int want_exit,
+			      const char *want_scontrol)
+{
+	struct spec s = base_spec();
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+	char *log;
+
+	s.preemption.max_requeues = 3;
+	s.recovery.max_crashes = 3;
+	s.recovery.max_node_failures = 3;
+	s.recovery.max_excluded_nodes = 2;
+	assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
+	assert_int_equal(run_script(out.p, restarts, rc, "0"), want_exit);
+	log = scontrol_log();
+	assert_non_null(log);
+	assert_string_equal(log, want_scontrol);
+	free(log);
+	dt_buf_free(&out);
+}
+
 static void requeue_case(const char *restarts, int requeued, int stopped, const char *rc,
 			 const char *term, int want_exit, const char *want_scontrol)
 {
@@ -680,6 +755,7 @@ static void requeue_case(const char *restarts, int requeued, int stopped, const 
 	s.preemption.max_requeues = 3;
 	s.recovery.max_crashes = 3;
 	s.recovery.max_node_failures = 3;
+	s.recovery.max_excluded_nodes = 2;
 	if (requeued)
 		set_counter("requeued", requeued);
 	if (stopped)
@@ -813,6 +889,135 @@ static void test_lost_node_requeues(void **state)
 	/* a healthy allocation: the probe passes, the step starts again */
 	requeue_case("0", 0, 0, "137", "0", 137, NULL);
 	assert_int_equal(srun_runs(), 4);
+}
+
+/* The script's stderr contains text. */
+static void assert_said(const char *text)
+{
+	char path[600], *err;
+
+	snprintf(path, sizeof(path), "%s/script.err", tmp);
+	err = tu_read(path, NULL);
+	assert_non_null(err);
+	if (!strstr(err, text))
+		fail_msg("the batch script did not say \"%s\"; it said:\n%s", text, err);
+	free(err);
+}
+
+/* recovery/excluded as the script left it ("" when absent). */
+static char *excluded(void)
+{
+	char path[700], *text;
+
+	snprintf(path, sizeof(path), "%s/recovery/excluded", run_dir_ok);
+	text = tu_read(path, NULL);
+	return text ? text : strdup("");
+}
+
+static void fakes_healthy(void)
+{
+	fake_nodes = fake_lost_node = fake_partition = fake_down = "";
+	fake_say = NULL;
+}
+
+/* A probe after a crash that one node (n2) does not answer, on a partition
+ * of three: n2 is left out (recovery/excluded), the job requeued and then
+ * its excluded nodes set. On a partition of two n2 stays (the job could
+ * not start without it) and the job is requeued all the same. */
+static void test_lost_node_left_out(void **state)
+{
+	char *ex;
+
+	(void)state;
+	fake_nodes = "n1 n2";
+	fake_lost_node = "n2";
+	fake_partition = "n1 n2 n3";
+	requeue_case("0", 0, 0, "137", "0", 0, "requeue 42\nupdate JobId=42 ExcNodeList=n2\n");
+	assert_said("dtrain: a node of the allocation does not answer: no job step could start on n2 within 20 s");
+	assert_said("dtrain: node n2 is left out of the job's next starts: it did not answer after a crash: no job step could start there within 20 s (node 1 of at most 2)");
+	assert_said("dtrain: job 42 leaves out n2 from its next starts");
+	ex = excluded();
+	assert_string_equal(ex, "n2 it did not answer after a crash: no job step could start there within 20 s\n");
+	free(ex);
+	fake_partition = "n1 n2";
+	requeue_case("0", 0, 0, "137", "0", 0, "requeue 42\n");
+	assert_said("dtrain: node n2 is bad (it did not answer after a crash: no job step could start there within 20 s), but stays: partition default has 2 nodes, and without it and the 0 left out before fewer than the 2 the job needs would remain");
+	ex = excluded();
+	assert_string_equal(ex, "");
+	free(ex);
+	fakes_healthy();
+}
+
+/* Two crashes that began on n1 (srun names the first task to end): the
+ * first restarts the step here, the second leaves n1 out and requeues. */
+static void test_two_crashes_leave_a_node_out(void **state)
+{
+	char *ex;
+
+	(void)state;
+	fake_nodes = "n1 n2";
+	fake_partition = "n1 n2 n3";
+	fake_say = "srun: error: n1: task 0: Killed";
+	requeue_case("0", 0, 0, "137", "0", 0, "requeue 42\nupdate JobId=42 ExcNodeList=n1\n");
+	assert_int_equal(srun_runs(), 2);
+	assert_said("dtrain: node n1 is left out of the job's next starts: two crashes began there (node 1 of at most 2)");
+	assert_said("dtrain: requeueing job 42 to start again without node n1");
+	ex = excluded();
+	assert_string_equal(ex, "n1 two crashes began there\n");
+	free(ex);
+	fakes_healthy();
+}
+
+/* Slurm requeued the job after a node failure (the restart count says
+ * so) and holds n2, a node of the last start, for down: n2 is left out;
+ * this start's nodes holding it, the job is requeued at once. */
+static void test_node_down_after_slurms_requeue(void **state)
+{
+	char path[700], *ex;
+
+	(void)state;
+	reset_outputs();
+	snprintf(path, sizeof(path), "%s/events.jsonl", run_dir_ok);
+	tu_write_path(path, "{\"event\":\"job_start\",\"time\":1,\"job_id\":\"42\",\"restart\":0,\"crashes\":0,\"nodes\":\"n[1-2]\",\"num_nodes\":2,\"layout\":\"8x1\"}\n", 0644);
+	fake_nodes = "n1 n2";
+	fake_partition = "n1 n2 n3";
+	fake_down = "n2";
+	requeue_case_keep("1", "0", 0, "requeue 42\nupdate JobId=42 ExcNodeList=n2\n");
+	assert_said("dtrain: started again after losing a node (node failure 1 of at most 3)");
+	assert_said("dtrain: node n2 is left out of the job's next starts: Slurm requeued the job after a node failure and holds the node for down* (node 1 of at most 2)");
+	ex = excluded();
+	assert_string_equal(ex, "n2 Slurm requeued the job after a node failure and holds the node for down*\n");
+	free(ex);
+	fakes_healthy();
+}
+
+/* A start on a node left out before (the update after the requeue did not
+ * reach Slurm) is requeued at once, without starting the step. */
+static void test_start_on_a_left_out_node_requeues(void **state)
+{
+	struct spec s = base_spec();
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+	char path[700], *log;
+
+	(void)state;
+	reset_outputs();
+	s.recovery.max_excluded_nodes = 2;
+	snprintf(path, sizeof(path), "%s/recovery", run_dir_ok);
+	assert_int_equal(dt_mkdirs(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/recovery/excluded", run_dir_ok);
+	tu_write_path(path, "n2 it did not answer\n", 0644);
+	fake_nodes = "n1 n2";
+	assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
+	assert_int_equal(run_script(out.p, "0", "0", "0"), 0);
+	assert_int_equal(srun_runs(), 0);
+	log = scontrol_log();
+	assert_non_null(log);
+	assert_string_equal(log, "requeue 42\nupdate JobId=42 ExcNodeList=n2\n");
+	free(log);
+	assert_said("dtrain: this start's nodes include n2, left out before; requeueing job 42 without them");
+	dt_buf_free(&out);
+	fakes_healthy();
 }
 
 /* A rank ended, but srun waits on for the ranks of a node that does not
@@ -991,6 +1196,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sbatch_all),
 		cmocka_unit_test(test_sbatch_optional_absent),
+		cmocka_unit_test(test_sbatch_elastic),
 		cmocka_unit_test(test_sbatch_refusals),
 		cmocka_unit_test(test_site_sbatch_extra_refused),
 		cmocka_unit_test(test_every_problem_reported),
@@ -998,6 +1204,10 @@ int main(void)
 		cmocka_unit_test(test_setup_lines_run_in_order),
 		cmocka_unit_test(test_setup_cannot_override_site_env),
 		cmocka_unit_test(test_setup_syntax_error),
+		cmocka_unit_test(test_lost_node_left_out),
+		cmocka_unit_test(test_two_crashes_leave_a_node_out),
+		cmocka_unit_test(test_start_on_a_left_out_node_requeues),
+		cmocka_unit_test(test_node_down_after_slurms_requeue),
 		cmocka_unit_test(test_requeue_below_limit),
 		cmocka_unit_test(test_requeue_at_limit),
 		cmocka_unit_test(test_no_requeue_on_other_exits),
