@@ -991,6 +991,28 @@ static void test_node_down_after_slurms_requeue(void **state)
 	fakes_healthy();
 }
 
+/* The replicas' check names the replica that differs and its node (exit
+ * 6): that node is left out at once, and the job requeued. */
+static void test_replica_that_differs_leaves_its_node_out(void **state)
+{
+	char *ex;
+
+	(void)state;
+	fake_nodes = "n1 n2";
+	fake_partition = "n1 n2 n3";
+	fake_say = "dtrain-run: rank 0: replicas disagree after step 12: rank 3 on node n2 holds "
+		   "other parameters than the other replicas of stage 0 (a silent corruption: a "
+		   "flipped bit in its memory, a faulty GPU); nothing saved: start again from the "
+		   "newest checkpoint";
+	requeue_case("0", 0, 0, "6", "0", 0, "requeue 42\nupdate JobId=42 ExcNodeList=n2\n");
+	assert_int_equal(srun_runs(), 1);
+	assert_said("dtrain: node n2 is left out of the job's next starts: its replica disagreed with the others (node 1 of at most 2)");
+	ex = excluded();
+	assert_string_equal(ex, "n2 its replica disagreed with the others\n");
+	free(ex);
+	fakes_healthy();
+}
+
 /* A start on a node left out before (the update after the requeue did not
  * reach Slurm) is requeued at once, without starting the step. */
 static void test_start_on_a_left_out_node_requeues(void **state)
@@ -1206,6 +1228,7 @@ int main(void)
 		cmocka_unit_test(test_setup_syntax_error),
 		cmocka_unit_test(test_lost_node_left_out),
 		cmocka_unit_test(test_two_crashes_leave_a_node_out),
+		cmocka_unit_test(test_replica_that_differs_leaves_its_node_out),
 		cmocka_unit_test(test_start_on_a_left_out_node_requeues),
 		cmocka_unit_test(test_node_down_after_slurms_requeue),
 		cmocka_unit_test(test_requeue_below_limit),
