@@ -1039,7 +1039,9 @@ static int report_locked(struct layers *l, json_object *val, const char *full, c
 	char sub[PATH_MAX_LEN];
 	struct where w;
 
-	if (json_object_is_type(val, json_type_object) && json_object_object_length(val) > 0) {
+	/* an object that is one key's value (a range's {"min", "max"}) is a leaf */
+	if (json_object_is_type(val, json_type_object) && json_object_object_length(val) > 0 &&
+	    !spec_field_find(full)) {
 		json_object_object_foreach(val, key, child) {
 			snprintf(sub, sizeof(sub), "%s.%s", full, key);
 			report_locked(l, child, sub, lock, err);
@@ -1237,6 +1239,12 @@ static int check_rules(const struct spec *s, struct layers *l, struct dt_err *er
 		rc = dt_err_add(err, "%s: resources.time_min: %ld s is above resources.time (%ld s)",
 				FROM("resources.time_min", "resources.time"), s->resources.time_min_s,
 				s->resources.time_s);
+	/* backfill may start the job with time_min: its warning must come after the start */
+	if (s->resources.time_min_s > 0 && s->preemption.signal &&
+	    s->preemption.lead_seconds >= s->resources.time_min_s)
+		rc = dt_err_add(err, "%s: preemption.lead_seconds: %ld s is not less than resources.time_min (%ld s)",
+				FROM("preemption.lead_seconds", "resources.time_min"),
+				s->preemption.lead_seconds, s->resources.time_min_s);
 	if (s->model.type && !strcmp(s->model.type, "gpt") && s->model.embd % s->model.heads)
 		rc = dt_err_add(err, "%s: model.heads: must divide model.embd (got %ld heads, embd %ld)",
 				FROM("model.heads", "model.embd"), s->model.heads, s->model.embd);
@@ -1495,8 +1503,8 @@ long spec_data_for(const struct spec *s, long ranks, char *why, size_t why_size)
 
 	if (data == SPEC_AUTO) {
 		if (ranks % stages) {
-			snprintf(why, why_size, "%ld ranks do not divide into parallel.pipeline = %ld stages",
-				 ranks, stages);
+			snprintf(why, why_size, "%ld rank%s cannot be split into parallel.pipeline = %ld stages",
+				 ranks, ranks == 1 ? "" : "s", stages);
 			return 0;
 		}
 		data = ranks / stages;

@@ -102,8 +102,9 @@ static void note_unreachable(const struct launch_slurm *sl)
 			sl->why);
 }
 
-/* The nodes and layout of each start of the job (the batch script's
- * job_start events), the last four at most, newest last. */
+/* The nodes and layout of each start of the run (the batch script's
+ * job_start events, of every job that ran in its run dir), the last four
+ * at most, newest last. */
 static void print_starts(const struct launch__report *r)
 {
 	size_t i, n = 0, k = 0;

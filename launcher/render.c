@@ -493,16 +493,21 @@ static void render_recovery(struct render *r)
 	       "trap dtrain_on_term TERM\n"
 	       "# Its own requeue makes Slurm send this shell SIGTERM too: not a stop.\n"
 	       "# Then the nodes left out (render_nodes.c), set on the job while pending.\n"
+	       "# dtrain_requeue [COUNTER]: COUNTER counts the requeue once it is through.\n"
 	       "dtrain_requeue() {\n"
 	       "\ttrap 'dtrain_term=1' TERM\n"
-	       "\tscontrol requeue \"$dtrain_job_id\" || return\n"
+	       "\tif ! scontrol requeue \"$dtrain_job_id\"; then\n"
+	       "\t\ttrap dtrain_on_term TERM\n"
+	       "\t\treturn 1\n"
+	       "\tfi\n"
+	       "\t[ -z \"${1:-}\" ] || dtrain_bump \"$1\" || true\n"
 	       "\tdtrain_leave_out\n"
 	       "}\n"
 	       "if [ \"$dtrain_term\" -ne 0 ]; then # one before the trap above\n"
 	       "\tdtrain_term=0\n"
 	       "\tdtrain_on_term\n"
 	       "fi\n"
-	       "dtrain_node_failures=$((dtrain_restarts - $(dtrain_count requeued) - $(dtrain_count stopped)))\n"
+	       "dtrain_node_failures=$((dtrain_restarts - $(dtrain_count requeued) - $(dtrain_count stopped) - $(dtrain_count left_out)))\n"
 	       "dtrain_new_failure=0\n"
 	       "if [ \"$dtrain_node_failures\" -gt %ld ]; then\n"
 	       "\techo \"dtrain: the job was requeued $dtrain_node_failures times after losing a node (recovery.max_node_failures = %ld); not started again\" >&2\n"
@@ -636,7 +641,7 @@ static void render_step_start(struct render *r, const char *dtrain_run_path)
 	       "[ -d \"$DTRAIN_RUN_DIR\" ] || dtrain_srun_err=/dev/null dtrain_probe_err=/dev/null\n"
 	       "dtrain_rc=0\n"
 	       "while [ \"$dtrain_term\" -eq 0 ]; do\n"
-	       "\techo \"dtrain: job ${dtrain_job_id:-none}, restart ${dtrain_restarts}, starting $(date -u +%%FT%%TZ)\"\n"
+	       "\techo \"dtrain: job ${dtrain_job_id:-none}, restart ${dtrain_restarts}, starting $(date -u +%%FT%%TZ) on ${SLURM_JOB_NODELIST:-this host} (${SLURM_JOB_NUM_NODES:-1} node$([ \"${SLURM_JOB_NUM_NODES:-1}\" = 1 ] || echo s)), layout $(dtrain_layout)\"\n"
 	       "\t# rewritten at each start: a link planted under their names goes first\n"
 	       "\tif [ -d \"$DTRAIN_RUN_DIR\" ]; then rm -f \"$dtrain_srun_err\" \"$dtrain_probe_err\"; fi\n"
 	       "\t# this start of the step, the same for every rank (their heartbeats)\n"
@@ -645,7 +650,7 @@ static void render_step_start(struct render *r, const char *dtrain_run_path)
 	       "\t# far (Slurm's requeues but this script's own, which saved first; crashes)\n"
 	       "\t# and the seconds it held nodes before this start (events.jsonl: each\n"
 	       "\t# start to the last event before the next; queue waits left out)\n"
-	       "\texport DTRAIN_INTERRUPTIONS=$((10#${dtrain_restarts:-0} - $(dtrain_count requeued) + $(dtrain_count crashes)))\n"
+	       "\texport DTRAIN_INTERRUPTIONS=$((10#${dtrain_restarts:-0} - $(dtrain_count requeued) - $(dtrain_count left_out) + $(dtrain_count crashes)))\n"
 	       "\tDTRAIN_RUN_SECONDS=$(awk -F'\"time\":' 'NF > 1 { t = $2 + 0; if ($0 ~ /\"event\":\"job_start\"/) { if (s) sum += last - s; s = t } last = t }\n"
 	       "\t\tEND { if (s) sum += last - s; printf \"%%d\", sum }' \"$DTRAIN_RUN_DIR/events.jsonl\" 2>/dev/null)\n"
 	       "\texport DTRAIN_RUN_SECONDS=${DTRAIN_RUN_SECONDS:-0}\n"
@@ -725,11 +730,13 @@ static void render_restart(struct render *r)
 	       "\tif ! dtrain_bump crashes; then\n"
 	       "\t\techo \"dtrain: not restarted: cannot count crashes in $DTRAIN_RUN_DIR/recovery\" >&2\n"
 	       "\t\tbreak\n"
-	       "\tfi\n"
-	       "\techo \"dtrain: restarting from the newest checkpoint (crash $(dtrain_count crashes) of at most %ld)\" >&2\n"
+	       "\tfi\n",
+	    max_crashes, max_crashes);
+	launch__render_crash_requeue(r);
+	put(r, "\techo \"dtrain: restarting from the newest checkpoint (crash $(dtrain_count crashes) of at most %ld)\" >&2\n"
 	       "\tdtrain_stop_at\n"
 	       "done\n\n",
-	    max_crashes, max_crashes, max_crashes);
+	    max_crashes);
 }
 
 /* After the loop: a saved stop (DT_EXIT_REQUEUE) goes back to the queue,

@@ -45,8 +45,11 @@ void launch__render_srun_extra(struct render *r);
 void launch__render_bad_nodes(struct render *r);
 /* ... the check at a start that its allocation holds no node left out, ... */
 void launch__render_start_check(struct render *r);
-/* ... and, in the restart loop after a crash, the probe of every node and
- * the crash's own bad node: each leaves the node out and requeues. */
+/* ... in the restart loop after a crash, the probe of every node (one
+ * that does not answer is left out, and the job requeued) and the crash's
+ * own bad node (left out), ... */
 void launch__render_after_crash(struct render *r);
+/* ... and, once the crash is counted, the requeue without that node. */
+void launch__render_crash_requeue(struct render *r);
 
 #endif

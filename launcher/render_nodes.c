@@ -5,16 +5,18 @@
  * whose replica disagreed, one where two crashes began).
  *
  * Slurm refuses to change a running job's excluded nodes ("Job is no longer
- * pending execution"), and a requeue ends the batch script; but from the
- * requeue on the job is pending while its allocation completes, and the
- * update is taken then: so the script requeues first and sets the excluded
- * nodes after, through the SIGTERM the requeue brings.
+ * pending execution"), and a requeue ends the batch script; but once the
+ * requeue is through the job is pending while its allocation completes,
+ * and the update is taken then: so the script requeues first and sets the
+ * excluded nodes after, through the SIGTERM the requeue brings.
  *
  * Sections: the shell functions, the check at a start, after a crash.
  */
 #include "launcher/render.h"
+#include "base/str.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 static void put(struct render *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -29,6 +31,37 @@ static void put(struct render *r, const char *fmt, ...)
 }
 
 /* --- the shell functions --- */
+
+/* dtrain_usable_nodes: how many nodes of the job's partition it could run
+ * on (those with every feature of an "a&b" resources.constraint, with GPUs
+ * when it asks for them); nothing when that cannot be told (a constraint
+ * with |, [ ], counts or !). */
+static void render_usable(struct render *r)
+{
+	const struct spec_resources *res = &r->spec->resources;
+	const char *c = res->constraint ? res->constraint : "";
+	char need[260];
+	size_t i;
+
+	put(r, "dtrain_usable_nodes() {\n");
+	if (strlen(c) >= sizeof(need) ||
+	    strspn(c, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-&") != strlen(c)) {
+		put(r, "\t: # resources.constraint is more than features joined by &\n}\n");
+		return;
+	}
+	for (i = 0; c[i]; i++)
+		need[i] = c[i] == '&' ? ' ' : c[i];
+	need[i] = '\0';
+	put(r, "\tlocal part=${SLURM_JOB_PARTITION:-}\n"
+	       "\tsinfo -h -N ${part:+-p \"$part\"} -o '%%N %%f %%G' 2>/dev/null | awk -v need=");
+	if (!r->rc)
+		r->rc = dt_shell_quote(r->b, need);
+	put(r, " -v gpus=%d '\n"
+	       "\t\t{ ok = 1; n = split(need, w, \" \"); for (i = 1; i <= n; i++) if (!index(\",\" $2 \",\", \",\" w[i] \",\")) ok = 0\n"
+	       "\t\t  if (gpus && $3 == \"(null)\") ok = 0\n"
+	       "\t\t  if (ok) print $1 }' | sort -u | wc -l\n"
+	       "}\n", res->gpus_per_node > 0);
+}
 
 /* The record of the nodes left out: recovery/excluded, and its bounds. */
 static void render_records(struct render *r)
@@ -67,9 +100,13 @@ static void render_records(struct render *r)
 	       "\t\techo \"dtrain: node $node is bad ($why), but stays: $n nodes are left out already (recovery.max_excluded_nodes = %ld)\" >&2\n"
 	       "\t\treturn 1\n"
 	       "\tfi\n"
-	       "\ttotal=$(sinfo -h -N ${part:+-p \"$part\"} -o %%N 2>/dev/null | sort -u | wc -l)\n"
+	       "\ttotal=$(dtrain_usable_nodes)\n"
+	       "\tif [ -z \"$total\" ]; then\n"
+	       "\t\techo \"dtrain: node $node is bad ($why), but stays: which nodes of partition ${part:-default} match resources.constraint cannot be told here\" >&2\n"
+	       "\t\treturn 1\n"
+	       "\tfi\n"
 	       "\tif [ $((total - n - 1)) -lt %ld ]; then\n"
-	       "\t\techo \"dtrain: node $node is bad ($why), but stays: partition ${part:-default} has $total nodes, and without it and the $n left out before fewer than the %ld the job needs would remain\" >&2\n"
+	       "\t\techo \"dtrain: node $node is bad ($why), but stays: partition ${part:-default} has $total nodes the job can use, and without it and the $n left out before fewer than the %ld it needs would remain\" >&2\n"
 	       "\t\treturn 1\n"
 	       "\tfi\n"
 	       "\tif ! dtrain_append excluded \"$node $why\"; then\n"
@@ -86,9 +123,12 @@ static void render_records(struct render *r)
 static void render_leave_out(struct render *r)
 {
 	put(r, "dtrain_leave_out() { # after a requeue: the job's excluded nodes, while it is pending\n"
-	       "\tlocal list\n"
+	       "\tlocal list had\n"
 	       "\tlist=$(dtrain_excluded)\n"
 	       "\t[ -n \"$list\" ] || return 0\n"
+	       "\t# with those the job had already (sbatch --exclude, the site's)\n"
+	       "\thad=$(scontrol show job -o \"$dtrain_job_id\" 2>/dev/null | sed -n 's/.* ExcNodeList=\\([^ ]*\\).*/\\1/p')\n"
+	       "\tcase $had in '' | '(null)') ;; *) list=$({ scontrol show hostnames \"$had\" 2>/dev/null; tr ',' '\\n' <<<\"$list\"; } | sort -u | paste -sd, -) ;; esac\n"
 	       "\tfor _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do\n"
 	       "\t\tif (trap '' TERM; exec scontrol update JobId=\"$dtrain_job_id\" ExcNodeList=\"$list\") 2>/dev/null; then\n"
 	       "\t\t\techo \"dtrain: job $dtrain_job_id leaves out $list from its next starts\" >&2\n"
@@ -108,10 +148,11 @@ static void render_probe(struct render *r)
 	       "# (--overlap: the failed step may still hold the CPUs of a node that\n"
 	       "# answers); a node whose step cannot start within %ld s did not answer\n"
 	       "# (srun retries while a node that is gone still holds the last step). Past\n"
-	       "# 64 nodes one step over all of them, which names none.\n"
+	       "# 64 nodes one step over all of them, which names none. dtrain_probed: how\n"
+	       "# many nodes were probed one by one.\n"
 	       "dtrain_probe() {\n"
 	       "\tlocal nodes node p pids='' rc=0 step_rc=$dtrain_rc\n"
-	       "\tdtrain_silent=\n"
+	       "\tdtrain_silent= dtrain_probed=0\n"
 	       "\tnodes=$(scontrol show hostnames \"${SLURM_JOB_NODELIST:-}\" 2>/dev/null)\n"
 	       "\tif [ -z \"$nodes\" ] || [ \"$(printf '%%s\\n' \"$nodes\" | wc -l)\" -gt 64 ]; then\n"
 	       "\t\ttimeout -k 5 %ld srun",
@@ -124,8 +165,9 @@ static void render_probe(struct render *r)
 	       "\t\ttimeout -k 5 %ld srun",
 	    (long)LAUNCH__PROBE_S);
 	launch__render_srun_extra(r);
-	put(r, " --nodelist=\"$node\" --nodes=1 --ntasks=1 --cpus-per-task=1 --overlap --mpi=none true 2>>\"$dtrain_probe_err\" &\n"
+	put(r, " --nodelist=\"$node\" --nodes=1 --ntasks=1 --ntasks-per-node=1 --cpus-per-task=1 --overlap --mpi=none true 2>>\"$dtrain_probe_err\" &\n"
 	       "\t\tpids=\"$pids $!:$node\"\n"
+	       "\t\tdtrain_probed=$((dtrain_probed + 1))\n"
 	       "\tdone\n"
 	       "\tfor p in $pids; do\n"
 	       "\t\tdtrain_wait \"${p%%%%:*}\"\n"
@@ -139,6 +181,7 @@ static void render_probe(struct render *r)
 
 void launch__render_bad_nodes(struct render *r)
 {
+	render_usable(r);
 	render_records(r);
 	render_leave_out(r);
 	render_probe(r);
@@ -164,9 +207,9 @@ void launch__render_start_check(struct render *r)
 	       "fi\n"
 	       "dtrain_bad_here=$(scontrol show hostnames \"${SLURM_JOB_NODELIST:-}\" 2>/dev/null |\n"
 	       "\tawk 'NR == FNR { if (NF) bad[$1] = 1; next } ($1 in bad)' \"$DTRAIN_RUN_DIR/recovery/excluded\" - 2>/dev/null | paste -sd, -)\n"
-	       "if [ -n \"$dtrain_bad_here\" ] && [ -n \"$dtrain_job_id\" ]; then\n"
+	       "if [ -n \"$dtrain_bad_here\" ] && [ -n \"$dtrain_job_id\" ] && [ \"$dtrain_term\" -eq 0 ]; then\n"
 	       "\techo \"dtrain: this start's nodes include $dtrain_bad_here, left out before; requeueing job $dtrain_job_id without them\" >&2\n"
-	       "\tif dtrain_requeue; then\n"
+	       "\tif dtrain_requeue left_out; then\n"
 	       "\t\texit 0\n"
 	       "\tfi\n"
 	       "\techo \"dtrain: scontrol requeue failed; starting on these nodes all the same\" >&2\n"
@@ -189,9 +232,12 @@ void launch__render_after_crash(struct render *r)
 	       "\t\tdtrain_why=$(grep -v '^srun: Job [0-9]* step creation' \"$dtrain_probe_err\" 2>/dev/null | tail -n 1)\n"
 	       "\t\tdtrain_event node_failure \",\\\"node\\\":\\\"$(dtrain_text \"$dtrain_silent\")\\\",\\\"detail\\\":\\\"$(dtrain_text \"no job step could start on ${dtrain_silent:-all nodes}${dtrain_why:+: $dtrain_why}\")\\\"\"\n"
 	       "\t\techo \"dtrain: a node of the allocation does not answer: no job step could start on ${dtrain_silent:-all ${SLURM_JOB_NUM_NODES:-1} nodes} within %ld s${dtrain_why:+ ($dtrain_why)}; requeueing job $dtrain_job_id to start again where every node answers (a node failure, recovery.max_node_failures = %ld)\" >&2\n"
-	       "\t\tfor dtrain_n in $dtrain_silent; do\n"
-	       "\t\t\tdtrain_exclude \"$dtrain_n\" \"it did not answer after a crash: no job step could start there within %ld s\" || true\n"
-	       "\t\tdone\n"
+	       "\t\t# none answering at all is Slurm's trouble more likely than the nodes'\n"
+	       "\t\tif [ \"$(echo $dtrain_silent | wc -w)\" -lt \"$dtrain_probed\" ] || [ \"$dtrain_probed\" -eq 1 ]; then\n"
+	       "\t\t\tfor dtrain_n in $dtrain_silent; do\n"
+	       "\t\t\t\tdtrain_exclude \"$dtrain_n\" \"it did not answer after a crash: no job step could start there within %ld s\" || true\n"
+	       "\t\t\tdone\n"
+	       "\t\tfi\n"
 	       "\t\tif dtrain_requeue; then\n"
 	       "\t\t\texit 0\n"
 	       "\t\tfi\n"
@@ -200,7 +246,9 @@ void launch__render_after_crash(struct render *r)
 	       "\tfi\n"
 	       "\t# The crash's own bad node: where the replica that disagreed ran (its\n"
 	       "\t# memory or device corrupts silently), or where a crash began (srun's\n"
-	       "\t# first task to end) the second time. Left out, and the job requeued.\n"
+	       "\t# first task to end) the second time. Left out; once the crash is\n"
+	       "\t# counted below, the job is requeued without it.\n"
+	       "\t[ \"$dtrain_term\" -eq 0 ] || break\n"
 	       "\tdtrain_bad=\n"
 	       "\tcase $dtrain_cause in\n"
 	       "\treplicas)\n"
@@ -213,13 +261,20 @@ void launch__render_after_crash(struct render *r)
 	       "\t\t   dtrain_exclude \"$dtrain_cause_node\" \"two crashes began there\"; then\n"
 	       "\t\t\tdtrain_bad=$dtrain_cause_node\n"
 	       "\t\tfi ;;\n"
-	       "\tesac\n"
-	       "\tif [ -n \"$dtrain_bad\" ]; then\n"
-	       "\t\techo \"dtrain: requeueing job $dtrain_job_id to start again without node $dtrain_bad\" >&2\n"
-	       "\t\tif dtrain_requeue; then\n"
+	       "\tesac\n",
+	    (long)LAUNCH__PROBE_S, s->recovery.max_node_failures, (long)LAUNCH__PROBE_S);
+}
+
+void launch__render_crash_requeue(struct render *r)
+{
+	const struct spec *s = r->spec;
+
+	put(r, "\tif [ -n \"$dtrain_bad\" ]; then\n"
+	       "\t\techo \"dtrain: requeueing job $dtrain_job_id to start again without node $dtrain_bad (crash $(dtrain_count crashes) of at most %ld)\" >&2\n"
+	       "\t\tif dtrain_requeue left_out; then\n"
 	       "\t\t\texit 0\n"
 	       "\t\tfi\n"
 	       "\t\techo \"dtrain: scontrol requeue failed; starting again on these nodes\" >&2\n"
 	       "\tfi\n",
-	    (long)LAUNCH__PROBE_S, s->recovery.max_node_failures, (long)LAUNCH__PROBE_S);
+	    s->recovery.max_crashes);
 }

@@ -16,7 +16,8 @@
 . "$(dirname "$0")/lib.sh"
 : "${SLURM_CONF:?needs the local cluster}"
 [ "$(id -u)" -eq 0 ] || { echo "skipped: killing a node's slurmd needs root"; exit 77; }
-trap 'rc=$?; [ -n "${blocker:-}" ] && scancel "$blocker" 2>/dev/null; node_back || true
+trap 'rc=$?; [ -n "${blocker:-}" ] && scancel "$blocker" 2>/dev/null
+	[ -n "${fixed_pid:-}" ] && pkill -f -- "$T/fixed.json" 2>/dev/null; node_back || true
 	[ $rc -eq 0 ] && rm -rf "$T"; [ $rc -ne 0 ] && echo "(test files kept in $T)"; exit $rc' EXIT
 site=$(write_site)
 
@@ -36,7 +37,7 @@ JSON
 final=step-$(printf %08d $total)
 
 # --- the fixed layout to compare with: data 2 x pipeline 2 under mpirun ---
-mpi_run job fixed 2 2 2 --site "$site" --set resources.nodes=1 &
+OMPI_MCA_mpi_yield_when_idle=1 mpi_run job fixed 2 2 2 --site "$site" --set resources.nodes=1 &
 fixed_pid=$!
 
 # --- start 1: n2 is held by another job, so the job starts on n1 alone ---
@@ -52,6 +53,8 @@ must_contain "$dir/job.sh" "#SBATCH --time-min=00:05:00"
 wait_state "$id" 120 RUNNING
 saves_into "$dir" 1 || { cat "$log"; fail "start 1 saved no two checkpoints"; }
 must_contain "$log" "dtrain-run: job elastic world 2 = data 1 x pipeline 2 (parallel.data \"auto\""
+grep -qE "^dtrain: job $id, restart 0, starting [0-9T:Z-]+ on n1 \(1 node\), layout 1x2$" "$log" ||
+	{ cat "$log"; fail "the batch script's start line does not give start 1's nodes and layout"; }
 
 # --- start 2: n2 free, a high-priority job preempts the job; it comes back on both ---
 scancel "$blocker"
@@ -96,6 +99,7 @@ must_contain "$T/out" "starts:        3 (#1 nodes n1, layout 1x2; #2 nodes n[1-2
 
 # --- the same curve as the fixed layout, and a checkpoint that verifies ---
 wait "$fixed_pid" || fail "the fixed-layout run"
+fixed_pid=
 mkdir -p "$T/elastic"
 cp "$dir/metrics.jsonl" "$T/elastic/"
 MIN=$total same_curve fixed elastic

@@ -50,7 +50,7 @@ grep -q "^dtrain: the job step stopped making progress (exit [0-9]*); the watchd
 must_contain "$log" "dtrain: a node of the allocation does not answer: no job step could start on n2 within 20 s"
 # a fixed 2-node job on a 2-node partition: n2 is bad, but the job would
 # wait for ever without it
-must_contain "$log" "dtrain: node n2 is bad (it did not answer after a crash: no job step could start there within 20 s), but stays: partition low has 2 nodes, and without it and the 0 left out before fewer than the 2 the job needs would remain"
+must_contain "$log" "dtrain: node n2 is bad (it did not answer after a crash: no job step could start there within 20 s), but stays: partition low has 2 nodes the job can use, and without it and the 0 left out before fewer than the 2 it needs would remain"
 must_contain "$log" "requeueing job $id to start again where every node answers"
 
 # --- n2 back: the job runs again and resumes ---

@@ -87,7 +87,7 @@ static void elastic_nodes(void **state)
 				 NULL, 0, &s, &e), 0);
 	assert_int_equal(s.resources.nodes.max, 4);
 	assert_int_equal(spec_data_for(&s, 3, why, sizeof(why)), 0);
-	assert_string_equal(why, "3 ranks do not divide into parallel.pipeline = 2 stages");
+	assert_string_equal(why, "3 ranks cannot be split into parallel.pipeline = 2 stages");
 	spec_free(&s);
 	/* 3 nodes: 6 replicas of one micro-batch do not divide 8 */
 	assert_int_equal(resolve(auto_data, wide, 1, &s, &e), -EINVAL);
@@ -106,6 +106,8 @@ static void elastic_nodes(void **state)
 	assert_true(tu_has(&e, "resources.nodes: expected an integer, a range"));
 	assert_int_equal(resolve("{\"resources\": {\"time\": \"00:10:00\", \"time_min\": \"00:20:00\"}}", NULL, 0, &s, &e), -EINVAL);
 	assert_true(tu_has(&e, "resources.time_min: 1200 s is above resources.time (600 s)"));
+	assert_int_equal(resolve("{\"resources\": {\"time\": \"01:00:00\", \"time_min\": 2}, \"preemption\": {\"lead_seconds\": 120}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "preemption.lead_seconds: 120 s is not less than resources.time_min (120 s)"));
 	in = (struct spec_input){ tu_write("job.json", auto_data), NULL, NULL, 0, false, 4 };
 	dt_err_clear(&e);
 	assert_int_equal(spec_resolve(&in, &s, &e), -EINVAL);

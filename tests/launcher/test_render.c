@@ -102,11 +102,16 @@ static int group_setup(void **state)
 			      "if [ \"${SLURM_TIME_FORMAT:-}\" = %s ]; then echo 2000000000; else echo 2033-05-18T03:33:20; fi\n",
 			      0755);
 		snprintf(path, sizeof(path), "%s/scontrol", fake_bin);
-		/* scontrol: logs what it is asked but the node lists it expands
-		 * (FAKE_NODES: the allocation's) */
+		/* scontrol: logs what it is asked to do, not its queries: the
+		 * node lists it expands (FAKE_NODES: the allocation's), the job
+		 * (its excluded nodes: FAKE_EXC) */
 		snprintf(text, sizeof(text),
 			 "#!/bin/bash\n"
-			 "if [ \"$1 $2\" = 'show hostnames' ]; then printf '%%s\\n' ${FAKE_NODES:-}; exit 0; fi\n"
+			 "if [ \"$1 $2\" = 'show hostnames' ]; then\n"
+			 "  case ${3:-} in '' | *'['*) printf '%%s\\n' ${FAKE_NODES:-} ;; *) tr , '\\n' <<<\"$3\" ;; esac; exit 0\n"
+			 "fi\n"
+			 "if [ \"$1 $2\" = 'show job' ]; then echo \"JobId=42 ExcNodeList=${FAKE_EXC:-(null)} Features=(null)\"; exit 0; fi\n"
+			 "if [ \"$1\" = requeue ] && [ \"${FAKE_REQUEUE_FAIL:-0}\" = 1 ]; then echo 'scontrol: error: refused' >&2; exit 1; fi\n"
 			 "printf '%%s\\n' \"$*\" >> '%s/scontrol.log'\n"
 			 "if [ \"$*\" = 'show config' ]; then echo 'KillWait                = 0 sec'; fi\nexit 0\n", tmp);
 		tu_write_path(path, text, 0755);
@@ -214,6 +219,8 @@ static const char *fake_nodes = "";      /* the allocation's nodes (scontrol sho
 static const char *fake_lost_node = "";  /* the node whose probe fails */
 static const char *fake_partition = "";  /* the partition's nodes (sinfo) */
 static const char *fake_down = "";       /* the node sinfo says is down */
+static const char *fake_exc = "";        /* the job's excluded nodes before the script's */
+static bool fake_requeue_fail;           /* scontrol requeue fails */
 static bool fake_lost;
 static bool fake_hang; /* srun reports a rank ended, then waits on (a lost node's) */
 
@@ -222,7 +229,7 @@ static int run_script(const char *script, const char *restarts, const char *fake
 {
 	char path[600], env_path[700], env_rc[64], env_restart[64], env_term[64], env_home[300];
 	char env_say[512], err_path[600], env_nodes[128], env_lost_node[128], env_partition[128];
-	char env_down[128];
+	char env_down[128], env_exc[128];
 	pid_t pid;
 	int st;
 
@@ -239,6 +246,7 @@ static int run_script(const char *script, const char *restarts, const char *fake
 	snprintf(env_lost_node, sizeof(env_lost_node), "FAKE_LOST_NODE=%s", fake_lost_node);
 	snprintf(env_partition, sizeof(env_partition), "FAKE_PARTITION_NODES=%s", fake_partition);
 	snprintf(env_down, sizeof(env_down), "FAKE_DOWN=%s", fake_down);
+	snprintf(env_exc, sizeof(env_exc), "FAKE_EXC=%s", fake_exc);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -247,7 +255,8 @@ static int run_script(const char *script, const char *restarts, const char *fake
 				 "SLURM_JOB_ID=42", "DTRAIN_STOP_AT=1", env_say,
 				 fake_lost ? "FAKE_LOST=1" : "FAKE_LOST=0",
 				 fake_hang ? "FAKE_HANG=1" : "FAKE_HANG=0", env_nodes, env_lost_node,
-				 env_partition, env_down, NULL, NULL };
+				 env_partition, env_down, env_exc,
+				 fake_requeue_fail ? "FAKE_REQUEUE_FAIL=1" : "FAKE_REQUEUE_FAIL=0", NULL, NULL };
 		int fd = open(err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
 		char env_shell[64];
 
@@ -714,10 +723,6 @@ static char *scontrol_log(void)
 	return tu_read(path, NULL);
 }
 
-/* The script of a spec with preemption.max_requeues 3 and recovery's
- * defaults (3 crashes, 3 node failures), run with Slurm's restart count,
- * dtrain-run's exit code and maybe a SIGTERM; requeued and stopped: the
- * script's own requeues and the stops it saw so far. */
 /* The script of base_spec() with recovery's defaults, run on what the run
  * dir holds now (after reset_outputs() and the caller's files), with
  * Slurm's restart count and dtrain-run's exit code; checks its exit and
@@ -743,6 +748,10 @@ static void requeue_case_keep(const char *restarts, const char *rc, int want_exi
 	dt_buf_free(&out);
 }
 
+/* The script of a spec with preemption.max_requeues 3 and recovery's
+ * defaults (3 crashes, 3 node failures), run with Slurm's restart count,
+ * dtrain-run's exit code and maybe a SIGTERM; requeued and stopped: the
+ * script's own requeues and the stops it saw so far. */
 static void requeue_case(const char *restarts, int requeued, int stopped, const char *rc,
 			 const char *term, int want_exit, const char *want_scontrol)
 {
@@ -916,7 +925,8 @@ static char *excluded(void)
 
 static void fakes_healthy(void)
 {
-	fake_nodes = fake_lost_node = fake_partition = fake_down = "";
+	fake_nodes = fake_lost_node = fake_partition = fake_down = fake_exc = "";
+	fake_requeue_fail = false;
 	fake_say = NULL;
 }
 
@@ -941,7 +951,7 @@ static void test_lost_node_left_out(void **state)
 	free(ex);
 	fake_partition = "n1 n2";
 	requeue_case("0", 0, 0, "137", "0", 0, "requeue 42\n");
-	assert_said("dtrain: node n2 is bad (it did not answer after a crash: no job step could start there within 20 s), but stays: partition default has 2 nodes, and without it and the 0 left out before fewer than the 2 the job needs would remain");
+	assert_said("dtrain: node n2 is bad (it did not answer after a crash: no job step could start there within 20 s), but stays: partition default has 2 nodes the job can use, and without it and the 0 left out before fewer than the 2 it needs would remain");
 	ex = excluded();
 	assert_string_equal(ex, "");
 	free(ex);
@@ -1010,6 +1020,58 @@ static void test_replica_that_differs_leaves_its_node_out(void **state)
 	ex = excluded();
 	assert_string_equal(ex, "n2 its replica disagreed with the others\n");
 	free(ex);
+	fakes_healthy();
+}
+
+/* The nodes the job excluded already (the site's --exclude) stay
+ * excluded; past recovery.max_excluded_nodes a bad node stays in. */
+static void test_left_out_with_the_sites_and_up_to_the_cap(void **state)
+{
+	char path[700];
+
+	(void)state;
+	fake_nodes = "n1 n2";
+	fake_lost_node = "n2";
+	fake_partition = "n1 n2 n3 n4 n5 n6";
+	fake_exc = "n9";
+	requeue_case("0", 0, 0, "137", "0", 0, "requeue 42\nupdate JobId=42 ExcNodeList=n2,n9\n");
+	fake_exc = "";
+	reset_outputs();
+	snprintf(path, sizeof(path), "%s/recovery", run_dir_ok);
+	assert_int_equal(dt_mkdirs(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/recovery/excluded", run_dir_ok);
+	tu_write_path(path, "n5 one reason\nn6 another\n", 0644);
+	requeue_case_keep("0", "137", 0, "requeue 42\nupdate JobId=42 ExcNodeList=n5,n6\n");
+	assert_said("dtrain: node n2 is bad (it did not answer after a crash: no job step could start there within 20 s), but stays: 2 nodes are left out already (recovery.max_excluded_nodes = 2)");
+	fakes_healthy();
+}
+
+/* A requeue that fails leaves the batch shell as it was: a start on a
+ * node left out goes on there, and a SIGTERM after it (a preemption) is
+ * still counted a stop, not taken for the script's own requeue. */
+static void test_failed_requeue_keeps_the_stop_trap(void **state)
+{
+	struct spec s = base_spec();
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+	char path[700];
+
+	(void)state;
+	reset_outputs();
+	s.recovery.max_excluded_nodes = 2;
+	snprintf(path, sizeof(path), "%s/recovery", run_dir_ok);
+	assert_int_equal(dt_mkdirs(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/recovery/excluded", run_dir_ok);
+	tu_write_path(path, "n2 it did not answer\n", 0644);
+	fake_nodes = "n1 n2";
+	fake_requeue_fail = true;
+	assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
+	assert_int_equal(run_script(out.p, "0", "75", "1"), 75);
+	assert_int_equal(srun_runs(), 1);
+	assert_said("dtrain: scontrol requeue failed; starting on these nodes all the same");
+	assert_int_equal(counter("stopped"), 1);
+	assert_true(counter("left_out") <= 0);
+	dt_buf_free(&out);
 	fakes_healthy();
 }
 
@@ -1231,6 +1293,8 @@ int main(void)
 		cmocka_unit_test(test_replica_that_differs_leaves_its_node_out),
 		cmocka_unit_test(test_start_on_a_left_out_node_requeues),
 		cmocka_unit_test(test_node_down_after_slurms_requeue),
+		cmocka_unit_test(test_left_out_with_the_sites_and_up_to_the_cap),
+		cmocka_unit_test(test_failed_requeue_keeps_the_stop_trap),
 		cmocka_unit_test(test_requeue_below_limit),
 		cmocka_unit_test(test_requeue_at_limit),
 		cmocka_unit_test(test_no_requeue_on_other_exits),
