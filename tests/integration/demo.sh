@@ -7,9 +7,18 @@
 . "$(dirname "$0")/lib.sh"
 
 # a listener on a free port, which the cluster's slurmctld would need (it
-# ends by itself after 60 s, should the test fail before it kills it)
-python3 -c 'import socket, time
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+# ends by itself after 60 s, should the test fail before it kills it). The
+# port is below the kernel's range for outgoing connections: one there may
+# be some connection's own port when the cluster binds it later.
+python3 -c 'import random, socket, time
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+s = socket.socket()
+for _ in range(500):
+    try:
+        s.bind(("127.0.0.1", random.randrange(10000, low - 200))); break
+    except OSError:
+        pass
+s.listen()
 print(s.getsockname()[1], flush=True); time.sleep(60)' >"$T/port" 2>/dev/null &
 holder=$!
 for _ in $(seq 50); do [ -s "$T/port" ] && break; sleep 0.1; done
