@@ -112,6 +112,20 @@ static void elastic_nodes(void **state)
 	dt_err_clear(&e);
 	assert_int_equal(spec_resolve(&in, &s, &e), -EINVAL);
 	assert_true(tu_has(&e, "-n 4: resources.nodes is a range (1-2, from "));
+	/* a locked range is one key, not its "min" and "max" */
+	{
+		char *lock_v[] = { "resources.nodes" };
+		struct spec_strs locks = { lock_v, 1 };
+		struct spec_policy pol = { "site.json", NULL, &locks, NULL, NULL, NULL };
+
+		in = (struct spec_input){ tu_write("job.json", "{\"resources\": {\"nodes\": {\"min\": 1, \"max\": 2}},"
+							     " \"parallel\": {\"data\": \"auto\"}}"),
+					  &pol, NULL, 0, false, 0 };
+		dt_err_clear(&e);
+		assert_int_equal(spec_resolve(&in, &s, &e), -EINVAL);
+		assert_true(tu_has(&e, "job.json: resources.nodes: locked by the site (site.json: locked: \"resources.nodes\")"));
+		assert_int_equal(e.count, 1);
+	}
 }
 
 static void defaults_fill_every_key(void **state)
