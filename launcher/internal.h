@@ -81,6 +81,12 @@ char *launch__task_output(const char *dir, const char *id);
 /* status of a sweep (sweep_status.c): a row per task, best first */
 int launch__sweep_status(const struct launch_job *sweep, struct dt_err *err);
 
+/* s as status prints what it read from a file (jobs.c): printable UTF-8
+ * kept, control characters (C0, DEL, C1) and bytes of no UTF-8 character
+ * shown as \xNN, so that no escape sequence reaches the terminal. Returns
+ * the text, valid until b changes; "" when out of memory. */
+const char *launch__shown(const char *s, struct dt_buf *b);
+
 /* --- text (render.c) --- */
 
 /* Problems that do not fail the command, one "dtrain-submit: warning:"

@@ -32,6 +32,45 @@
 #define LOGS_POLL_NS 500000000L
 #define LOGS_STATE_EVERY_S 2.0 /* seconds between state queries while quiet */
 
+/* --- text from files --- */
+
+/* Bytes of the printable UTF-8 character at p, or 0: a control character
+ * (C0, DEL, the C1 range U+0080..U+009F), or no character (a stray or
+ * overlong byte, a surrogate, past U+10FFFF) */
+static size_t printable_len(const unsigned char *p)
+{
+	size_t n, i;
+
+	if (p[0] >= 0x20 && p[0] < 0x7f)
+		return 1;
+	n = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3 :
+	    p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+	for (i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	if ((p[0] == 0xc2 && p[1] < 0xa0) || (p[0] == 0xe0 && p[1] < 0xa0) ||
+	    (p[0] == 0xed && p[1] > 0x9f) || (p[0] == 0xf0 && p[1] < 0x90) ||
+	    (p[0] == 0xf4 && p[1] > 0x8f))
+		return 0;
+	return n;
+}
+
+const char *launch__shown(const char *s, struct dt_buf *b)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	int rc = 0;
+
+	dt_buf_free(b);
+	rc = dt_buf_puts(b, "");
+	while (*p && !rc) {
+		size_t n = printable_len(p);
+
+		rc = n ? dt_buf_add(b, (const char *)p, n) : dt_buf_printf(b, "\\x%02x", *p);
+		p += n ? n : 1;
+	}
+	return rc ? "" : dt_buf_str(b);
+}
+
 /* --- progress --- */
 
 /* The job's progress from <run_dir>/metrics.jsonl, formatted ("-" where
@@ -107,6 +146,7 @@ static void note_unreachable(const struct launch_slurm *sl)
  * at most, newest last. */
 static void print_starts(const struct launch__report *r)
 {
+	struct dt_buf shown = {0};
 	size_t i, n = 0, k = 0;
 
 	for (i = 0; i < r->n_events; i++)
@@ -117,9 +157,11 @@ static void print_starts(const struct launch__report *r)
 	for (i = 0; i < r->n_events; i++) {
 		if (r->events[i].kind != LAUNCH__EV_JOB_START || ++k + 4 <= n)
 			continue;
-		printf("%s#%zu %s", k == 1 || k + 3 == n ? "" : "; ", k, r->events[i].detail);
+		printf("%s#%zu %s", k == 1 || k + 3 == n ? "" : "; ", k,
+		       launch__shown(r->events[i].detail, &shown));
 	}
 	printf(")\n");
+	dt_buf_free(&shown);
 }
 
 /* The loss curve as a sparkline, and goodput so far, from the whole
@@ -158,6 +200,7 @@ struct status_row {
 	char state[80]; /* launch_state_text */
 	struct launch_progress_text prog;
 	char last[48]; /* last_step_text */
+	struct dt_buf name, run_dir; /* the registry's, as launch__shown() shows them */
 };
 
 struct status_col {
@@ -171,7 +214,7 @@ static const char *or_dash(const char *s)
 }
 
 static const char *col_id(const struct status_row *r) { return r->job->id; }
-static const char *col_name(const struct status_row *r) { return or_dash(r->job->name); }
+static const char *col_name(const struct status_row *r) { return or_dash(dt_buf_str(&r->name)); }
 static const char *col_state(const struct status_row *r) { return r->state; }
 static const char *col_step(const struct status_row *r) { return r->prog.step; }
 static const char *col_epoch(const struct status_row *r) { return r->prog.epoch; }
@@ -180,7 +223,7 @@ static const char *col_acc(const struct status_row *r) { return r->prog.acc; }
 static const char *col_rate(const struct status_row *r) { return r->prog.rate; }
 static const char *col_eta(const struct status_row *r) { return r->prog.eta; }
 static const char *col_last(const struct status_row *r) { return r->last; }
-static const char *col_run_dir(const struct status_row *r) { return or_dash(r->job->run_dir); }
+static const char *col_run_dir(const struct status_row *r) { return or_dash(dt_buf_str(&r->run_dir)); }
 
 /* In display order; the last column is not padded. */
 static const struct status_col status_cols[] = {
@@ -247,6 +290,8 @@ static int status_all(struct dt_err *err)
 		struct status_row *r = &rows[i - first];
 
 		r->job = &jobs[i];
+		launch__shown(jobs[i].name, &r->name);
+		launch__shown(jobs[i].run_dir, &r->run_dir);
 		launch_job_state(&sl, jobs[i].id, &r->st);
 		launch_state_text(&r->st, r->state, sizeof(r->state));
 		/* An unreadable metrics file is a "-" and a warning. */
@@ -274,6 +319,10 @@ elsewhere:
 		fprintf(stderr, "dtrain-submit: %zu job%s of other clusters not shown (this one: SLURM_CONF=%s)\n",
 			elsewhere, elsewhere == 1 ? "" : "s", launch_cluster());
 out:
+	for (i = 0; rows && i + first < n; i++) {
+		dt_buf_free(&rows[i].name);
+		dt_buf_free(&rows[i].run_dir);
+	}
 	free(rows);
 	launch_jobs_free(jobs, n);
 	free(registry);
@@ -288,6 +337,7 @@ out:
 static void print_failure(const struct launch_job *job, const char *state)
 {
 	char path[4200], *text = NULL, *line, *save = NULL;
+	struct dt_buf shown = {0};
 	struct stat st;
 	struct tm tm = {0};
 	time_t submitted = 0;
@@ -305,9 +355,10 @@ static void print_failure(const struct launch_job *job, const char *state)
 
 		if (first && !strncmp(line, "exit ", 5) && strstr(line, ": "))
 			msg = strstr(line, ": ") + 2; /* "exit N at T: " is for machines */
-		printf("%s%s\n", first ? "failure:       " : "               ", msg);
+		printf("%s%s\n", first ? "failure:       " : "               ", launch__shown(msg, &shown));
 		first = false;
 	}
+	dt_buf_free(&shown);
 	free(text);
 }
 
@@ -319,6 +370,7 @@ static int status_one(const char *arg, struct dt_err *err)
 	struct launch_slurm sl = {0};
 	struct launch_state st;
 	struct dt_err warn = {0};
+	struct dt_buf shown = {0};
 	char state[80];
 	int rc;
 
@@ -335,12 +387,12 @@ static int status_one(const char *arg, struct dt_err *err)
 		dt_err_add(err, "status: out of memory");
 		goto out;
 	}
-	printf("job:           %s\n", job.id);
-	printf("name:          %s\n", or_dash(job.name));
+	printf("job:           %s\n", launch__shown(job.id, &shown));
+	printf("name:          %s\n", or_dash(launch__shown(job.name, &shown)));
 	printf("state:         %s\n", launch_state_text(&st, state, sizeof(state)));
-	printf("run dir:       %s\n", or_dash(job.run_dir));
-	printf("submitted:     %s\n", or_dash(job.submitted));
-	printf("output:        %s\n", or_dash(job.log_path));
+	printf("run dir:       %s\n", or_dash(launch__shown(job.run_dir, &shown)));
+	printf("submitted:     %s\n", or_dash(launch__shown(job.submitted, &shown)));
+	printf("output:        %s\n", or_dash(launch__shown(job.log_path, &shown)));
 	if (!strcmp(prog.step, "-"))
 		printf("progress:      -\n");
 	else
@@ -370,11 +422,12 @@ static int status_one(const char *arg, struct dt_err *err)
 		}
 		if (lv.stalled)
 			printf("NO PROGRESS:   for %.0f s: %s; the watchdog ends such a step (recovery.*_seconds)\n",
-			       dt_wall_s() - lv.progress_at, lv.why);
+			       dt_wall_s() - lv.progress_at, launch__shown(lv.why, &shown));
 	}
 	note_unreachable(&sl);
 	launch__print_warnings(&warn);
 out:
+	dt_buf_free(&shown);
 	launch_job_free(&job);
 	return rc;
 }

@@ -91,6 +91,7 @@ static int task_row(const struct launch_job *sweep, json_object *task, long k, s
 	struct launch_progress_text pt;
 	json_object *vals = task ? member(task, "values") : NULL, *seed = task ? member(task, "seed") : NULL;
 	char state[80], path[4200];
+	struct dt_buf shown = {0};
 	size_t i, c = 0;
 	int rc;
 
@@ -113,10 +114,11 @@ static int task_row(const struct launch_job *sweep, json_object *task, long k, s
 	for (i = 0; i < n_keys; i++) {
 		json_object *v = json_object_is_type(vals, json_type_array) ? json_object_array_get_idx(vals, i) : NULL;
 
-		r->col[c++] = fmt("%s", v ? json_object_get_string(v) : "?");
+		r->col[c++] = fmt("%s", v ? launch__shown(json_object_get_string(v), &shown) : "?");
 	}
 	if (seeds)
-		r->col[c++] = fmt("%s", seed ? json_object_get_string(seed) : "?");
+		r->col[c++] = fmt("%s", seed ? launch__shown(json_object_get_string(seed), &shown) : "?");
+	dt_buf_free(&shown);
 	r->col[c++] = fmt("%s", pt.step);
 	r->col[c++] = fmt("%s", pt.loss);
 	best_cols(&r->best, &r->col[c], &r->col[c + 1]);
@@ -162,6 +164,7 @@ static void print_table(char *const *title, const struct task_row *rows, size_t 
 static size_t titles(json_object *keys, bool seeds, char **title)
 {
 	size_t c = 0, i, n = (size_t)json_object_array_length(keys);
+	struct dt_buf shown = {0};
 
 	title[c++] = fmt("TASK");
 	title[c++] = fmt("STATE");
@@ -170,7 +173,7 @@ static size_t titles(json_object *keys, bool seeds, char **title)
 		const char *key = k && json_object_is_type(k, json_type_string) ? json_object_get_string(k) : "?";
 		const char *dot = strrchr(key, '.');
 
-		title[c++] = fmt("%s", dot ? dot + 1 : key);
+		title[c++] = fmt("%s", launch__shown(dot ? dot + 1 : key, &shown));
 	}
 	if (seeds)
 		title[c++] = fmt("SEED");
@@ -178,6 +181,7 @@ static size_t titles(json_object *keys, bool seeds, char **title)
 	title[c++] = fmt("LOSS");
 	title[c++] = fmt("BEST VAL LOSS");
 	title[c++] = fmt("AT");
+	dt_buf_free(&shown);
 	return c;
 }
 
@@ -188,6 +192,7 @@ int launch__sweep_status(const struct launch_job *sweep, struct dt_err *err)
 	struct dt_err warn = {0};
 	struct task_row *rows = NULL;
 	char *title[MAX_COLS] = {0};
+	struct dt_buf shown = {0};
 	size_t n = 0, cols = 0, i, c;
 	bool seeds;
 	int rc = 0;
@@ -216,10 +221,10 @@ int launch__sweep_status(const struct launch_job *sweep, struct dt_err *err)
 	if (rc)
 		goto out;
 	qsort(rows, n, sizeof(*rows), by_best);
-	printf("sweep %s (%s): %zu tasks", sweep->id, sweep->name ? sweep->name : "-", n);
+	printf("sweep %s (%s): %zu tasks", sweep->id, sweep->name ? launch__shown(sweep->name, &shown) : "-", n);
 	if (json_object_get_int64(member(m, "max_parallel")) > 0)
 		printf(", at most %lld at once", (long long)json_object_get_int64(member(m, "max_parallel")));
-	printf("; sweep dir %s\n", sweep->run_dir);
+	printf("; sweep dir %s\n", launch__shown(sweep->run_dir, &shown));
 	print_table(title, rows, n, cols);
 	if (sl.unreachable)
 		fprintf(stderr, "dtrain-submit: warning: Slurm did not answer (%s); states are unknown\n", sl.why);
@@ -233,6 +238,7 @@ out:
 	for (c = 0; c < MAX_COLS; c++)
 		free(title[c]);
 	free(rows);
+	dt_buf_free(&shown);
 	json_object_put(m);
 	return rc;
 }

@@ -505,6 +505,47 @@ static void test_status_restarting(void **state)
 	free(out);
 }
 
+/* status JOB of a failed job prints <run dir>/failure with what a
+ * terminal would act on shown as \xNN: the escape sequences, a C1 CSI and
+ * a stray byte; printable UTF-8 as it is. */
+static void test_status_escapes(void **state)
+{
+	char run_dir[700], path[800], *out;
+	struct launch_args a = { .cmd = LAUNCH_STATUS, .job = "71" };
+	struct dt_err err = {0};
+	int saved, fd;
+
+	(void)state;
+	snprintf(run_dir, sizeof(run_dir), "%s/run-71", tmp);
+	assert_int_equal(dt_mkdirs(run_dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/failure", run_dir);
+	tu_write_path(path, "exit 1 at 1714564800: data.train: \x1b]0;owned\x07" "caf\xc3\xa9 \x1b[2J"
+			    "\xc2\x9b" "31m \xff\tend\nsecond \x1b[31mline\n", 0644);
+	append("71", "esc\x1b[1mname", run_dir);
+	fake("squeue", "echo 'FAILED None'");
+	snprintf(path, sizeof(path), "%s/status-71.out", tmp);
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(saved >= 0 && fd >= 0);
+	dup2(fd, STDOUT_FILENO);
+	close(fd);
+	assert_int_equal(launch_cmd_status(&a, &err), 0);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	out = tu_read(path, NULL);
+	assert_non_null(out);
+	assert_null(strchr(out, '\x1b'));
+	assert_null(strstr(out, "\xc2\x9b"));
+	assert_null(strchr(out, '\xff'));
+	assert_non_null(strstr(out, "failure:       data.train: \\x1b]0;owned\\x07caf\xc3\xa9 \\x1b[2J"
+				    "\\xc2\\x9b31m \\xff\\x09end\n"));
+	assert_non_null(strstr(out, "               second \\x1b[31mline\n"));
+	assert_non_null(strstr(out, "name:          esc\\x1b[1mname\n"));
+	free(out);
+}
+
 static void test_pick_run_dir(void **state)
 {
 	struct dt_err err = {0};
@@ -551,6 +592,7 @@ int main(void)
 		cmocka_unit_test_setup(test_job_state, reset),
 		cmocka_unit_test_setup(test_pick_run_dir, reset),
 		cmocka_unit_test_setup(test_status_restarting, reset),
+		cmocka_unit_test_setup(test_status_escapes, reset),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
