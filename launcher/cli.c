@@ -204,8 +204,9 @@ static const char help_resume[] =
 	"job.sh, and dtrain-run resumes from the run's newest valid checkpoint and\n"
 	"appends to its metrics.jsonl. What the previous job used is kept beside:\n"
 	"spec-<id>.json, job-<id>.sh and its recovery counters as recovery-<id>/.\n"
-	"Refused while the run's job is still pending or running. Prints the new\n"
-	"job id like submit.\n"
+	"Refused while the run's job is still pending or running, and (exit 3)\n"
+	"when the run completed and the spec's train.epochs and train.max_steps\n"
+	"leave nothing to do. Prints the new job id like submit.\n"
 	"\n"
 	"options:\n"
 	"  --site FILE      a site file (as submit)\n"
@@ -219,7 +220,8 @@ static const char help_resume[] =
 	"Slurm's options (-N, -n, -p, -t, --time-min, -A, --dependency) as for submit.\n"
 	"\n"
 	"exit codes: 0 submitted, 1 the job is still active, sbatch refused or I/O\n"
-	"            error, 2 usage error, 3 invalid spec or site file\n";
+	"            error, 2 usage error, 3 invalid spec or site file, or nothing\n"
+	"            left to do\n";
 
 static const char help_sweep[] =
 	"Usage: dtrain-submit sweep SPEC --grid KEY=V1,V2,... [--grid KEY=...]... [--seeds N]\n"

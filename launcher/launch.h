@@ -268,6 +268,7 @@ struct launch_progress {
 	long long total_steps;
 	long long epoch;       /* 1-based epoch of that step */
 	long long epochs;      /* from a start event */
+	long long steps_per_epoch; /* from the newest start event; 0: unknown */
 	double loss;           /* training loss of that step */
 	double samples_per_s;  /* throughput over the last logging interval */
 	double eta_s;          /* seconds left, dtrain-run's estimate at that step */

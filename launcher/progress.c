@@ -112,6 +112,8 @@ static void scan_line(struct scan *s, const char *line, size_t len)
 	if (!strcmp(ev, "start")) {
 		if (!s->has_epochs && (p->epochs = get_count(o, "epochs")) > 0)
 			s->has_epochs = true;
+		if (!s->seen_start)
+			p->steps_per_epoch = get_count(o, "steps_per_epoch");
 		s->seen_start = true;
 	} else if (!strcmp(ev, "end")) {
 		if (!s->seen_start)
@@ -252,7 +254,9 @@ int launch_progress_read(const char *path, struct launch_progress *out, struct d
 		goto out;
 	}
 	hi = st.st_size;
-	while (hi > 0 && scanned < LAUNCH_PROGRESS_SCAN_MAX && !(out->has_step && out->has_eval)) {
+	/* an ended run: on to its newest start, for its steps per epoch (a resume's check) */
+	while (hi > 0 && scanned < LAUNCH_PROGRESS_SCAN_MAX &&
+	       !(out->has_step && out->has_eval && (s.seen_start || !out->ended))) {
 		off_t lo = hi > LAUNCH_PROGRESS_CHUNK ? hi - LAUNCH_PROGRESS_CHUNK : 0;
 		ssize_t n = pread_full(fd, buf, (size_t)(hi - lo), lo);
 

@@ -13,14 +13,20 @@
  * so that the new job requeues itself again. A sbatch that refuses puts
  * them back.
  *
- * Sections: the previous job, the run dir's files, resume. (The command
+ * A run that completed, with nothing left to do under the new spec's
+ * train.epochs and train.max_steps, is refused before sbatch.
+ *
+ * Sections: the previous job, the run dir's files, nothing left to do,
+ * resume. (The command
  * is submit's: launch_cmd_submit.)
  */
 #include "launcher/launch.h"
 #include "launcher/internal.h"
 #include "base/io.h"
+#include "base/json.h"
 
 #include <errno.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +160,63 @@ static int write_new(const struct launch_plan *p, struct dt_err *err)
 	return rc;
 }
 
+/* --- nothing left to do --- */
+
+/* Whether the previous job's spec.json has the new spec's
+ * train.global_batch and data.train: then an epoch has as many steps */
+static bool same_epochs(const char *run_dir, const struct spec *s)
+{
+	char path[4200], *text = NULL;
+	json_object *o = NULL, *train, *data, *gb, *file = NULL;
+	struct dt_json_error je;
+	size_t len = 0;
+	bool same = false;
+
+	in_dir(path, sizeof(path), run_dir, "spec.json");
+	if (dt_read_file(path, &text, &len) == 0 && dt_json_parse_object(text, len, 32, &o, &je) == 0 &&
+	    json_object_object_get_ex(o, "train", &train) &&
+	    json_object_object_get_ex(train, "global_batch", &gb) &&
+	    json_object_object_get_ex(o, "data", &data)) {
+		json_object_object_get_ex(data, "train", &file); /* NULL: none, as JSON null */
+		same = json_object_get_int64(gb) == s->train.global_batch &&
+		       (file ? json_object_is_type(file, json_type_string) && s->data.train &&
+				       !strcmp(json_object_get_string(file), s->data.train) :
+			       !s->data.train);
+	}
+	json_object_put(o);
+	free(text);
+	return same;
+}
+
+/* Refused (-EINVAL) before anything is submitted: a run that ended (an end
+ * event after its newest start in metrics.jsonl) at a step the new spec's
+ * train.epochs and train.max_steps do not pass, which dtrain-run would
+ * resume from only to say that nothing is left to do */
+static int left_to_do(const struct launch_plan *p, struct dt_err *err)
+{
+	const struct spec *s = &p->spec;
+	struct launch_progress pr;
+	struct dt_err ignored = {0}; /* an unreadable file: dtrain-run decides */
+	char path[4200];
+	long long total;
+
+	in_dir(path, sizeof(path), s->run_dir, "metrics.jsonl");
+	if ((s->checkpoint.resume && strcmp(s->checkpoint.resume, "auto")) ||
+	    launch_progress_read(path, &pr, &ignored) != 0 || !pr.ended || !pr.has_step ||
+	    pr.step_stale || pr.steps_per_epoch <= 0 || !same_epochs(s->run_dir, s))
+		return 0;
+	total = s->train.epochs * pr.steps_per_epoch;
+	if (s->train.max_steps > 0 && s->train.max_steps < total)
+		total = s->train.max_steps;
+	if (pr.step < total)
+		return 0;
+	if (total == s->train.max_steps)
+		return dt_err_add(err, "%s: the run completed at step %lld and train.max_steps is %ld: nothing left to do; hint: raise it, e.g. --set train.max_steps=%lld",
+				  s->run_dir, pr.step, s->train.max_steps, 2 * pr.step), -EINVAL;
+	return dt_err_add(err, "%s: the run completed at step %lld, the end of its train.epochs %ld (%lld steps each): nothing left to do; hint: raise train.epochs, e.g. --set train.epochs=%ld, or set train.max_steps",
+			  s->run_dir, pr.step, s->train.epochs, pr.steps_per_epoch, 2 * s->train.epochs), -EINVAL;
+}
+
 /* --- resume --- */
 
 int launch_resume(struct launch_plan *p, struct launch_job *job, struct dt_err *warn,
@@ -167,6 +230,8 @@ int launch_resume(struct launch_plan *p, struct launch_job *job, struct dt_err *
 	*job = (struct launch_job){0};
 	rc = previous_job(run_dir, &old, err);
 	as = old ? old : "previous"; /* a run dir whose job id was never written */
+	if (!rc)
+		rc = left_to_do(p, err);
 	if (!rc)
 		rc = keep_previous(run_dir, as, moved, err);
 	if (rc)

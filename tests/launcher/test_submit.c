@@ -4,7 +4,9 @@
  * created, what is left after a refusal, and that an invalid spec creates
  * nothing and never reaches sbatch.
  *
- * Sections: fixtures, plan, submit, failures.
+ * A resume with nothing left to do is refused before sbatch.
+ *
+ * Sections: fixtures, plan, submit, failures, resume.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -428,6 +430,71 @@ static void test_no_sbatch_on_path(void **state)
 	free(saved);
 }
 
+/* --- resume --- */
+
+/* A resume of a run that completed, with nothing left under the new
+ * train.epochs and train.max_steps, is refused before sbatch, saying which
+ * key to raise and leaving the run dir as it was; one that raises
+ * train.max_steps is submitted. */
+static void test_resume_nothing_left(void **state)
+{
+	struct launch_args a = args_for(spec_path, NULL, 0);
+	const char *at_end[] = { "train.max_steps=10" }, *more[] = { "train.epochs=5", "train.max_steps=25" };
+	struct launch_plan p;
+	struct launch_job job;
+	struct dt_err err = {0}, warn = {0};
+	char dir[600], path[700], squeue[700];
+
+	(void)state;
+	assert_int_equal(launch_plan(&a, &p, &err), 0);
+	use_fake_dtrain_run(&p);
+	assert_int_equal(launch_submit(&p, &job, &warn, &err), 0);
+	snprintf(dir, sizeof(dir), "%s", job.run_dir);
+	launch_job_free(&job);
+	launch_plan_free(&p);
+	snprintf(squeue, sizeof(squeue), "%s/squeue", fake_bin);
+	tu_write_path(squeue, "#!/bin/bash\necho 'COMPLETED None'\n", 0755);
+	snprintf(path, sizeof(path), "%s/metrics.jsonl", dir);
+	tu_write_path(path,
+		      "{\"event\":\"start\",\"total_steps\":10,\"steps_per_epoch\":10,\"epochs\":1,\"step\":0}\n"
+		      "{\"event\":\"step\",\"step\":10,\"total_steps\":10,\"epoch\":1,\"loss\":0.5}\n"
+		      "{\"event\":\"eval\",\"step\":10,\"test_loss\":0.6}\n"
+		      "{\"event\":\"end\",\"step\":10,\"seconds\":1.5}\n", 0644);
+	unlink(sbatch_log);
+
+	a = (struct launch_args){ .cmd = LAUNCH_RESUME, .run_dir = dir, .site_path = site_path };
+	assert_int_equal(launch_plan(&a, &p, &err), 0);
+	use_fake_dtrain_run(&p);
+	assert_int_equal(launch_resume(&p, &job, &warn, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "the run completed at step 10"));
+	assert_non_null(strstr(err.msg, "nothing left to do; hint: raise train.epochs, e.g. --set train.epochs=2"));
+	launch_plan_free(&p);
+
+	err = (struct dt_err){0};
+	a.sets = at_end;
+	a.n_sets = 1;
+	assert_int_equal(launch_plan(&a, &p, &err), 0);
+	use_fake_dtrain_run(&p);
+	assert_int_equal(launch_resume(&p, &job, &warn, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "train.max_steps is 10: nothing left to do; hint: raise it, e.g. --set train.max_steps=20"));
+	launch_plan_free(&p);
+	assert_false(exists(sbatch_log));
+	snprintf(path, sizeof(path), "%s/spec-4242.json", dir);
+	assert_false(exists(path));
+
+	a.sets = more;
+	a.n_sets = 2;
+	err = (struct dt_err){0};
+	assert_int_equal(launch_plan(&a, &p, &err), 0);
+	use_fake_dtrain_run(&p);
+	assert_int_equal(launch_resume(&p, &job, &warn, &err), 0);
+	assert_true(exists(sbatch_log));
+	assert_true(exists(path));
+	launch_job_free(&job);
+	launch_plan_free(&p);
+	unlink(squeue);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -441,6 +508,7 @@ int main(void)
 		cmocka_unit_test_setup(test_sbatch_no_controller, reset),
 		cmocka_unit_test_setup(test_sbatch_garbage_output, reset),
 		cmocka_unit_test_setup(test_no_sbatch_on_path, reset),
+		cmocka_unit_test_setup(test_resume_nothing_left, reset),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
