@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -481,6 +482,50 @@ static int events_fn(void *ctx, json_object *o)
 
 /* --- after reading --- */
 
+/* Whether the cancel marker of job id (cancel.c) is in the run dir: as
+ * cancel-<id> (a resume kept it), or as cancel for the newest job */
+static bool cancel_marker(const char *run_dir, const char *id, bool newest)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/cancel-%s", run_dir, id);
+	if (*id && access(path, F_OK) == 0)
+		return true;
+	snprintf(path, sizeof(path), "%s/cancel", run_dir);
+	return newest && access(path, F_OK) == 0;
+}
+
+/* Each stop a user's cancel asked for: the job_stop of its allocation
+ * (before the next start of the ranks) says "cancelled"; without one (its
+ * shell killed first), its job's cancel marker */
+static void mark_cancels(struct launch__report *r)
+{
+	const char *job = "";
+	size_t i, j;
+
+	for (i = 0; i < r->n_events; i++) {
+		struct launch__report_event *e = &r->events[i];
+		bool said = false, newest = true;
+
+		if (e->kind == LAUNCH__EV_JOB_START)
+			job = e->job_id;
+		if (e->kind != LAUNCH__EV_STOP)
+			continue;
+		for (j = i + 1; j < r->n_events && !said; j++) {
+			if (r->events[j].kind == LAUNCH__EV_START || r->events[j].kind == LAUNCH__EV_JOB_START)
+				newest = false;
+			if (r->events[j].kind == LAUNCH__EV_START)
+				break;
+			if (r->events[j].kind == LAUNCH__EV_JOB_STOP) {
+				said = true;
+				e->cancelled = !strcmp(r->events[j].what, "cancelled");
+			}
+		}
+		if (!said)
+			e->cancelled = cancel_marker(r->run_dir, job, newest);
+	}
+}
+
 /* Metrics events without a time of their own take the one before them
  * (or, before any, the one after). */
 static void fill_times(struct launch__report *r)
@@ -707,6 +752,8 @@ static int read_files(struct launch__report *r, const char *spec_path, struct dt
 	if (rc && rc != -ENOENT)
 		return rc;
 	rc = merge_events(r, n_metrics);
+	if (!rc)
+		mark_cancels(r);
 	return rc ? rc : goodput(r);
 }
 
@@ -778,6 +825,9 @@ const char *launch__report_state(const struct launch__report *r, char *buf, size
 		snprintf(buf, size, "no step logged yet (%d start%s)", r->starts, r->starts == 1 ? "" : "s");
 	else if (r->ended)
 		snprintf(buf, size, "ended at step %lld of %lld", r->last_step, r->total_steps);
+	else if (last && last->kind == LAUNCH__EV_STOP && last->cancelled)
+		snprintf(buf, size, "cancelled by the user at step %lld of %lld (saved; dtrain-submit resume continues it)",
+			 last->step, r->total_steps);
 	else if (last && last->kind == LAUNCH__EV_STOP)
 		snprintf(buf, size, "stopped by %s at step %lld of %lld (saved; not restarted since)",
 			 last->what, last->step, r->total_steps);

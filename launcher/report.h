@@ -84,6 +84,9 @@ struct launch__report_event {
 	double seconds;      /* checkpoint: stall; resume: load; first_step: start-up */
 	int nodes;           /* job_start: nodes in its list; 0 else */
 	long long redone;    /* resume: steps its start did again (logged ones) */
+	bool cancelled;      /* stop: asked by `dtrain-submit cancel` (its job's
+			      * job_stop says "cancelled", or the cancel marker
+			      * of its job is in the run dir) */
 	char what[48];       /* signal, cause, device */
 	char detail[256];    /* path, node list, layout, the job_stop's detail */
 };
@@ -178,7 +181,8 @@ void launch__report_ranks_free(struct launch__report_ranks *k);
  * weighted alike), NAN when none. */
 double launch__report_median(const struct launch__report *r, int k);
 /* The run's state in a few words: "ended at step 72 of 72", "stopped by
- * SIGTERM at step 35", "step 40 of 80 (no end logged)". Into buf. */
+ * SIGTERM at step 35", "cancelled by the user at step 35", "step 40 of 80
+ * (no end logged)". Into buf. */
 const char *launch__report_state(const struct launch__report *r, char *buf, size_t size);
 /* The step losses as a line of width Unicode blocks (U+2581..U+2588),
  * each the mean of its share of the steps, scaled from the lowest to the

@@ -36,7 +36,9 @@ static const char css[] =
 	".xhair{stroke:#8a93a3;stroke-dasharray:3 3;pointer-events:none}\n"
 	".alloc{fill:#cfd8e6}.startup{fill:#f2c37b}.train{fill:#5b8bd6}.mark{stroke:#fff;stroke-width:.5}"
 	".ckpt{fill:#6b7a90}.stop{fill:#d2453b}.resume{fill:#2f9e64}.end{fill:#1d2430}.jobstop{fill:#a33}\n"
-	".ev-stop td,.ev-job_stop td{color:#b3261e}.ev-resume td{color:#1b7a4a}.note{color:#5a6475}\n";
+	".jobstop.done{fill:#2f9e64}.stop.cancel,.jobstop.cancelled{fill:#6b7a90}\n"
+	".ev-stop td,.ev-job_stop td{color:#b3261e}.ev-resume td,.ev-job_done td{color:#1b7a4a}"
+	".ev-cancel td,.ev-job_cancelled td{color:#5a6475}.note{color:#5a6475}\n";
 
 /* Hover: a crosshair where the pointer is. The page marks that it ran. */
 static const char script[] =
@@ -206,6 +208,9 @@ static int cols_make(const struct launch__report *r, struct cols *c)
 	for (i = 0; i < r->n_steps; i++)
 		if (isfinite(r->steps[i].unix_time))
 			t0 = fmin(t0, r->steps[i].unix_time), t1 = fmax(t1, r->steps[i].unix_time);
+	for (i = 0; i < r->n_events; i++) /* from the run's start, not its first logged step */
+		if (r->events[i].kind == LAUNCH__EV_START && isfinite(r->events[i].time))
+			t0 = fmin(t0, r->events[i].time);
 	c->unit = t1 - t0 > 7200 ? 3600 : t1 - t0 > 120 ? 60 : 1;
 	c->uname = c->unit == 3600 ? "h" : c->unit == 60 ? "min" : "s";
 	for (i = 0; i < r->n_steps; i++) {
@@ -281,7 +286,7 @@ static int loss_charts(struct dt_buf *out, const struct launch__report *r, const
 		   "loss (nats)", logy, s, n);
 	s[0].x = c->time;
 	s[1].x = c->etime;
-	snprintf(xl, sizeof(xl), "wall time since the first step (%s)", c->uname);
+	snprintf(xl, sizeof(xl), "wall time since the run started (%s)", c->uname);
 	if (!rc)
 		rc = chart(out, "chart-loss-time", "Loss against wall time", xl, c->uname, "loss (nats)",
 			   logy, s, n);
@@ -435,6 +440,9 @@ static int event_text(struct dt_buf *t, const struct launch__report_event *e)
 		return dt_buf_printf(t, "checkpoint at step %lld: %.2f MiB, training stalled %s (%s)", e->step,
 				     e->bytes / 1048576.0, launch__report_secs(e->seconds, a, sizeof(a)), e->what);
 	case LAUNCH__EV_STOP:
+		if (e->cancelled)
+			return dt_buf_printf(t, "cancelled by the user (dtrain-submit cancel) at step %lld: saved, then stopped (%s)",
+					     e->step, e->what);
 		return dt_buf_printf(t, "stopped by %s at step %lld: saved, exited for a requeue", e->what, e->step);
 	case LAUNCH__EV_END:
 		return dt_buf_printf(t, "end at step %lld", e->step);
@@ -450,6 +458,19 @@ static int event_text(struct dt_buf *t, const struct launch__report_event *e)
 
 static const char *const kind_names[] = { "start", "resume", "init_from", "first_step",
 					  "checkpoint", "stop", "end", "job_start", "job_stop", "job_note" };
+
+/* A row's class: its kind's, but a cancel's stop and a job's stop whose
+ * cause is done or cancelled (drawn as no failure) have their own */
+static const char *row_class(const struct launch__report_event *e)
+{
+	if (e->kind == LAUNCH__EV_STOP && e->cancelled)
+		return "cancel";
+	if (e->kind == LAUNCH__EV_JOB_STOP && !strcmp(e->what, "done"))
+		return "job_done";
+	if (e->kind == LAUNCH__EV_JOB_STOP && !strcmp(e->what, "cancelled"))
+		return "job_cancelled";
+	return kind_names[e->kind];
+}
 
 static int timeline(struct dt_buf *out, const struct launch__report *r)
 {
@@ -476,7 +497,7 @@ static int timeline(struct dt_buf *out, const struct launch__report *r)
 		else
 			snprintf(when, sizeof(when), "-");
 		if (!rc)
-			rc = dt_buf_printf(out, "<tr class=\"ev ev-%s\"><td>%s</td><td>", kind_names[e->kind], when);
+			rc = dt_buf_printf(out, "<tr class=\"ev ev-%s\"><td>%s</td><td>", row_class(e), when);
 		if (!rc)
 			rc = launch__html_text(out, dt_buf_str(&t));
 		if (!rc)

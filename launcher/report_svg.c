@@ -402,6 +402,18 @@ static int bands(struct dt_buf *out, const struct launch__report *r, const struc
 	return rc;
 }
 
+/* A mark's second class: a cancel's stop, a job stop that is no failure */
+static const char *mark_class(const struct launch__report_event *e)
+{
+	if (e->kind == LAUNCH__EV_STOP && e->cancelled)
+		return " cancel";
+	if (e->kind == LAUNCH__EV_JOB_STOP && !strcmp(e->what, "done"))
+		return " done";
+	if (e->kind == LAUNCH__EV_JOB_STOP && !strcmp(e->what, "cancelled"))
+		return " cancelled";
+	return "";
+}
+
 /* A mark per checkpoint, stop, resume, job stop and end: the checkpoints
  * (pass 0), or the others (pass 1), drawn on top of them. */
 static int marks(struct dt_buf *out, const struct launch__report *r, const struct scale *x,
@@ -429,8 +441,9 @@ static int marks(struct dt_buf *out, const struct launch__report *r, const struc
 		if (k == sizeof(kinds) / sizeof(kinds[0]) || !isfinite(e->time) ||
 		    (e->kind == LAUNCH__EV_CHECKPOINT) != (pass == 0))
 			continue;
-		rc = dt_buf_printf(out, "<path class=\"mark %s\" d=\"M%.1f %.0f l-5 -9 h10 z\"><title>%s ",
-				   kinds[k].cls, px(x, e->time), kinds[k].y + 9, kinds[k].what);
+		rc = dt_buf_printf(out, "<path class=\"mark %s%s\" d=\"M%.1f %.0f l-5 -9 h10 z\"><title>%s ",
+				   kinds[k].cls, mark_class(e), px(x, e->time), kinds[k].y + 9,
+				   e->cancelled ? "cancelled by the user at step" : kinds[k].what);
 		if (!rc && e->kind == LAUNCH__EV_JOB_STOP)
 			rc = launch__html_text(out, e->what);
 		else if (!rc)

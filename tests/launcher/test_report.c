@@ -4,7 +4,9 @@
  * resumed from it (steps redone), with an events.jsonl of two job starts;
  * goodput's parts; times of events that carry none; the sparkline; the
  * page's content and escaping; every rank's part of a step (the newest
- * start's, weighted by the windows' steps) and MFU.
+ * start's, weighted by the windows' steps) and MFU; a user's cancel named
+ * as one, a job that ended done drawn as no failure, wall time from the
+ * run's start.
  *
  * Sections: fixtures, reading, goodput, queries, page, every rank's part.
  */
@@ -289,6 +291,14 @@ static void test_page(void **state)
 	assert_non_null(strstr(page.p, "resumed from step 5, loaded in 500 ms; 3 steps redone"));
 	assert_non_null(strstr(page.p, "job stopped: crash: &lt;exit 134&gt;; rank 1 on node n2"));
 	assert_non_null(strstr(page.p, "<td>Slurm</td><td>RUNNING</td>"));
+	/* the job's stop "done" drawn as a success, the crash as a failure */
+	assert_non_null(strstr(page.p, "<tr class=\"ev ev-job_done\"><td>+14.0 s</td><td>job stopped: done</td>"));
+	assert_non_null(strstr(page.p, "<path class=\"mark jobstop done\""));
+	assert_non_null(strstr(page.p, "<tr class=\"ev ev-job_stop\"><td>+5.0 s</td><td>job stopped: crash"));
+	/* wall time from the run's start (1.6 s before its first step), not from step 1 */
+	assert_non_null(strstr(page.p, "wall time since the run started (s)"));
+	assert_non_null(strstr(page.p, "<title>training loss at s 1.6: 100</title>"));
+	assert_null(strstr(page.p, "<title>training loss at s 0: 100</title>"));
 	assert_null(strstr(page.p, "<exit"));
 	assert_null(strstr(page.p, "http:"));
 	assert_null(strstr(page.p, "https:"));
@@ -296,6 +306,74 @@ static void test_page(void **state)
 	assert_null(strstr(page.p, "href="));
 	dt_buf_free(&page);
 	launch__report_free(&r);
+}
+
+/* A run cancelled by the user at step 30 (its ranks stopped by SIGUSR1,
+ * saved): named a cancel, from its job's job_stop "cancelled" or, without
+ * an events.jsonl, from its cancel marker; a signal without either stays
+ * a stop for a requeue. */
+static const char *write_cancelled(const char *name, bool events, bool marker)
+{
+	static char dir[600];
+	char path[700];
+	struct dt_buf b = {0};
+
+	snprintf(dir, sizeof(dir), "%s/%s", tu_scratch(), name);
+	mkdir(dir, 0755);
+	dt_buf_puts(&b, "{\"event\":\"start\",\"total_steps\":12,\"step\":0}\n");
+	add_step(&b, 10, 3);
+	add_step(&b, 30, 2);
+	dt_buf_puts(&b, "{\"event\":\"stop\",\"step\":30,\"signal\":\"USR1\",\"unix_time\":1003.1}\n"
+		    "{\"event\":\"checkpoint\",\"step\":30,\"bytes\":1024,\"stall_s\":0.1,\"async\":false}\n");
+	snprintf(path, sizeof(path), "%s/metrics.jsonl", dir);
+	tu_write_path(path, b.p, 0644);
+	snprintf(path, sizeof(path), "%s/events.jsonl", dir);
+	if (events)
+		tu_write_path(path, "{\"event\":\"job_start\",\"time\":999,\"job_id\":\"9\",\"restart\":0,\"nodes\":\"n1\",\"layout\":\"1x1\"}\n"
+			      "{\"event\":\"job_stop\",\"time\":1004,\"job_id\":\"9\",\"restart\":0,\"cause\":\"cancelled\",\"exit\":75}\n", 0644);
+	snprintf(path, sizeof(path), "%s/cancel", dir);
+	if (marker)
+		tu_write_path(path, "", 0644);
+	dt_buf_free(&b);
+	return dir;
+}
+
+static void test_page_cancelled(void **state)
+{
+	static const struct { const char *name; bool events, marker, cancel; } runs[] = {
+		{ "cancel-events", true, false, true },
+		{ "cancel-marker", false, true, true },
+		{ "stop-signal", false, false, false },
+	};
+	struct launch__report r;
+	struct dt_err err = {0};
+	struct dt_buf page = {0};
+	char buf[160];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		assert_int_equal(launch__report_read(write_cancelled(runs[i].name, runs[i].events, runs[i].marker),
+						     NULL, &r, &err), 0);
+		assert_int_equal(launch__report_html(&r, "CANCELLED", &page), 0);
+		launch__report_state(&r, buf, sizeof(buf));
+		if (runs[i].cancel) {
+			assert_string_equal(buf, "cancelled by the user at step 30 of 12 (saved; dtrain-submit resume continues it)");
+			assert_non_null(strstr(page.p, "<tr class=\"ev ev-cancel\">"));
+			assert_non_null(strstr(page.p, "cancelled by the user (dtrain-submit cancel) at step 30: saved, then stopped (SIGUSR1)"));
+			assert_non_null(strstr(page.p, "<path class=\"mark stop cancel\""));
+			assert_null(strstr(page.p, "exited for a requeue"));
+		} else {
+			assert_string_equal(buf, "stopped by SIGUSR1 at step 30 of 12 (saved; not restarted since)");
+			assert_non_null(strstr(page.p, "stopped by SIGUSR1 at step 30: saved, exited for a requeue"));
+			assert_null(strstr(page.p, "cancelled by the user"));
+		}
+		if (runs[i].events)
+			assert_non_null(strstr(page.p, "<tr class=\"ev ev-job_cancelled\">"));
+		page.len = 0;
+		launch__report_free(&r);
+	}
+	dt_buf_free(&page);
 }
 
 /* --- every rank's part, MFU --- */
@@ -409,6 +487,7 @@ int main(void)
 		cmocka_unit_test(test_goodput_allocations),
 		cmocka_unit_test(test_queries),
 		cmocka_unit_test(test_page),
+		cmocka_unit_test(test_page_cancelled),
 		cmocka_unit_test(test_ranks),
 	};
 
