@@ -81,6 +81,32 @@ char *launch__task_output(const char *dir, const char *id);
 /* status of a sweep (sweep_status.c): a row per task, best first */
 int launch__sweep_status(const struct launch_job *sweep, struct dt_err *err);
 
+/* That table read (sweep_status.c; the sweep's report draws it too): the
+ * columns TASK, STATE, each key's last part, SEED, STEP, LOSS, BEST VAL
+ * LOSS, AT; a row per task, best first. Owned; launch__sweep_table_free(). */
+#define LAUNCH__SWEEP_COLS 24
+struct launch__sweep_row {
+	long k;                         /* the task */
+	char *col[LAUNCH__SWEEP_COLS];  /* NULL past cols */
+};
+struct launch__sweep_table {
+	char *title[LAUNCH__SWEEP_COLS];
+	size_t cols;
+	struct launch__sweep_row *rows; /* [n] */
+	size_t n;
+	long max_parallel;              /* 0: no limit */
+	bool unreachable;               /* Slurm did not answer: states unknown */
+	char why[200];                  /* ... in Slurm's client's words */
+};
+/* 0, or -errno with a line in err (the manifest unreadable, -ENOMEM);
+ * files of the tasks that cannot be read are lines in warn */
+int launch__sweep_table(const struct launch_job *sweep, struct launch__sweep_table *t,
+			struct dt_err *warn, struct dt_err *err);
+void launch__sweep_table_free(struct launch__sweep_table *t);
+/* The states of a sweep's tasks in a few words ("2 running, 1 done") into
+ * buf (all jobs' status shows a sweep's row so) */
+const char *launch__sweep_states(const struct launch_job *sweep, char *buf, size_t size);
+
 /* s as status prints what it read from a file (jobs.c): printable UTF-8
  * kept, control characters (C0, DEL, C1) and bytes of no UTF-8 character
  * shown as \xNN, so that no escape sequence reaches the terminal. Returns

@@ -239,6 +239,22 @@ int launch__svg_timeline(struct dt_buf *out, const struct launch__report *r);
  * stacked bar a row, its memory beside it (report_ranks_svg.c); nothing
  * when k holds no ranks. */
 int launch__svg_ranks(struct dt_buf *out, const struct launch__report_ranks *k);
+/* The start of a page (report_html.c): its head with the report's style,
+ * and title as its <h1>; and its end: note (HTML, our own words), the
+ * crosshair script. A run's page and a sweep's (report_sweep.c) share
+ * them. 0 or -ENOMEM. */
+int launch__html_open(struct dt_buf *out, const char *title);
+int launch__html_close(struct dt_buf *out, const char *note);
+/* Now, "2026-01-01 12:00:00 UTC", into buf. */
+const char *launch__report_now(char *buf, size_t size);
+/* A sweep's page (report_sweep.c), appended to out: its table as status
+ * SWEEP prints it, and every task's curves on shared axes (a task with no
+ * step logged is left out of them). A task's run that cannot be read is a
+ * line in warn; 0, or -errno with a line in err (the sweep's manifest,
+ * -ENOMEM). */
+struct launch_job;
+int launch__report_sweep(const struct launch_job *sweep, struct dt_buf *out, struct dt_err *warn,
+			 struct dt_err *err);
 /* s with & < > " ' written as entities, appended to out. */
 int launch__html_text(struct dt_buf *out, const char *s);
 

@@ -5,6 +5,8 @@
  * browser or a second report never sees half a page and a link planted at
  * the name is replaced, never written through (dt_write_file_atomic).
  *
+ * A sweep's page (report_sweep.c) has its table and every task's curves.
+ *
  * Sections: the run dir, the command.
  */
 #include "launcher/launch.h"
@@ -32,8 +34,10 @@ static bool names_dir(const char *arg)
 }
 
 /* The run dir of arg into *dir (caller frees) and, for a job, Slurm's
- * state of it into state ("" for a run dir). */
-static int find_run(const char *arg, char **dir, char *state, size_t size, struct dt_err *err)
+ * state of it into state ("" for a run dir); a sweep into *sweep (dir and
+ * state left as they are). */
+static int find_run(const char *arg, char **dir, char *state, size_t size, struct launch_job *sweep,
+		    struct dt_err *err)
 {
 	struct launch_job job = {0};
 	struct launch_slurm sl = {0};
@@ -53,9 +57,8 @@ static int find_run(const char *arg, char **dir, char *state, size_t size, struc
 		dt_err_add(err, "job %s: its run dir is unknown (not in the registry, not in Slurm); hint: give the run dir",
 			   job.id);
 	} else if (launch_is_sweep(job.run_dir)) {
-		rc = -EINVAL;
-		dt_err_add(err, "job %s is a sweep (%s): report shows one run; hint: give one task, %s_<k>",
-			   job.id, job.run_dir, arg);
+		*sweep = job;
+		return 0;
 	} else if (!(*dir = strdup(job.run_dir))) {
 		rc = -ENOMEM;
 		dt_err_add(err, "job %s: out of memory", job.id);
@@ -70,24 +73,47 @@ out:
 
 /* --- the command --- */
 
-int launch_cmd_report(const struct launch_args *a, struct dt_err *err)
+/* The page of the run in dir, or of the sweep, into page */
+static int render(const char *dir, const struct launch_job *sweep, const struct launch_args *a,
+		  const char *state, struct dt_buf *page, struct dt_err *err)
 {
 	struct launch__report r = {0};
+	struct dt_err warn = {0};
+	int rc;
+
+	if (sweep->id) {
+		rc = launch__report_sweep(sweep, page, &warn, err);
+		launch__print_warnings(&warn);
+		return rc;
+	}
+	rc = launch__report_read(dir, a->spec_path, &r, err);
+	if (!rc && launch__report_html(&r, *state ? state : NULL, page))
+		rc = -ENOMEM, dt_err_add(err, "%s: out of memory for the report", dir);
+	if (!rc)
+		fprintf(stderr, "dtrain-submit: report of %s: %zu step events, %d start%s\n", r.name, r.n_steps,
+			r.starts, r.starts == 1 ? "" : "s");
+	launch__report_free(&r);
+	return rc;
+}
+
+int launch_cmd_report(const struct launch_args *a, struct dt_err *err)
+{
+	struct launch_job sweep = {0};
 	struct dt_buf page = {0}, path = {0};
 	char *dir = NULL, state[80];
 	int rc;
 
-	rc = find_run(a->job, &dir, state, sizeof(state), err);
-	if (rc)
-		goto out;
-	rc = launch__report_read(dir, a->spec_path, &r, err);
-	if (rc)
-		goto out;
-	rc = launch__report_html(&r, *state ? state : NULL, &page);
+	rc = find_run(a->job, &dir, state, sizeof(state), &sweep, err);
 	if (!rc)
-		rc = a->output ? dt_buf_puts(&path, a->output) : dt_buf_printf(&path, "%s/report.html", dir);
+		rc = render(dir, &sweep, a, state, &page, err);
+	if (rc)
+		goto out;
+	if (sweep.id)
+		dir = strdup(sweep.run_dir);
+	rc = !dir || (a->output ? dt_buf_puts(&path, a->output) : dt_buf_printf(&path, "%s/report.html", dir));
 	if (rc) {
-		dt_err_add(err, "%s: out of memory for the report", dir);
+		rc = -ENOMEM;
+		dt_err_add(err, "%s: out of memory for the report", a->job);
 		goto out;
 	}
 	rc = dt_write_file_atomic(path.p, page.p, page.len, 0644);
@@ -96,10 +122,8 @@ int launch_cmd_report(const struct launch_args *a, struct dt_err *err)
 		goto out;
 	}
 	printf("%s\n", path.p);
-	fprintf(stderr, "dtrain-submit: report of %s: %zu step events, %d start%s\n", r.name, r.n_steps,
-		r.starts, r.starts == 1 ? "" : "s");
 out:
-	launch__report_free(&r);
+	launch_job_free(&sweep);
 	dt_buf_free(&page);
 	dt_buf_free(&path);
 	free(dir);

@@ -36,7 +36,8 @@ static const char css[] =
 	".xhair{stroke:#8a93a3;stroke-dasharray:3 3;pointer-events:none}\n"
 	".alloc{fill:#cfd8e6}.startup{fill:#f2c37b}.train{fill:#5b8bd6}.mark{stroke:#fff;stroke-width:.5}"
 	".ckpt{fill:#6b7a90}.stop{fill:#d2453b}.resume{fill:#2f9e64}.end{fill:#1d2430}.jobstop{fill:#a33}\n"
-	".jobstop.done{fill:#2f9e64}.stop.cancel,.jobstop.cancelled{fill:#6b7a90}\n"
+	".jobstop.done{fill:#2f9e64}.stop.cancel,.jobstop.cancelled{fill:#6b7a90}"
+	".swatch{display:inline-block;width:14px;height:10px}\n"
 	".ev-stop td,.ev-job_stop td{color:#b3261e}.ev-resume td,.ev-job_done td{color:#1b7a4a}"
 	".ev-cancel td,.ev-job_cancelled td{color:#5a6475}.note{color:#5a6475}\n";
 
@@ -64,24 +65,44 @@ static int row(struct dt_buf *out, const char *key, const char *value)
 	return rc ? rc : dt_buf_puts(out, "</td></tr>\n");
 }
 
-static int head(struct dt_buf *out, const struct launch__report *r, const char *state)
+int launch__html_open(struct dt_buf *out, const char *title)
 {
-	char b[512], now[64];
-	time_t t = time(NULL);
-	struct tm tm;
-	int rc;
+	int rc = dt_buf_puts(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+			     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>");
 
-	strftime(now, sizeof(now), "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&t, &tm));
-	rc = dt_buf_puts(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-			 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>");
 	if (!rc)
-		rc = launch__html_text(out, r->name);
+		rc = launch__html_text(out, title);
 	if (!rc)
 		rc = dt_buf_printf(out, ": dtrain report</title>\n<style>\n%s</style></head>\n<body>\n<h1>", css);
 	if (!rc)
-		rc = launch__html_text(out, r->name);
+		rc = launch__html_text(out, title);
+	return rc ? rc : dt_buf_puts(out, "</h1>\n");
+}
+
+int launch__html_close(struct dt_buf *out, const char *note)
+{
+	return dt_buf_printf(out, "<p class=\"note\">%s</p>\n<script>\n%s</script>\n</body></html>\n", note,
+			     script);
+}
+
+const char *launch__report_now(char *buf, size_t size)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	strftime(buf, size, "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&t, &tm));
+	return buf;
+}
+
+static int head(struct dt_buf *out, const struct launch__report *r, const char *state)
+{
+	char b[512], now[64];
+	int rc;
+
+	launch__report_now(now, sizeof(now));
+	rc = launch__html_open(out, r->name);
 	if (!rc)
-		rc = dt_buf_puts(out, "</h1>\n<table class=\"info\" id=\"info\">\n");
+		rc = dt_buf_puts(out, "<table class=\"info\" id=\"info\">\n");
 	if (!rc)
 		rc = row(out, "status", launch__report_state(r, b, sizeof(b)));
 	if (!rc && state)
@@ -513,6 +534,7 @@ static int timeline(struct dt_buf *out, const struct launch__report *r)
 
 int launch__report_html(const struct launch__report *r, const char *state, struct dt_buf *out)
 {
+	char note[160];
 	int rc = head(out, r, state);
 
 	if (!rc)
@@ -523,9 +545,9 @@ int launch__report_html(const struct launch__report *r, const char *state, struc
 		rc = step_time(out, r);
 	if (!rc)
 		rc = timeline(out, r);
+	snprintf(note, sizeof(note), "written by dtrain-submit report from the run dir's metrics.jsonl%s%s",
+		 r->has_spec ? ", its spec" : "", r->good.has_alloc ? " and events.jsonl" : "");
 	if (!rc)
-		rc = dt_buf_printf(out, "<p class=\"note\">written by dtrain-submit report from the run dir's metrics.jsonl%s%s</p>\n"
-				   "<script>\n%s</script>\n</body></html>\n", r->has_spec ? ", its spec" : "",
-				   r->good.has_alloc ? " and events.jsonl" : "", script);
+		rc = launch__html_close(out, note);
 	return rc ? -ENOMEM : 0;
 }

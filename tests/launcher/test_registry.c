@@ -546,6 +546,116 @@ static void test_status_escapes(void **state)
 	free(out);
 }
 
+/* --- sweeps --- */
+
+/* stdout of fn(arg) into a string (the caller frees) */
+static char *captured(int (*fn)(const struct launch_args *, struct dt_err *), const char *job,
+		      const char *name)
+{
+	struct launch_args a = { .cmd = LAUNCH_STATUS, .job = job };
+	struct dt_err err = {0};
+	char path[700], *out;
+	int saved, fd;
+
+	snprintf(path, sizeof(path), "%s/%s.out", tmp, name);
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(saved >= 0 && fd >= 0);
+	dup2(fd, STDOUT_FILENO);
+	close(fd);
+	assert_int_equal(fn(&a, &err), 0);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	out = tu_read(path, NULL);
+	assert_non_null(out);
+	return out;
+}
+
+/* Sweep 4 of three tasks (lr 0.1, 0.01, 0.001): task 0 running, task 1
+ * resumed as job 9 and running, task 2 done; tasks 0 and 1 logged steps
+ * (10 and 20, an evaluation each), task 2 none. Its dir. */
+static const char *write_sweep(void)
+{
+	static char dir[600];
+	char path[700];
+	long k;
+
+	snprintf(dir, sizeof(dir), "%s/sweep-4", tmp);
+	dt_remove_tree(dir);
+	for (k = 0; k < 3; k++) {
+		snprintf(path, sizeof(path), "%s/task-%ld", dir, k);
+		assert_int_equal(dt_mkdirs(path, 0755), 0);
+		snprintf(path, sizeof(path), "%s/task-%ld/job_id", dir, k);
+		tu_write_path(path, k == 1 ? "9\n" : k == 0 ? "4_0\n" : "4_2\n", 0644);
+	}
+	snprintf(path, sizeof(path), "%s/sweep.json", dir);
+	tu_write_path(path, "{ \"name\": \"lrs\", \"keys\": [\"train.optimizer.lr\"], \"seeds\": 0, \"max_parallel\": 0,\n"
+			    "  \"tasks\": [ { \"task\": 0, \"values\": [\"0.1\"] }, { \"task\": 1, \"values\": [\"0.01\"] },\n"
+			    "             { \"task\": 2, \"values\": [\"0.001\"] } ] }\n", 0644);
+	for (k = 0; k < 2; k++) {
+		snprintf(path, sizeof(path), "%s/task-%ld/metrics.jsonl", dir, k);
+		tu_write_path(path, k == 0 ?
+			      "{\"event\":\"start\",\"total_steps\":20,\"step\":0}\n"
+			      "{\"event\":\"step\",\"step\":10,\"total_steps\":20,\"loss\":3.5,\"unix_time\":1000}\n"
+			      "{\"event\":\"eval\",\"step\":10,\"test_loss\":3.6,\"unix_time\":1000.5}\n" :
+			      "{\"event\":\"start\",\"total_steps\":20,\"step\":0}\n"
+			      "{\"event\":\"step\",\"step\":10,\"total_steps\":20,\"loss\":3,\"unix_time\":2000}\n"
+			      "{\"event\":\"step\",\"step\":20,\"total_steps\":20,\"loss\":2,\"unix_time\":2001}\n"
+			      "{\"event\":\"eval\",\"step\":20,\"test_loss\":2.5,\"unix_time\":2001.5}\n", 0644);
+	}
+	append("4", "lrs", dir);
+	fake("squeue", "case \"$3\" in 4_0|9) echo 'RUNNING None' ;; 4_2) echo 'COMPLETED None' ;; *) echo 'PENDING None' ;; esac");
+	return dir;
+}
+
+/* status SWEEP labels a resumed task by its array label (and its new
+ * job); all jobs' status says the tasks' states in the sweep's row. */
+static void test_sweep_status(void **state)
+{
+	char *out;
+
+	(void)state;
+	write_sweep();
+	out = captured(launch_cmd_status, "4", "sweep-one");
+	assert_non_null(strstr(out, "\nTASK         STATE      lr "));
+	assert_non_null(strstr(out, "\n4_1 (job 9)  RUNNING    0.01   20/20 "));
+	assert_non_null(strstr(out, "\n4_0          RUNNING    0.1    10/20 "));
+	assert_non_null(strstr(out, "\n4_2          COMPLETED  0.001  - "));
+	assert_null(strstr(out, "\n9  "));
+	free(out);
+	out = captured(launch_cmd_status, NULL, "sweep-all");
+	assert_non_null(strstr(out, "4      lrs   2 running, 1 done  -"));
+	free(out);
+}
+
+/* report SWEEP: one page with the table and every task's curves on shared
+ * axes, a series per task that logged steps */
+static void test_sweep_report(void **state)
+{
+	char path[700], *page, *out;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/report.html", write_sweep());
+	out = captured(launch_cmd_report, "4", "sweep-report");
+	assert_non_null(strstr(out, path));
+	free(out);
+	page = tu_read(path, NULL);
+	assert_non_null(page);
+	assert_non_null(strstr(page, "<h1>sweep lrs</h1>"));
+	assert_non_null(strstr(page, "<th>TASK</th><th>STATE</th><th>lr</th>"));
+	assert_non_null(strstr(page, "<td>4_1 (job 9)</td><td>RUNNING</td><td>0.01</td>"));
+	assert_non_null(strstr(page, "<svg class=\"chart\" id=\"chart-loss-step\""));
+	assert_non_null(strstr(page, "data-series=\"0\" data-points=\"1\""));
+	assert_non_null(strstr(page, "data-series=\"1\" data-points=\"2\""));
+	assert_null(strstr(page, "data-series=\"2\""));
+	assert_non_null(strstr(page, "<title>task 1 at step 20: 2</title>"));
+	assert_non_null(strstr(page, "<title>task 0 at step 10: 3.6</title>"));
+	assert_non_null(strstr(page, "<title>task 1 at s 1: 2</title>"));
+	free(page);
+}
+
 static void test_pick_run_dir(void **state)
 {
 	struct dt_err err = {0};
@@ -593,6 +703,8 @@ int main(void)
 		cmocka_unit_test_setup(test_pick_run_dir, reset),
 		cmocka_unit_test_setup(test_status_restarting, reset),
 		cmocka_unit_test_setup(test_status_escapes, reset),
+		cmocka_unit_test_setup(test_sweep_status, reset),
+		cmocka_unit_test_setup(test_sweep_report, reset),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
