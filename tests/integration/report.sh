@@ -13,7 +13,10 @@
 #    chart holds one point per step event, the timeline lists the stop and
 #    the resume step, the goodput the job's allocation, a row per rank of
 #    where its step's time went, the GPT's MFU at every step; a screenshot of each
-#    page under the build tree for a person to look at.
+#    page under the build tree for a person to look at;
+#  - `report SWEEP` of a sweep of two MLP runs (two learning rates): one
+#    page with the table status SWEEP prints and a curve per task on shared
+#    axes, rendered without a console message.
 . "$(dirname "$0")/lib.sh"
 
 # the browser: Debian's chromium (site/deps.list), headless
@@ -75,7 +78,10 @@ train gpt || { cat "$T/gpt.out"; fail "the resumed GPT run"; }
 must_contain "$T/gpt/metrics.jsonl" '"event":"resume"'
 spec mlp
 train mlp || { cat "$T/mlp.out"; fail "the MLP run"; }
-echo "  GPT stopped at step $stop and resumed; MLP trained"
+jq '.name = "report-mlp2" | .train.optimizer.lr = 0.01' "$T/mlp-base.json" >"$T/mlp2-base.json"
+spec mlp2
+train mlp2 || { cat "$T/mlp2.out"; fail "the second MLP run"; }
+echo "  GPT stopped at step $stop and resumed; MLPs trained"
 
 # events.jsonl as the batch script will write it: two starts of the job on
 # two nodes, the first preempted, the second done
@@ -129,6 +135,24 @@ grep -Eq '^goodput:       [0-9.]+ (ms|s) in productive steps; start-up ' "$T/out
 expect_rc 0 env PATH="$T/fake:$PATH" $SUBMIT report report-gpt -o "$T/by-name.html"
 must_contain "$T/by-name.html" "<td>Slurm</td>"
 pass "status JOB shows a loss sparkline and the productive seconds; report takes a JOB"
+
+# report SWEEP: a sweep dir as dtrain-submit sweep leaves it, its two tasks
+# the MLP runs (lr 0.003 and 0.01), registered as sweep 4300
+sw=$T/sweep-4300
+mkdir -p "$sw"
+cp -r "$T/mlp" "$sw/task-0"
+cp -r "$T/mlp2" "$sw/task-1"
+echo 4300_0 >"$sw/task-0/job_id"
+echo 4300_1 >"$sw/task-1/job_id"
+cat >"$sw/sweep.json" <<JSON
+{ "name": "report-mlp", "keys": [ "train.optimizer.lr" ], "seeds": 0, "max_parallel": 0,
+  "tasks": [ { "task": 0, "values": [ "0.003" ], "seed": null }, { "task": 1, "values": [ "0.01" ], "seed": null } ] }
+JSON
+printf '4300\treport-sweep\t%s\t2026-01-01T00:00:00Z\n' "$sw" >>"$XDG_STATE_HOME/dtrain/jobs.tsv"
+PATH=$T/fake:$PATH expect_rc 0 $SUBMIT report 4300
+[ "$(cat "$T/out")" = "$sw/report.html" ] || fail "report SWEEP printed '$(cat "$T/out")', not $sw/report.html"
+must_contain "$sw/report.html" "<td>4300_1</td>"
+pass "report SWEEP writes one page in the sweep dir"
 
 # --- in a browser ---
 # render URL NAME: chromium's DOM of the page (after its scripts ran) in
@@ -186,6 +210,10 @@ for check in sys.argv[2:]:
     elif kind == "rows":  # rows=SVG:N: SVG draws N ranks (or stages), a row each
         svg, n = arg.split(":"); got = p.facts.get(("rows", svg), 0)
         if got != int(n): bad.append(f"{svg}: {got} rows, expected {n}")
+    elif kind == "series":  # series=CHART:N0,N1,...: CHART draws a series per task, N points each
+        chart, ns = arg.split(":"); want = [[int(n)] * 3 for n in ns.split(",")]
+        got = [p.facts.get((chart, str(k))) for k in range(len(want) + 1)]
+        if got != want + [None]: bad.append(f"{chart}: series points/markers/titles {got}, expected {want}")
     elif kind == "text" and arg not in text: bad.append(f"the page does not say '{arg}'")
 for b in bad: print("FAIL:", b)
 sys.exit(1 if bad else 0)
@@ -207,3 +235,11 @@ dom "$T/report-screenshot-mlp.dom" "points=chart-loss-step:$nmlp" "rows=ranks:2"
 	"text=mlp: 32-48-24-5" || fail "the MLP report as the browser shows it"
 ! grep -q 'id="chart-mfu"' "$T/mlp.html" || fail "the MLP report shows an MFU (a GPT's only)"
 pass "chromium renders both pages without a console message; the loss charts hold all $nsteps and $nmlp steps, the timeline the stop and the resume at step $stop (screenshots: $SHOTS/report-screenshot.png, report-screenshot-mlp.png)"
+nmlp2=$(grep -c '"event":"step"' "$T/mlp2/metrics.jsonl")
+emlp=$(grep -c '"event":"eval"' "$T/mlp/metrics.jsonl") emlp2=$(grep -c '"event":"eval"' "$T/mlp2/metrics.jsonl")
+render "file://$sw/report.html" report-screenshot-sweep
+[ -z "$(console report-screenshot-sweep)" ] || fail "console messages in the sweep's report: $(console report-screenshot-sweep)"
+dom "$T/report-screenshot-sweep.dom" "series=chart-loss-step:$nmlp,$nmlp2" "series=chart-loss-time:$nmlp,$nmlp2" \
+	"series=chart-val-step:$emlp,$emlp2" "text=sweep report-sweep" "text=BEST VAL LOSS" "text=4300_0" "text=4300_1" ||
+	fail "the sweep's report as the browser shows it"
+pass "chromium renders the sweep's page without a console message: its table, a curve per task on shared axes (screenshot: $SHOTS/report-screenshot-sweep.png)"
