@@ -8,7 +8,8 @@
 # job: task 0 resumes and ends bitwise equal to the same spec run alone.
 # `status SWEEP` has a row per task, sorted by the best validation loss,
 # each equal to its task's metrics.jsonl; logs and status take a task
-# (SWEEP_TASK). A sweep with one invalid combination (a width the heads do
+# (SWEEP_TASK); `status` of all jobs gives the sweep's row its tasks'
+# states; a task resumed by hand keeps its row's label SWEEP_k. A sweep with one invalid combination (a width the heads do
 # not divide) submits nothing and names it.
 . "$(dirname "$0")/lib.sh"
 : "${SLURM_CONF:?needs the local cluster}"
@@ -95,6 +96,8 @@ done
 [ "$(job_state "$after")" = PENDING ] || fail "the chained job $after is $(job_state "$after") while the sweep runs"
 expect_rc 0 $SUBMIT status "$after"
 must_contain "$T/out" "PENDING (Dependency)"
+expect_rc 0 $SUBMIT status
+grep -Eq "^$id +sweep +[12] running" "$T/out" || { cat "$T/out"; fail "status: the sweep's row does not say its running tasks"; }
 hi=$(sbatch --parsable -p high -N 2 --ntasks-per-node=4 -t 1 -o "$T/high.out" --wrap 'sleep 2') ||
 	fail "sbatch of the high-priority job"
 wait_state "$hi" 120 COMPLETED ENDED
@@ -155,7 +158,13 @@ again=$(cat "$T/out")
 [ -f "$dir/task-1/spec-${id}_1.json" ] || { ls "$dir/task-1"; fail "the task's first spec.json was not kept as spec-${id}_1.json"; }
 wait_state "$again" 120 COMPLETED ENDED
 [ -d "$dir/task-1/checkpoints/step-$(printf %08d $((total + 100)))" ] || fail "task 1 was not continued to step $((total + 100))"
-pass "resume of a sweep's task continues it in its run dir"
+expect_rc 0 $SUBMIT status "$id"
+grep -q "^${id}_1 (job $again) " "$T/out" || { cat "$T/out"; fail "status SWEEP: the resumed task's row is not labelled ${id}_1 (job $again)"; }
+! grep -q "^$again " "$T/out" || { cat "$T/out"; fail "status SWEEP: a row labelled with the resume's job id $again"; }
+expect_rc 0 $SUBMIT status
+grep -Eq "^$id +sweep +[1-4] (done|ended)(, [1-3] (done|ended))? " "$T/out" ||
+	{ cat "$T/out"; fail "status: the sweep's row does not say its 4 tasks ended"; }
+pass "resume of a sweep's task continues it in its run dir; its row keeps the label ${id}_1; status gives the sweep its tasks' states"
 
 # --- cancelling the task whose own job id is the array's ---
 # (Slurm gives the array's id to one task: its batch script must requeue and
