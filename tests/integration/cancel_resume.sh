@@ -7,7 +7,10 @@
 # job's spec.json and job.sh beside the new, appends to the one
 # metrics.jsonl (two starts, a resume from the cancel's step), and ends
 # with parameters and optimizer state bitwise those of the same spec run
-# without interruption. checkpoint.resume also takes the run dir.
+# without interruption. checkpoint.resume also takes the run dir. Its
+# report names the cancel as the user's, and the resumed job's end as done;
+# a resume of the completed run with nothing left to do is refused before
+# sbatch, with the key to raise.
 . "$(dirname "$0")/lib.sh"
 : "${SLURM_CONF:?needs the local cluster}"
 site=$(write_site)
@@ -48,7 +51,11 @@ saved=$(jq -r 'select(.event == "stop") | .step' "$dir/metrics.jsonl" | tail -n 
 [ $((saved % 1000)) -ne 0 ] || fail "the cancel's save fell on a periodic one (step $saved): it proves nothing"
 ckpt=$dir/checkpoints/step-$(printf %08d "$saved")
 "$DTRAIN_BIN/dtrain-ckpt" verify "$ckpt" >/dev/null || fail "the cancel's checkpoint $ckpt does not verify"
-pass "cancel saved at step $saved first, then the job was CANCELLED"
+expect_rc 0 $SUBMIT report "$dir" -o "$T/cancelled.html"
+must_contain "$T/cancelled.html" "cancelled by the user at step $saved of $total"
+must_contain "$T/cancelled.html" "cancelled by the user (dtrain-submit cancel) at step $saved: saved, then stopped"
+! grep -q "exited for a requeue" "$T/cancelled.html" || fail "the report calls the user's cancel a stop for a requeue"
+pass "cancel saved at step $saved first, then the job was CANCELLED; the report names the user's cancel"
 
 # --- checkpoint.resume takes the run dir (its checkpoints/) ---
 $SUBMIT validate "$T/job.json" --site "$site" --set run_dir="$T/from-dir" --set checkpoint.resume="$dir" \
@@ -83,4 +90,14 @@ same_as_reference "$dir/checkpoints/$final_name"
 	fail "the resumed job did not start from the cancel's step $saved"
 expect_rc 0 $SUBMIT status "$id2"
 must_contain "$T/out" "$dir"
-pass "resume $dir: one run dir and metrics.jsonl, ends bitwise equal to the uninterrupted run"
+expect_rc 0 $SUBMIT report "$dir" -o "$T/resumed.html"
+must_contain "$T/resumed.html" '<tr class="ev ev-cancel">'
+must_contain "$T/resumed.html" '<tr class="ev ev-job_done">'
+pass "resume $dir: one run dir and metrics.jsonl, ends bitwise equal to the uninterrupted run; the report draws its end as done"
+
+# --- a resume of the completed run with nothing left to do: refused before sbatch ---
+expect_rc 3 $SUBMIT resume "$dir" --site "$site"
+must_contain "$T/err" "the run completed at step $total and train.max_steps is $total: nothing left to do; hint: raise it, e.g. --set train.max_steps="
+[ ! -e "$dir/spec-$id2.json" ] || fail "the refused resume moved the job's spec.json aside"
+[ "$(cat "$dir/job_id")" = "$id2" ] || fail "the refused resume submitted a job ($(cat "$dir/job_id"))"
+pass "resume of a completed run with nothing left to do is refused before sbatch, naming train.max_steps"
