@@ -104,8 +104,10 @@ int launch__sweep_table(const struct launch_job *sweep, struct launch__sweep_tab
 			struct dt_err *warn, struct dt_err *err);
 void launch__sweep_table_free(struct launch__sweep_table *t);
 /* The states of a sweep's tasks in a few words ("2 running, 1 done") into
- * buf (all jobs' status shows a sweep's row so) */
-const char *launch__sweep_states(const struct launch_job *sweep, char *buf, size_t size);
+ * buf (all jobs' status shows a sweep's row so); sl: the command's Slurm */
+struct launch_slurm;
+const char *launch__sweep_states(const struct launch_job *sweep, struct launch_slurm *sl, char *buf,
+				 size_t size);
 
 /* s as status prints what it read from a file (jobs.c): printable UTF-8
  * kept, control characters (C0, DEL, C1) and bytes of no UTF-8 character

@@ -295,7 +295,7 @@ static int status_all(struct dt_err *err)
 		launch_job_state(&sl, jobs[i].id, &r->st);
 		launch_state_text(&r->st, r->state, sizeof(r->state));
 		if (launch_is_sweep(jobs[i].run_dir)) /* its tasks' states, not the array's */
-			launch__sweep_states(&jobs[i], r->state, sizeof(r->state));
+			launch__sweep_states(&jobs[i], &sl, r->state, sizeof(r->state));
 		/* An unreadable metrics file is a "-" and a warning. */
 		rc = job_progress(r->job, r->st.name, &r->prog, &warn);
 		if (rc) {

@@ -327,12 +327,12 @@ static void state_word(const char *state, char *buf, size_t size)
 	buf[i] = '\0';
 }
 
-const char *launch__sweep_states(const struct launch_job *sweep, char *buf, size_t size)
+const char *launch__sweep_states(const struct launch_job *sweep, struct launch_slurm *sl, char *buf,
+				 size_t size)
 {
 	enum { MAX_STATES = 8 };
 	char word[MAX_STATES][32];
 	long count[MAX_STATES] = {0}, k;
-	struct launch_slurm sl = {0};
 	struct launch_job task;
 	size_t n = 0, i, at = 0;
 
@@ -341,7 +341,7 @@ const char *launch__sweep_states(const struct launch_job *sweep, char *buf, size
 		struct launch_state st;
 		char w[32];
 
-		launch_job_state(&sl, task.id, &st);
+		launch_job_state(sl, task.id, &st);
 		state_word(st.name, w, sizeof(w));
 		for (i = 0; i < n && strcmp(word[i], w); i++)
 			;
