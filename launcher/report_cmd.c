@@ -108,9 +108,10 @@ int launch_cmd_report(const struct launch_args *a, struct dt_err *err)
 		rc = render(dir, &sweep, a, state, &page, err);
 	if (rc)
 		goto out;
-	if (sweep.id)
-		dir = strdup(sweep.run_dir);
-	rc = !dir || (a->output ? dt_buf_puts(&path, a->output) : dt_buf_printf(&path, "%s/report.html", dir));
+	if (sweep.id && !(dir = strdup(sweep.run_dir)))
+		rc = -ENOMEM;
+	else
+		rc = a->output ? dt_buf_puts(&path, a->output) : dt_buf_printf(&path, "%s/report.html", dir);
 	if (rc) {
 		rc = -ENOMEM;
 		dt_err_add(err, "%s: out of memory for the report", a->job);
