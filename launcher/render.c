@@ -334,6 +334,81 @@ static void render_preamble(struct render *r)
 	put(r, "set -u\n\n");
 }
 
+/* --- the site's locked variables --- */
+
+/* The env part of a locked entry: "" for "env" and "env.*" (every
+ * variable), NAME or PREFIX* for the others; NULL for a lock of no env key. */
+static const char *env_lock(const char *lock)
+{
+	if (!strcmp(lock, "env"))
+		return "";
+	if (strncmp(lock, "env.", 4))
+		return NULL;
+	return strcmp(lock + 4, "*") ? lock + 4 : "";
+}
+
+/* A name, or a name's prefix and '*': safe unquoted in a case pattern
+ * (site_load refuses other entries). */
+static bool env_word(const char *s)
+{
+	size_t n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+
+	return n > 0 && (!s[n] || (s[n] == '*' && !s[n + 1]));
+}
+
+/* One case line: the words of v (patterns when star, else exact names)
+ * that env_word takes, then `then`; nothing when none. */
+static void put_case(struct render *r, const struct spec_strs *v, bool locks, bool star,
+		     const char *then)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < v->n; i++) {
+		const char *w = locks ? env_lock(v->v[i]) : v->v[i];
+
+		if (!w || !env_word(w) || (strchr(w, '*') != NULL) != star)
+			continue;
+		put(r, "%s%s", n++ ? " | " : "\tcase $1 in ", w);
+	}
+	if (n)
+		put(r, ") %s ;; esac\n", then);
+}
+
+/* sbatch copies the submitting shell's environment into the job: every
+ * variable the site locks is unset first, so that it comes only from the
+ * site (its env, or its defaults in the spec's env). Slurm's own stay. */
+static void render_shell_locks(struct render *r)
+{
+	const struct spec_strs *locked = &r->site->locked;
+	bool any = false, all = false;
+	size_t i;
+
+	for (i = 0; i < locked->n; i++) {
+		const char *e = env_lock(locked->v[i]);
+
+		any |= e != NULL;
+		all |= e && !*e;
+	}
+	if (!any)
+		return;
+	put(r, "# --- the site's locked variables: none from the submitting shell ---\n"
+	       "dtrain_locked() { # NAME: 0 when the site locks it (site/README.md)\n"
+	       "\tcase $1 in SLURM_* | SLURMD_*) return 1 ;; esac\n");
+	put_case(r, locked, true, false, "return 0");
+	put_case(r, &r->site->env_allow, false, false, "return 1");
+	put_case(r, &r->site->env_allow, false, true, "return 1");
+	if (all)
+		put(r, "\t# env.*: all but a login's own\n"
+		       "\tcase $1 in HOME | USER | LOGNAME | PATH | SHELL | TERM | LANG | LC_* | TZ | TMPDIR | PWD | SHLVL | HOSTNAME) return 1 ;; esac\n");
+	else
+		put_case(r, locked, true, true, "return 0");
+	put(r, "\treturn %d\n"
+	       "}\n"
+	       "for dtrain_v in $(compgen -e); do\n"
+	       "\t! dtrain_locked \"$dtrain_v\" || unset \"$dtrain_v\" 2>/dev/null || true\n"
+	       "done\n\n", all ? 0 : 1);
+}
+
 /* Slurm's variables and the first TERM trap, before the job's env can
  * shadow them or a SIGTERM can go unnoticed. */
 static void render_slurm_view(struct render *r)
@@ -391,6 +466,36 @@ static void render_setup_lines(struct render *r)
 	}
 }
 
+/* dtrain_run_error: a crash that no node caused, told from dtrain-run's
+ * <run dir>/failure. */
+static void render_run_error(struct render *r)
+{
+	put(r, "# dtrain_run_error: 0 when the step failed on an error of the run's, which\n"
+	       "# no node caused and any node would meet again: <run dir>/failure, written\n"
+	       "# by dtrain-run since this start, says a full disk or quota, a path refused\n"
+	       "# (a symbolic link, a directory, no permission) or an invalid spec (exit 3).\n"
+	       "# Its text in dtrain_error.\n"
+	       "dtrain_run_error() {\n"
+	       "\tlocal f=\"$DTRAIN_RUN_DIR/failure\" at\n"
+	       "\tdtrain_error=\n"
+	       "\t[ -f \"$f\" ] && [ ! -L \"$f\" ] || return 1\n"
+	       "\tdtrain_error=$(head -c 1000 \"$f\" 2>/dev/null | head -n 1)\n"
+	       "\tat=$(printf '%%s\\n' \"$dtrain_error\" | sed -n 's/^exit [0-9]* at \\([0-9]\\{1,18\\}\\): .*/\\1/p')\n"
+	       "\tif [ -z \"$at\" ] || [ \"$at\" -lt \"${DTRAIN_STEP_START%%%%.*}\" ]; then\n"
+	       "\t\tdtrain_error=\n"
+	       "\t\treturn 1\n"
+	       "\tfi\n"
+	       "\tcase $dtrain_error in\n"
+	       "\t'exit 3 at '* | *'No space left on device'* | *'Disk quota exceeded'* | *'File too large'* | \\\n"
+	       "\t*'symbolic link'* | *'Is a directory'* | *'Not a directory'* | *'Permission denied'*)\n"
+	       "\t\tdtrain_error=${dtrain_error#exit * at *: } ;;\n"
+	       "\t*)\n"
+	       "\t\tdtrain_error=\n"
+	       "\t\treturn 1 ;;\n"
+	       "\tesac\n"
+	       "}\n\n");
+}
+
 /* The run's life as it happens, for dtrain-submit report: <run dir>/
  * events.jsonl, one line at each start and end of the job step, at a
  * SIGTERM (written at once: a preempted job's shell may be killed before
@@ -411,7 +516,8 @@ static void render_events(struct render *r)
 	       "# terminated, time_limit (a saved stop before the limit), refused, diverged,\n"
 	       "# replicas (a replica's state differs: its rank and node), watchdog (a step\n"
 	       "# that stopped making progress), crash (the first rank to die and its node,\n"
-	       "# as srun names them)\n"
+	       "# as srun names them), error (a crash on an error of the run's, the same on\n"
+	       "# any node: dtrain_run_error)\n"
 	       "dtrain_stop_event() {\n"
 	       "\tlocal cause=crash detail='' rank='' node='' e=\"$dtrain_srun_err\"\n"
 	       "\tif [ \"$dtrain_term\" -ne 0 ]; then\n"
@@ -436,7 +542,9 @@ static void render_events(struct render *r)
 	       "\t\t\t# as the log line below: the watchdog's report, when the first\n"
 	       "\t\t\t# rank to end was the watchdog's exit (%d) or none is named\n"
 	       "\t\t\tdetail=$(sed -n 's/^dtrain-run: watchdog: //p' \"$e\" 2>/dev/null | head -n 1)\n"
-	       "\t\t\tif [ -n \"$detail\" ] && ! grep -q '^srun: error: [^:]*: tasks\\{0,1\\} [0-9,-]*: ' \"$e\" 2>/dev/null ||\n"
+	       "\t\t\tif dtrain_run_error; then\n"
+	       "\t\t\t\tcause=error detail=$dtrain_error\n"
+	       "\t\t\telif [ -n \"$detail\" ] && ! grep -q '^srun: error: [^:]*: tasks\\{0,1\\} [0-9,-]*: ' \"$e\" 2>/dev/null ||\n"
 	       "\t\t\t   grep '^srun: error: [^:]*: tasks\\{0,1\\} [0-9,-]*: ' \"$e\" 2>/dev/null | head -n 1 | grep -q ': Exited with exit code %d$' && [ -n \"$detail\" ]; then\n"
 	       "\t\t\t\tcause=watchdog\n"
 	       "\t\t\telse\n"
@@ -450,38 +558,73 @@ static void render_events(struct render *r)
 	       "\tdtrain_event job_stop \",\\\"cause\\\":\\\"$cause\\\",\\\"exit\\\":$((10#$dtrain_rc)),\\\"rank\\\":\\\"$(dtrain_text \"$rank\")\\\",\\\"node\\\":\\\"$(dtrain_text \"$node\")\\\",\\\"detail\\\":\\\"$(dtrain_text \"$detail\")\\\"\"\n"
 	       "}\n\n",
 	    DT_EXIT_REQUEUE, DT_EXIT_REPLICAS, DT_EXIT_REQUEUE, DT_EXIT_HUNG, DT_EXIT_HUNG);
+	render_run_error(r);
 }
 
-/* Counters in the run dir, so that a node failure can be told from the
- * requeues and stops this script caused; then recovery.max_node_failures. */
+/* Counters in the run dir, and the check that no name this script writes
+ * is a link or a directory planted there (the job stops: a counter moved
+ * into a planted directory would read 0 for ever). */
+static void render_counters(struct render *r)
+{
+	put(r, "# --- recovery: counters kept in the run dir across requeues ---\n"
+	       "# Slurm counts every requeue (SLURM_RESTART_COUNT); this script writes down\n"
+	       "# those it asked for (a saved stop before the time limit, a bad node left\n"
+	       "# out, a node that did not answer), the stops it saw (SIGTERM: preemption\n"
+	       "# or scancel) and the crashes it restarted. A requeue none of those\n"
+	       "# explains was Slurm's after a node failed.\n"
+	       "# A counter is a file holding a number; one missing, empty or damaged\n"
+	       "# reads as 0. Written whole (a temporary file, then mv -T), never through\n"
+	       "# a link or into a directory planted in the run dir: such a name is\n"
+	       "# refused, and a counter that cannot be written stops the restart or\n"
+	       "# requeue it would count.\n"
+	       "dtrain_refused() { # PATH [-d]: 0, saying why, when PATH is a link, or\n"
+	       "\t# not a regular file (-d: not a directory) though it exists\n"
+	       "\tlocal what\n"
+	       "\tif [ -L \"$1\" ]; then\n"
+	       "\t\twhat='a symbolic link'\n"
+	       "\telif [ ! -e \"$1\" ] || { [ \"${2:-}\" = -d ] && [ -d \"$1\" ]; } || { [ \"${2:-}\" != -d ] && [ -f \"$1\" ]; }; then\n"
+	       "\t\treturn 1\n"
+	       "\telif [ -d \"$1\" ]; then\n"
+	       "\t\twhat='a directory'\n"
+	       "\telse\n"
+	       "\t\twhat='no regular file'\n"
+	       "\tfi\n"
+	       "\techo \"dtrain: $1 is $what, which dtrain did not make: not written; remove it\" >&2\n"
+	       "}\n"
+	       "dtrain_count() {\n"
+	       "\tlocal v=0 f=\"$DTRAIN_RUN_DIR/recovery/$1\"\n"
+	       "\t[ ! -f \"$f\" ] || [ -L \"$f\" ] || v=$(cat \"$f\" 2>/dev/null) || v=0\n"
+	       "\tcase $v in '' | *[!0-9]* | ?????????*) v=0 ;; esac\n"
+	       "\techo $((10#$v))\n"
+	       "}\n"
+	       "dtrain_set() { # COUNTER VALUE\n"
+	       "\tlocal d=\"$DTRAIN_RUN_DIR/recovery\"\n"
+	       "\t! dtrain_refused \"$d\" -d && mkdir -p \"$d\" && ! dtrain_refused \"$d/$1\" &&\n"
+	       "\t\trm -f \"$d/.$1.tmp\" && (set -C; echo \"$2\" >\"$d/.$1.tmp\") &&\n"
+	       "\t\tmv -fT \"$d/.$1.tmp\" \"$d/$1\"\n"
+	       "}\n"
+	       "dtrain_bump() { dtrain_set \"$1\" \"$(($(dtrain_count \"$1\") + 1))\"; }\n"
+	       "# Every name this script writes in the run dir, checked at each start: one\n"
+	       "# that is a link or a directory stops the job here.\n"
+	       "if [ -d \"$DTRAIN_RUN_DIR\" ]; then\n"
+	       "\tfor dtrain_f in recovery recovery/crashes recovery/crash_nodes recovery/excluded recovery/requeued \\\n"
+	       "\t\trecovery/stopped recovery/left_out recovery/node_failures events.jsonl srun.err probe.err; do\n"
+	       "\t\tdtrain_refused \"$DTRAIN_RUN_DIR/$dtrain_f\" $([ \"$dtrain_f\" != recovery ] || echo -d) || continue\n"
+	       "\t\techo \"dtrain: job ${dtrain_job_id:-none} not started: the batch script writes $DTRAIN_RUN_DIR/$dtrain_f (its recovery counters and records, its events)\" >&2\n"
+	       "\t\texit 1\n"
+	       "\tdone\n"
+	       "fi\n");
+}
+
+/* The stops and requeues counted, so that a node failure can be told from
+ * the requeues and stops this script caused; then
+ * recovery.max_node_failures. */
 static void render_recovery(struct render *r)
 {
 	long max_node_failures = r->spec->recovery.max_node_failures;
 
-	put(r, "# --- recovery: counters kept in the run dir across requeues ---\n"
-	       "# Slurm counts every requeue (SLURM_RESTART_COUNT); this script writes down\n"
-	       "# those it asked for (a saved stop before the time limit), the stops it saw\n"
-	       "# (SIGTERM: preemption or scancel) and the crashes it restarted. A requeue\n"
-	       "# none of those explains was Slurm's after a node failed.\n"
-	       "# A counter is a file holding a number; one missing, empty or damaged\n"
-	       "# reads as 0. Written whole (a temporary file, then mv), never through a\n"
-	       "# link planted in the run dir (the name removed first, written with\n"
-	       "# noclobber); a counter that cannot be written stops the restart or\n"
-	       "# requeue it would count.\n"
-	       "dtrain_count() {\n"
-	       "\tlocal v\n"
-	       "\tv=$(cat \"$DTRAIN_RUN_DIR/recovery/$1\" 2>/dev/null) || v=0\n"
-	       "\tcase $v in '' | *[!0-9]* | ?????????*) v=0 ;; esac\n"
-	       "\techo $((10#$v))\n"
-	       "}\n"
-	       "dtrain_set() {\n"
-	       "\t[ ! -L \"$DTRAIN_RUN_DIR/recovery\" ] && mkdir -p \"$DTRAIN_RUN_DIR/recovery\" &&\n"
-	       "\t\trm -f \"$DTRAIN_RUN_DIR/recovery/.$1.tmp\" &&\n"
-	       "\t\t(set -C; echo \"$2\" >\"$DTRAIN_RUN_DIR/recovery/.$1.tmp\") &&\n"
-	       "\t\tmv -f \"$DTRAIN_RUN_DIR/recovery/.$1.tmp\" \"$DTRAIN_RUN_DIR/recovery/$1\"\n"
-	       "}\n"
-	       "dtrain_bump() { dtrain_set \"$1\" \"$(($(dtrain_count \"$1\") + 1))\"; }\n"
-	       "# A SIGTERM (preemption, scancel, an admin's requeue) is counted as it\n"
+	render_counters(r);
+	put(r, "# A SIGTERM (preemption, scancel, an admin's requeue) is counted as it\n"
 	       "# arrives: a save that outlasts KillWait ends this shell with SIGKILL,\n"
 	       "# and Slurm's requeue would then count as a node failure.\n"
 	       "dtrain_on_term() {\n"
@@ -493,15 +636,28 @@ static void render_recovery(struct render *r)
 	       "trap dtrain_on_term TERM\n"
 	       "# Its own requeue makes Slurm send this shell SIGTERM too: not a stop.\n"
 	       "# Then the nodes left out (render_nodes.c), set on the job while pending.\n"
-	       "# dtrain_requeue [COUNTER]: COUNTER counts the requeue once it is through.\n"
+	       "# dtrain_requeue [COUNTER]: COUNTER counts the requeue. It is written, and\n"
+	       "# what the update needs read, before the requeue: its SIGTERM reaches every\n"
+	       "# process of the job (a counter's mv killed would make the requeue a node\n"
+	       "# failure). Not requeued: the reason in dtrain_why_not.\n"
 	       "dtrain_requeue() {\n"
+	       "\tlocal old=0 list\n"
+	       "\tlist=$(dtrain_leave_out_list)\n"
+	       "\tif [ -n \"${1:-}\" ]; then\n"
+	       "\t\told=$(dtrain_count \"$1\")\n"
+	       "\t\tif ! dtrain_set \"$1\" $((old + 1)); then\n"
+	       "\t\t\tdtrain_why_not=\"cannot count the requeue in $DTRAIN_RUN_DIR/recovery/$1\"\n"
+	       "\t\t\treturn 1\n"
+	       "\t\tfi\n"
+	       "\tfi\n"
 	       "\ttrap 'dtrain_term=1' TERM\n"
 	       "\tif ! scontrol requeue \"$dtrain_job_id\"; then\n"
 	       "\t\ttrap dtrain_on_term TERM\n"
+	       "\t\t[ -z \"${1:-}\" ] || dtrain_set \"$1\" \"$old\" || true\n"
+	       "\t\tdtrain_why_not='scontrol requeue failed'\n"
 	       "\t\treturn 1\n"
 	       "\tfi\n"
-	       "\t[ -z \"${1:-}\" ] || dtrain_bump \"$1\" || true\n"
-	       "\tdtrain_leave_out\n"
+	       "\tdtrain_leave_out \"$list\"\n"
 	       "}\n"
 	       "if [ \"$dtrain_term\" -ne 0 ]; then # one before the trap above\n"
 	       "\tdtrain_term=0\n"
@@ -642,8 +798,15 @@ static void render_step_start(struct render *r, const char *dtrain_run_path)
 	       "dtrain_rc=0\n"
 	       "while [ \"$dtrain_term\" -eq 0 ]; do\n"
 	       "\techo \"dtrain: job ${dtrain_job_id:-none}, restart ${dtrain_restarts}, starting $(date -u +%%FT%%TZ) on ${SLURM_JOB_NODELIST:-this host} (${SLURM_JOB_NUM_NODES:-1} node$([ \"${SLURM_JOB_NUM_NODES:-1}\" = 1 ] || echo s)), layout $(dtrain_layout)\"\n"
-	       "\t# rewritten at each start: a link planted under their names goes first\n"
-	       "\tif [ -d \"$DTRAIN_RUN_DIR\" ]; then rm -f \"$dtrain_srun_err\" \"$dtrain_probe_err\"; fi\n"
+	       "\t# rewritten at each start: a link planted under their names goes first;\n"
+	       "\t# a directory stays, and stops the job\n"
+	       "\tif [ -d \"$DTRAIN_RUN_DIR\" ]; then\n"
+	       "\t\trm -f \"$dtrain_srun_err\" \"$dtrain_probe_err\" 2>/dev/null\n"
+	       "\t\tif dtrain_refused \"$dtrain_srun_err\" || dtrain_refused \"$dtrain_probe_err\"; then\n"
+	       "\t\t\techo \"dtrain: not started again: srun's messages cannot be kept in the run dir\" >&2\n"
+	       "\t\t\tbreak\n"
+	       "\t\tfi\n"
+	       "\tfi\n"
 	       "\t# this start of the step, the same for every rank (their heartbeats)\n"
 	       "\texport DTRAIN_STEP_START=\"$(date +%%s.%%N)\"\n"
 	       "\t# what checkpoint.every_steps \"auto\" weighs: this run's interruptions so\n"
@@ -708,6 +871,8 @@ static void render_step_wait(struct render *r)
 	       "\tdtrain_odd=$(sed -n 's/^dtrain-run: rank 0: replicas disagree //p' \"$dtrain_srun_err\" 2>/dev/null | head -n 1)\n"
 	       "\tif [ -n \"$dtrain_odd\" ]; then # dtrain-run exits %d\n"
 	       "\t\techo \"dtrain: the replicas of a stage disagree (exit $dtrain_rc): $dtrain_odd\" >&2\n"
+	       "\telif [ \"$dtrain_cause\" = error ]; then\n"
+	       "\t\techo \"dtrain: the job step failed (exit $dtrain_rc) on an error of the run's, which no node caused: $dtrain_error\" >&2\n"
 	       "\telif [ -n \"$dtrain_hung\" ] && case \"$dtrain_died\" in '' | *': Exited with exit code %d') true ;; *) false ;; esac; then\n"
 	       "\t\techo \"dtrain: the job step stopped making progress (exit $dtrain_rc); the watchdog: $dtrain_hung\" >&2\n"
 	       "\telse\n"
@@ -787,6 +952,7 @@ static void render_requeue(struct render *r)
 static void render_body(struct render *r, const char *dtrain_run_path)
 {
 	render_preamble(r);
+	render_shell_locks(r);
 	render_slurm_view(r);
 	render_environment(r);
 	render_setup_lines(r);

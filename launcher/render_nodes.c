@@ -79,11 +79,12 @@ static void render_records(struct render *r)
 	       "# recovery.max_excluded_nodes, and never so many that the partition would\n"
 	       "# keep fewer nodes than resources.nodes' minimum (the job would wait for\n"
 	       "# ever).\n"
-	       "dtrain_append() { # FILE LINE: recovery/FILE rewritten whole with LINE added\n"
-	       "\t[ ! -L \"$DTRAIN_RUN_DIR/recovery\" ] && mkdir -p \"$DTRAIN_RUN_DIR/recovery\" &&\n"
-	       "\t\trm -f \"$DTRAIN_RUN_DIR/recovery/.$1.tmp\" &&\n"
-	       "\t\t(set -C; { cat \"$DTRAIN_RUN_DIR/recovery/$1\" 2>/dev/null; echo \"$2\"; } >\"$DTRAIN_RUN_DIR/recovery/.$1.tmp\") &&\n"
-	       "\t\tmv -f \"$DTRAIN_RUN_DIR/recovery/.$1.tmp\" \"$DTRAIN_RUN_DIR/recovery/$1\"\n"
+	       "dtrain_append() { # FILE LINE: recovery/FILE rewritten whole with LINE added (as dtrain_set)\n"
+	       "\tlocal d=\"$DTRAIN_RUN_DIR/recovery\"\n"
+	       "\t! dtrain_refused \"$d\" -d && mkdir -p \"$d\" && ! dtrain_refused \"$d/$1\" &&\n"
+	       "\t\trm -f \"$d/.$1.tmp\" &&\n"
+	       "\t\t(set -C; { cat \"$d/$1\" 2>/dev/null; echo \"$2\"; } >\"$d/.$1.tmp\") &&\n"
+	       "\t\tmv -fT \"$d/.$1.tmp\" \"$d/$1\"\n"
 	       "}\n"
 	       "dtrain_lines() { # FILE WORD: the lines of recovery/FILE that begin with WORD\n"
 	       "\tawk -v k=\"$2\" '$1 == k { n++ } END { print n + 0 }' \"$DTRAIN_RUN_DIR/recovery/$1\" 2>/dev/null || echo 0\n"
@@ -119,16 +120,21 @@ static void render_records(struct render *r)
 	    s->recovery.max_excluded_nodes, s->recovery.max_excluded_nodes, s->resources.nodes.min, s->resources.nodes.min, s->recovery.max_excluded_nodes);
 }
 
-/* dtrain_leave_out: the update of the job's excluded nodes after a requeue. */
+/* dtrain_leave_out_list: the job's excluded nodes, read before a requeue;
+ * dtrain_leave_out LIST: their update after it. */
 static void render_leave_out(struct render *r)
 {
-	put(r, "dtrain_leave_out() { # after a requeue: the job's excluded nodes, while it is pending\n"
+	put(r, "dtrain_leave_out_list() { # before a requeue: the excluded nodes the job is to have\n"
 	       "\tlocal list had\n"
 	       "\tlist=$(dtrain_excluded)\n"
 	       "\t[ -n \"$list\" ] || return 0\n"
 	       "\t# with those the job had already (sbatch --exclude, the site's)\n"
 	       "\thad=$(scontrol show job -o \"$dtrain_job_id\" 2>/dev/null | sed -n 's/.* ExcNodeList=\\([^ ]*\\).*/\\1/p')\n"
-	       "\tcase $had in '' | '(null)') ;; *) list=$({ scontrol show hostnames \"$had\" 2>/dev/null; tr ',' '\\n' <<<\"$list\"; } | sort -u | paste -sd, -) ;; esac\n"
+	       "\tcase $had in '' | '(null)') echo \"$list\" ;; *) { scontrol show hostnames \"$had\" 2>/dev/null; tr ',' '\\n' <<<\"$list\"; } | sort -u | paste -sd, - ;; esac\n"
+	       "}\n"
+	       "dtrain_leave_out() { # LIST, after a requeue: the job's excluded nodes, while it is pending\n"
+	       "\tlocal list=$1\n"
+	       "\t[ -n \"$list\" ] || return 0\n"
 	       "\tfor _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do\n"
 	       "\t\tif (trap '' TERM; exec scontrol update JobId=\"$dtrain_job_id\" ExcNodeList=\"$list\") 2>/dev/null; then\n"
 	       "\t\t\techo \"dtrain: job $dtrain_job_id leaves out $list from its next starts\" >&2\n"
@@ -212,7 +218,7 @@ void launch__render_start_check(struct render *r)
 	       "\tif dtrain_requeue left_out; then\n"
 	       "\t\texit 0\n"
 	       "\tfi\n"
-	       "\techo \"dtrain: scontrol requeue failed; starting on these nodes all the same\" >&2\n"
+	       "\techo \"dtrain: $dtrain_why_not; starting on these nodes all the same\" >&2\n"
 	       "fi\n"
 	       "\n");
 }
@@ -225,29 +231,30 @@ void launch__render_after_crash(struct render *r)
 
 	put(r, "\t# Before starting again: does every node of the allocation answer? One\n"
 	       "\t# that does not is left out, and the job requeued to start again where\n"
-	       "\t# every node answers. Slurm counts the requeue, this script does not:\n"
-	       "\t# the next start counts it a node failure.\n"
+	       "\t# every node answers: a node failure, counted here (node_failures) before\n"
+	       "\t# the requeue, so that the next start does not count it again.\n"
 	       "\tif ! dtrain_probe; then\n"
 	       "\t\t[ \"$dtrain_term\" -eq 0 ] || break\n"
 	       "\t\tdtrain_why=$(grep -v '^srun: Job [0-9]* step creation' \"$dtrain_probe_err\" 2>/dev/null | tail -n 1)\n"
 	       "\t\tdtrain_event node_failure \",\\\"node\\\":\\\"$(dtrain_text \"$dtrain_silent\")\\\",\\\"detail\\\":\\\"$(dtrain_text \"no job step could start on ${dtrain_silent:-all nodes}${dtrain_why:+: $dtrain_why}\")\\\"\"\n"
-	       "\t\techo \"dtrain: a node of the allocation does not answer: no job step could start on ${dtrain_silent:-all ${SLURM_JOB_NUM_NODES:-1} nodes} within %ld s${dtrain_why:+ ($dtrain_why)}; requeueing job $dtrain_job_id to start again where every node answers (a node failure, recovery.max_node_failures = %ld)\" >&2\n"
+	       "\t\techo \"dtrain: a node of the allocation does not answer: no job step could start on ${dtrain_silent:-all ${SLURM_JOB_NUM_NODES:-1} nodes} within %ld s${dtrain_why:+ ($dtrain_why)}; requeueing job $dtrain_job_id to start again where every node answers (node failure $(($(dtrain_count node_failures) + 1)) of at most %ld, recovery.max_node_failures)\" >&2\n"
 	       "\t\t# none answering at all is Slurm's trouble more likely than the nodes'\n"
 	       "\t\tif [ \"$(echo $dtrain_silent | wc -w)\" -lt \"$dtrain_probed\" ] || [ \"$dtrain_probed\" -eq 1 ]; then\n"
 	       "\t\t\tfor dtrain_n in $dtrain_silent; do\n"
 	       "\t\t\t\tdtrain_exclude \"$dtrain_n\" \"it did not answer after a crash: no job step could start there within %ld s\" || true\n"
 	       "\t\t\tdone\n"
 	       "\t\tfi\n"
-	       "\t\tif dtrain_requeue; then\n"
+	       "\t\tif dtrain_requeue node_failures; then\n"
 	       "\t\t\texit 0\n"
 	       "\t\tfi\n"
-	       "\t\techo \"dtrain: scontrol requeue failed; submit the spec again to resume\" >&2\n"
+	       "\t\techo \"dtrain: $dtrain_why_not; submit the spec again to resume\" >&2\n"
 	       "\t\tbreak\n"
 	       "\tfi\n"
 	       "\t# The crash's own bad node: where the replica that disagreed ran (its\n"
 	       "\t# memory or device corrupts silently), or where a crash began (srun's\n"
 	       "\t# first task to end) the second time. Left out; once the crash is\n"
-	       "\t# counted below, the job is requeued without it.\n"
+	       "\t# counted below, the job is requeued without it. A crash on an error of\n"
+	       "\t# the run's (cause error: a full disk, a refused path) blames no node.\n"
 	       "\t[ \"$dtrain_term\" -eq 0 ] || break\n"
 	       "\tdtrain_bad=\n"
 	       "\tcase $dtrain_cause in\n"
@@ -274,7 +281,7 @@ void launch__render_crash_requeue(struct render *r)
 	       "\t\tif dtrain_requeue left_out; then\n"
 	       "\t\t\texit 0\n"
 	       "\t\tfi\n"
-	       "\t\techo \"dtrain: scontrol requeue failed; starting again on these nodes\" >&2\n"
+	       "\t\techo \"dtrain: $dtrain_why_not; starting again on these nodes\" >&2\n"
 	       "\tfi\n",
 	    s->recovery.max_crashes);
 }

@@ -27,6 +27,20 @@ must_contain "$T/job.txt" "TimeLimit=00:05:00"
 must_not_contain "$T/job.txt" "evil"
 pass "SBATCH_ACCOUNT, SBATCH_PARTITION, SBATCH_QOS, SBATCH_TIMELIMIT and SLURM_ACCOUNT do not reach sbatch"
 
+# --- the submitting shell's locked variables do not reach the job ---
+# (a setup line writes the environment the job step would get, and ends the job)
+jq '.locked += ["env.LD_*", "env.NCCL_*"] | .env_allow += ["NCCL_DEBUG"]' "$site" >"$T/env-locked.json"
+printf '{"name": "envlock", "resources": {"time": 5}, "setup": ["env > job.env", "exit 0"]}\n' >"$T/envlock.json"
+LD_DTRAIN_LOCKS=shell NCCL_IB_HCA=shell NCCL_DEBUG=shell DTRAIN_LOCKS_OPEN=shell \
+	expect_rc 0 $SUBMIT "$T/envlock.json" --site "$T/env-locked.json" --no-data-check
+wait_state "$(cat "$T/out")" 120 COMPLETED ENDED
+env_file="$(run_dir_of envlock)/job.env"
+must_contain "$env_file" "DTRAIN_LOCKS_OPEN=shell"
+must_contain "$env_file" "NCCL_DEBUG=shell"
+must_not_contain "$env_file" "LD_DTRAIN_LOCKS="
+must_not_contain "$env_file" "NCCL_IB_HCA="
+pass "LD_* and NCCL_* locked by the site do not come from the submitting shell (env_allow's NCCL_DEBUG does)"
+
 # --- a user's site file under the system's ---
 system=/etc/dtrain/site.json
 if [ "$(id -u)" -ne 0 ] || [ -e "$system" ] || [ -e /etc/dtrain ]; then

@@ -51,7 +51,8 @@ must_contain "$log" "dtrain: a node of the allocation does not answer: no job st
 # a fixed 2-node job on a 2-node partition: n2 is bad, but the job would
 # wait for ever without it
 must_contain "$log" "dtrain: node n2 is bad (it did not answer after a crash: no job step could start there within 20 s), but stays: partition low has 2 nodes the job can use, and without it and the 0 left out before fewer than the 2 it needs would remain"
-must_contain "$log" "requeueing job $id to start again where every node answers"
+# the node failure, counted once: by the batch script before its requeue
+must_contain "$log" "requeueing job $id to start again where every node answers (node failure 1 of at most 3, recovery.max_node_failures)"
 
 # --- n2 back: the job runs again and resumes ---
 node_back || { cat "$T/cluster-up.out"; fail "site/cluster.sh up did not bring n2 back"; }
@@ -60,7 +61,9 @@ must_contain "$T/cluster-up.out" "n2: removed the stale socket stepd.slurm.pmix.
 wait_state "$id" 300 COMPLETED FAILED CANCELLED TIMEOUT ENDED
 state=$(job_state "$id")
 [ "$state" = COMPLETED ] || [ "$state" = ENDED ] || { cat "$log"; fail "job ended $state"; }
-must_contain "$log" "dtrain: started again after losing a node (node failure 1 of at most 3)"
+must_not_contain "$log" "dtrain: started again after losing a node"
+[ "$(grep -c '"event":"node_failure"' "$dir/events.jsonl")" -eq 1 ] || { cat "$dir/events.jsonl"; fail "events.jsonl does not hold one node_failure"; }
+[ "$(cat "$dir/recovery/node_failures")" = 1 ] || fail "recovery/node_failures: $(cat "$dir/recovery/node_failures"), expected 1"
 [ "$(grep -c '^dtrain-run: resuming from ' "$log")" -ge 1 ] || { cat "$log"; fail "no resume in the log"; }
 must_contain "$log" "dtrain-run: done:"
 same_as_reference "$dir/checkpoints/$final_name"

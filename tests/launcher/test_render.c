@@ -113,7 +113,16 @@ static int group_setup(void **state)
 			 "if [ \"$1 $2\" = 'show job' ]; then echo \"JobId=42 ExcNodeList=${FAKE_EXC:-(null)} Features=(null)\"; exit 0; fi\n"
 			 "if [ \"$1\" = requeue ] && [ \"${FAKE_REQUEUE_FAIL:-0}\" = 1 ]; then echo 'scontrol: error: refused' >&2; exit 1; fi\n"
 			 "printf '%%s\\n' \"$*\" >> '%s/scontrol.log'\n"
-			 "if [ \"$*\" = 'show config' ]; then echo 'KillWait                = 0 sec'; fi\nexit 0\n", tmp);
+			 "if [ \"$1\" = requeue ]; then : > '%s/requeue.done'; fi\n"
+			 "if [ \"$*\" = 'show config' ]; then echo 'KillWait                = 0 sec'; fi\nexit 0\n", tmp, tmp);
+		tu_write_path(path, text, 0755);
+		/* mv: once the job is requeued, Slurm's SIGTERM reaches every
+		 * process of the job: a program started after it is killed */
+		snprintf(path, sizeof(path), "%s/mv", fake_bin);
+		snprintf(text, sizeof(text),
+			 "#!/bin/bash\n"
+			 "if [ -e '%s/requeue.done' ]; then kill -TERM $$; fi\n"
+			 "exec /bin/mv \"$@\"\n", tmp);
 		tu_write_path(path, text, 0755);
 		/* sinfo: the nodes of the partition (FAKE_PARTITION_NODES) */
 		snprintf(path, sizeof(path), "%s/sinfo", fake_bin);
@@ -126,10 +135,14 @@ static int group_setup(void **state)
 			 "#!/bin/bash\n"
 			 "for a in \"$@\"; do printf '%%s\\0' \"$a\" >> '%s/run.args'; done\n"
 			 "env -0 > '%s/run.env'\n"
+			 "n=$(cat '%s/runs' 2>/dev/null || echo 0); echo $((n + 1)) > '%s/runs'\n"
+			 "[ \"$n\" -lt 8 ] || exit 0 # a restart loop that does not stop ends here\n"
+			 "if [ -n \"${FAKE_PLANT:-}\" ]; then mkdir -p \"$DTRAIN_RUN_DIR/recovery\"; ln -sfn \"$FAKE_PLANT\" \"$DTRAIN_RUN_DIR/recovery/crashes\"; fi\n"
+			 "if [ -n \"${FAKE_FAIL:-}\" ]; then echo \"exit 1 at $(date +%%s): rank 0: $FAKE_FAIL\" > \"$DTRAIN_RUN_DIR/failure\"; fi\n"
 			 "if [ \"${FAKE_TERM:-0}\" != 0 ]; then kill -TERM \"$FAKE_SHELL\"; sleep 0.2; fi\n"
 			 "if [ \"${FAKE_TERM:-0}\" = 2 ]; then kill -KILL \"$FAKE_SHELL\"; fi\n"
 			 "if [ -n \"${FAKE_SAY:-}\" ]; then echo \"$FAKE_SAY\" >&2; fi\n"
-			 "exit \"${FAKE_RC:-0}\"\n", tmp, tmp);
+			 "exit \"${FAKE_RC:-0}\"\n", tmp, tmp, tmp, tmp);
 		tu_write_path(fake_run, text, 0755);
 	}
 	return 0;
@@ -146,7 +159,7 @@ static int group_teardown(void **state)
 static void reset_outputs(void)
 {
 	const char *names[] = { "srun.args", "scontrol.log", "run.args", "run.env", "job.sh",
-				"order", "script.err", "srun.pid" };
+				"order", "script.err", "srun.pid", "runs", "requeue.done" };
 	char path[600];
 	size_t i;
 
@@ -223,13 +236,16 @@ static const char *fake_exc = "";        /* the job's excluded nodes before the 
 static bool fake_requeue_fail;           /* scontrol requeue fails */
 static bool fake_lost;
 static bool fake_hang; /* srun reports a rank ended, then waits on (a lost node's) */
+static const char *fake_plant = ""; /* dtrain-run links recovery/crashes to it */
+static const char *fake_fail = "";  /* dtrain-run writes it to <run dir>/failure */
+static const char *shell_env[4];    /* the submitting shell's, NAME=value */
 
 static int run_script(const char *script, const char *restarts, const char *fake_rc,
 		      const char *fake_term)
 {
 	char path[600], env_path[700], env_rc[64], env_restart[64], env_term[64], env_home[300];
 	char env_say[512], err_path[600], env_nodes[128], env_lost_node[128], env_partition[128];
-	char env_down[128], env_exc[128];
+	char env_down[128], env_exc[128], env_plant[600], env_fail[300];
 	pid_t pid;
 	int st;
 
@@ -247,6 +263,8 @@ static int run_script(const char *script, const char *restarts, const char *fake
 	snprintf(env_partition, sizeof(env_partition), "FAKE_PARTITION_NODES=%s", fake_partition);
 	snprintf(env_down, sizeof(env_down), "FAKE_DOWN=%s", fake_down);
 	snprintf(env_exc, sizeof(env_exc), "FAKE_EXC=%s", fake_exc);
+	snprintf(env_plant, sizeof(env_plant), "FAKE_PLANT=%s", fake_plant);
+	snprintf(env_fail, sizeof(env_fail), "FAKE_FAIL=%s", fake_fail);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -256,9 +274,15 @@ static int run_script(const char *script, const char *restarts, const char *fake
 				 fake_lost ? "FAKE_LOST=1" : "FAKE_LOST=0",
 				 fake_hang ? "FAKE_HANG=1" : "FAKE_HANG=0", env_nodes, env_lost_node,
 				 env_partition, env_down, env_exc,
-				 fake_requeue_fail ? "FAKE_REQUEUE_FAIL=1" : "FAKE_REQUEUE_FAIL=0", NULL, NULL };
+				 fake_requeue_fail ? "FAKE_REQUEUE_FAIL=1" : "FAKE_REQUEUE_FAIL=0",
+				 env_plant, env_fail, "X_=0", "X_=0", "X_=0", "X_=0", NULL, NULL };
 		int fd = open(err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
 		char env_shell[64];
+		size_t i;
+
+		for (i = 0; i < 4; i++) /* the slots after env_fail */
+			if (shell_env[i])
+				envp[sizeof(envp) / sizeof(envp[0]) - 6 + i] = (char *)shell_env[i];
 
 		/* the batch shell, which a preemption's SIGTERM reaches */
 		snprintf(env_shell, sizeof(env_shell), "FAKE_SHELL=%d", (int)getpid());
@@ -339,7 +363,7 @@ static void assert_word(const char *file, int i, const char *want)
 static void assert_no_stray_files(void)
 {
 	static const char *allowed[] = { "bin", "run.args", "run.env", "srun.args",
-					 "scontrol.log", "job.sh", "order", "run", "script.err" };
+					 "scontrol.log", "job.sh", "order", "run", "script.err", "runs" };
 	struct dirent *de;
 	DIR *d = opendir(tmp);
 
@@ -667,6 +691,63 @@ static void test_setup_lines_run_in_order(void **state)
 	dt_buf_free(&out);
 }
 
+/* The environment dtrain-run saw lacks NAME. */
+static void assert_no_env(const char *name)
+{
+	char *got = env_of(name);
+
+	if (got)
+		fail_msg("%s reached the job step (\"%s\")", name, got);
+}
+
+/* sbatch copies the submitting shell's environment into the job: a
+ * variable the site locks (a name, a pattern; env_allow undoing a pattern
+ * for a name) comes only from the site, never from that shell. */
+static void test_locked_env_not_from_the_shell(void **state)
+{
+	static char *locked[] = { "env.LD_*", "env.NCCL_*", "env.FOO", "resources.account" };
+	static char *locked_all[] = { "env.*" };
+	static char *allow[] = { "NCCL_DEBUG" };
+	static char *site_keys[] = { "NCCL_IB_HCA" }, *site_vals[] = { "mlx5_0" };
+	struct spec s = base_spec();
+	struct site site = {0};
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+
+	(void)state;
+	reset_outputs();
+	site.locked = (struct spec_strs){ locked, 4 };
+	site.env_allow = (struct spec_strs){ allow, 1 };
+	site.env = (struct spec_map){ site_keys, site_vals, 1 };
+	shell_env[0] = "LD_DTRAIN_TEST=shell";
+	shell_env[1] = "NCCL_IB_HCA=shell";
+	shell_env[2] = "NCCL_DEBUG=shell";
+	shell_env[3] = "FOO=shell";
+	assert_int_equal(render(&s, &site, run_dir_ok, &out, &err), 0);
+	assert_int_equal(run_script(out.p, "0", "0", "0"), 0);
+	assert_no_env("LD_DTRAIN_TEST");
+	assert_no_env("FOO");
+	assert_env("NCCL_IB_HCA", "mlx5_0"); /* the site's */
+	assert_env("NCCL_DEBUG", "shell");   /* env_allow */
+	assert_env("HOME", tmp);
+	dt_buf_free(&out);
+	/* env.*: every variable but a login's own and Slurm's */
+	reset_outputs();
+	site.locked = (struct spec_strs){ locked_all, 1 };
+	shell_env[0] = "BAR=shell";
+	assert_int_equal(render(&s, &site, run_dir_ok, &out, &err), 0);
+	assert_int_equal(run_script(out.p, "0", "0", "0"), 0);
+	assert_no_env("BAR");
+	assert_no_env("FOO");
+	assert_env("NCCL_IB_HCA", "mlx5_0");
+	assert_env("NCCL_DEBUG", "shell");
+	assert_env("HOME", tmp);
+	assert_env("SLURM_JOB_ID", "42");
+	assert_env("DTRAIN_RUN_DIR", run_dir_ok);
+	memset(shell_env, 0, sizeof(shell_env));
+	dt_buf_free(&out);
+}
+
 /* A setup line cannot undo the site's environment: the site's exports
  * come again after the setup lines (and before them, so that the lines
  * see them); what a setup line exports that the site does not set stays. */
@@ -890,7 +971,7 @@ static void test_lost_node_requeues(void **state)
 	assert_non_null(text);
 	assert_non_null(strstr(text, "dtrain: a node of the allocation does not answer: no job step could start on all 1 nodes within 20 s "
 				     "(srun: error: Task launch for StepId=42.1 failed on node n2: Communication connection failure); "
-				     "requeueing job 42 to start again where every node answers (a node failure, recovery.max_node_failures = 3)"));
+				     "requeueing job 42 to start again where every node answers (node failure 1 of at most 3, recovery.max_node_failures)"));
 	free(text);
 	/* the next start is counted a node failure, and not beyond the limit */
 	requeue_case("1", 0, 0, "0", "0", 0, NULL);
@@ -930,6 +1011,137 @@ static void fakes_healthy(void)
 	fake_say = NULL;
 }
 
+/* The lines of the run dir's events.jsonl that hold text. */
+static int events_with(const char *text)
+{
+	char path[700], *all, *p;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/events.jsonl", run_dir_ok);
+	all = tu_read(path, NULL);
+	for (p = all; p && (p = strstr(p, text)) != NULL; p += strlen(text))
+		n++;
+	free(all);
+	return n;
+}
+
+/* How many entries a directory holds (-1: cannot be read). */
+static int entries(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+/* A link or a directory planted in the run dir under a name the script
+ * writes is refused, never written through or into: before the first start
+ * the job stops at once; planted meanwhile, the crash it would count is not
+ * restarted. The link's target stays as it was. */
+static void test_planted_links_refused(void **state)
+{
+	struct spec s = base_spec();
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+	char target[600], path[700];
+
+	(void)state;
+	snprintf(target, sizeof(target), "%s/run-elsewhere", tmp);
+	assert_int_equal(dt_mkdirs(target, 0755), 0);
+	s.recovery.max_crashes = 3;
+	assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
+	reset_outputs();
+	snprintf(path, sizeof(path), "%s/recovery", run_dir_ok);
+	assert_int_equal(dt_mkdirs(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/recovery/crashes", run_dir_ok);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(run_script(out.p, "0", "137", "0"), 1);
+	assert_int_equal(srun_runs(), 0);
+	assert_said("recovery/crashes is a symbolic link, which dtrain did not make: not written; remove it");
+	assert_said("dtrain: job 42 not started: the batch script writes ");
+	assert_int_equal(entries(target), 0);
+	/* a directory in a file's place */
+	reset_outputs();
+	snprintf(path, sizeof(path), "%s/recovery/crash_nodes", run_dir_ok);
+	assert_int_equal(dt_mkdirs(path, 0755), 0);
+	assert_int_equal(run_script(out.p, "0", "137", "0"), 1);
+	assert_int_equal(srun_runs(), 0);
+	assert_said("recovery/crash_nodes is a directory, which dtrain did not make: not written; remove it");
+	/* planted while the step runs: the crash is not restarted */
+	reset_outputs();
+	fake_plant = target;
+	assert_int_equal(run_script(out.p, "0", "137", "0"), 137);
+	fake_plant = "";
+	assert_int_equal(srun_runs(), 1);
+	assert_said("dtrain: not restarted: cannot count crashes in ");
+	assert_int_equal(entries(target), 0);
+	dt_remove_tree(target);
+	dt_buf_free(&out);
+}
+
+/* A crash on an error of the run's (dtrain-run's <run dir>/failure, written
+ * in this start, says the disk is full) is no node's fault: each is counted
+ * a crash, once, and the node where it began is never left out. A failure
+ * written before this start blames nothing, as before. */
+static void test_run_error_blames_no_node(void **state)
+{
+	char path[700], *ex;
+
+	(void)state;
+	fake_nodes = "n1 n2";
+	fake_partition = "n1 n2 n3";
+	fake_say = "srun: error: n1: task 0: Exited with exit code 1";
+	fake_fail = "checkpoint/step-00000010: cannot write: No space left on device";
+	requeue_case("0", 0, 0, "1", "0", 1, NULL);
+	fake_fail = "";
+	assert_int_equal(srun_runs(), 4);
+	assert_int_equal(counter("crashes"), 3);
+	ex = excluded();
+	assert_string_equal(ex, "");
+	free(ex);
+	assert_int_equal(events_with("\"cause\":\"error\""), 4);
+	assert_int_equal(events_with("\"event\":\"node_excluded\""), 0);
+	assert_said("dtrain: the job step failed (exit 1) on an error of the run's, which no node caused: "
+		    "rank 0: checkpoint/step-00000010: cannot write: No space left on device");
+	/* an old failure: the crashes are the node's */
+	reset_outputs();
+	snprintf(path, sizeof(path), "%s/failure", run_dir_ok);
+	tu_write_path(path, "exit 1 at 1000: rank 0: cannot write: No space left on device\n", 0644);
+	requeue_case_keep("0", "1", 0, "requeue 42\nupdate JobId=42 ExcNodeList=n1\n");
+	assert_int_equal(events_with("\"cause\":\"crash\""), 2);
+	fakes_healthy();
+}
+
+/* The next start of the job after the script requeued it: Slurm's restart
+ * count 1, on these nodes, exit 0. */
+static void next_start(const char *nodes)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/requeue.done", tmp);
+	unlink(path); /* a new allocation */
+	fake_nodes = nodes;
+	fake_lost_node = "";
+	fake_say = NULL;
+	{
+		struct spec s = base_spec();
+		struct dt_buf out = {0};
+		struct dt_err err = {0};
+
+		s.recovery.max_node_failures = 3;
+		s.recovery.max_excluded_nodes = 2;
+		assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
+		assert_int_equal(run_script(out.p, "1", "0", "0"), 0);
+		dt_buf_free(&out);
+	}
+}
+
 /* A probe after a crash that one node (n2) does not answer, on a partition
  * of three: n2 is left out (recovery/excluded), the job requeued and then
  * its excluded nodes set. On a partition of two n2 stays (the job could
@@ -949,6 +1161,15 @@ static void test_lost_node_left_out(void **state)
 	ex = excluded();
 	assert_string_equal(ex, "n2 it did not answer after a crash: no job step could start there within 20 s\n");
 	free(ex);
+	/* a node failure, counted once: before the requeue, not again by the
+	 * next start (Slurm's restart count) */
+	assert_int_equal(counter("node_failures"), 1);
+	assert_int_equal(events_with("\"event\":\"node_failure\""), 1);
+	next_start("n1 n3");
+	assert_int_equal(counter("node_failures"), 1);
+	assert_int_equal(events_with("\"event\":\"node_failure\""), 1);
+	fake_nodes = "n1 n2";
+	fake_lost_node = "n2";
 	fake_partition = "n1 n2";
 	requeue_case("0", 0, 0, "137", "0", 0, "requeue 42\n");
 	assert_said("dtrain: node n2 is bad (it did not answer after a crash: no job step could start there within 20 s), but stays: partition default has 2 nodes the job can use, and without it and the 0 left out before fewer than the 2 it needs would remain");
@@ -975,6 +1196,12 @@ static void test_two_crashes_leave_a_node_out(void **state)
 	ex = excluded();
 	assert_string_equal(ex, "n1 two crashes began there\n");
 	free(ex);
+	/* the script's own requeue, counted before it (its SIGTERM ends every
+	 * program of the job): the next start is no node failure */
+	assert_int_equal(counter("left_out"), 1);
+	next_start("n2 n3");
+	assert_true(counter("node_failures") <= 0);
+	assert_int_equal(events_with("\"event\":\"node_failure\""), 0);
 	fakes_healthy();
 }
 
@@ -1288,6 +1515,9 @@ int main(void)
 		cmocka_unit_test(test_setup_lines_run_in_order),
 		cmocka_unit_test(test_setup_cannot_override_site_env),
 		cmocka_unit_test(test_setup_syntax_error),
+		cmocka_unit_test(test_locked_env_not_from_the_shell),
+		cmocka_unit_test(test_planted_links_refused),
+		cmocka_unit_test(test_run_error_blames_no_node),
 		cmocka_unit_test(test_lost_node_left_out),
 		cmocka_unit_test(test_two_crashes_leave_a_node_out),
 		cmocka_unit_test(test_replica_that_differs_leaves_its_node_out),
