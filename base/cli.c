@@ -35,6 +35,25 @@ int dt_usage_error(const char *prog, const char *usage, const char *fmt, ...)
 	return DT_EXIT_USAGE;
 }
 
+int dt_unknown_option(const char *prog, const char *usage, const char *arg,
+		      const struct option *opts)
+{
+	char name[64], best[64] = "", long_name[64];
+	int d, min = 3; /* a hint only within 2 edits */
+
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg, "="), arg);
+	for (; opts && opts->name; opts++) {
+		snprintf(long_name, sizeof(long_name), "--%s", opts->name);
+		d = dt_edit_distance(name, long_name);
+		if (d < min)
+			min = d, snprintf(best, sizeof(best), "%s", long_name);
+	}
+	if (best[0])
+		return dt_usage_error(prog, usage, "unknown option \"%s\"; did you mean \"%s\"?", name,
+				      best);
+	return dt_usage_error(prog, usage, "unknown option \"%s\"", name);
+}
+
 int dt_cli_run(const char *prog, const char *version, const char *usage,
 	       const struct dt_cmd *cmds, size_t n, int argc, char **argv)
 {

@@ -7,6 +7,7 @@
 #ifndef DTRAIN_BASE_CLI_H
 #define DTRAIN_BASE_CLI_H
 
+#include <getopt.h>
 #include <stddef.h>
 
 #include "base/err.h"
@@ -26,6 +27,14 @@ void dt_err_print(const char *prog, const char *prefix, const struct dt_err *err
  * returns DT_EXIT_USAGE. */
 int dt_usage_error(const char *prog, const char *usage, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* The usage error of an option that getopt_long did not know: arg is the
+ * word the user typed (argv[optind - 1]: "--temprature=0.5"). The hint
+ * names the long option of opts (ended by a NULL name) closest to it,
+ * within 2 edits, as "--temperature": `unknown option "--temprature"; did
+ * you mean "--temperature"?`. Returns DT_EXIT_USAGE. */
+int dt_unknown_option(const char *prog, const char *usage, const char *arg,
+		      const struct option *opts);
 
 /* main() of a program of subcommands: argv[1] names the command (-h/--help
  * prints usage, -V/--version "<prog> <version>"); an unknown or missing one

@@ -27,6 +27,7 @@
 import argparse
 import json
 import os
+import re
 import socket
 import statistics
 import sys
@@ -134,7 +135,13 @@ def timed_steps(step, a, rank, units):
 
 def setup_process(rank, a):
     """a.threads intra-op threads, one inter-op; gloo's group when a.procs > 1.
+    PEER_TORCH_FLUSH_DENORMAL=1 in the environment flushes denormals to zero
+    (torch.set_flush_denormal: FTZ and DAZ), which dtrain does not do, so it
+    is off unless asked: a check of whether denormals slow the peer down
+    (bench/README.md, "The PyTorch peer on a CPU without bf16").
     Shared with torch_gpt.py."""
+    if os.environ.get("PEER_TORCH_FLUSH_DENORMAL") == "1" and not torch.set_flush_denormal(True):
+        raise Failure("PEER_TORCH_FLUSH_DENORMAL=1: this CPU cannot flush denormals (no SSE3)")
     torch.set_num_threads(a.threads)
     try:
         torch.set_num_interop_threads(1)
@@ -142,6 +149,22 @@ def setup_process(rank, a):
         pass
     if a.procs > 1:
         dist.init_process_group("gloo", rank=rank, world_size=a.procs)
+
+
+def torch_setup():
+    """What besides the model decides the peer's speed, for its JSON line:
+    torch's threads, the CPU kernels ATen dispatched to ("CPU capability
+    usage"), the BLAS its fp32 products call (Debian's torch: the system
+    libblas, BLAS_INFO=generic) and OpenBLAS's threads, whether oneDNN is
+    there (bf16 autocast's products), whether denormals are flushed."""
+    cfg = torch.__config__.show()
+    cap = re.search(r"CPU capability usage: (\S+)", cfg)
+    blas = re.search(r"BLAS_INFO=([^,\s]+)", cfg)
+    return {"intra_threads": torch.get_num_threads(), "cpu_capability": cap.group(1) if cap else None,
+            "blas_info": blas.group(1) if blas else None,
+            "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+            "mkldnn": torch.backends.mkldnn.is_available(),
+            "flush_denormal": os.environ.get("PEER_TORCH_FLUSH_DENORMAL") == "1"}
 
 
 def worker(rank, a):
@@ -185,7 +208,7 @@ def worker(rank, a):
         "samples_per_s": round(a.steps * a.batch / secs, 3),
         "samples_per_s_median_window": round(statistics.median(rates), 3),
         "autocast": os.environ.get("PEER_TORCH_AUTOCAST") or None,
-        "final_loss": round(float(loss), 6),
+        "final_loss": round(float(loss), 6), "setup": torch_setup(),
     }, separators=(",", ":")), flush=True)
 
 

@@ -53,6 +53,34 @@ class Failed(Exception):
     """A run or a peer failed: the message says which and shows its output."""
 
 
+def cpu_info():
+    """This machine's CPU: its model and its bf16 instructions (avx512_bf16,
+    amx_bf16; Arm's bf16), from /proc/cpuinfo's first processor, or
+    DTRAIN_CPU_MODEL and DTRAIN_CPU_FLAGS as dtrain-run reads them
+    (base/cpus.h). Without them oneDNN emulates bf16 products with float32
+    instructions (slower than fp32: 0.39x to 0.44x measured on a Xeon with
+    AVX-512 but no BF16), so every row says which CPU it was measured on."""
+    model, flags = "", []
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    model = value.strip()
+                elif key.strip() in ("flags", "Features"):
+                    flags = value.split()
+    except OSError:
+        pass
+    model = os.environ.get("DTRAIN_CPU_MODEL", model) or "unknown"
+    if "DTRAIN_CPU_FLAGS" in os.environ:
+        flags = os.environ["DTRAIN_CPU_FLAGS"].split()
+    have = [w for w in ("avx512_bf16", "amx_bf16", "bf16") if w in flags]
+    return {"model": model, "bf16": bool(have), "bf16_flags": have,
+            "text": "%s, bf16 %s" % (model, "native (%s)" % " ".join(have) if have else "emulated (no avx512_bf16 or amx_bf16)")}
+
+
 def die(msg):
     raise Failed(msg)
 
@@ -363,15 +391,19 @@ def main():
     rounds = 1 if a.quick else 3
     steps = {"small": 150 if a.quick else 500, "large": 8 if a.quick else 20}
     win = {"small": 50 if a.quick else 100, "large": 4 if a.quick else 5}
+    cpu = cpu_info()
     res = {"rows": [], "cores": cores, "rounds": rounds, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                     "loadavg_before": os.getloadavg()}
+                     "loadavg_before": os.getloadavg(), "cpu": cpu}
+    progress("CPU: " + cpu["text"])
 
     def row(section, what, ours, peer, unit, ratio, target, note="", target_is_max=False):
-        """target: the least ratio wanted, or with target_is_max the most."""
+        """target: the least ratio wanted, or with target_is_max the most.
+        Every row names the CPU it was measured on and its bf16 support."""
         ok = None if target is None else (ratio < target if target_is_max else ratio >= target)
         res["rows"].append({"section": section, "what": what, "dtrain": ours, "peer": peer,
                             "unit": unit, "ratio": ratio, "target": target,
-                            "target_is_max": target_is_max, "met": ok, "note": note})
+                            "target_is_max": target_is_max, "met": ok, "note": note,
+                            "cpu": cpu["model"], "cpu_bf16": cpu["bf16"]})
 
     # --- peaks: OpenBLAS and the memory on this machine ---
     def peaks():
@@ -951,6 +983,7 @@ def main():
 
     # --- the table ---
     print()
+    print("CPU: %s (every row below; results.json: each row's cpu and cpu_bf16)" % cpu["text"])
     print("%-11s %-52s %12s %12s %8s %8s  %s" % ("section", "what", "dtrain", "peer", "ratio", "target", ""))
     def fmt(v):
         if v is None:
@@ -960,9 +993,12 @@ def main():
     for r in res["rows"]:
         tgt = "-" if r["target"] is None else ("<" if r["target_is_max"] else ">=") + "%.2f" % r["target"]
         mark = "" if r["met"] is None else ("met" if r["met"] else "MISSED")
+        bf16_row = "bf16" in r["what"]
+        note = r["note"] + ("" if not bf16_row or r["cpu_bf16"] else
+                            (" " if r["note"] else "") + "[bf16 emulated: this CPU has no bf16 instructions]")
         print("%-11s %-52s %12s %12s %8s %8s  %-6s %s" % (
             r["section"], r["what"], fmt(r["dtrain"]), fmt(r["peer"]),
-            "-" if r["ratio"] is None else "%.2f" % r["ratio"], tgt, mark, r["note"]))
+            "-" if r["ratio"] is None else "%.2f" % r["ratio"], tgt, mark, note))
     res["loadavg_after"] = os.getloadavg()
     # the runs' own ranks (up to 4 on the cluster) raise the load after;
     # only the load found before says that other work was running

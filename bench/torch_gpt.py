@@ -28,7 +28,7 @@ import torch  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from peer_torch import setup_process, timed_steps  # noqa: E402  (this directory)
+from peer_torch import setup_process, timed_steps, torch_setup  # noqa: E402  (this directory)
 
 
 class Block(nn.Module):
@@ -119,7 +119,8 @@ def worker(rank, a):
         return
     print(json.dumps({"peer": "pytorch", "torch": torch.__version__, "procs": a.procs,
                       "threads": a.threads, "steps": a.steps, "batch": a.batch, "context": T,
-                      "tokens_per_s_median_window": round(statistics.median(rates), 3)},
+                      "tokens_per_s_median_window": round(statistics.median(rates), 3),
+                      "autocast": os.environ.get("PEER_TORCH_AUTOCAST") or None, "setup": torch_setup()},
                      separators=(",", ":")), flush=True)
 
 

@@ -83,14 +83,17 @@ static const char usage_verify[] =
 	"\n"
 	"Checks a checkpoint the way resuming does: the manifest (format,\n"
 	"version, every field) and every file it lists (present, its size, its\n"
-	"CRC-32). Prints \"CKPT: ok (...)\" or every problem, one per line,\n"
-	"naming the file. CKPT may be a run directory or checkpoint dir: its\n"
-	"newest checkpoint is checked.\n"
+	"CRC-32), then reads every tensor (parameters and optimizer state): a NaN\n"
+	"or an infinity is damage, which resuming, init_from, eval and sample\n"
+	"refuse (also in an `import --allow-nonfinite`). Prints \"CKPT: ok (...)\"\n"
+	"or every problem, one per line, naming the file. CKPT may be a run\n"
+	"directory or checkpoint dir: its newest checkpoint is checked.\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help  this text\n"
 	"\n"
-	"Exit codes: 0 intact, 1 damaged or not a checkpoint, 2 usage error.\n";
+	"Exit codes: 0 intact, 1 damaged (non-finite values included) or not a\n"
+	"checkpoint, 2 usage error.\n";
 
 static const char usage_inspect[] =
 	"usage: dtrain-ckpt inspect CKPT\n"
@@ -194,7 +197,7 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *flag
 		if (c == 'F' || (flag_short && c == flag_short))
 			*flag = true;
 		else
-			return usage_error(usage, "unknown option \"%s\"", argv[optind - 1]);
+			return dt_unknown_option("dtrain-ckpt", usage, argv[optind - 1], opts);
 	}
 	if (argc - optind != want_args)
 		return usage_error(usage, "%s", argc - optind < want_args ? "missing argument" :
@@ -447,6 +450,36 @@ out:
 	return status_rc;
 }
 
+/* Every value of every tensor finite (parameters and optimizer states),
+ * as the readers require (ckpt_read_rows checks): a line for each tensor
+ * that is not, naming its file and dataset. Run after ckpt_verify. */
+static int verify_values(const char *ckpt, struct dt_err *err)
+{
+	struct ckpt_reader r = { 0 };
+	const struct ckpt_tensor *t;
+	float *buf = NULL;
+	size_t most = 1;
+	int i, s, rc, bad = 0;
+
+	rc = ckpt_reader_open(&r, ckpt, err);
+	for (i = 0; !rc && i < r.m->n_tensors; i++)
+		if (ckpt_tensor_floats(&r.m->tensors[i]) > most)
+			most = ckpt_tensor_floats(&r.m->tensors[i]);
+	if (!rc && !(buf = malloc(most * sizeof(float))))
+		rc = -ENOMEM;
+	for (i = 0; !rc && i < r.m->n_tensors; i++) {
+		t = &r.m->tensors[i];
+		for (s = -1; s < r.m->meta.n_states; s++)
+			if (ckpt_read_rows(&r, t, s, 0, t->shape[0], buf, err)) {
+				bad++;
+				break;
+			}
+	}
+	free(buf);
+	ckpt_reader_close(&r);
+	return rc ? rc : bad ? -EINVAL : 0;
+}
+
 static int cmd_verify(int argc, char **argv)
 {
 	struct ckpt_manifest *m = NULL;
@@ -461,6 +494,8 @@ static int cmd_verify(int argc, char **argv)
 	rc = resolve_ckpt(argv[optind], ckpt, sizeof(ckpt), &err);
 	if (!rc)
 		rc = ckpt_verify(ckpt, false, &err);
+	if (!rc)
+		rc = verify_values(ckpt, &err);
 	if (rc)
 		return fail(&err, rc, ckpt);
 	m = malloc(sizeof(*m));

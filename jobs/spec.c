@@ -929,6 +929,33 @@ static json_object *set_value_json(const struct spec_field *f, const char *text)
 	return json_tokener_parse(text);
 }
 
+/* What --set's value of field f must look like, by the field's type. */
+static const char *set_expected(const struct spec_field *f)
+{
+	if (!f)
+		return NULL; /* a section: any JSON */
+	switch (f->type) {
+	case SPEC_INT:
+		return f->flags & SPEC_F_AUTO ? "an integer or \"auto\"" : "an integer";
+	case SPEC_NUM:
+		return "a number";
+	case SPEC_BOOL:
+		return "true or false";
+	case SPEC_INTLIST:
+		return "a list of integers, like [1,2]";
+	case SPEC_NUMLIST:
+		return "a list of numbers, like [0.5,1]";
+	case SPEC_STRLIST:
+		return "a list of strings, like [\"a\",\"b\"]";
+	case SPEC_STRMAP:
+		return "an object, like {\"KEY\": \"VALUE\"}";
+	case SPEC_RANGE:
+		return "an integer or a range \"MIN-MAX\"";
+	default:
+		return NULL;
+	}
+}
+
 static int apply_sets(struct layers *l, const char *const *sets, size_t n, struct dt_err *err)
 {
 	size_t i;
@@ -967,6 +994,10 @@ static int apply_sets(struct layers *l, const char *const *sets, size_t n, struc
 			continue;
 		}
 		v = set_value_json(f, eq + 1);
+		if (!v && strcmp(eq + 1, "null") && set_expected(f)) {
+			rc = dt_err_add(err, "--set: %s: expected %s (got \"%s\")", key, set_expected(f), eq + 1);
+			continue;
+		}
 		if (!v && strcmp(eq + 1, "null")) {
 			rc = dt_err_add(err, "--set: %s: cannot parse \"%s\" as JSON (strings need no quotes; lists look like [1,2])",
 					key, eq + 1);
@@ -1445,6 +1476,10 @@ int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *e
 	if ((rc = tree_merge(merged, l.user)))
 		goto out;
 	rc = fill(&l, merged, out, err);
+	/* train.max_steps alone bounds the run: epochs left at the default do
+	 * not cut it short (as Lightning's max_steps without max_epochs) */
+	if (!rc && out->train.max_steps > 0 && !tree_get(merged, "train.epochs"))
+		out->train.epochs = 0;
 	if (!rc && in->ntasks > 0)
 		rc = apply_ntasks(&l, in->ntasks, out, err);
 	if (rc)

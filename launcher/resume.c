@@ -205,8 +205,8 @@ static int left_to_do(const struct launch_plan *p, struct dt_err *err)
 	    launch_progress_read(path, &pr, &ignored) != 0 || !pr.ended || !pr.has_step ||
 	    pr.step_stale || pr.steps_per_epoch <= 0 || !same_epochs(s->run_dir, s))
 		return 0;
-	total = s->train.epochs * pr.steps_per_epoch;
-	if (s->train.max_steps > 0 && s->train.max_steps < total)
+	total = s->train.epochs * pr.steps_per_epoch; /* 0: no bound by epochs (train.max_steps alone) */
+	if (s->train.max_steps > 0 && (total == 0 || s->train.max_steps < total))
 		total = s->train.max_steps;
 	if (pr.step < total)
 		return 0;

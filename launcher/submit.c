@@ -209,8 +209,9 @@ static int check_data(const struct launch_plan *p, const char *exe_dir, const ch
 			n -= (int)(text - line);
 			if (n > 0 && !strncmp(text, "hint: ", 6))
 				dt_err_add(err, "%.*s", n, text);
-			else if (n > 0)
-				dt_err_add(err, "%s: data: %.*s", spec_path, n, text);
+			else if (n > 0) /* a line naming its key (checkpoint.init_from) keeps it */
+				dt_err_add(err, "%s: %s%.*s", spec_path,
+					   strncmp(text, "checkpoint.", 11) ? "data: " : "", n, text);
 		}
 		if (status == DT_EXIT_FAIL) /* not readable here */
 			dt_err_add(err, "hint: the data sets are opened here as dtrain-run will open them; where they are on the compute nodes only, give --no-data-check");

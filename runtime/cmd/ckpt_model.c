@@ -198,7 +198,7 @@ static int parse_eval(int argc, char **argv, struct eval_opts *o)
 		case ':':
 			return dt_usage_error("dtrain-ckpt", usage_eval, "%s: needs a value", argv[optind - 1]);
 		default:
-			return dt_usage_error("dtrain-ckpt", usage_eval, "unknown option \"%s\"", argv[optind - 1]);
+			return dt_unknown_option("dtrain-ckpt", usage_eval, argv[optind - 1], opts);
 		}
 	}
 	if (argc - optind != 2)

@@ -127,13 +127,16 @@ static const char usage_text[] =
 	"or not at all.\n"
 	"\n"
 	"With --bpe, tokenizes with GPT-2's byte-level BPE instead: its encoder.json\n"
-	"(token -> id) and vocab.bpe (merges in rank order), both checked first. The\n"
+	"(token -> id) and vocab.bpe (merges in rank order), both checked first;\n"
+	"Hugging Face names the same two files vocab.json and merges.txt (as in\n"
+	"--bpe gpt2/vocab.json gpt2/merges.txt). The\n"
 	"vocabulary is the encoder's (50257 for GPT-2's files); each file is\n"
 	"encoded on its own, and the two files are recorded in the outputs so\n"
 	"that \"dtrain-data decode\" and other tools decode with them.\n"
 	"\n"
 	"Options:\n"
-	"  --bpe E V         GPT-2 BPE with encoder.json E and vocab.bpe V\n"
+	"  --bpe E V         GPT-2 BPE with encoder.json E and vocab.bpe V (Hugging\n"
+	"                    Face's vocab.json and merges.txt)\n"
 	"  --val-fraction F  the share held out (default 0.1), 0 < F < 1\n"
 	"  --val FILE        a validation file instead (repeat for several)\n"
 	"  -h, --help        this text\n";
@@ -259,7 +262,7 @@ static int parse_opts(int argc, char **argv, const char *usage, const struct opt
 		} else if (c == ':') {
 			return usage_error(usage, "%s: missing its value", argv[optind - 1]);
 		} else {
-			return usage_error(usage, "unknown option \"%s\"", argv[optind - 1]);
+			return dt_unknown_option("dtrain-data", usage, argv[optind - 1], opts);
 		}
 	}
 	if (argc - optind != want_args)
@@ -362,7 +365,7 @@ static int parse_import(int argc, char **argv, const char *usage, bool want_voca
 		} else if (c == ':') {
 			return usage_error(usage, "%s: missing its value", argv[optind - 1]);
 		} else {
-			return usage_error(usage, "unknown option \"%s\"", argv[optind - 1]);
+			return dt_unknown_option("dtrain-data", usage, argv[optind - 1], opts);
 		}
 	}
 	split->val_files = *val;
@@ -662,7 +665,7 @@ static int cmd_decode(int argc, char **argv)
 		else if (c == ':')
 			return usage_error(usage_decode, "%s: missing its value", argv[optind - 1]);
 		else if (c == '?')
-			return usage_error(usage_decode, "unknown option \"%s\"", argv[optind - 1]);
+			return dt_unknown_option("dtrain-data", usage_decode, argv[optind - 1], opts);
 	}
 	if (argc - optind != 1)
 		return usage_error(usage_decode, "%s", argc - optind < 1 ? "missing argument" :

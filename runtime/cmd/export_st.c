@@ -230,7 +230,7 @@ int rt_cmd_export(int argc, char **argv)
 		else if (c == ':')
 			return dt_usage_error("dtrain-ckpt", usage_export, "%s: needs a value", argv[optind - 1]);
 		else
-			return dt_usage_error("dtrain-ckpt", usage_export, "unknown option \"%s\"", argv[optind - 1]);
+			return dt_unknown_option("dtrain-ckpt", usage_export, argv[optind - 1], opts);
 	}
 	if (argc - optind != 2)
 		return dt_usage_error("dtrain-ckpt", usage_export, "expected CKPT and OUT (got %d arguments)",

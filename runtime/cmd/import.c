@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@
 
 static const char usage_import[] =
 	"usage: dtrain-ckpt import SRC OUT_DIR [--config CONFIG.json] [--tokenizer DIR]\n"
+	"                          [--allow-nonfinite]\n"
 	"\n"
 	"Makes a dtrain checkpoint of another program's GPT-2 weights, for `eval`,\n"
 	"`sample` and a run's checkpoint.init_from (fine-tuning). SRC is\n"
@@ -44,14 +46,19 @@ static const char usage_import[] =
 	"optimizer state. OUT_DIR must be new or empty. GPT-2's BPE tokenizer found\n"
 	"beside SRC (encoder.json and vocab.bpe, or Hugging Face's vocab.json and\n"
 	"merges.txt) goes into the checkpoint, for `sample` to read and write text.\n"
+	"Weights that hold a NaN or an infinity are refused, naming each such\n"
+	"tensor and its first such element (as the file indexes it).\n"
 	"\n"
 	"Options:\n"
 	"  --config FILE     the Hugging Face config.json (default: beside SRC)\n"
 	"  --tokenizer DIR   where the tokenizer's files are (default: beside SRC)\n"
+	"  --allow-nonfinite import NaN and infinite weights all the same (to inspect\n"
+	"                    or export them: verify, eval, sample and init_from\n"
+	"                    refuse such a checkpoint)\n"
 	"  -h, --help        this text\n"
 	"\n"
 	"Exit codes: 0 imported, 1 failure (not GPT-2, a damaged or truncated file,\n"
-	"OUT_DIR not empty, I/O error), 2 usage error.\n";
+	"non-finite weights, OUT_DIR not empty, I/O error), 2 usage error.\n";
 
 #define LLMC_MAGIC 20240326
 
@@ -142,6 +149,49 @@ static void fill_meta(struct ckpt_meta *m, const struct rt_import *im, const cha
 	ckpt_hash64(src, strlen(src), m->spec_hash); /* where it came from */
 }
 
+/* Every weight finite: else a line per tensor that is not, under dtrain's
+ * name (GPT2LMHeadModel's), with its first bad element as the source
+ * indexes it (Hugging Face stores the Conv1D weights [in][out]: rt_hf_conv1d). With
+ * allow, the same lines are warnings on stderr and the import goes on. */
+static int check_finite(const struct rt_import *im, const char *src, bool hf, bool allow,
+			struct dt_err *err)
+{
+	struct dt_err warn = { 0 };
+	struct dt_err *to = allow ? &warn : err;
+	int bad = 0;
+
+	for (int i = 0; i < im->n; i++) {
+		const struct ckpt_tensor *t = &im->t[i];
+		const float *v = im->params + t->offset;
+		size_t n = ckpt_tensor_floats(t), k, first = n, count = 0, r, c;
+		char at[64];
+
+		for (k = 0; k < n; k++)
+			if (!isfinite(v[k]))
+				first = count++ ? first : k;
+		if (!count || !strcmp(t->name, "lm_head.weight"))
+			continue; /* wte's copy (tied), named as wte */
+		r = t->ndim == 2 ? first / (size_t)t->shape[1] : first;
+		c = t->ndim == 2 ? first % (size_t)t->shape[1] : 0;
+		if (t->ndim == 2 && hf && rt_hf_conv1d(t->name))
+			snprintf(at, sizeof(at), "[%zu][%zu]", c, r);
+		else if (t->ndim == 2)
+			snprintf(at, sizeof(at), "[%zu][%zu]", r, c);
+		else
+			snprintf(at, sizeof(at), "[%zu]", r);
+		bad++;
+		dt_err_add(to, "%s: tensor \"%s\": %zu non-finite value%s, the first %s is %s%s", src,
+			   t->name, count,
+			   count == 1 ? "" : "s", at, isnan(v[first]) ? "NaN" : "infinite",
+			   allow ? " (imported: --allow-nonfinite)" : "");
+	}
+	if (bad && !allow)
+		dt_err_add(err, "%s: %d tensor%s hold%s NaN or infinite weights: a diverged or damaged model (hint: --allow-nonfinite imports them all the same, for inspect and export)",
+			   src, bad, bad == 1 ? "" : "s", bad == 1 ? "s" : "");
+	dt_err_print("dtrain-ckpt", "warning: ", &warn);
+	return bad && !allow ? -EINVAL : 0;
+}
+
 /* The source's paths: an llm.c file, or a safetensors file and its config */
 static int locate(const char *src, const char *config, char *st, char *cfg, size_t size,
 		  bool *llmc, struct dt_err *err)
@@ -175,11 +225,13 @@ static int locate(const char *src, const char *config, char *st, char *cfg, size
 	return 0;
 }
 
-static int parse_import(int argc, char **argv, const char **config, const char **tokenizer)
+static int parse_import(int argc, char **argv, const char **config, const char **tokenizer,
+			bool *allow_nonfinite)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' }, { "tokenizer", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "allow-nonfinite", no_argument, NULL, 'a' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
@@ -190,10 +242,12 @@ static int parse_import(int argc, char **argv, const char **config, const char *
 			return fputs(usage_import, stdout), 1;
 		if (c == 'c' || c == 't')
 			*(c == 'c' ? config : tokenizer) = optarg;
+		else if (c == 'a')
+			*allow_nonfinite = true;
 		else if (c == ':')
 			return dt_usage_error("dtrain-ckpt", usage_import, "%s: needs a value", argv[optind - 1]);
 		else
-			return dt_usage_error("dtrain-ckpt", usage_import, "unknown option \"%s\"", argv[optind - 1]);
+			return dt_unknown_option("dtrain-ckpt", usage_import, argv[optind - 1], opts);
 	}
 	if (argc - optind != 2)
 		return dt_usage_error("dtrain-ckpt", usage_import, "expected SRC and OUT_DIR (got %d arguments)",
@@ -211,8 +265,8 @@ int rt_cmd_import(int argc, char **argv)
 	struct stat sb;
 	const char *config = NULL, *tokenizer = NULL, *src, *out;
 	char st[4200], cfg[4200] = "", name[32], tdir[4200];
-	bool llmc;
-	int rc = parse_import(argc, argv, &config, &tokenizer);
+	bool llmc, allow_nonfinite = false;
+	int rc = parse_import(argc, argv, &config, &tokenizer, &allow_nonfinite);
 
 	if (rc)
 		return rc == 1 ? 0 : rc;
@@ -223,6 +277,8 @@ int rt_cmd_import(int argc, char **argv)
 		rc = out_dir_free(out, &err);
 	if (!rc)
 		rc = llmc ? rt_import_llmc(st, &im, &err) : rt_import_hf(st, cfg, &im, &err);
+	if (!rc)
+		rc = check_finite(&im, st, !llmc, allow_nonfinite, &err);
 	if (!rc && tokenizer && (stat(tokenizer, &sb) || !S_ISDIR(sb.st_mode)))
 		rc = (dt_err_add(&err, "--tokenizer: %s: not a directory", tokenizer), -ENOENT);
 	if (!rc) {

@@ -35,6 +35,7 @@
 #include "base/buf.h"
 #include "base/cli.h"
 #include "base/clock.h"
+#include "base/cpus.h"
 #include "base/err.h"
 #include "base/io.h"
 
@@ -144,7 +145,8 @@ static int parse_args(int argc, char **argv, struct rt_train_opts *topts, const 
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "hVq", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":hVq", opts, NULL)) != -1) {
 		switch (c) {
 		case 'q':
 			topts->quiet = true;
@@ -161,9 +163,10 @@ static int parse_args(int argc, char **argv, struct rt_train_opts *topts, const 
 		case 'V':
 			print_version();
 			return DT_EXIT_OK;
+		case ':':
+			return dt_usage_error("dtrain-run", usage_text, "%s: needs a value", argv[optind - 1]);
 		default:
-			fputs("usage: dtrain-run [--help] [--version] SPEC.json\n", stderr);
-			return DT_EXIT_USAGE;
+			return dt_unknown_option("dtrain-run", usage_text, argv[optind - 1], opts);
 		}
 	}
 	if (argc - optind != 1) {
@@ -303,6 +306,22 @@ static int set_up(struct run *r, const char *spec_path)
 
 /* --- placement --- */
 
+/* train.precision "bf16" on the CPU, where the CPU has no bf16
+ * instructions: said once a node, after the device lines, since oneDNN
+ * then emulates them, slower than fp32 itself (base/cpus.h) */
+static void say_bf16_emulated(const struct run *r)
+{
+	const struct spec *s = &r->spec;
+	char model[160];
+	bool native;
+
+	if (r->proc.local_rank != 0 || !s->train.precision || strcmp(s->train.precision, "bf16") ||
+	    !strcmp(s->train.device, "cuda") || !dt_cpu_probe(model, sizeof(model), &native) || native)
+		return;
+	printf("dtrain-run: node %s warning: train.precision \"bf16\" on a CPU without bf16 instructions (%s: no avx512_bf16 or amx_bf16): oneDNN emulates them, slower than fp32 (about 0.4x); hint: train.precision \"fp32\"\n",
+	       r->proc.node, model[0] ? model : "model unknown");
+}
+
 /* The job's line (rank 0) and one line per rank saying where it landed;
  * CONTINUE, or DT_EXIT_FAIL when the barrier after them fails. */
 static int report_placement(const struct run *r)
@@ -329,6 +348,7 @@ static int report_placement(const struct run *r)
 	if (r->dev != rt_dev_cpu())
 		printf("dtrain-run: rank %d device %s collectives %s\n", p->rank, r->dev->name,
 		       r->dev->collectives);
+	say_bf16_emulated(r);
 	fflush(stdout);
 	rc = MPI_Barrier(MPI_COMM_WORLD);
 	if (rc != MPI_SUCCESS) {

@@ -12,7 +12,10 @@
  * show in any shape). A tensor the source lacks, or holds with another
  * shape, is refused by name unless checkpoint.init_fresh lists it: a
  * tensor listed there keeps the model's own initialisation, whatever the
- * source holds (a new head).
+ * source holds (a new head). A width that differs (a GPT's embd, an
+ * MLP's hidden) is said once, as the config key, not tensor by tensor;
+ * another program's weights (a Hugging Face directory) are refused with
+ * the hint to `dtrain-ckpt import` them.
  * One shape change is taken as nanoGPT's crop_block_size takes it: a GPT
  * with a shorter context than its source takes the first rows of the
  * source's position table (transformer.wpe.weight).
@@ -29,6 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -74,11 +79,27 @@ static bool croppable(const struct ckpt_tensor *t, const struct ckpt_tensor *src
 	       src->shape[1] == t->shape[1] && src->shape[0] > t->shape[0];
 }
 
+/* A key of the model's config that differs from the source's, said once.
+ * A width (a GPT's embd, an MLP's hidden) reshapes every block's tensors,
+ * which init_fresh cannot take (it would keep the whole model fresh). */
+static void say_differs(const char *path, const char *key, struct json_object *theirs,
+			struct json_object *mine, bool width, struct dt_err *e)
+{
+	const char *t = theirs ? json_object_to_json_string(theirs) : "(none)";
+
+	if (width)
+		dt_err_add(e, "checkpoint.init_from: %s: model.%s differs: checkpoint %s, spec %s (every block's tensors have another shape; hint: set model.%s to %s to start from it)",
+			   path, key, t, json_object_to_json_string(mine), key, t);
+	else
+		dt_err_add(e, "checkpoint.init_from: %s: its model has model.%s %s, this one %s", path,
+			   key, t, json_object_to_json_string(mine));
+}
+
 /* The model's config against the source's, key by key: a tensor's shape
  * does not tell everything (the heads of a GPT, the activation of an MLP,
- * the layers of a model cut short). The keys that only size tensors are
- * left to the tensors, which init_fresh or the crop may take: a GPT's
- * context, vocab_size and embd, an MLP's inputs, hidden and outputs. */
+ * the layers of a model cut short). The keys that only size some tensors
+ * are left to the tensors, which init_fresh or the crop may take: a GPT's
+ * context and vocab_size, an MLP's inputs and outputs. */
 static int same_config(const struct spec *s, const struct ckpt_manifest *m, const char *path,
 		       struct dt_err *e)
 {
@@ -93,18 +114,16 @@ static int same_config(const struct spec *s, const struct ckpt_manifest *m, cons
 		rc = (dt_err_add(e, "checkpoint.init_from: %s: its model config does not parse", path), -EINVAL);
 	if (!rc) {
 		json_object_object_foreach(ours, key, mine) {
-			static const char *const sizes[] = { "context", "vocab_size", "embd",
-							     "inputs", "hidden", "outputs" };
+			static const char *const sizes[] = { "context", "vocab_size", "inputs", "outputs" };
 			size_t k = 0;
 
 			while (k < sizeof(sizes) / sizeof(sizes[0]) && strcmp(key, sizes[k]))
 				k++;
 			if (k < sizeof(sizes) / sizeof(sizes[0]))
 				continue;
+			v = NULL;
 			if (!json_object_object_get_ex(theirs, key, &v) || !json_object_equal(mine, v)) {
-				dt_err_add(e, "checkpoint.init_from: %s: its model has model.%s %s, this one %s",
-					   path, key, v ? json_object_to_json_string(v) : "(none)",
-					   json_object_to_json_string(mine));
+				say_differs(path, key, v, mine, !strcmp(key, "embd") || !strcmp(key, "hidden"), e);
 				rc = -EINVAL;
 			}
 		}
@@ -170,6 +189,36 @@ static int fresh_names(const struct spec *s, const struct ckpt_tensor *t, int n,
 	return 0;
 }
 
+/* Another program's weights where a checkpoint should be: a Hugging Face
+ * directory (config.json, model.safetensors; no MANIFEST.json), a
+ * .safetensors or an llm.c .bin file. `dtrain-ckpt import` makes a
+ * checkpoint of them. */
+static bool foreign_weights(const char *path)
+{
+	static const char *const names[] = { "model.safetensors", "config.json", "pytorch_model.bin" };
+	char p[4200];
+	size_t n = strlen(path);
+	struct stat st;
+
+	if (stat(path, &st))
+		return false;
+	if (!S_ISDIR(st.st_mode))
+		return (n > 12 && !strcmp(path + n - 12, ".safetensors")) ||
+		       (n > 4 && !strcmp(path + n - 4, ".bin"));
+	if (snprintf(p, sizeof(p), "%s/%s", path, CKPT_MANIFEST) >= (int)sizeof(p) || !access(p, F_OK))
+		return false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (snprintf(p, sizeof(p), "%s/%s", path, names[i]) < (int)sizeof(p) && !access(p, F_OK))
+			return true;
+	return false;
+}
+
+static int say_import(const char *path, struct dt_err *e)
+{
+	return dt_err_add(e, "checkpoint.init_from: %s: another program's weights (Hugging Face or llm.c), not a dtrain checkpoint (hint: make one with `dtrain-ckpt import %s DIR`, then set checkpoint.init_from to DIR)",
+			  path, path), -EINVAL;
+}
+
 /* --- the check --- */
 
 int rt_check_init_from(const struct spec *s, struct dt_err *err)
@@ -184,6 +233,8 @@ int rt_check_init_from(const struct spec *s, struct dt_err *err)
 
 	if (!s->checkpoint.init_from)
 		return 0;
+	if (foreign_weights(s->checkpoint.init_from))
+		return say_import(s->checkpoint.init_from, err);
 	rc = ckpt_resolve(s->checkpoint.init_from, path, sizeof(path), &newest, &warn, err);
 	if (!rc && !(m = malloc(sizeof(*m))))
 		rc = -ENOMEM;
@@ -249,6 +300,8 @@ int rt__ckpt_init_from(struct rt_ckpt *c, struct ckpt_manifest *m, struct dt_err
 		return dt_err_add(err, "rank %d: out of memory", c->g->rank), -ENOMEM;
 	rc = rt__ckpt_named_point(c, c->s->checkpoint.init_from, "checkpoint.init_from", m, path,
 				  sizeof(path), &found, err);
+	if (rc && c->g->rank == 0 && foreign_weights(c->s->checkpoint.init_from))
+		say_import(c->s->checkpoint.init_from, err);
 	if (!rc) {
 		rc = c->model_tensors ? fresh_names(c->s, c->model_tensors, c->n_model_tensors, &e) : 0;
 		if (!rc)

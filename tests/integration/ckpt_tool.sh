@@ -10,9 +10,10 @@
 #    shard) still the summary, then a status line naming the file: exit 1;
 #  - export writes one self-contained HDF5 file whose tensors equal the
 #    checkpoint's (h5ls, h5diff), and refuses to overwrite without --force;
-#  - export of a checkpoint whose HDF5 metadata is damaged behind forged
-#    manifest checksums: exit 1 naming the shard (and, in the sanitizer
-#    build, no leak: tests/checkpoint/lsan-hdf5.supp says which is HDF5's);
+#  - verify and export of a checkpoint whose HDF5 metadata is damaged behind
+#    forged manifest checksums: exit 1 naming the shard (verify reads every
+#    tensor after the checksums; in the sanitizer build, no leak:
+#    tests/checkpoint/lsan-hdf5.supp says which is HDF5's);
 #  - not a checkpoint: exit 1 with a message; usage errors exit 2; --help 0.
 # The damage is random: DTRAIN_TEST_SEED=N repeats a run's choices.
 . "$(dirname "$0")/lib.sh"
@@ -164,25 +165,30 @@ must_contain "$T/err" "dtrain-ckpt: $T/dmg-swap/shard-1.h5"
 pass "inspect: a flipped byte, a truncated, deleted or swapped shard: the summary, a status line, exit 1"
 
 # HDF5's own metadata damaged (a byte of the first object header after the
-# superblock), the manifest's size and CRC forged to match: verify passes,
-# and the reader refuses the shard when HDF5's metadata checksum fails.
+# superblock), the manifest's size and CRC forged to match: the checksums
+# pass, and verify (which then reads every tensor, as a reader does) and the
+# reader refuse the shard when HDF5's metadata checksum fails.
 # HDF5 1.10 leaks on that path; the sanitizer build is told which leak is
 # the library's (lsan-hdf5.supp), so any other still fails this test.
 rm -rf "$T/dmg-hdr"
 cp -a "$LAST" "$T/dmg-hdr"
 forge_header_damage "$T/dmg-hdr" shard-0.h5
-expect_rc 0 "$CKPT" verify "$T/dmg-hdr"
 hdf5_leak_ok() {
 	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0 \
 		LSAN_OPTIONS=${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$DTRAIN_SOURCE_DIR/tests/checkpoint/lsan-hdf5.supp:print_suppressions=0 \
 		"$@"
 }
+expect_rc 1 hdf5_leak_ok "$CKPT" verify "$T/dmg-hdr"
+must_contain "$T/err" "dtrain-ckpt: $T/dmg-hdr/shard-0.h5: "
+must_contain "$T/err" "incorrect metadata checksum"
+must_not_contain "$T/err" "Sanitizer"
+must_not_contain "$T/out" ": ok ("
 expect_rc 1 hdf5_leak_ok "$CKPT" export "$T/dmg-hdr" "$T/dmg-hdr.h5"
 must_contain "$T/err" "dtrain-ckpt: $T/dmg-hdr/shard-0.h5: "
 must_contain "$T/err" "incorrect metadata checksum"
 must_not_contain "$T/err" "Sanitizer"
 [ ! -e "$T/dmg-hdr.h5" ] || fail "export of a damaged checkpoint left $T/dmg-hdr.h5"
-pass "export: HDF5 metadata damaged behind forged checksums: exit 1 naming the shard, no leak"
+pass "verify and export: HDF5 metadata damaged behind forged checksums: exit 1 naming the shard, no leak"
 
 # Damage in a listed directory: list still exits 0 and says which one.
 cp -a "$T/ckpts" "$T/ck2"

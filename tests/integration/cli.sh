@@ -92,7 +92,29 @@ expect_rc 2 $SUBMIT valdate "$fm"
 must_contain "$T/err" "(did you mean 'validate'?)"
 expect_rc 2 $SUBMIT "$fm" --dry
 must_contain "$T/err" "(did you mean '--dry-run'?)"
-pass "mistyped commands and options are named with the right one"
+# every program's getopt parsers: the closest long option (dt_unknown_option)
+expect_rc 2 "$DTRAIN_BIN/dtrain-ckpt" eval "$T/ck" "$T/data.h5" --sampels 3
+must_contain "$T/err" 'dtrain-ckpt: unknown option "--sampels"; did you mean "--samples"?'
+expect_rc 2 "$DTRAIN_BIN/dtrain-ckpt" import "$T/hf" "$T/ck" --alow-nonfinite
+must_contain "$T/err" 'unknown option "--alow-nonfinite"; did you mean "--allow-nonfinite"?'
+expect_rc 2 "$DTRAIN_BIN/dtrain-ckpt" list "$T" --verfiy
+must_contain "$T/err" 'unknown option "--verfiy"; did you mean "--verify"?'
+expect_rc 2 "$DTRAIN_BIN/dtrain-ckpt" export "$T/ck" "$T/out.h5" --forse
+must_contain "$T/err" 'unknown option "--forse"; did you mean "--force"?'
+expect_rc 2 "$DTRAIN_BIN/dtrain-data" text "$T/a.txt" "$T/out" --val-fracton=0.2
+must_contain "$T/err" 'dtrain-data: unknown option "--val-fracton"; did you mean "--val-fraction"?'
+expect_rc 2 "$DTRAIN_BIN/dtrain-data" decode "$T/a.h5" --cuont 3
+must_contain "$T/err" 'unknown option "--cuont"; did you mean "--count"?'
+expect_rc 2 "$DTRAIN_BIN/dtrain-data" synthetic "$T/x.h5" --sampels 3
+must_contain "$T/err" 'unknown option "--sampels"; did you mean "--samples"?'
+expect_rc 2 "$DTRAIN_BIN/dtrain-run" --quite "$T/spec.json"
+must_contain "$T/err" 'dtrain-run: unknown option "--quite"; did you mean "--quiet"?'
+expect_rc 2 "$DTRAIN_BIN/dtrain-data" info --bogus "$T/x.h5"
+must_not_contain "$T/err" "did you mean"
+# --set: a value that is not of its key's type says which type
+expect_rc 3 $SUBMIT validate "$fm" --site "$site" --set train.max_steps=ten
+must_contain "$T/err" '--set: train.max_steps: expected an integer (got "ten")'
+pass "mistyped commands and options are named with the right one, in every program; --set names the type it expected"
 
 # --- invalid specs: exit 3, every problem named with file and JSON path ---
 cat >"$T/bad.json" <<'JSON'

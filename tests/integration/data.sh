@@ -26,6 +26,11 @@ expect_rc 2 $DATA synthetic "$T/x.h5" --classes 1
 must_contain "$T/err" '--classes: expected an integer in [2, 1000000] (got "1")'
 expect_rc 2 $DATA info --bogus "$T/x.h5"
 must_contain "$T/err" 'unknown option "--bogus"'
+expect_rc 2 $DATA info --hepl "$T/x.h5"
+must_contain "$T/err" 'unknown option "--hepl"; did you mean "--help"?'
+expect_rc 0 $DATA text --help # the README's --bpe gpt2/vocab.json gpt2/merges.txt
+must_contain "$T/out" "vocab.json"
+must_contain "$T/out" "merges.txt"
 expect_rc 2 $DATA fashion-mnist --src
 must_contain "$T/err" "--src: missing its value"
 [ ! -e "$T/x.h5" ] || fail "a usage error wrote $T/x.h5"

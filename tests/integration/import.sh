@@ -107,6 +107,20 @@ expect_rc 1 "$CKPT" import "$T/hf" "$T/ck-hf"
 must_contain "$T/err" "ck-hf: not empty"
 pass "hostile files and a used directory refused, naming the file, nothing written"
 
+# --- non-finite weights: refused by name, or imported with --allow-nonfinite and then
+# reported by verify (what every reader refuses) ---
+refused bad-nan "bad-nan/model.safetensors: tensor \"transformer.h.1.attn.c_attn.weight\": 1 non-finite value, the first [5][7] is NaN"
+must_contain "$T/err" "hint: --allow-nonfinite imports them"
+refused bad-inf.bin "bad-inf.bin: tensor \"transformer.wpe.weight\": 1 non-finite value, the first [3][4] is infinite"
+expect_rc 0 "$CKPT" import "$T/bad-nan" "$T/ck-nan" --allow-nonfinite
+must_contain "$T/err" "warning: $T/bad-nan/model.safetensors: tensor \"transformer.h.1.attn.c_attn.weight\": 1 non-finite value, the first [5][7] is NaN (imported: --allow-nonfinite)"
+expect_rc 1 "$CKPT" verify "$T/ck-nan"
+must_contain "$T/err" "is NaN; a checkpoint holds finite values only"
+must_not_contain "$T/out" ": ok ("
+expect_rc 1 "$CKPT" eval "$T/ck-nan" "$T/text/train.h5" --samples 2
+must_contain "$T/err" "is NaN; a checkpoint holds finite values only"
+pass "NaN and infinite weights refused at import naming the tensor and its first bad element; --allow-nonfinite imports them, and verify then says so"
+
 # --- fine-tuning: checkpoint.init_from on 2 pipeline stages, text in the model's BPE ---
 "$DTRAIN_BIN/dtrain-data" text /usr/share/games/fortunes/riddles "$T/bpe" --bpe "$T/hf/vocab.json" "$T/hf/merges.txt" \
 	>/dev/null || fail "dtrain-data text --bpe"
@@ -197,6 +211,20 @@ expect_rc 3 $SUBMIT validate "$T/ft.json" --set 'checkpoint.init_fresh=["head.we
 must_contain "$T/err" 'checkpoint.init_fresh: this model has no tensor "head.weight"'
 expect_rc 3 $SUBMIT validate "$T/ft.json" --set model.heads=4
 must_contain "$T/err" "checkpoint.init_from: $T/ck-hf/step-00000000: its model has model.heads 2, this one 4"
+# another width: said once, as the key, not for each of its 29 tensors; labelled by the key, not "data:"
+expect_rc 3 $SUBMIT validate "$T/ft.json" --set model.embd=64
+must_contain "$T/err" "$T/ft.json: checkpoint.init_from: $T/ck-hf/step-00000000: model.embd differs: checkpoint 48, spec 64"
+[ "$(grep -c . "$T/err")" -eq 1 ] || { cat "$T/err"; fail "another model.embd is not said in one line"; }
+must_not_contain "$T/err" "data:"
+# a Hugging Face directory (or an llm.c file) where a checkpoint should be: import it first
+expect_rc 3 $SUBMIT validate "$T/ft.json" --set checkpoint.init_from="$T/hf"
+must_contain "$T/err" "$T/ft.json: checkpoint.init_from: $T/hf: another program's weights (Hugging Face or llm.c), not a dtrain checkpoint (hint: make one with \`dtrain-ckpt import $T/hf DIR\`"
+must_not_contain "$T/err" "data:"
+expect_rc 3 $SUBMIT validate "$T/ft.json" --set checkpoint.init_from="$T/gpt2.bin"
+must_contain "$T/err" "dtrain-ckpt import $T/gpt2.bin DIR"
+spec hfdir --set train.max_steps=2 --set checkpoint.init_from="$T/hf"
+! ft hfdir || fail "init_from a Hugging Face directory started"
+must_contain "$T/hfdir.out" "checkpoint.init_from: $T/hf: another program's weights"
 spec fresh2 --set train.max_steps=1 --set 'checkpoint.init_fresh=["transformer.ln_f.bias"]'
 ft fresh2 || { cat "$T/fresh2.out"; fail "init_fresh of a tensor the source has"; }
 must_contain "$T/fresh2.out" "28 tensors taken, 1 kept fresh"
@@ -213,4 +241,4 @@ spec missing --set train.max_steps=2 --set checkpoint.init_from="$T/ck-nothere"
 must_contain "$T/missing.out" "checkpoint.init_from: $T/ck-nothere: no valid checkpoint there"
 expect_rc 3 $SUBMIT validate "$T/ft.json" --set checkpoint.resume="$T/ck-hf"
 must_contain "$T/err" "checkpoint.init_from: a run starts either from checkpoint.resume's checkpoint"
-pass "a shorter context crops the position table; another vocabulary or number of heads, an unknown init_fresh name, a missing source, init_from with resume and resume of an import refused by name, at submit and at start; init_fresh keeps tensors fresh"
+pass "a shorter context crops the position table; another vocabulary, width or number of heads, a Hugging Face directory, an unknown init_fresh name, a missing source, init_from with resume and resume of an import refused by name, at submit and at start; init_fresh keeps tensors fresh"

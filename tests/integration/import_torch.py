@@ -26,7 +26,8 @@ usage: import_torch.py write DIR
        import_torch.py greedy DIR PROMPT N OUT
          the prompt and N greedy tokens of the reference, as bytes, into OUT
        import_torch.py hostile DIR
-         broken files for the refusals: DIR/bad-*.
+         broken files for the refusals: DIR/bad-* (bad-nan, bad-inf.bin: a NaN
+         and an infinity among the weights).
 """
 import json
 import math
@@ -303,6 +304,16 @@ def hostile(d):
         f.write(struct.pack("<i", 20240327) + llmc[4:])
     with open(d + "/bad-short.bin", "wb") as f:
         f.write(llmc[:len(llmc) - 4])
+    # non-finite weights: a NaN at [5][7] of h.1's c_attn (the file's [in][out]),
+    # an infinity at [3][4] of llm.c's wpe
+    at = 8 + n + header["h.1.attn.c_attn.weight"]["data_offsets"][0] + 4 * (5 * 3 * C + 7)
+    os.makedirs(d + "/bad-nan", exist_ok=True)
+    with open(d + "/bad-nan/model.safetensors", "wb") as f:
+        f.write(good[:at] + struct.pack("<f", float("nan")) + good[at + 4:])
+    config(d + "/bad-nan/config.json")
+    at = 256 * 4 + 4 * (VP * C + 3 * C + 4)
+    with open(d + "/bad-inf.bin", "wb") as f:
+        f.write(llmc[:at] + struct.pack("<f", float("inf")) + llmc[at + 4:])
 
 
 def main():

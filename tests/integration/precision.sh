@@ -75,3 +75,20 @@ acts() { sed -n 's/.* activations_mib \([0-9.]*\) .*/\1/p' "$T/$1.out" | head -n
 awk -v b="$(acts gpt-11)" -v f="$(acts gpt32)" 'BEGIN { exit !(b > 0 && b <= 0.9 * f) }' ||
 	fail "the bf16 GPT's activations ($(acts gpt-11) MiB) are not below 0.9 of fp32's ($(acts gpt32) MiB)"
 pass "the GPT's activations: $(acts gpt-11) MiB in bf16 against $(acts gpt32) MiB in fp32"
+
+# a CPU without bf16 instructions (DTRAIN_CPU_FLAGS stands for /proc/cpuinfo's
+# flags: this machine may have them): validate warns, and dtrain-run's start
+# says it once a node after the device lines; with them, neither says a word
+noBF="fpu sse2 avx2 avx512f avx512bw avx512_vnni"
+DTRAIN_CPU_FLAGS=$noBF DTRAIN_CPU_MODEL="Xeon without BF16" expect_rc 0 $SUBMIT validate "$T/gpt.json"
+must_contain "$T/err" 'dtrain-submit: warning: train.precision "bf16": this machine'"'"'s CPU (Xeon without BF16) has no bf16 instructions'
+DTRAIN_CPU_FLAGS="$noBF avx512_bf16" expect_rc 0 $SUBMIT validate "$T/gpt.json"
+must_not_contain "$T/err" "warning"
+DTRAIN_CPU_FLAGS=$noBF expect_rc 0 $SUBMIT validate "$T/gpt.json" --set train.precision=fp32
+must_not_contain "$T/err" "warning"
+DTRAIN_CPU_FLAGS=$noBF DTRAIN_CPU_MODEL="Xeon without BF16" mpi_run gpt emulated 1 2 2 --set train.max_steps=2
+[ "$(grep -c 'warning: train.precision "bf16" on a CPU without bf16 instructions (Xeon without BF16: no avx512_bf16 or amx_bf16): oneDNN emulates them' "$T/emulated.out")" = 1 ] ||
+	{ cat "$T/emulated.out"; fail "the start does not say once that this CPU emulates bf16"; }
+DTRAIN_CPU_FLAGS="$noBF amx_bf16" mpi_run gpt native 1 1 1 --set train.max_steps=2
+must_not_contain "$T/native.out" "without bf16 instructions"
+pass "bf16 on a CPU without bf16 instructions: a warning at validate and one line a node at start"

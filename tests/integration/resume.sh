@@ -347,7 +347,10 @@ for e in m["files"]:
         e["size"], e["crc32"] = len(data), "%08x" % (zlib.crc32(data) & 0xffffffff)
 json.dump(m, open(os.path.join(d, "MANIFEST.json"), "w"), indent=2)
 PY
-"$DTRAIN_BIN/dtrain-ckpt" verify "$T/inf" >/dev/null || fail "the edited checkpoint should verify (its checksums were forged)"
+# its checksums were forged, but verify reads every tensor too
+"$DTRAIN_BIN/dtrain-ckpt" verify "$T/inf" >"$T/inf.verify" 2>&1 && fail "the edited checkpoint verifies"
+grep -qF "$T/inf/shard-0.h5: model/0.weight: element 5 is infinite" "$T/inf.verify" ||
+	{ cat "$T/inf.verify"; fail "verify does not name the infinity"; }
 spec bad6 1 1 --set checkpoint.resume="$T/inf"
 run bad6 3
 must_contain "$T/bad6.out" "$T/inf/shard-0.h5: model/0.weight: element 5 is infinite; a checkpoint holds finite values only"

@@ -393,15 +393,46 @@ static void set_errors(void **state)
 	struct spec s;
 	struct dt_err e = {0};
 	const char *sets[] = { "train.lr=1", "noequals", "train.epochs=many", "env.1X=y",
-			       "parallel.data=0" };
+			       "parallel.data=0", "train.max_steps=ten", "train.optimizer.lr=fast",
+			       "data.shuffle=yes", "train.max_steps=[1", "model.hidden=[3," };
 
 	(void)state;
 	assert_int_equal(resolve("{}", sets, sizeof(sets) / sizeof(sets[0]), &s, &e), -EINVAL);
 	assert_true(tu_has(&e, "--set: train.lr: unknown key; did you mean \"train.optimizer.lr\"?"));
 	assert_true(tu_has(&e, "--set: noequals: expected KEY=VALUE"));
-	assert_true(tu_has(&e, "--set: train.epochs: cannot parse \"many\" as JSON"));
+	assert_true(tu_has(&e, "--set: train.epochs: expected an integer (got \"many\")"));
+	assert_true(tu_has(&e, "--set: train.max_steps: expected an integer (got \"ten\")"));
+	assert_true(tu_has(&e, "--set: train.optimizer.lr: expected a number (got \"fast\")"));
+	assert_true(tu_has(&e, "--set: data.shuffle: expected true or false (got \"yes\")"));
+	assert_true(tu_has(&e, "--set: train.max_steps: expected an integer (got \"[1\")"));
+	assert_true(tu_has(&e, "--set: model.hidden: expected a list of integers, like [1,2] (got \"[3,\")"));
 	assert_true(tu_has(&e, "--set: env.1X: not a valid environment variable name"));
 	assert_true(tu_has(&e, "--set: parallel.data: must be between 1 and 65536 (got 0)"));
+}
+
+/* train.max_steps set without train.epochs bounds the run alone (epochs
+ * 0: as many as it takes), not the default 1 epoch; both set: both kept */
+static void max_steps_alone(void **state)
+{
+	const char *sets[] = { "train.max_steps=3" };
+	struct spec s;
+	struct dt_err e = {0};
+
+	(void)state;
+	assert_int_equal(resolve("{\"train\": {\"max_steps\": 3}}", NULL, 0, &s, &e), 0);
+	assert_int_equal(s.train.epochs, 0);
+	assert_int_equal(s.train.max_steps, 3);
+	spec_free(&s);
+	assert_int_equal(resolve("{}", sets, 1, &s, &e), 0);
+	assert_int_equal(s.train.epochs, 0);
+	spec_free(&s);
+	assert_int_equal(resolve("{\"train\": {\"epochs\": 1, \"max_steps\": 3}}", NULL, 0, &s, &e), 0);
+	assert_int_equal(s.train.epochs, 1);
+	spec_free(&s);
+	assert_int_equal(resolve("{}", NULL, 0, &s, &e), 0);
+	assert_int_equal(s.train.epochs, 1);
+	assert_int_equal(s.train.max_steps, 0);
+	spec_free(&s);
 }
 
 static void hostile_strings(void **state)
@@ -564,6 +595,7 @@ int main(void)
 		cmocka_unit_test(cross_field_rules),
 		cmocka_unit_test(set_overrides),
 		cmocka_unit_test(set_errors),
+		cmocka_unit_test(max_steps_alone),
 		cmocka_unit_test(hostile_strings),
 		cmocka_unit_test(run_dir_is_made_absolute),
 		cmocka_unit_test(dump_round_trips),

@@ -495,6 +495,48 @@ static void test_resume_nothing_left(void **state)
 	unlink(squeue);
 }
 
+/* train.epochs 0 (train.max_steps alone bounds the run, as a spec that
+ * sets max_steps without epochs resolves): a completed run of 10 steps
+ * resumed with max_steps 25 has 15 steps left, and is submitted */
+static void test_resume_max_steps_alone(void **state)
+{
+	const char *sets[] = { "train.epochs=0", "train.max_steps=10" };
+	const char *more[] = { "train.max_steps=25" };
+	struct launch_args a = args_for(spec_path, sets, 2);
+	struct launch_plan p;
+	struct launch_job job;
+	struct dt_err err = {0}, warn = {0};
+	char dir[600], path[700], squeue[700];
+
+	(void)state;
+	assert_int_equal(launch_plan(&a, &p, &err), 0);
+	use_fake_dtrain_run(&p);
+	assert_int_equal(launch_submit(&p, &job, &warn, &err), 0);
+	snprintf(dir, sizeof(dir), "%s", job.run_dir);
+	launch_job_free(&job);
+	launch_plan_free(&p);
+	snprintf(squeue, sizeof(squeue), "%s/squeue", fake_bin);
+	tu_write_path(squeue, "#!/bin/bash\necho 'COMPLETED None'\n", 0755);
+	snprintf(path, sizeof(path), "%s/metrics.jsonl", dir);
+	tu_write_path(path,
+		      "{\"event\":\"start\",\"total_steps\":10,\"steps_per_epoch\":4,\"epochs\":0,\"step\":0}\n"
+		      "{\"event\":\"step\",\"step\":10,\"total_steps\":10,\"epoch\":3,\"loss\":0.5}\n"
+		      "{\"event\":\"end\",\"step\":10,\"seconds\":1.5}\n", 0644);
+	unlink(sbatch_log);
+
+	a = (struct launch_args){ .cmd = LAUNCH_RESUME, .run_dir = dir, .site_path = site_path,
+				  .sets = more, .n_sets = 1 };
+	err = (struct dt_err){0};
+	assert_int_equal(launch_plan(&a, &p, &err), 0);
+	assert_int_equal(p.spec.train.epochs, 0);
+	use_fake_dtrain_run(&p);
+	assert_int_equal(launch_resume(&p, &job, &warn, &err), 0);
+	assert_true(exists(sbatch_log));
+	launch_job_free(&job);
+	launch_plan_free(&p);
+	unlink(squeue);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -509,6 +551,7 @@ int main(void)
 		cmocka_unit_test_setup(test_sbatch_garbage_output, reset),
 		cmocka_unit_test_setup(test_no_sbatch_on_path, reset),
 		cmocka_unit_test_setup(test_resume_nothing_left, reset),
+		cmocka_unit_test_setup(test_resume_max_steps_alone, reset),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
