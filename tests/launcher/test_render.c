@@ -139,7 +139,13 @@ static int group_setup(void **state)
 			 "[ \"$n\" -lt 8 ] || exit 0 # a restart loop that does not stop ends here\n"
 			 "if [ -n \"${FAKE_PLANT:-}\" ]; then mkdir -p \"$DTRAIN_RUN_DIR/recovery\"; ln -sfn \"$FAKE_PLANT\" \"$DTRAIN_RUN_DIR/recovery/crashes\"; fi\n"
 			 "if [ -n \"${FAKE_FAIL:-}\" ]; then echo \"exit 1 at $(date +%%s): rank 0: $FAKE_FAIL\" > \"$DTRAIN_RUN_DIR/failure\"; fi\n"
-			 "if [ \"${FAKE_TERM:-0}\" != 0 ]; then kill -TERM \"$FAKE_SHELL\"; sleep 0.2; fi\n"
+			 /* the shell's trap counts the stop and writes its term
+			  * event: wait for that event (at most 30 s), not a time */
+			 "terms() { local n; n=$(grep -c '\"event\":\"term\"' \"$DTRAIN_RUN_DIR/events.jsonl\" 2>/dev/null); echo \"${n:-0}\"; }\n"
+			 "if [ \"${FAKE_TERM:-0}\" != 0 ]; then\n"
+			 "  t0=$(terms); kill -TERM \"$FAKE_SHELL\"\n"
+			 "  for i in $(seq 600); do [ \"$(terms)\" -gt \"$t0\" ] && break; sleep 0.05; done\n"
+			 "fi\n"
 			 "if [ \"${FAKE_TERM:-0}\" = 2 ]; then kill -KILL \"$FAKE_SHELL\"; fi\n"
 			 "if [ -n \"${FAKE_SAY:-}\" ]; then echo \"$FAKE_SAY\" >&2; fi\n"
 			 "exit \"${FAKE_RC:-0}\"\n", tmp, tmp, tmp, tmp);
