@@ -293,25 +293,28 @@ int dt_mkdirs(const char *path, int mode)
 	return rc;
 }
 
+int dt_dir_open_at(int dfd, const char *name, int mode)
+{
+	struct stat st;
+	int fd;
+
+	if (mode >= 0 && mkdirat(dfd, name, (mode_t)mode) < 0 && errno != EEXIST)
+		return -errno;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		/* a link fails O_DIRECTORY before O_NOFOLLOW: say which it was */
+		fd = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode) ?
+			     -ELOOP : -errno;
+	return fd;
+}
+
 int dt_dir_open_in(const char *dir, const char *name, int mode)
 {
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
 
 	if (dfd < 0)
 		return -errno;
-	if (mkdirat(dfd, name, (mode_t)mode) < 0 && errno != EEXIST) {
-		fd = -errno;
-		goto out;
-	}
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		struct stat st;
-
-		/* a link fails O_DIRECTORY before O_NOFOLLOW: say which it was */
-		fd = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode) ?
-			     -ELOOP : -errno;
-	}
-out:
+	fd = dt_dir_open_at(dfd, name, mode);
 	close(dfd);
 	return fd;
 }
@@ -418,6 +421,24 @@ static int remove_below(int dfd)
 			rc = -errno;
 	}
 	closedir(d);
+	return rc;
+}
+
+int dt_remove_tree_at(int dfd, const char *name)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(dfd, name, 0) < 0 ? -errno : 0;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rc = remove_below(fd);
+	if (!rc && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+		rc = -errno;
 	return rc;
 }
 

@@ -49,6 +49,9 @@ int dt_mkdirs(const char *path, int mode);
  * is taken as given (the user's). Returns an fd for openat() (the caller
  * closes it), or -errno. */
 int dt_dir_open_in(const char *dir, const char *name, int mode);
+/* The same relative to the directory open at dfd: name made (with mode)
+ * when missing unless mode < 0, then opened without following a link. */
+int dt_dir_open_at(int dfd, const char *name, int mode);
 /* The directory path, opened without following a symbolic link at its
  * last component: a link there is refused (-ELOOP), as is anything but a
  * directory (-ENOTDIR). The components above it are taken as given (the
@@ -70,5 +73,8 @@ int dt_read_fd(int fd, char **out, size_t *len);
  * (run and checkpoint directories live on shared file systems where
  * others may plant one). 0 or -errno. */
 int dt_remove_tree(const char *path);
+/* The same for the entry name of the directory open at dfd (never
+ * leaving it: a link at name is removed as a link). */
+int dt_remove_tree_at(int dfd, const char *name);
 
 #endif

@@ -204,6 +204,23 @@ void ckpt_piece_name(int stage, int piece, char *out, size_t size);
 #define CKPT_MANIFEST "MANIFEST.json"
 #define CKPT_ROOT "model.h5"
 
+/* --- the directories a save works in --- */
+
+/* A directory a save works in: the checkpoint directory, or a save's tmp
+ * directory in it. Held open (fd >= 0), every name a save makes, renames
+ * or removes is reached relative to fd (openat, mkdirat, renameat,
+ * unlinkat, never following a link), so that the directory opened is the
+ * one written, whatever is planted at its path later (a link to another
+ * directory: checkpoint/README.md, "Symbolic links"); path then names it in
+ * messages only. With fd -1, path is opened at each call instead: a
+ * checkpoint directory as given, a tmp directory without following a link
+ * at its last component (one-shot callers: tools, tests). The caller owns
+ * both. */
+struct ckpt_dir {
+	int fd;           /* O_DIRECTORY, or -1 */
+	const char *path; /* its path as the user gave it */
+};
+
 /* --- writing a shard: fast part, then slow part --- */
 
 /* One stage's state as the runtime lays it out (runtime/model/model.h): the
@@ -280,7 +297,7 @@ struct ckpt_shard_writer {
  * open until ckpt_shard_write. The view's pointers are kept until
  * the copy (or, borrowed, the write). 0, -ENOMEM, or -errno / -EIO naming
  * the path (e.g. ENOSPC, EROFS); on failure no copy is left to make. */
-int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
+int ckpt_shard_begin(struct ckpt_shard_writer *w, const struct ckpt_dir *tmpdir,
 		     const struct ckpt_meta *meta, const struct ckpt_stage_view *view,
 		     struct dt_err *err);
 /* The deferred copy of a shard begun with view->defer_copy, on any thread,
@@ -308,7 +325,7 @@ void ckpt_shard_free(struct ckpt_shard_writer *w);
  * tensor of the whole model, tensors [n] (meta's layout says which shard
  * holds which block). Main thread (HDF5). Not fsynced: ckpt_file_seal()
  * does that. */
-int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta,
+int ckpt_root_write(const struct ckpt_dir *tmpdir, const struct ckpt_meta *meta,
 		    const struct ckpt_tensor *tensors, int n, struct dt_err *err);
 
 /* The last root file written, kept to write the next save's from: HDF5
@@ -327,16 +344,17 @@ struct ckpt_root_cache {
 /* ckpt_root_write, from the cache when it holds the root file of the same
  * tensors, stages and states (else, or when that fails, written afresh and
  * kept in the cache). The same results as ckpt_root_write. */
-int ckpt_root_write_cached(struct ckpt_root_cache *cache, const char *tmpdir,
+int ckpt_root_write_cached(struct ckpt_root_cache *cache, const struct ckpt_dir *tmpdir,
 			   const struct ckpt_meta *meta, const struct ckpt_tensor *tensors,
 			   int n, struct dt_err *err);
 /* Frees the kept bytes; safe on a zeroed cache. */
 void ckpt_root_cache_free(struct ckpt_root_cache *cache);
 
-/* fsync path, a file of a save's tmp directory (opened as ckpt.h's links
- * say: never through a link), and compute its size and CRC-32 by reading
- * it. Any thread. */
-int ckpt_file_seal(const char *path, uint64_t *size, uint32_t *crc, struct dt_err *err);
+/* fsync tmpdir/name, a file of a save's tmp directory (opened as ckpt.h's
+ * links say: never through a link), and compute its size and CRC-32 by
+ * reading it. Any thread. */
+int ckpt_file_seal(const struct ckpt_dir *tmpdir, const char *name, uint64_t *size,
+		   uint32_t *crc, struct dt_err *err);
 
 /* --- commit --- */
 
@@ -360,18 +378,26 @@ void ckpt_final_path(const char *dir, int64_t step, char *out, size_t size);
  * and every symbolic link under such a name, as a link (its target is
  * never touched). Call on one rank before anyone starts writing. 0 or
  * -errno. */
-int ckpt_clean_tmp(const char *dir, struct dt_err *err);
+int ckpt_clean_tmp(const struct ckpt_dir *dir, struct dt_err *err);
 
 /* Makes the tmp directory of a save of step `step`, dir/.step-<8>.tmp,
  * afresh, on one rank before any rank writes into it: whatever is at that
  * name (a failed attempt's leftover, a planted link) is removed first,
  * never through a link, then mkdir: a name taken again meanwhile (EEXIST)
- * is refused, naming it. So every file in it is this save's. 0 or -errno
- * naming the path (EROFS, ENOSPC, ...). */
-int ckpt_tmp_make(const char *dir, int64_t step, struct dt_err *err);
+ * is refused, naming it. So every file in it is this save's. With fd not
+ * NULL, *fd gets it open (without following a link; the caller closes
+ * it). 0 or -errno naming the path (EROFS, ENOSPC, ...). */
+int ckpt_tmp_make(const struct ckpt_dir *dir, int64_t step, int *fd, struct dt_err *err);
+/* The tmp directory ckpt_tmp_make made, opened by another writer (made
+ * first when missing, so that a shared file system's cached "not there"
+ * is not trusted), never through a link: *fd, which the caller closes. 0
+ * or -errno naming the path. */
+int ckpt_tmp_open(const struct ckpt_dir *dir, int64_t step, int *fd, struct dt_err *err);
 
-/* The commit (steps 2 above): tmp must be a directory (not a link) that
- * holds exactly the files listed, each a regular file (a link is refused,
+/* The commit (steps 2 above) of the save whose tmp directory is tmp, in
+ * the checkpoint directory dir (each held open or not: struct ckpt_dir;
+ * every name below is one of dir's, reached relative to it). tmp must be
+ * a directory (not a link) that holds exactly the files listed, each a regular file (a link is refused,
  * named). Writes tmp/MANIFEST.json from meta, the model's tensors
  * [n_tensors] and files, fsyncs it and tmp, renames
  * tmp to the final name (an existing final directory of the same step, from
@@ -383,9 +409,10 @@ int ckpt_tmp_make(const char *dir, int64_t step, struct dt_err *err);
  * checkpoint: true with an error means only latest or retention failed
  * (the message says so); false means this save is not committed, whatever
  * stands at step-<8> (an earlier attempt's, another run's). */
-int ckpt_commit(const char *dir, const char *tmp, const struct ckpt_meta *meta,
-		const struct ckpt_tensor *tensors, int n_tensors, const struct ckpt_file *files,
-		int n_files, int keep, bool *committed, struct dt_err *err);
+int ckpt_commit(const struct ckpt_dir *dir, const struct ckpt_dir *tmp,
+		const struct ckpt_meta *meta, const struct ckpt_tensor *tensors, int n_tensors,
+		const struct ckpt_file *files, int n_files, int keep, bool *committed,
+		struct dt_err *err);
 
 /* The tokenizer files a checkpoint may carry (tokenizer.c): GPT-2 BPE's
  * encoder.json and vocab.bpe, listed in the manifest with stage -1. */
@@ -399,7 +426,7 @@ struct ckpt_tokenizer {
 /* Writes tok's two files into a save's tmp directory (made new, never
  * through a link) and fills files[2] for the commit (names, stage -1,
  * size, CRC). Any thread. 0 or -errno naming the path. */
-int ckpt_tokenizer_write(const char *tmpdir, const struct ckpt_tokenizer *tok,
+int ckpt_tokenizer_write(const struct ckpt_dir *tmpdir, const struct ckpt_tokenizer *tok,
 			 struct ckpt_file files[2], struct dt_err *err);
 /* Does the checkpoint of manifest m carry a tokenizer (its files then lie
  * in the checkpoint's directory under ckpt_tokenizer_files' names)? */
@@ -437,9 +464,15 @@ struct ckpt_manifest {
  * or -EINVAL naming the file and the field. */
 int ckpt_manifest_read(const char *ckpt, struct ckpt_manifest *m, struct dt_err *err);
 
-/* The committed checkpoints under dir (names step-<digits>, directories),
- * newest first: *steps (caller frees) gets the steps, *n their count.
- * A missing dir gives n = 0 and 0. */
+/* The committed checkpoints under dir, newest first: *steps (caller
+ * frees) gets the steps, *n their count. A checkpoint is an entry named
+ * step-<8 digits> (ckpt_step_name) that is a directory or a symbolic link
+ * to one (followed, as every reader follows links). Anything else under
+ * such a name (a regular file, a dangling link, a link to a file) is an
+ * error, -ENOTDIR with a line naming each, never skipped: a run must not
+ * start afresh and save over it. Other names (latest, .step-*.tmp,
+ * step-12) are not checkpoints and are left out. A missing dir gives
+ * n = 0 and 0. */
 int ckpt_list(const char *dir, int64_t **steps, int *n, struct dt_err *err);
 
 /* --- verifying --- */

@@ -13,15 +13,18 @@
  * ckpt_clean_tmp() or commit removes.
  *
  * Links: the checkpoint directory may be on a shared file system where
- * others can plant a symbolic link under any name a save uses. A save's
- * tmp directory is made afresh (ckpt_tmp_make); its files are opened
- * relative to it without following a link (ckpt__tmp_file); the commit
- * checks that the directory it renames is the one whose files it checked;
- * leftovers are removed as links (dt_remove_tree); latest is replaced by
- * rename, never followed. A link the save did not make is refused, named.
+ * others can plant a symbolic link under any name a save uses, the
+ * directory's own included. Every name is reached relative to the
+ * directory held open (struct ckpt_dir, ckpt__dir_get), never through its
+ * path again. A save's tmp directory is made afresh there (ckpt_tmp_make)
+ * and held; its files are opened relative to it without following a link
+ * (ckpt__tmp_file); the commit checks that the directory it renames is the
+ * one whose files it checked; leftovers and old checkpoints are removed as
+ * themselves (dt_remove_tree_at: a link as a link); latest is replaced by
+ * renameat, never followed. A link the save did not make is refused, named.
  *
- * Sections: names, cleaning up, the tmp directory, checking the files, the
- * commit, retention.
+ * Sections: names, the directories, cleaning up, the tmp directory,
+ * checking the files, the commit, retention.
  */
 #include "checkpoint/internal.h"
 #include "base/buf.h"
@@ -64,6 +67,33 @@ static bool join(char *out, size_t size, const char *dir, const char *name)
 	return (size_t)snprintf(out, size, "%s/%s", dir, name) < size;
 }
 
+/* ".step-<8 digits>.tmp", the tmp directory's name in the checkpoint
+ * directory, into out [48]. */
+static void tmp_name(int64_t step, char out[48])
+{
+	char name[32];
+
+	ckpt_step_name(step, name, sizeof(name));
+	snprintf(out, 48, ".%s.tmp", name);
+}
+
+/* --- the directories --- */
+
+int ckpt__dir_get(const struct ckpt_dir *d, bool follow)
+{
+	int fd;
+
+	/* "." of the held directory: the same directory, a fresh offset for
+	 * readdir, nothing resolved by its path */
+	if (d->fd >= 0)
+		fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	else if (follow)
+		fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	else
+		return dt_dir_open_nofollow(d->path);
+	return fd < 0 ? -errno : fd;
+}
+
 /* --- cleaning up --- */
 
 /* A leftover of an unfinished save: .step-<anything>.tmp. */
@@ -76,21 +106,24 @@ static bool is_tmp_name(const char *name)
 	       !strcmp(name + n - strlen(TMP_SUFFIX), TMP_SUFFIX);
 }
 
-int ckpt_clean_tmp(const char *dir, struct dt_err *err)
+int ckpt_clean_tmp(const struct ckpt_dir *dir, struct dt_err *err)
 {
-	char path[4096];
 	struct dirent *de;
 	struct stat st;
-	DIR *d;
-	int rc = 0, r;
+	DIR *d = NULL;
+	int dfd, rc = 0, r;
 
-	d = opendir(dir);
-	if (!d) {
-		if (errno == ENOENT)
-			return 0;
+	dfd = ckpt__dir_get(dir, true);
+	if (dfd == -ENOENT)
+		return 0;
+	if (dfd >= 0 && !(d = fdopendir(dfd))) {
 		rc = -errno;
-		dt_err_add(err, "%s: cannot list checkpoint directory: %s", dir, strerror(-rc));
-		return rc;
+		close(dfd);
+		dfd = rc;
+	}
+	if (dfd < 0) {
+		dt_err_add(err, "%s: cannot list checkpoint directory: %s", dir->path, strerror(-dfd));
+		return dfd;
 	}
 	while ((de = readdir(d)) != NULL) {
 		if (!is_tmp_name(de->d_name))
@@ -98,14 +131,14 @@ int ckpt_clean_tmp(const char *dir, struct dt_err *err)
 		/* a directory of an unfinished save, or a link planted under such
 		 * a name: removed as a link, its target untouched. A regular file
 		 * is not ours to remove (a save's mkdir refuses it) */
-		if (!join(path, sizeof(path), dir, de->d_name) || lstat(path, &st) < 0 ||
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !(S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode)))
 			continue;
-		r = dt_remove_tree(path);
+		r = dt_remove_tree_at(dfd, de->d_name);
 		if (r && !rc) {
 			rc = r;
-			dt_err_add(err, "%s: cannot remove unfinished checkpoint: %s", path,
-				   strerror(-r));
+			dt_err_add(err, "%s/%s: cannot remove unfinished checkpoint: %s", dir->path,
+				   de->d_name, strerror(-r));
 		}
 	}
 	closedir(d);
@@ -114,51 +147,71 @@ int ckpt_clean_tmp(const char *dir, struct dt_err *err)
 
 /* --- the tmp directory --- */
 
-int ckpt_tmp_make(const char *dir, int64_t step, struct dt_err *err)
+int ckpt_tmp_make(const struct ckpt_dir *dir, int64_t step, int *fd, struct dt_err *err)
 {
-	char tmp[4096];
-	int rc;
+	char tmp[4096], name[48];
+	int dfd, rc;
 
-	ckpt_tmp_path(dir, step, tmp, sizeof(tmp));
+	ckpt_tmp_path(dir->path, step, tmp, sizeof(tmp));
+	tmp_name(step, name);
 	if (strlen(tmp) + 1 >= sizeof(tmp))
-		return dt_err_add(err, "%s: path too long", dir);
+		return dt_err_add(err, "%s: path too long", dir->path);
+	dfd = ckpt__dir_get(dir, true);
+	if (dfd < 0)
+		return dt_err_add(err, "%s: cannot create: %s", tmp, strerror(-dfd)), dfd;
 	/* this step's leftover (a failed save's): never through a link */
-	rc = dt_remove_tree(tmp);
+	rc = dt_remove_tree_at(dfd, name);
 	if (rc && rc != -ENOENT) {
 		dt_err_add(err, "%s: cannot remove an unfinished save: %s", tmp, strerror(-rc));
-		return rc;
+		goto out;
 	}
-	rc = mkdir(tmp, 0755) < 0 ? -errno : 0;
-	if (rc == -ENOENT) { /* the checkpoint directory went away meanwhile */
-		rc = dt_mkdirs(dir, 0755);
-		if (!rc)
-			rc = mkdir(tmp, 0755) < 0 ? -errno : 0;
-	}
-	if (rc == -EEXIST)
+	/* in the directory held, never made again by its path: one removed
+	 * meanwhile is an error, not a save into wherever the path leads now */
+	rc = mkdirat(dfd, name, 0755) < 0 ? -errno : 0;
+	if (!rc && fd && (*fd = dt_dir_open_at(dfd, name, -1)) < 0)
+		rc = *fd;
+	if (rc == -EEXIST || rc == -ELOOP)
 		dt_err_add(err, "%s: cannot create: something else took the name as this save removed it (refusing to write into what this save did not make)",
 			   tmp);
 	else if (rc)
 		dt_err_add(err, "%s: cannot create: %s", tmp, strerror(-rc));
+out:
+	close(dfd);
 	return rc;
 }
 
-int ckpt__tmp_file(const char *path, int flags, const char *doing, struct dt_err *err)
+int ckpt_tmp_open(const struct ckpt_dir *dir, int64_t step, int *fd, struct dt_err *err)
 {
-	const char *slash = strrchr(path, '/'), *name;
-	char tmp[4096];
+	char tmp[4096], name[48];
+	int dfd;
+
+	ckpt_tmp_path(dir->path, step, tmp, sizeof(tmp));
+	tmp_name(step, name);
+	dfd = ckpt__dir_get(dir, true);
+	if (dfd < 0)
+		return dt_err_add(err, "%s: cannot open: %s", tmp, strerror(-dfd)), dfd;
+	*fd = dt_dir_open_at(dfd, name, 0755);
+	close(dfd);
+	if (*fd < 0)
+		dt_err_add(err, "%s: cannot open: %s", tmp, *fd == -ELOOP ? LINK_WHY : strerror(-*fd));
+	return *fd < 0 ? *fd : 0;
+}
+
+int ckpt__tmp_file(const struct ckpt_dir *tmp, const char *name, int flags, const char *doing,
+		   struct dt_err *err)
+{
 	struct stat st;
 	int dfd, fd = -1;
 
-	if (!slash || slash == path || (size_t)(slash - path) >= sizeof(tmp) || !slash[1])
-		return dt_err_add(err, "%s: %s: not a file of a save's directory", path, doing);
-	memcpy(tmp, path, (size_t)(slash - path));
-	tmp[slash - path] = '\0';
-	name = slash + 1;
-	dfd = dt_dir_open_nofollow(tmp);
+	if (!*name || strchr(name, '/'))
+		return dt_err_add(err, "%s/%s: %s: not a file of a save's directory", tmp->path, name,
+				  doing);
+	dfd = ckpt__dir_get(tmp, false);
 	if (dfd == -ELOOP)
-		return dt_err_add(err, "%s: %s: %s is %s", path, doing, tmp, LINK_WHY), -ELOOP;
+		return dt_err_add(err, "%s/%s: %s: %s is %s", tmp->path, name, doing, tmp->path,
+				  LINK_WHY), -ELOOP;
 	if (dfd < 0) {
-		dt_err_add(err, "%s: %s: %s", path, doing, strerror(-dfd));
+		dt_err_add(err, "%s/%s: %s: %s", tmp->path, name, doing, strerror(-dfd));
 		return dfd;
 	}
 	if ((flags & O_CREAT) && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -175,9 +228,9 @@ int ckpt__tmp_file(const char *path, int flags, const char *doing, struct dt_err
 			fd = -errno;
 	}
 	if (fd == -ELOOP)
-		dt_err_add(err, "%s: %s: %s", path, doing, LINK_WHY);
+		dt_err_add(err, "%s/%s: %s: %s", tmp->path, name, doing, LINK_WHY);
 	else if (fd < 0)
-		dt_err_add(err, "%s: %s: %s", path, doing, strerror(-fd));
+		dt_err_add(err, "%s/%s: %s: %s", tmp->path, name, doing, strerror(-fd));
 	close(dfd);
 	return fd;
 }
@@ -260,9 +313,11 @@ static int check_files(const char *tmp, int tfd, const struct ckpt_file *files, 
 /* The names a commit works with, and the tmp directory it checked. */
 struct commit_names {
 	char name[32];       /* step-<8 digits> */
-	char final[4096];    /* dir/step-<8 digits> */
-	char aside[4096];    /* dir/.step-<8 digits>.old.tmp: an earlier commit of the step */
-	char manifest[4096]; /* tmp/MANIFEST.json */
+	char tmp[48];        /* .step-<8 digits>.tmp */
+	char aside[48];      /* .step-<8 digits>.old.tmp: an earlier commit of the step */
+	char final[4096];    /* dir/step-<8 digits>, for messages */
+	char manifest[4096]; /* tmp/MANIFEST.json, for messages */
+	int dfd;             /* the checkpoint directory; -1 */
 	int tfd;             /* tmp, opened without following a link; -1 */
 	struct stat tst;     /* its identity: what the rename must move */
 };
@@ -270,32 +325,34 @@ struct commit_names {
 /* The names of the commit of step from tmp into dir. tmp must be the
  * directory of a save of that step: *ours is set once it is (the commit
  * removes it on failure, so only ever one of ours). */
-static int commit_names(const char *dir, const char *tmp, int64_t step, struct commit_names *n,
-			bool *ours, struct dt_err *err)
+static int commit_names(const struct ckpt_dir *dir, const char *tmp, int64_t step,
+			struct commit_names *n, bool *ours, struct dt_err *err)
 {
 	const char *base = strrchr(tmp, '/');
-	char tmp_name[48];
 
 	ckpt_step_name(step, n->name, sizeof(n->name));
-	snprintf(tmp_name, sizeof(tmp_name), ".%s.tmp", n->name);
+	tmp_name(step, n->tmp);
+	snprintf(n->aside, sizeof(n->aside), ".%s.old.tmp", n->name);
 	base = base ? base + 1 : tmp;
-	if (strcmp(base, tmp_name))
+	if (strcmp(base, n->tmp))
 		return dt_err_add(err, "%s: cannot commit: not the directory of a save of step %lld (want %s)",
-				  tmp, (long long)step, tmp_name);
+				  tmp, (long long)step, n->tmp);
 	*ours = true;
-	if (strlen(dir) + 64 >= sizeof(n->final) ||
+	if (strlen(dir->path) + 64 >= sizeof(n->final) ||
 	    !join(n->manifest, sizeof(n->manifest), tmp, CKPT_MANIFEST))
-		return dt_err_add(err, "%s: path too long", dir);
-	ckpt_final_path(dir, step, n->final, sizeof(n->final));
-	snprintf(n->aside, sizeof(n->aside), "%s/.%s.old.tmp", dir, n->name);
+		return dt_err_add(err, "%s: path too long", dir->path);
+	ckpt_final_path(dir->path, step, n->final, sizeof(n->final));
+	n->dfd = ckpt__dir_get(dir, true);
+	if (n->dfd < 0)
+		return dt_err_add(err, "%s: cannot commit: %s", dir->path, strerror(-n->dfd)), n->dfd;
 	return 0;
 }
 
 /* tmp (its last component not followed), open in n->tfd, its identity in
  * n->tst; a link is refused. */
-static int open_tmp(const char *tmp, struct commit_names *n, struct dt_err *err)
+static int open_tmp(const struct ckpt_dir *tmp, struct commit_names *n, struct dt_err *err)
 {
-	int fd = dt_dir_open_nofollow(tmp), rc = 0;
+	int fd = ckpt__dir_get(tmp, false), rc = 0;
 
 	if (fd < 0)
 		rc = fd;
@@ -304,20 +361,22 @@ static int open_tmp(const char *tmp, struct commit_names *n, struct dt_err *err)
 	else
 		n->tfd = fd;
 	if (rc) {
-		dt_err_add(err, "%s: cannot commit: %s", tmp, rc == -ELOOP ? LINK_WHY : strerror(-rc));
+		dt_err_add(err, "%s: cannot commit: %s", tmp->path,
+			   rc == -ELOOP ? LINK_WHY : strerror(-rc));
 		if (fd >= 0)
 			close(fd);
 	}
 	return rc;
 }
 
-/* Is the entry at path (not followed) the directory n->tfd holds? */
-static bool is_checked_tmp(const char *path, const struct commit_names *n)
+/* Is the entry name of the checkpoint directory (not followed) the
+ * directory n->tfd holds? */
+static bool is_checked_tmp(const char *name, const struct commit_names *n)
 {
 	struct stat st;
 
-	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == n->tst.st_dev &&
-	       st.st_ino == n->tst.st_ino;
+	return fstatat(n->dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+	       st.st_dev == n->tst.st_dev && st.st_ino == n->tst.st_ino;
 }
 
 static int write_manifest(int tfd, const char *path, const struct dt_buf *text,
@@ -342,6 +401,14 @@ static int write_manifest(int tfd, const char *path, const struct dt_buf *text,
 	return rc;
 }
 
+/* fsync of a directory open at fd; some file systems cannot (EINVAL). */
+static int sync_dir(int fd)
+{
+	int rc = dt_fsync_fd(fd);
+
+	return rc == -EINVAL ? 0 : rc;
+}
+
 /* Step 1: the manifest, written last, and the directory made durable. */
 static int commit_manifest(const char *tmp, int tfd, const char *path, const struct ckpt_meta *meta,
 			   const struct ckpt_tensor *tensors, int n_tensors,
@@ -357,9 +424,7 @@ static int commit_manifest(const char *tmp, int tfd, const char *path, const str
 	else
 		rc = write_manifest(tfd, path, &text, err);
 	if (!rc) {
-		rc = dt_fsync_fd(tfd);
-		if (rc == -EINVAL)
-			rc = 0; /* some file systems cannot sync a directory */
+		rc = sync_dir(tfd);
 		if (rc)
 			dt_err_add(err, "%s: cannot sync: %s", tmp, strerror(-rc));
 	}
@@ -371,26 +436,27 @@ static int commit_manifest(const char *tmp, int tfd, const char *path, const str
  * requeue) goes aside under a name ckpt_clean_tmp() knows until the new
  * one is in place (whatever is there, a link included, is moved and later
  * removed as itself, never followed); then the commit point, the rename of
- * the very directory whose files were checked (*committed), made durable. */
+ * the very directory whose files were checked (*committed), made durable.
+ * Every name is one of the checkpoint directory held in n->dfd. */
 static int commit_rename(const char *dir, const char *tmp, const struct commit_names *n,
 			 bool *committed, struct dt_err *err)
 {
 	struct stat st;
 	bool moved = false;
-	int rc;
+	int rc, dfd = n->dfd;
 
-	if (!is_checked_tmp(tmp, n))
+	if (!is_checked_tmp(n->tmp, n))
 		return dt_err_add(err, "%s: cannot commit: no longer the directory whose files were checked (replaced meanwhile)",
 				  tmp);
-	if (lstat(n->final, &st) == 0) {
+	if (fstatat(dfd, n->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		/* a crash's leftover (usually none), or a planted link: as itself */
-		rc = dt_remove_tree(n->aside);
+		rc = dt_remove_tree_at(dfd, n->aside);
 		if (rc && rc != -ENOENT) {
-			dt_err_add(err, "%s: cannot remove: %s (it stands where the earlier %s goes aside)",
-				   n->aside, strerror(-rc), n->name);
+			dt_err_add(err, "%s/%s: cannot remove: %s (it stands where the earlier %s goes aside)",
+				   dir, n->aside, strerror(-rc), n->name);
 			return rc;
 		}
-		if (rename(n->final, n->aside) < 0) {
+		if (renameat(dfd, n->name, dfd, n->aside) < 0) {
 			rc = -errno;
 			dt_err_add(err, "%s: cannot move the earlier %s aside: %s", n->final, n->name,
 				   strerror(-rc));
@@ -398,96 +464,99 @@ static int commit_rename(const char *dir, const char *tmp, const struct commit_n
 		}
 		moved = true;
 	}
-	if (rename(tmp, n->final) < 0) {
+	if (renameat(dfd, n->tmp, dfd, n->name) < 0) {
 		rc = -errno;
 		dt_err_add(err, "%s: cannot commit as %s: %s", tmp, n->final, strerror(-rc));
 		if (moved)
-			rename(n->aside, n->final); /* put the earlier one back */
+			renameat(dfd, n->aside, dfd, n->name); /* put the earlier one back */
 		return rc;
 	}
-	if (!is_checked_tmp(n->final, n)) {
+	if (!is_checked_tmp(n->name, n)) {
 		/* tmp was swapped between the check and the rename: what got
 		 * committed is not this save; a link is taken back as a link */
-		if (lstat(n->final, &st) == 0 && S_ISLNK(st.st_mode))
-			unlink(n->final);
+		if (fstatat(dfd, n->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+			unlinkat(dfd, n->name, 0);
 		if (moved)
-			rename(n->aside, n->final);
+			renameat(dfd, n->aside, dfd, n->name);
 		return dt_err_add(err, "%s: cannot commit: replaced as it was renamed to %s (not this save's directory)",
 				  tmp, n->final);
 	}
 	*committed = true;
-	rc = dt_fsync_path(dir, true);
+	rc = sync_dir(dfd);
 	if (rc) {
 		dt_err_add(err, "%s: cannot sync: %s (%s is committed)", dir, strerror(-rc), n->name);
 		return rc;
 	}
 	if (moved)
-		dt_remove_tree(n->aside); /* if this fails, ckpt_clean_tmp() will */
+		dt_remove_tree_at(dfd, n->aside); /* if this fails, ckpt_clean_tmp() will */
 	return 0;
 }
 
-/* dir/latest -> name: a symlink made under a temporary name, then renamed
- * over the old one, so that latest is always whole. */
-static int repoint_latest(const char *dir, const char *name, struct dt_err *err)
+/* latest -> name in the checkpoint directory open at dfd: a symlink made
+ * under a temporary name, then renamed over the old one, so that latest
+ * is always whole. */
+static int repoint_latest(int dfd, const char *dir, const char *name, struct dt_err *err)
 {
-	char tmp[4096], latest[4096];
 	int rc = 0;
 
-	if (!join(tmp, sizeof(tmp), dir, LATEST_TMP) ||
-	    !join(latest, sizeof(latest), dir, CKPT_LATEST))
-		return dt_err_add(err, "%s: path too long", dir);
-	if ((unlink(tmp) < 0 && errno != ENOENT) || symlink(name, tmp) < 0 ||
-	    rename(tmp, latest) < 0) {
+	if ((unlinkat(dfd, LATEST_TMP, 0) < 0 && errno != ENOENT) ||
+	    symlinkat(name, dfd, LATEST_TMP) < 0 || renameat(dfd, LATEST_TMP, dfd, CKPT_LATEST) < 0) {
 		rc = -errno;
-		unlink(tmp);
+		unlinkat(dfd, LATEST_TMP, 0);
 	}
 	if (!rc)
-		rc = dt_fsync_path(dir, true);
+		rc = sync_dir(dfd);
 	if (rc)
-		dt_err_add(err, "%s: cannot point to %s: %s (%s is committed)", latest, name,
-			   strerror(-rc), name);
+		dt_err_add(err, "%s/%s: cannot point to %s: %s (%s is committed)", dir, CKPT_LATEST,
+			   name, strerror(-rc), name);
 	return rc;
 }
 
-static int retain(const char *dir, int64_t step, int keep, struct dt_err *err);
+static int retain(int dfd, const char *dir, int64_t step, int keep, struct dt_err *err);
 
-int ckpt_commit(const char *dir, const char *tmp, const struct ckpt_meta *meta,
-		const struct ckpt_tensor *tensors, int n_tensors, const struct ckpt_file *files,
-		int n_files, int keep, bool *committed_out, struct dt_err *err)
+int ckpt_commit(const struct ckpt_dir *dir, const struct ckpt_dir *tmp,
+		const struct ckpt_meta *meta, const struct ckpt_tensor *tensors, int n_tensors,
+		const struct ckpt_file *files, int n_files, int keep, bool *committed_out,
+		struct dt_err *err)
 {
-	struct commit_names n = { .tfd = -1 };
+	struct commit_names n = { .dfd = -1, .tfd = -1 };
 	bool ours = false, committed = false;
 	int rc, r;
 
 	if (committed_out)
 		*committed_out = false;
-	rc = commit_names(dir, tmp, meta->step, &n, &ours, err);
+	rc = commit_names(dir, tmp->path, meta->step, &n, &ours, err);
 	if (!rc && keep < 1)
-		rc = dt_err_add(err, "%s: cannot commit: keep must be at least 1 (got %d)", tmp, keep);
+		rc = dt_err_add(err, "%s: cannot commit: keep must be at least 1 (got %d)", tmp->path,
+				keep);
 	if (!rc)
-		rc = ckpt__check_meta(meta, tensors, n_tensors, tmp, "commit", err);
+		rc = ckpt__check_meta(meta, tensors, n_tensors, tmp->path, "commit", err);
 	if (!rc)
 		rc = open_tmp(tmp, &n, err);
 	if (!rc)
-		rc = check_files(tmp, n.tfd, files, n_files, err);
+		rc = check_files(tmp->path, n.tfd, files, n_files, err);
 	if (!rc)
-		rc = commit_manifest(tmp, n.tfd, n.manifest, meta, tensors, n_tensors, files, n_files,
-				     err);
+		rc = commit_manifest(tmp->path, n.tfd, n.manifest, meta, tensors, n_tensors, files,
+				     n_files, err);
 	if (!rc)
-		rc = commit_rename(dir, tmp, &n, &committed, err);
-	if (n.tfd >= 0)
-		close(n.tfd);
+		rc = commit_rename(dir->path, tmp->path, &n, &committed, err);
 	if (committed_out)
 		*committed_out = committed;
 	if (!rc) {
 		/* 4. for people: latest; then retention. Both are tried. */
-		rc = repoint_latest(dir, n.name, err);
-		r = retain(dir, meta->step, keep, err);
+		rc = repoint_latest(n.dfd, dir->path, n.name, err);
+		r = retain(n.dfd, dir->path, meta->step, keep, err);
 		if (!rc)
 			rc = r;
 	}
-	if (rc && ours && !committed)
-		dt_remove_tree(tmp);
+	/* ours, by name in the directory held: only the one whose files were
+	 * checked, or, before that, whatever ckpt_tmp_make made there */
+	if (rc && ours && !committed && n.dfd >= 0 && (n.tfd < 0 || is_checked_tmp(n.tmp, &n)))
+		dt_remove_tree_at(n.dfd, n.tmp);
+	if (n.tfd >= 0)
+		close(n.tfd);
+	if (n.dfd >= 0)
+		close(n.dfd);
 	return rc;
 }
 
@@ -499,10 +568,12 @@ struct entry {
 	char name[32]; /* step-<digits> */
 };
 
-/* The step of a committed checkpoint's name, step-<digits>; -1 if not one. */
+/* The step of a committed checkpoint's name as ckpt_step_name() makes it,
+ * step-<8 digits>; -1 if not one (step-12 is not: no save made it). */
 static int64_t step_of(const char *name)
 {
 	const char *p = name + 5;
+	char canon[32];
 	int64_t v = 0;
 
 	if (strncmp(name, "step-", 5) || !*p || strlen(p) > 18)
@@ -512,7 +583,8 @@ static int64_t step_of(const char *name)
 			return -1;
 		v = v * 10 + (*p - '0');
 	}
-	return v;
+	ckpt_step_name(v, canon, sizeof(canon));
+	return strcmp(canon, name) ? -1 : v;
 }
 
 static int newest_first(const void *a, const void *b)
@@ -522,56 +594,78 @@ static int newest_first(const void *a, const void *b)
 	return x > y ? -1 : x < y;
 }
 
-/* Deletes the committed checkpoints beyond the newest `keep`, never `step`
- * (just committed). Listed here rather than with ckpt_list() so that a
- * commit depends on nothing that reads checkpoints. */
-static int retain(const char *dir, int64_t step, int keep, struct dt_err *err)
+/* The committed checkpoints of the directory listed by d (at dfd), as a
+ * reader lists them (ckpt_list): its step-<8 digits> directories and
+ * links to directories (a link counts as the checkpoint it leads to, and
+ * goes as a link),
+ * into *all [*n] (caller frees). */
+static int list_steps(DIR *d, int dfd, const char *dir, struct entry **all, size_t *n,
+		      struct dt_err *err)
 {
-	char path[4096];
-	struct entry *all = NULL, *grown;
-	size_t n = 0, cap = 0, i;
+	struct entry *grown;
 	struct dirent *de;
 	struct stat st;
-	DIR *d;
+	size_t cap = 0;
 	int64_t s;
-	int rc = 0, r;
 
-	d = opendir(dir);
-	if (!d) {
+	while ((de = readdir(d)) != NULL) {
+		s = step_of(de->d_name);
+		/* a link is looked through (a read), never written through */
+		if (s < 0 || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !(S_ISDIR(st.st_mode) ||
+		      (S_ISLNK(st.st_mode) && fstatat(dfd, de->d_name, &st, 0) == 0 &&
+		       S_ISDIR(st.st_mode))))
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 16;
+			grown = realloc(*all, cap * sizeof(**all));
+			if (!grown) {
+				dt_err_add(err, "%s: cannot list old checkpoints: out of memory", dir);
+				return -ENOMEM;
+			}
+			*all = grown;
+		}
+		(*all)[*n].step = s;
+		memcpy((*all)[*n].name, de->d_name, strlen(de->d_name) + 1); /* step_of: <= 23 */
+		(*n)++;
+	}
+	return 0;
+}
+
+/* Deletes the committed checkpoints beyond the newest `keep`, never `step`
+ * (just committed): entries of the checkpoint directory held at dfd only,
+ * each removed as itself (dt_remove_tree_at: a link is never followed).
+ * Listed here rather than with ckpt_list() so that a commit depends on
+ * nothing that reads checkpoints. */
+static int retain(int dfd, const char *dir, int64_t step, int keep, struct dt_err *err)
+{
+	struct entry *all = NULL;
+	size_t n = 0, i;
+	DIR *d = NULL;
+	int fd, rc, r;
+
+	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || !(d = fdopendir(fd))) {
 		rc = -errno;
+		if (fd >= 0)
+			close(fd);
 		dt_err_add(err, "%s: cannot list old checkpoints: %s", dir, strerror(-rc));
 		return rc;
 	}
-	while ((de = readdir(d)) != NULL) {
-		s = step_of(de->d_name);
-		if (s < 0 || !join(path, sizeof(path), dir, de->d_name) || lstat(path, &st) < 0 ||
-		    !S_ISDIR(st.st_mode))
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 16;
-			grown = realloc(all, cap * sizeof(*all));
-			if (!grown) {
-				rc = -ENOMEM;
-				dt_err_add(err, "%s: cannot list old checkpoints: out of memory", dir);
-				goto out;
-			}
-			all = grown;
-		}
-		all[n].step = s;
-		memcpy(all[n].name, de->d_name, strlen(de->d_name) + 1); /* step_of: <= 23 */
-		n++;
-	}
+	rc = list_steps(d, dfd, dir, &all, &n, err);
+	if (rc)
+		n = 0;
 	qsort(all, n, sizeof(*all), newest_first);
 	for (i = (size_t)keep; i < n; i++) {
-		if (all[i].step == step || !join(path, sizeof(path), dir, all[i].name))
+		if (all[i].step == step)
 			continue;
-		r = dt_remove_tree(path);
-		if (r && !rc) {
+		r = dt_remove_tree_at(dfd, all[i].name);
+		if (r && r != -ENOENT && !rc) {
 			rc = r;
-			dt_err_add(err, "%s: cannot delete old checkpoint: %s", path, strerror(-r));
+			dt_err_add(err, "%s/%s: cannot delete old checkpoint: %s", dir, all[i].name,
+				   strerror(-r));
 		}
 	}
-out:
 	closedir(d);
 	free(all);
 	return rc;

@@ -111,15 +111,22 @@ int ckpt__manifest_parse(const char *text, const char *path, struct ckpt_manifes
  * made afresh by the save (ckpt_tmp_make), and every file of it is opened
  * relative to it, never through a link the save did not make. */
 
-/* Opens path, <a save's tmp directory>/<name>: the tmp directory without
- * following a link at its last component (the checkpoint directory above
- * it is the user's, taken as given), then name relative to it without
- * following a link (O_NOFOLLOW). With O_CREAT in flags the file is made
- * new (O_EXCL): a regular file already there (an earlier attempt's) is
- * removed first. A link at either place is refused with -ELOOP and a
- * message naming it; other failures give -errno and "path: doing: why".
- * Returns the fd (the caller closes it). */
-int ckpt__tmp_file(const char *path, int flags, const char *doing, struct dt_err *err);
+/* A new fd of the directory d names (ckpt.h, struct ckpt_dir): held, its
+ * "." opened again (nothing resolved by path); else d->path opened now,
+ * followed when follow (a checkpoint directory as given), else not at its
+ * last component (a tmp directory: -ELOOP for a link). The caller closes
+ * it. -errno on failure. */
+int ckpt__dir_get(const struct ckpt_dir *d, bool follow);
+
+/* Opens tmp/name, a file of a save's tmp directory, relative to it (tmp
+ * as ckpt__dir_get(tmp, false) gives it) without following a link
+ * (O_NOFOLLOW). With O_CREAT in flags the file is made new (O_EXCL): a
+ * regular file already there (an earlier attempt's) is removed first. A
+ * link at either place is refused with -ELOOP and a message naming it;
+ * other failures give -errno and "path: doing: why". Returns the fd (the
+ * caller closes it). */
+int ckpt__tmp_file(const struct ckpt_dir *tmp, const char *name, int flags, const char *doing,
+		   struct dt_err *err);
 
 /* Silences HDF5's own error stack printing for the calling thread (we
  * report errors ourselves, naming the path). Call before HDF5 work. */

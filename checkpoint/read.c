@@ -116,13 +116,41 @@ static int64_t step_of(const char *name)
 	return strcmp(canon, name) == 0 ? step : -1;
 }
 
+/* What stands at name, a checkpoint's name (step-<8 digits>) in dir (open
+ * at dfd): 1 a checkpoint to list, a directory or a symbolic link to one
+ * (readers follow links: a tree of links, e.g. a data-versioning tool's);
+ * 0 nothing any more (removed meanwhile); else -ENOTDIR with a line naming
+ * it: a regular file, a dangling link, a link to a file, ... is no
+ * checkpoint, and is not skipped either, so that a run never starts afresh
+ * and saves over it. */
+static int step_entry(int dfd, const char *dir, const char *name, struct dt_err *err)
+{
+	struct stat lst, st;
+	const char *what;
+
+	if (fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) != 0)
+		return 0;
+	if (S_ISDIR(lst.st_mode))
+		return 1;
+	if (!S_ISLNK(lst.st_mode))
+		what = S_ISREG(lst.st_mode) ? "a regular file" : "not a directory";
+	else if (fstatat(dfd, name, &st, 0) != 0)
+		what = "a symbolic link to nothing";
+	else if (!S_ISDIR(st.st_mode))
+		what = "a symbolic link to something not a directory";
+	else
+		return 1;
+	dt_err_add(err, "%s/%s: %s, under a checkpoint's name: not a checkpoint (a checkpoint is a directory step-<8 digits>, or a symbolic link to one; hint: move it out of %s)",
+		   dir, name, what, dir);
+	return -ENOTDIR;
+}
+
 int ckpt_list(const char *dir, int64_t **steps, int *n, struct dt_err *err)
 {
 	DIR *d = NULL;
 	struct dirent *e;
-	struct stat st;
 	int64_t *v = NULL, *grown, step;
-	int count = 0, cap = 0, rc = 0;
+	int count = 0, cap = 0, rc = 0, kind;
 
 	*steps = NULL;
 	*n = 0;
@@ -145,9 +173,10 @@ int ckpt_list(const char *dir, int64_t **steps, int *n, struct dt_err *err)
 			break;
 		}
 		step = step_of(e->d_name);
-		/* a symlink is not a committed checkpoint (latest is one) */
-		if (step < 0 || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-		    !S_ISDIR(st.st_mode))
+		kind = step < 0 ? 0 : step_entry(dirfd(d), dir, e->d_name, err);
+		if (kind < 0 && !rc)
+			rc = kind; /* every such entry named, then the error */
+		if (kind <= 0)
 			continue;
 		if (count == cap) {
 			cap = cap ? 2 * cap : 16;

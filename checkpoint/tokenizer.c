@@ -20,7 +20,7 @@
 
 const char *const ckpt_tokenizer_files[2] = { CKPT_TOKENIZER_ENCODER, CKPT_TOKENIZER_MERGES };
 
-int ckpt_tokenizer_write(const char *tmpdir, const struct ckpt_tokenizer *tok,
+int ckpt_tokenizer_write(const struct ckpt_dir *tmpdir, const struct ckpt_tokenizer *tok,
 			 struct ckpt_file files[2], struct dt_err *err)
 {
 	char path[4200];
@@ -29,8 +29,9 @@ int ckpt_tokenizer_write(const char *tmpdir, const struct ckpt_tokenizer *tok,
 	for (int i = 0; i < 2 && !rc; i++) {
 		int fd;
 
-		snprintf(path, sizeof(path), "%s/%s", tmpdir, ckpt_tokenizer_files[i]);
-		fd = ckpt__tmp_file(path, O_WRONLY | O_CREAT | O_EXCL, "cannot create", err);
+		snprintf(path, sizeof(path), "%s/%s", tmpdir->path, ckpt_tokenizer_files[i]);
+		fd = ckpt__tmp_file(tmpdir, ckpt_tokenizer_files[i], O_WRONLY | O_CREAT | O_EXCL,
+				    "cannot create", err);
 		if (fd < 0)
 			return fd;
 		rc = dt_write_all(fd, tok->data[i], tok->len[i]);
@@ -41,7 +42,8 @@ int ckpt_tokenizer_write(const char *tmpdir, const struct ckpt_tokenizer *tok,
 		snprintf(files[i].name, sizeof(files[i].name), "%s", ckpt_tokenizer_files[i]);
 		files[i].stage = -1;
 		if (!rc)
-			rc = ckpt_file_seal(path, &files[i].size, &files[i].crc, err);
+			rc = ckpt_file_seal(tmpdir, ckpt_tokenizer_files[i], &files[i].size,
+					    &files[i].crc, err);
 	}
 	return rc;
 }

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int ckpt_write_whole(const char *dir, const struct ckpt_meta *meta,
 		     const struct ckpt_tensor *tensors, int n, const float *params,
@@ -21,7 +22,8 @@ int ckpt_write_whole(const char *dir, const struct ckpt_meta *meta,
 	struct ckpt_shard_writer w = { 0 };
 	struct ckpt_file files[4];
 	struct ckpt_stage_view v = { 0 };
-	char tmp[4200], root[4300];
+	struct ckpt_dir d = { .fd = -1, .path = dir }, t = { .fd = -1 };
+	char tmp[4200];
 	bool committed = false;
 	int rc;
 
@@ -32,17 +34,20 @@ int ckpt_write_whole(const char *dir, const struct ckpt_meta *meta,
 	if (rc)
 		return rc;
 	rc = dt_mkdirs(dir, 0755);
+	if (!rc)
+		rc = (d.fd = ckpt__dir_get(&d, true)) < 0 ? d.fd : 0;
 	if (rc)
 		return dt_err_add(err, "%s: cannot make the directory: %s", dir, strerror(-rc)), rc;
-	rc = ckpt_tmp_make(dir, meta->step, err);
-	if (rc)
-		return rc;
 	ckpt_tmp_path(dir, meta->step, tmp, sizeof(tmp));
+	t.path = tmp;
+	rc = ckpt_tmp_make(&d, meta->step, &t.fd, err);
+	if (rc)
+		goto out;
 	v = (struct ckpt_stage_view){ .stage = 0, .first_block = 0, .n_blocks = meta->n_blocks,
 				      .tensors = tensors, .n_tensors = n, .n = n_params,
 				      .params = params, .borrow = true };
 	memset(files, 0, sizeof(files));
-	rc = ckpt_shard_begin(&w, tmp, meta, &v, err);
+	rc = ckpt_shard_begin(&w, &t, meta, &v, err);
 	if (!rc)
 		rc = ckpt_shard_write(&w, err);
 	ckpt_shard_name(0, files[0].name, sizeof(files[0].name));
@@ -50,17 +55,20 @@ int ckpt_write_whole(const char *dir, const struct ckpt_meta *meta,
 	files[0].crc = w.crc;
 	ckpt_shard_free(&w);
 	if (!rc)
-		rc = ckpt_root_write(tmp, meta, tensors, n, err);
+		rc = ckpt_root_write(&t, meta, tensors, n, err);
 	snprintf(files[1].name, sizeof(files[1].name), "%s", CKPT_ROOT);
 	files[1].stage = -1;
-	snprintf(root, sizeof(root), "%s/%s", tmp, CKPT_ROOT);
 	if (!rc)
-		rc = ckpt_file_seal(root, &files[1].size, &files[1].crc, err);
+		rc = ckpt_file_seal(&t, CKPT_ROOT, &files[1].size, &files[1].crc, err);
 	if (!rc && tok)
-		rc = ckpt_tokenizer_write(tmp, tok, files + 2, err);
+		rc = ckpt_tokenizer_write(&t, tok, files + 2, err);
 	if (!rc)
-		rc = ckpt_commit(dir, tmp, meta, tensors, n, files, tok ? 4 : 2, 1000, &committed, err);
+		rc = ckpt_commit(&d, &t, meta, tensors, n, files, tok ? 4 : 2, 1000, &committed, err);
 	else
-		dt_remove_tree(tmp);
+		dt_remove_tree_at(d.fd, strrchr(tmp, '/') + 1);
+out:
+	if (t.fd >= 0)
+		close(t.fd);
+	close(d.fd);
 	return rc ? rc : committed ? 0 : -EIO;
 }

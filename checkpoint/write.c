@@ -336,7 +336,7 @@ out:
 /* Resets w for a new file, names it and checks the view against the meta;
  * then the snapshot: sized, and copied unless the copy is deferred or the
  * tensors borrowed. */
-static int shard_prepare(struct ckpt_shard_writer *w, const char *tmpdir,
+static int shard_prepare(struct ckpt_shard_writer *w, const struct ckpt_dir *tmpdir,
 			 const struct ckpt_meta *meta, const struct ckpt_stage_view *view,
 			 struct dt_err *err)
 {
@@ -356,8 +356,9 @@ static int shard_prepare(struct ckpt_shard_writer *w, const char *tmpdir,
 		ckpt_piece_name(view->stage, view->piece, name, sizeof(name));
 	else
 		ckpt_shard_name(view->stage, name, sizeof(name));
-	if ((size_t)snprintf(w->path, sizeof(w->path), "%s/%s", tmpdir, name) >= sizeof(w->path))
-		return dt_err_add(err, "%s: checkpoint directory path too long", tmpdir);
+	if ((size_t)snprintf(w->path, sizeof(w->path), "%s/%s", tmpdir->path, name) >=
+	    sizeof(w->path))
+		return dt_err_add(err, "%s: checkpoint directory path too long", tmpdir->path);
 	rc = ckpt__check_meta(meta, NULL, 0, w->path, "write", err);
 	if (!rc)
 		rc = check_view(meta, view, w->path, err);
@@ -377,18 +378,22 @@ static int shard_prepare(struct ckpt_shard_writer *w, const char *tmpdir,
 	return 0;
 }
 
-/* Makes the file at path new (never through a link, ckpt__tmp_file: *fd,
- * which the caller closes), then lets HDF5 create it through a name of
- * that file (dt_fd_name), its root group open in *root. We make the file
- * first also because HDF5 would report a missing or read-only directory
- * as "unable to open file": we report the errno. */
-static int new_h5_file(const char *path, const char *doing, int *fd, hid_t *file, hid_t *root,
-		       struct dt_err *err)
+/* Makes the file at path, tmpdir/<name>, new in the directory tmpdir
+ * holds (never through a link, ckpt__tmp_file: *fd, which the caller
+ * closes), then lets HDF5 create it through a name of that file
+ * (dt_fd_name: /proc/self/fd/N), its root group open in *root. HDF5 opens
+ * files by name only; a name of the fd made relative to the held
+ * directory is the simplest way for it to reach exactly that file, with
+ * HDF5's own driver, whatever is planted at the path meanwhile. We make
+ * the file first also because HDF5 would report a missing or read-only
+ * directory as "unable to open file": we report the errno. */
+static int new_h5_file(const struct ckpt_dir *tmpdir, const char *path, const char *doing,
+		       int *fd, hid_t *file, hid_t *root, struct dt_err *err)
 {
 	char why[DT_H5_WHY_MAX] = "", h5name[4200];
 	int rc;
 
-	*fd = ckpt__tmp_file(path, O_RDWR | O_CREAT, doing, err);
+	*fd = ckpt__tmp_file(tmpdir, strrchr(path, '/') + 1, O_RDWR | O_CREAT, doing, err);
 	if (*fd < 0)
 		return *fd;
 	rc = dt_fd_name(*fd, path, h5name, sizeof(h5name));
@@ -476,7 +481,7 @@ out:
 	return rc;
 }
 
-int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
+int ckpt_shard_begin(struct ckpt_shard_writer *w, const struct ckpt_dir *tmpdir,
 		     const struct ckpt_meta *meta, const struct ckpt_stage_view *view,
 		     struct dt_err *err)
 {
@@ -487,7 +492,8 @@ int ckpt_shard_begin(struct ckpt_shard_writer *w, const char *tmpdir,
 	ckpt__h5_quiet();
 	rc = shard_prepare(w, tmpdir, meta, view, err);
 	if (!rc)
-		rc = new_h5_file(w->path, "cannot create checkpoint shard", &fd, &file, &root, err);
+		rc = new_h5_file(tmpdir, w->path, "cannot create checkpoint shard", &fd, &file, &root,
+				 err);
 	if (!rc)
 		rc = shard_attrs(root, meta, view, w->path, err);
 	if (!rc)
@@ -723,7 +729,7 @@ out:
 
 /* ckpt_root_write; with image, the file's bytes as written, read back
  * through the descriptor that made it (*image NULL when they cannot be). */
-static int root_write(const char *tmpdir, const struct ckpt_meta *meta,
+static int root_write(const struct ckpt_dir *tmpdir, const struct ckpt_meta *meta,
 		      const struct ckpt_tensor *tensors, int n, char **image, size_t *len,
 		      struct dt_err *err)
 {
@@ -733,12 +739,12 @@ static int root_write(const char *tmpdir, const struct ckpt_meta *meta,
 	int fd = -1, s, t, rc = 0;
 
 	ckpt__h5_quiet();
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", tmpdir, CKPT_ROOT) >= sizeof(path))
-		return dt_err_add(err, "%s: checkpoint directory path too long", tmpdir);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", tmpdir->path, CKPT_ROOT) >= sizeof(path))
+		return dt_err_add(err, "%s: checkpoint directory path too long", tmpdir->path);
 	rc = ckpt__check_meta(meta, tensors, n, path, "write", err);
 	if (rc)
 		return rc;
-	rc = new_h5_file(path, "cannot create checkpoint root file", &fd, &file, &root, err);
+	rc = new_h5_file(tmpdir, path, "cannot create checkpoint root file", &fd, &file, &root, err);
 	if (rc)
 		goto out;
 	rc = ckpt__write_meta_attrs(root, meta, path, err);
@@ -774,7 +780,7 @@ out:
 	return rc;
 }
 
-int ckpt_root_write(const char *tmpdir, const struct ckpt_meta *meta,
+int ckpt_root_write(const struct ckpt_dir *tmpdir, const struct ckpt_meta *meta,
 		    const struct ckpt_tensor *tensors, int n, struct dt_err *err)
 {
 	return root_write(tmpdir, meta, tensors, n, NULL, NULL, err);
@@ -819,14 +825,14 @@ static bool same_datasets(const struct ckpt_meta *a, const struct ckpt_meta *b)
 
 /* tmpdir/model.h5 from the cached bytes, then meta's attributes written
  * over the old ones. Any failure: the caller writes the file afresh. */
-static int root_from_cache(const struct ckpt_root_cache *cache, const char *path,
-			   const struct ckpt_meta *meta, struct dt_err *err)
+static int root_from_cache(const struct ckpt_root_cache *cache, const struct ckpt_dir *tmpdir,
+			   const char *path, const struct ckpt_meta *meta, struct dt_err *err)
 {
 	hid_t file = H5I_INVALID_HID, root = H5I_INVALID_HID, fapl = H5I_INVALID_HID;
 	char why[DT_H5_WHY_MAX] = "", h5name[4200];
 	int fd, rc;
 
-	fd = ckpt__tmp_file(path, O_RDWR | O_CREAT, "cannot create", err);
+	fd = ckpt__tmp_file(tmpdir, CKPT_ROOT, O_RDWR | O_CREAT, "cannot create", err);
 	if (fd < 0)
 		return fd;
 	rc = dt_write_all(fd, cache->image, cache->len);
@@ -858,7 +864,7 @@ static int root_from_cache(const struct ckpt_root_cache *cache, const char *path
 	return rc;
 }
 
-int ckpt_root_write_cached(struct ckpt_root_cache *cache, const char *tmpdir,
+int ckpt_root_write_cached(struct ckpt_root_cache *cache, const struct ckpt_dir *tmpdir,
 			   const struct ckpt_meta *meta, const struct ckpt_tensor *tensors,
 			   int n, struct dt_err *err)
 {
@@ -868,15 +874,15 @@ int ckpt_root_write_cached(struct ckpt_root_cache *cache, const char *tmpdir,
 	int rc;
 
 	ckpt__h5_quiet();
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", tmpdir, CKPT_ROOT) >= sizeof(path))
-		return dt_err_add(err, "%s: checkpoint directory path too long", tmpdir);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", tmpdir->path, CKPT_ROOT) >= sizeof(path))
+		return dt_err_add(err, "%s: checkpoint directory path too long", tmpdir->path);
 	tensors_hash(tensors, n, th);
 	if (cache->image && same_datasets(&cache->meta, meta) && !strcmp(cache->tensors_hash, th)) {
 		/* the table is the one checked when the cached file was written */
 		rc = ckpt__check_meta(meta, NULL, 0, path, "write", err);
 		if (rc)
 			return rc;
-		if (root_from_cache(cache, path, meta, &e) == 0)
+		if (root_from_cache(cache, tmpdir, path, meta, &e) == 0)
 			return 0;
 		/* written afresh below, which reports a failure that is real */
 	}
@@ -902,14 +908,17 @@ void ckpt_root_cache_free(struct ckpt_root_cache *cache)
 
 /* --- sealing a file --- */
 
-int ckpt_file_seal(const char *path, uint64_t *size, uint32_t *crc, struct dt_err *err)
+int ckpt_file_seal(const struct ckpt_dir *tmpdir, const char *name, uint64_t *size,
+		   uint32_t *crc, struct dt_err *err)
 {
 	unsigned char buf[READ_CHUNK];
+	char path[4200];
 	uint64_t total = 0;
 	uint32_t c = 0;
 	int fd, rc = 0;
 
-	fd = ckpt__tmp_file(path, O_RDONLY, "cannot open", err);
+	snprintf(path, sizeof(path), "%s/%s", tmpdir->path, name);
+	fd = ckpt__tmp_file(tmpdir, name, O_RDONLY, "cannot open", err);
 	if (fd < 0)
 		return fd;
 	rc = dt_fsync_fd(fd);

@@ -14,6 +14,7 @@
 #include "runtime/data/bpe.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -198,27 +199,28 @@ static int tensor_tables(struct rt_ckpt *c, struct dt_err *err)
 	return rc;
 }
 
-/* Rank 0: the checkpoint directory made, and a crashed save's leftovers
- * cleaned. The run dir's own "checkpoints" is opened without following a
- * link: one planted there (a shared file system) would take the saves, and
- * retention's deletes, elsewhere; checkpoint.dir is the user's, as given. */
-static int make_dir(struct rt_ckpt *c, const struct spec *s, struct dt_err *e)
+/* The checkpoint directory made (rank 0, make) and held open in c->held.
+ * The run dir's own "checkpoints" is opened without following a link:
+ * one planted there (a shared file system) would take the saves, and
+ * retention's deletes, elsewhere; checkpoint.dir is the user's, as given.
+ * Opened once: a link planted at either later changes nothing, as every
+ * save works relative to the directory held. */
+static int hold_dir(struct rt_ckpt *c, const struct spec *s, bool make, struct dt_err *e)
 {
-	int rc = dt_mkdirs(s->checkpoint.dir ? c->dir : s->run_dir, 0755);
+	int rc = make ? dt_mkdirs(s->checkpoint.dir ? c->dir : s->run_dir, 0755) : 0, fd = -1;
 
-	if (!rc && !s->checkpoint.dir) {
-		int fd = dt_dir_open_in(s->run_dir, "checkpoints", 0755);
-
-		rc = fd < 0 ? fd : 0;
-		if (fd >= 0)
-			close(fd);
-	}
+	if (!rc && !s->checkpoint.dir)
+		fd = dt_dir_open_in(s->run_dir, "checkpoints", make ? 0755 : -1);
+	else if (!rc && (fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		fd = -errno;
+	rc = rc ? rc : fd < 0 ? fd : 0;
 	if (rc)
 		return dt_err_add(e, "%s: cannot create the checkpoint directory: %s%s", c->dir,
 				  strerror(-rc),
 				  rc == -ELOOP ? " (a symbolic link that dtrain did not make: remove it)" : ""),
 		       rc;
-	return ckpt_clean_tmp(c->dir, e);
+	c->held = (struct ckpt_dir){ .fd = fd, .path = c->dir };
+	return make ? ckpt_clean_tmp(&c->held, e) : 0;
 }
 
 /* Rank 0: the tokenizer that data.train records (dtrain-data text --bpe),
@@ -249,6 +251,7 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 	int rc = 0, stage = g->coord[RT_DIM_PIPE];
 
 	memset(c, 0, sizeof(*c));
+	c->held.fd = c->tmp_held.fd = -1;
 	c->s = s;
 	c->g = g;
 	c->st = st;
@@ -308,8 +311,15 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 		}
 		return 0;
 	}
+	/* rank 0 makes it, then every rank holds it (the others only once it
+	 * is there) */
 	if (g->rank == 0)
-		rc = make_dir(c, s, &e);
+		rc = hold_dir(c, s, true, &e);
+	rc = rt__ckpt_agreed(rc, &e, err);
+	if (rc) /* every rank alike */
+		return rc;
+	if (g->rank != 0)
+		rc = hold_dir(c, s, false, &e);
 	return rt__ckpt_agreed(rc, &e, err);
 }
 
@@ -322,9 +332,21 @@ static int join_thread(struct rt_ckpt *c)
 	return 0;
 }
 
+/* Closes the save's tmp directory this rank held, if any. */
+static void drop_tmp(struct rt_ckpt *c)
+{
+	if (c->tmp_held.path)
+		close(c->tmp_held.fd);
+	c->tmp_held = (struct ckpt_dir){ .fd = -1 };
+}
+
 void rt_ckpt_free(struct rt_ckpt *c)
 {
 	join_thread(c);
+	drop_tmp(c);
+	if (c->held.path)
+		close(c->held.fd);
+	c->held = (struct ckpt_dir){ .fd = -1 };
 	rt_bpe_free(c->bpe);
 	c->bpe = NULL;
 	ckpt_shard_free(&c->w);
@@ -522,7 +544,6 @@ static void copy_done(struct rt_ckpt *c)
 static void *writer_main(void *arg)
 {
 	struct rt_ckpt *c = arg;
-	char root[4300];
 
 	if (c->w.copy_parts > 0 || c->wp.copy_parts > 0) {
 		dt_fault_slow(DT_FAULT_SNAPSHOT, -1); /* base/fault.h: tests/integration/resume.sh */
@@ -535,15 +556,17 @@ static void *writer_main(void *arg)
 	if (!c->local_rc && c->shard)
 		c->local_rc = ckpt_shard_write(&c->wp, &c->local_err);
 	if (!c->local_rc && c->g->rank == 0) {
-		snprintf(root, sizeof(root), "%s/%s", c->tmp, CKPT_ROOT);
-		c->local_rc = ckpt_file_seal(root, &c->root_size, &c->root_crc, &c->local_err);
+		c->local_rc = ckpt_file_seal(&c->tmp_held, CKPT_ROOT, &c->root_size, &c->root_crc,
+					     &c->local_err);
 	}
 	if (!c->local_rc && c->bpe) {
 		struct ckpt_tokenizer tok;
 
 		rt_bpe_files(c->bpe, &tok.data[0], &tok.len[0], &tok.data[1], &tok.len[1]);
-		c->local_rc = ckpt_tokenizer_write(c->tmp, &tok, c->tok_files, &c->local_err);
+		c->local_rc = ckpt_tokenizer_write(&c->tmp_held, &tok, c->tok_files, &c->local_err);
 	}
+	if (c->g->rank != 0)
+		drop_tmp(c); /* rank 0 commits it */
 	atomic_store(&c->thread_done, 1);
 	return NULL;
 }
@@ -637,14 +660,15 @@ static void *commit_main(void *arg)
 	dt_err_clear(&c->commit_err);
 	c->committed = false;
 	if (c->failed >= 0) {
-		dt_remove_tree(c->tmp);
+		dt_remove_tree_at(c->held.fd, strrchr(c->tmp, '/') + 1);
 		c->commit_rc = -ECANCELED;
 	} else {
-		c->commit_rc = ckpt_commit(c->dir, c->tmp, c->meta, c->model_tensors,
+		c->commit_rc = ckpt_commit(&c->held, &c->tmp_held, c->meta, c->model_tensors,
 					   c->n_model_tensors, c->files, c->n_files,
 					   (int)c->s->checkpoint.keep, &c->committed,
 					   &c->commit_err);
 	}
+	drop_tmp(c);
 	c->commit_s = dt_mono_s() - t0;
 	c->t_done = dt_mono_s();
 	atomic_store(&c->commit_done, 1);
@@ -767,11 +791,10 @@ static void stage_view(const struct rt_ckpt *c, int piece, struct ckpt_stage_vie
  * the error, or -ECANCELED when rank 0 failed (its message says why). */
 static int make_tmp(struct rt_ckpt *c, int64_t step)
 {
-	const char *base = strrchr(c->tmp, '/') + 1; /* ckpt_tmp_path: dir/.step-N.tmp */
-	int made = 0, fd;
+	int made = 0, fd = -1;
 
 	if (c->g->rank == 0 && !c->local_rc) {
-		c->local_rc = ckpt_tmp_make(c->dir, step, &c->local_err);
+		c->local_rc = ckpt_tmp_make(&c->held, step, &fd, &c->local_err);
 		made = c->local_rc == 0;
 	}
 	if (MPI_Bcast(&made, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS && !c->local_rc) {
@@ -779,20 +802,16 @@ static int make_tmp(struct rt_ckpt *c, int64_t step)
 		dt_err_add(&c->local_err, "rank %d: MPI_Bcast of the checkpoint directory failed",
 			   c->g->rank);
 	}
-	if (c->local_rc || c->g->rank == 0 || !(c->writer || c->shard))
-		return c->local_rc;
-	if (!made)
-		return c->local_rc = -ECANCELED;
-	/* mkdirat first, as every writer did: a shared file system's cached
-	 * "not there" is not trusted (EEXIST is the expected answer) */
-	fd = dt_dir_open_in(c->dir, base, 0755);
-	if (fd < 0) {
-		c->local_rc = fd;
-		dt_err_add(&c->local_err, "%s: cannot open: %s", c->tmp,
-			   fd == -ELOOP ? "a symbolic link, which this save did not make: not followed" :
-					  strerror(-fd));
-	} else
-		close(fd);
+	if (!c->local_rc && c->g->rank != 0 && (c->writer || c->shard)) {
+		if (!made)
+			c->local_rc = -ECANCELED;
+		else /* in the directory held, never through a link */
+			c->local_rc = ckpt_tmp_open(&c->held, step, &fd, &c->local_err);
+	}
+	/* kept open for this save's writes and commit: a link planted at its
+	 * path (or the checkpoint directory's) meanwhile is never written to */
+	if (fd >= 0)
+		c->tmp_held = (struct ckpt_dir){ .fd = fd, .path = c->tmp };
 	return c->local_rc;
 }
 
@@ -803,6 +822,7 @@ static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
 	struct ckpt_stage_view v;
 
 	dt_err_clear(&c->local_err);
+	drop_tmp(c);
 	c->local_rc = 0;
 	c->w.size = c->wp.size = 0;
 	c->w.crc = c->wp.crc = 0;
@@ -815,14 +835,14 @@ static void begin(struct rt_ckpt *c, const struct rt_ckpt_pos *pos)
 		return;
 	if (c->writer) {
 		stage_view(c, -1, &v);
-		c->local_rc = ckpt_shard_begin(&c->w, c->tmp, c->meta, &v, &c->local_err);
+		c->local_rc = ckpt_shard_begin(&c->w, &c->tmp_held, c->meta, &v, &c->local_err);
 	}
 	if (!c->local_rc && c->shard) {
 		stage_view(c, c->shard->replica, &v);
-		c->local_rc = ckpt_shard_begin(&c->wp, c->tmp, c->meta, &v, &c->local_err);
+		c->local_rc = ckpt_shard_begin(&c->wp, &c->tmp_held, c->meta, &v, &c->local_err);
 	}
 	if (!c->local_rc && c->g->rank == 0)
-		c->local_rc = ckpt_root_write_cached(&c->root_cache, c->tmp, c->meta,
+		c->local_rc = ckpt_root_write_cached(&c->root_cache, &c->tmp_held, c->meta,
 						     c->model_tensors, c->n_model_tensors,
 						     &c->local_err);
 }

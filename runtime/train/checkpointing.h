@@ -105,6 +105,10 @@ struct rt_ckpt {
 	int n_model_tensors;
 
 	char dir[4096];          /* the checkpoint directory; "" when off */
+	/* dir held open by every rank that saves, from rt_ckpt_init on: every
+	 * save and retention works relative to it (checkpoint/ckpt.h, struct
+	 * ckpt_dir), never through dir's path again; .path NULL: not open */
+	struct ckpt_dir held;
 	char spec_hash[17];
 	bool writer;             /* this rank writes its stage's shard */
 	int64_t last_step;       /* newest step committed or resumed from; -1 */
@@ -131,6 +135,7 @@ struct rt_ckpt {
 	uint64_t root_size;
 	uint32_t root_crc;
 	char tmp[4200];          /* the save's .tmp directory */
+	struct ckpt_dir tmp_held; /* it, held open by this rank; .path NULL: not open */
 	double stall_s;          /* main-thread time of this save, this rank,
 				  * rt_ckpt_wait_snapshot's wait included */
 	double t_start;          /* when the save began (monotonic s) */

@@ -116,12 +116,21 @@ int rt__ckpt_newest_valid(struct rt_ckpt *c, const char *dir, struct ckpt_manife
 
 	*found = false;
 	*skipped = 0;
-	/* rank 0 lists, so that every rank walks the same candidates */
-	if (c->g->rank == 0 && ckpt_list(dir, &steps, &n, &e))
-		rt__ckpt_warn_lines(c, &e), n = 0;
+	/* rank 0 lists, so that every rank walks the same candidates; a
+	 * directory it cannot list, or a step-<8 digits> entry that is no
+	 * checkpoint (a file, a dangling link), stops every rank (-1): a
+	 * fresh start would save over what stands there */
+	if (c->g->rank == 0 && ckpt_list(dir, &steps, &n, &e)) {
+		dt_err_add(err, "%s", e.msg);
+		dt_err_add(err, "%s: not starting afresh over it (checkpoint.resume \"never\" starts from step 0 anyway)",
+			   dir);
+		n = -1;
+	}
 	n64 = n;
 	if (MPI_Bcast(&n64, 1, MPI_INT64_T, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
 		return free(steps), dt_err_add(err, "rank %d: MPI_Bcast failed", c->g->rank), -EIO;
+	if (n64 < 0)
+		return -EINVAL;
 	n = (int)n64;
 	if (c->g->rank != 0 && n > 0) {
 		steps = calloc((size_t)n, sizeof(*steps));

@@ -35,6 +35,10 @@
 #include "tests/checkpoint/tmodel.h"
 #include "tests/testutil.h"
 
+/* A directory a save works in, by its path (struct ckpt_dir, fd -1: opened
+ * at each call, as a one-shot tool does). */
+#define AT(p) (&(struct ckpt_dir){ .fd = -1, .path = (p) })
+
 /* --- helpers --- */
 
 /* The test model: an MLP 6 -> 5 -> 4 -> 3 (tmodel.h), stage 0 layers
@@ -137,7 +141,7 @@ static void save_piece(const char *tmp, const struct ckpt_meta *m, const struct 
 	v.params = NULL;
 	for (t = 0; t < m->n_states; t++)
 		v.states[t] = packed[t];
-	if (ckpt_shard_begin(&w, tmp, m, &v, &err) || ckpt_shard_write(&w, &err))
+	if (ckpt_shard_begin(&w, AT(tmp), m, &v, &err) || ckpt_shard_write(&w, &err))
 		fail_msg("piece %d of stage %d: %s", p, v.stage, err.msg);
 	memset(f, 0, sizeof(*f));
 	ckpt_piece_name(v.stage, p, f->name, sizeof(f->name));
@@ -159,7 +163,7 @@ static char *save(const char *dir, const struct ckpt_meta *m, int mark)
 	struct ckpt_file files[16] = { 0 }; /* the root, a shard per stage, pieces: 11 at most */
 	struct ckpt_tensor all[N_TENSORS];
 	struct dt_err err = { 0 };
-	char tmp[4096], path[4200], *final;
+	char tmp[4096], *final;
 	int k, l, t, n_files = 0;
 
 	assert_int_equal(dt_mkdirs(dir, 0755), 0);
@@ -190,7 +194,7 @@ static char *save(const char *dir, const struct ckpt_meta *m, int mark)
 		v.params = bufs[0];
 		for (t = 0; t < m->n_states; t++)
 			v.states[t] = bufs[t + 1];
-		assert_int_equal(ckpt_shard_begin(&w, tmp, m, &v, &err), 0);
+		assert_int_equal(ckpt_shard_begin(&w, AT(tmp), m, &v, &err), 0);
 		assert_int_equal(ckpt_shard_write(&w, &err), 0);
 		ckpt_shard_name(k, files[n_files].name, sizeof(files[n_files].name));
 		files[n_files].stage = k;
@@ -203,13 +207,12 @@ static char *save(const char *dir, const struct ckpt_meta *m, int mark)
 		for (t = 0; t <= m->n_states; t++)
 			free(bufs[t]);
 	}
-	assert_int_equal(ckpt_root_write(tmp, m, all, model_tensors(all), &err), 0);
-	snprintf(path, sizeof(path), "%s/%s", tmp, CKPT_ROOT);
+	assert_int_equal(ckpt_root_write(AT(tmp), m, all, model_tensors(all), &err), 0);
 	snprintf(files[n_files].name, sizeof(files[n_files].name), "%s", CKPT_ROOT);
 	files[n_files].stage = -1;
-	assert_int_equal(ckpt_file_seal(path, &files[n_files].size, &files[n_files].crc, &err), 0);
+	assert_int_equal(ckpt_file_seal(AT(tmp), CKPT_ROOT, &files[n_files].size, &files[n_files].crc, &err), 0);
 	n_files++;
-	if (ckpt_commit(dir, tmp, m, all, N_TENSORS, files, n_files, 10, NULL, &err))
+	if (ckpt_commit(AT(dir), AT(tmp), m, all, N_TENSORS, files, n_files, 10, NULL, &err))
 		fail_msg("commit: %s", err.msg);
 	assert_non_null(final = malloc(4096));
 	ckpt_final_path(dir, m->step, final, 4096);
@@ -314,8 +317,7 @@ static void reseal(const char *ckpt, const char *name)
 		fail_msg("%s", err.msg);
 	for (i = 0; i < m->n_files; i++)
 		if (!strcmp(m->files[i].name, name)) {
-			snprintf(path, sizeof(path), "%s/%s", ckpt, name);
-			assert_int_equal(ckpt_file_seal(path, &m->files[i].size, &m->files[i].crc,
+			assert_int_equal(ckpt_file_seal(AT(ckpt), name, &m->files[i].size, &m->files[i].crc,
 							&err), 0);
 		}
 	assert_int_equal(ckpt__manifest_emit(&m->meta, m->tensors, m->n_tensors, m->files,
@@ -1035,6 +1037,66 @@ static void test_manifest_too_large(void **state)
 
 /* --- finding the latest --- */
 
+/* What stands under a checkpoint's name (checkpoint/README.md, "Links
+ * and other entries"): a symbolic link to a checkpoint directory (a
+ * data-versioning tree) is listed, found and verified through the link;
+ * a regular file, a dangling link or a link to a file is an error naming
+ * it, never skipped (a run would start afresh and save over it). */
+static void test_list_entries(void **state)
+{
+	struct dt_err err = { 0 }, warn = { 0 };
+	struct ckpt_meta meta;
+	char *dir = path_of("entries"), *store = path_of("entries-store"), *c10, *c20;
+	char found[4096], path[4200];
+	int64_t step, *steps = NULL;
+	int n;
+
+	(void)state;
+	make_meta(&meta, "sgd", 10);
+	c10 = save(dir, &meta, 10);
+	make_meta(&meta, "sgd", 20);
+	c20 = save(store, &meta, 20); /* elsewhere, linked in as step-20 */
+	snprintf(path, sizeof(path), "%s/step-00000020", dir);
+	assert_int_equal(symlink(c20, path), 0);
+	assert_int_equal(ckpt_list(dir, &steps, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(steps[0], 20);
+	assert_int_equal(steps[1], 10);
+	free(steps);
+	assert_int_equal(ckpt_find_latest(dir, found, sizeof(found), &step, &warn, &err), 0);
+	assert_int_equal(step, 20);
+	assert_string_equal(found, path);
+	assert_int_equal(warn.count, 0);
+	assert_int_equal(ckpt_verify(path, false, &err), 0);
+
+	/* a regular file, a dangling link, a link to a file: each named */
+	snprintf(path, sizeof(path), "%s/step-00000009", dir);
+	tu_write_path(path, "x", 0644);
+	assert_int_equal(ckpt_list(dir, &steps, &n, &err), -ENOTDIR);
+	assert_null(steps);
+	assert_int_equal(n, 0);
+	assert_true(tu_has(&err, "/entries/step-00000009: a regular file, under a checkpoint's name: not a checkpoint (a checkpoint is a directory step-<8 digits>, or a symbolic link to one; hint: move it out of "));
+	dt_err_clear(&err);
+	assert_int_equal(ckpt_find_latest(dir, found, sizeof(found), &step, &warn, &err), -ENOTDIR);
+	assert_int_equal(step, -1);
+	assert_true(tu_has(&err, "/entries/step-00000009: a regular file"));
+	dt_err_clear(&err);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(symlink("nowhere", path), 0);
+	assert_int_equal(ckpt_list(dir, &steps, &n, &err), -ENOTDIR);
+	assert_true(tu_has(&err, "/entries/step-00000009: a symbolic link to nothing, under a checkpoint's name"));
+	dt_err_clear(&err);
+	assert_int_equal(unlink(path), 0);
+	snprintf(found, sizeof(found), "%s/%s", c10, CKPT_MANIFEST);
+	assert_int_equal(symlink(found, path), 0);
+	assert_int_equal(ckpt_list(dir, &steps, &n, &err), -ENOTDIR);
+	assert_true(tu_has(&err, "/entries/step-00000009: a symbolic link to something not a directory, under a checkpoint's name"));
+	free(c10);
+	free(c20);
+	free(store);
+	free(dir);
+}
+
 static void test_find_latest(void **state)
 {
 	struct dt_err err = { 0 }, warn = { 0 };
@@ -1056,15 +1118,12 @@ static void test_find_latest(void **state)
 	make_meta(&meta, "sgd", 30);
 	c30 = save(dir, &meta, 30);
 
-	/* not listed: a tmp directory, a plain file, a non-canonical name, a symlink */
+	/* not listed: a tmp directory, a non-canonical name, latest (links
+	 * and files under a checkpoint's name: test_list_entries) */
 	snprintf(path, sizeof(path), "%s/.step-00000040.tmp", dir);
 	assert_int_equal(dt_mkdirs(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/step-00000050", dir);
-	tu_write_path(path, "x", 0644);
 	snprintf(path, sizeof(path), "%s/step-60", dir);
 	assert_int_equal(dt_mkdirs(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/step-00000070", dir);
-	assert_int_equal(symlink("step-00000030", path), 0);
 	assert_int_equal(ckpt_list(dir, &steps, &n, &err), 0);
 	assert_int_equal(n, 3);
 	assert_int_equal(steps[0], 30);
@@ -1540,6 +1599,7 @@ int main(void)
 		cmocka_unit_test(test_damage),
 		cmocka_unit_test(test_manifest_too_large),
 		cmocka_unit_test(test_find_latest),
+		cmocka_unit_test(test_list_entries),
 		cmocka_unit_test(test_hostile_shapes),
 		cmocka_unit_test(test_hostile_types),
 		cmocka_unit_test(test_hostile_missing_dataset),

@@ -13,6 +13,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -32,6 +33,10 @@
 #include "checkpoint/ckpt.h"
 #include "tests/checkpoint/tmodel.h"
 #include "tests/testutil.h"
+
+/* A directory a save works in, by its path (struct ckpt_dir, fd -1: opened
+ * at each call, as a one-shot tool does). */
+#define AT(p) (&(struct ckpt_dir){ .fd = -1, .path = (p) })
 
 #define N_STAGES 2
 #define N_BLOCKS 3
@@ -175,18 +180,16 @@ static char *ckpt_dir(const char *name)
 	return dir;
 }
 
-/* Writes every file of a save of m into its tmp directory (created here);
- * files[] gets what the commit needs. */
-static void write_files(const char *dir, const struct ckpt_meta *m, struct ckpt_file *files)
+/* Writes every file of a save of m into the tmp directory tmp; files[]
+ * gets what the commit needs. */
+static void write_files_in(const struct ckpt_dir *tmp, const struct ckpt_meta *m,
+			   struct ckpt_file *files)
 {
 	struct ckpt_shard_writer w = { 0 };
 	struct dt_err err = { 0 };
 	struct stage st[N_STAGES];
-	char tmp[4096], *root;
 	int k;
 
-	ckpt_tmp_path(dir, m->step, tmp, sizeof(tmp));
-	assert_int_equal(dt_mkdirs(tmp, 0755), 0);
 	for (k = 0; k < N_STAGES; k++) {
 		struct ckpt_stage_view v;
 
@@ -205,13 +208,22 @@ static void write_files(const char *dir, const struct ckpt_meta *m, struct ckpt_
 	ckpt_shard_free(&w);
 	if (ckpt_root_write(tmp, m, model_tensors(), N_TENSORS, &err))
 		fail_msg("ckpt_root_write: %s", err.msg);
-	root = path2(tmp, "model.h5");
-	if (ckpt_file_seal(root, &files[N_STAGES].size, &files[N_STAGES].crc, &err))
+	if (ckpt_file_seal(tmp, "model.h5", &files[N_STAGES].size, &files[N_STAGES].crc, &err))
 		fail_msg("ckpt_file_seal: %s", err.msg);
 	snprintf(files[N_STAGES].name, sizeof(files[N_STAGES].name), "model.h5");
 	files[N_STAGES].stage = -1;
 	files[N_STAGES].is_piece = false;
-	free(root);
+}
+
+/* Writes every file of a save of m into its tmp directory under dir
+ * (created here, by path); files[] gets what the commit needs. */
+static void write_files(const char *dir, const struct ckpt_meta *m, struct ckpt_file *files)
+{
+	char tmp[4096];
+
+	ckpt_tmp_path(dir, m->step, tmp, sizeof(tmp));
+	assert_int_equal(dt_mkdirs(tmp, 0755), 0);
+	write_files_in(AT(tmp), m, files);
 }
 
 /* A whole save of step `step`, committed with `keep`. */
@@ -225,7 +237,7 @@ static void save(const char *dir, const char *optimizer, int64_t step, int keep)
 	make_meta(&m, optimizer, step);
 	write_files(dir, &m, files);
 	ckpt_tmp_path(dir, step, tmp, sizeof(tmp));
-	if (ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1, keep, NULL, &err))
+	if (ckpt_commit(AT(dir), AT(tmp), &m, model_tensors(), N_TENSORS, files, N_STAGES + 1, keep, NULL, &err))
 		fail_msg("ckpt_commit: %s", err.msg);
 }
 
@@ -579,7 +591,7 @@ static void test_snapshot_is_copy(void **state)
 	assert_int_equal(dt_mkdirs(tmp, 0755), 0);
 	stage_fill(&st, &m, 0);
 	v = view_of(&st, &m, 0);
-	if (ckpt_shard_begin(&w, tmp, &m, &v, &err))
+	if (ckpt_shard_begin(&w, AT(tmp), &m, &v, &err))
 		fail_msg("ckpt_shard_begin: %s", err.msg);
 	for (i = 0; i < st.n; i++)
 		st.t[0][i] = st.t[1][i] = st.t[2][i] = -1.0f;
@@ -593,7 +605,7 @@ static void test_snapshot_is_copy(void **state)
 	/* again: same buffer; this time the changed values are saved */
 	snap = w.snap;
 	assert_true(w.snap_cap >= 3 * st.n);
-	if (ckpt_shard_begin(&w, tmp, &m, &v, &err) || ckpt_shard_write(&w, &err))
+	if (ckpt_shard_begin(&w, AT(tmp), &m, &v, &err) || ckpt_shard_write(&w, &err))
 		fail_msg("second save: %s", err.msg);
 	assert_ptr_equal(w.snap, snap);
 	f = open_h5(path);
@@ -666,7 +678,7 @@ static void test_deferred_copy(void **state)
 	for (p = 0; p < 3; p++)       /* what begin would copy if it did */
 		for (i = 0; i < st.n; i++)
 			st.t[p][i] = -2.0f;
-	if (ckpt_shard_begin(&d.w, tmp, &m, &v, &d.err))
+	if (ckpt_shard_begin(&d.w, AT(tmp), &m, &v, &d.err))
 		fail_msg("ckpt_shard_begin: %s", d.err.msg);
 	assert_non_null(d.w.snap);
 	assert_true(d.w.snap_cap >= 3 * st.n);
@@ -696,7 +708,7 @@ static void test_deferred_copy(void **state)
 
 	/* a failed begin leaves no copy to make */
 	dt_err_clear(&d.err);
-	assert_int_equal(ckpt_shard_begin(&d.w, "/nonexistent/.step-00000050.tmp", &m, &v, &d.err),
+	assert_int_equal(ckpt_shard_begin(&d.w, AT("/nonexistent/.step-00000050.tmp"), &m, &v, &d.err),
 			 -ENOENT);
 	assert_int_equal(d.w.copy_parts, 0);
 
@@ -719,8 +731,8 @@ static char *root_bytes(const char *dir, const char *name, struct ckpt_root_cach
 	int rc;
 
 	assert_int_equal(dt_mkdirs(tmp, 0755), 0);
-	rc = cache ? ckpt_root_write_cached(cache, tmp, m, t, n, &err)
-		   : ckpt_root_write(tmp, m, t, n, &err);
+	rc = cache ? ckpt_root_write_cached(cache, AT(tmp), m, t, n, &err)
+		   : ckpt_root_write(AT(tmp), m, t, n, &err);
 	if (rc)
 		fail_msg("root file %s: %s", name, err.msg);
 	path = path2(tmp, "model.h5");
@@ -794,7 +806,7 @@ static void test_root_cached(void **state)
 		free(b);
 	}
 	/* a failure to write is reported as without the cache */
-	assert_int_equal(ckpt_root_write_cached(&cache, "/nonexistent/.step-1.tmp", &m, t, N_TENSORS,
+	assert_int_equal(ckpt_root_write_cached(&cache, AT("/nonexistent/.step-1.tmp"), &m, t, N_TENSORS,
 						&err),
 			 -ENOENT);
 	assert_true(tu_has(&err, "/nonexistent/.step-1.tmp/model.h5: cannot create checkpoint root file"));
@@ -890,7 +902,7 @@ static void test_clean_tmp(void **state)
 			assert_int_equal(dt_mkdirs(p[i], 0755), 0);
 	tu_write_path(p[3], "x", 0644);
 	tu_write_path(p[5], "partial", 0644);
-	assert_int_equal(ckpt_clean_tmp(dir, &err), 0);
+	assert_int_equal(ckpt_clean_tmp(AT(dir), &err), 0);
 	assert_false(exists(p[0]));
 	assert_false(exists(p[1]));
 	assert_true(exists(p[2]));
@@ -901,7 +913,7 @@ static void test_clean_tmp(void **state)
 
 	/* a directory that is not there yet has nothing to clean */
 	p[0] = path2(dir, "nowhere");
-	assert_int_equal(ckpt_clean_tmp(p[0], &err), 0);
+	assert_int_equal(ckpt_clean_tmp(AT(p[0]), &err), 0);
 	assert_int_equal(err.count, 0);
 	free(p[0]);
 	free(dir);
@@ -982,7 +994,7 @@ static void test_big_shard(void **state)
 		assert_int_equal(dt_mkdirs(tmp[b], 0755), 0);
 		v = view_of(&st, &m, 0);
 		v.borrow = b == 1;
-		if (ckpt_shard_begin(&w[b], tmp[b], &m, &v, &err) || ckpt_shard_write(&w[b], &err))
+		if (ckpt_shard_begin(&w[b], AT(tmp[b]), &m, &v, &err) || ckpt_shard_write(&w[b], &err))
 			fail_msg("shard (borrow %d): %s", b, err.msg);
 		assert_true(b == 1 ? w[b].snap == NULL : w[b].snap != NULL);
 		path[b] = path2(tmp[b], "shard-0.h5");
@@ -1038,7 +1050,7 @@ static void test_enospc_shard(void **state)
 	assert_int_equal(dt_mkdirs(tmp, 0755), 0);
 	stage_fill(&st, &m, 1);
 	v = view_of(&st, &m, 1);
-	if (ckpt_shard_begin(&w, tmp, &m, &v, &err))
+	if (ckpt_shard_begin(&w, AT(tmp), &m, &v, &err))
 		fail_msg("ckpt_shard_begin: %s", err.msg);
 	setenv("DTRAIN_FAULT_WRITE", "enospc@100", 1);
 	assert_int_equal(ckpt_shard_write(&w, &err), -ENOSPC);
@@ -1065,7 +1077,7 @@ static void test_commit_failure(void **state)
 	write_files(dir, &m, files);
 	ckpt_tmp_path(dir, 20, tmp, sizeof(tmp));
 	setenv("DTRAIN_FAULT_WRITE", "enospc@0", 1);
-	assert_int_equal(ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
+	assert_int_equal(ckpt_commit(AT(dir), AT(tmp), &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
 				     3, &done, &err),
 			 -ENOSPC);
 	unsetenv("DTRAIN_FAULT_WRITE");
@@ -1096,15 +1108,15 @@ static void test_missing_dir(void **state)
 	make_meta(&m, "sgd", 10);
 	stage_fill(&st, &m, 0);
 	v = view_of(&st, &m, 0);
-	assert_int_equal(ckpt_shard_begin(&w, gone, &m, &v, &err), -ENOENT);
+	assert_int_equal(ckpt_shard_begin(&w, AT(gone), &m, &v, &err), -ENOENT);
 	assert_true(tu_has(&err, "/.step-00000010.tmp/shard-0.h5: cannot create checkpoint shard: No such file or directory"));
 	assert_int_equal(ckpt_shard_write(&w, &err), -EINVAL); /* nothing begun */
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_root_write(gone, &m, model_tensors(), N_TENSORS, &err), -ENOENT);
+	assert_int_equal(ckpt_root_write(AT(gone), &m, model_tensors(), N_TENSORS, &err), -ENOENT);
 	assert_true(tu_has(&err, "/.step-00000010.tmp/model.h5: cannot create checkpoint root file: No such file or directory"));
 	dt_err_clear(&err);
 	p = path2(gone, "model.h5");
-	assert_int_equal(ckpt_file_seal(p, &size, &crc, &err), -ENOENT);
+	assert_int_equal(ckpt_file_seal(AT(gone), "model.h5", &size, &crc, &err), -ENOENT);
 	assert_true(tu_has(&err, "/.step-00000010.tmp/model.h5: cannot open: No such file or directory"));
 	ckpt_shard_free(&w);
 	stage_free(&st);
@@ -1136,13 +1148,13 @@ static void test_view_mismatch(void **state)
 
 	v = view_of(&st, &m, 0);
 	v.n--;
-	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
+	assert_int_equal(ckpt_shard_begin(&w, AT(tmp), &m, &v, &err), -EINVAL);
 	assert_true(tu_has(&err, "shard-0.h5: stage 0 has 38 parameters but its tensors need 39"));
 
 	dt_err_clear(&err);
 	v = view_of(&st, &m, 0);
 	v.n_blocks = 1;
-	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
+	assert_int_equal(ckpt_shard_begin(&w, AT(tmp), &m, &v, &err), -EINVAL);
 	assert_true(tu_has(&err, "shard-0.h5: stage 0 holds blocks 0..0 but the meta gives it 0..1"));
 
 	/* tensors: none; one of another stage's block; one not where the
@@ -1150,14 +1162,14 @@ static void test_view_mismatch(void **state)
 	dt_err_clear(&err);
 	v = view_of(&st, &m, 0);
 	v.n_tensors = 0;
-	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
+	assert_int_equal(ckpt_shard_begin(&w, AT(tmp), &m, &v, &err), -EINVAL);
 	assert_true(tu_has(&err, "shard-0.h5: stage 0 has no tensors"));
 
 	dt_err_clear(&err);
 	v = view_of(&st, &m, 0);
 	assert_int_equal(tm_tensors(widths, 1, 3, other), 4); /* blocks 1 and 2 */
 	v.tensors = other;
-	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
+	assert_int_equal(ckpt_shard_begin(&w, AT(tmp), &m, &v, &err), -EINVAL);
 	assert_true(tu_has(&err, "shard-0.h5: stage 0: tensor \"4.weight\" is not laid out in its blocks' order"));
 
 	dt_err_clear(&err);
@@ -1165,35 +1177,35 @@ static void test_view_mismatch(void **state)
 	memcpy(other, st.tensors, sizeof(other));
 	other[1].offset++;
 	v.tensors = other;
-	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
+	assert_int_equal(ckpt_shard_begin(&w, AT(tmp), &m, &v, &err), -EINVAL);
 	assert_true(tu_has(&err, "shard-0.h5: stage 0: tensor \"0.bias\" is not laid out in its blocks' order"));
 
 	dt_err_clear(&err);
 	v = view_of(&st, &m, 0);
 	v.stage = 2;
-	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
+	assert_int_equal(ckpt_shard_begin(&w, AT(tmp), &m, &v, &err), -EINVAL);
 	assert_true(tu_has(&err, "shard-2.h5: stage 2 is not one of the meta's 2 stages"));
 
 	dt_err_clear(&err);
 	v = view_of(&st, &m, 0);
 	v.states[1] = NULL;
-	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
+	assert_int_equal(ckpt_shard_begin(&w, AT(tmp), &m, &v, &err), -EINVAL);
 	assert_true(tu_has(&err, "shard-0.h5: stage 0 lacks optimizer state \"exp_avg_sq\""));
 
 	dt_err_clear(&err);
 	v = view_of(&st, &m, 0);
 	m.model_hash[0] = '\0'; /* ckpt_meta_finish not called */
-	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -EINVAL);
+	assert_int_equal(ckpt_shard_begin(&w, AT(tmp), &m, &v, &err), -EINVAL);
 	assert_true(tu_has(&err, "model_hash does not match model type and config"));
 	assert_true(tu_has(&err, "shard-0.h5: refusing to write a checkpoint with an inconsistent meta"));
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_root_write(tmp, &m, model_tensors(), N_TENSORS, &err), -EINVAL);
+	assert_int_equal(ckpt_root_write(AT(tmp), &m, model_tensors(), N_TENSORS, &err), -EINVAL);
 	assert_true(tu_has(&err, "model.h5: refusing to write a checkpoint with an inconsistent meta"));
 
 	/* a root file of a table that leaves out the meta's last block */
 	dt_err_clear(&err);
 	make_meta(&m, "adamw", 10);
-	assert_int_equal(ckpt_root_write(tmp, &m, model_tensors(), N_TENSORS - 2, &err), -EINVAL);
+	assert_int_equal(ckpt_root_write(AT(tmp), &m, model_tensors(), N_TENSORS - 2, &err), -EINVAL);
 	assert_true(tu_has(&err, "checkpoint tensors: block 2 has none (the model has 3 blocks)"));
 	assert_true(tu_has(&err, "model.h5: refusing to write a checkpoint with an inconsistent meta or tensor table"));
 	assert_false(exists(shard));
@@ -1226,7 +1238,7 @@ static void test_latest_failure(void **state)
 	make_meta(&m, "sgd", 20);
 	write_files(dir, &m, files);
 	ckpt_tmp_path(dir, 20, tmp, sizeof(tmp));
-	assert_int_not_equal(ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files,
+	assert_int_not_equal(ckpt_commit(AT(dir), AT(tmp), &m, model_tensors(), N_TENSORS, files,
 					 N_STAGES + 1, 1, &done, &err),
 			     0);
 	assert_true(done); /* committed, though the call failed */
@@ -1254,7 +1266,7 @@ static void test_commit_refusals(void **state)
 #define REFUSED(want)                                                                   \
 	do {                                                                            \
 		dt_err_clear(&err);                                                     \
-		assert_int_not_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS, bad, N_STAGES + 1, \
+		assert_int_not_equal(ckpt_commit(AT(dir), AT(tmp), &m, t, N_TENSORS, bad, N_STAGES + 1, \
 						 2, NULL, &err),                              \
 				     0);                                                \
 		assert_true(tu_has(&err, want));                                        \
@@ -1282,7 +1294,7 @@ static void test_commit_refusals(void **state)
 	write_files(dir, &m, files);
 	memcpy(bad, files, sizeof(bad));
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS - 2, bad, N_STAGES + 1, 2, NULL, &err),
+	assert_int_equal(ckpt_commit(AT(dir), AT(tmp), &m, t, N_TENSORS - 2, bad, N_STAGES + 1, 2, NULL, &err),
 			 -EINVAL);
 	assert_true(tu_has(&err, "checkpoint tensors: block 2 has none (the model has 3 blocks)"));
 	assert_true(tu_has(&err, "refusing to commit a checkpoint with an inconsistent meta or tensor table"));
@@ -1305,7 +1317,7 @@ static void test_commit_refusals(void **state)
 	/* keep must be >= 1 */
 	write_files(dir, &m, files);
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS, files, N_STAGES + 1, 0, NULL, &err),
+	assert_int_equal(ckpt_commit(AT(dir), AT(tmp), &m, t, N_TENSORS, files, N_STAGES + 1, 0, NULL, &err),
 			 -EINVAL);
 	assert_true(tu_has(&err, "keep must be at least 1"));
 	assert_false(exists(tmp));
@@ -1314,12 +1326,12 @@ static void test_commit_refusals(void **state)
 	write_files(dir, &m, files);
 	m.step = 11;
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS, files, N_STAGES + 1, 2, NULL, &err),
+	assert_int_equal(ckpt_commit(AT(dir), AT(tmp), &m, t, N_TENSORS, files, N_STAGES + 1, 2, NULL, &err),
 			 -EINVAL);
 	assert_true(tu_has(&err, "not the directory of a save of step 11"));
 	assert_true(exists(tmp));
 	m.step = 10;
-	assert_int_equal(ckpt_commit(dir, tmp, &m, t, N_TENSORS, files, N_STAGES + 1, 2, NULL, &err), 0);
+	assert_int_equal(ckpt_commit(AT(dir), AT(tmp), &m, t, N_TENSORS, files, N_STAGES + 1, 2, NULL, &err), 0);
 	check_committed(dir, &m);
 #undef REFUSED
 	free(dir);
@@ -1349,7 +1361,7 @@ static void test_commit_failure_over_stale(void **state)
 	write_files(dir, &m, files);
 	ckpt_tmp_path(dir, 20, tmp, sizeof(tmp));
 	setenv("DTRAIN_FAULT_WRITE", "enospc@0", 1);
-	assert_int_equal(ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
+	assert_int_equal(ckpt_commit(AT(dir), AT(tmp), &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
 				     3, &done, &err),
 			 -ENOSPC);
 	unsetenv("DTRAIN_FAULT_WRITE");
@@ -1366,7 +1378,7 @@ static void test_commit_failure_over_stale(void **state)
 	/* the same commit, not failing: committed, replacing the stale one */
 	write_files(dir, &m, files);
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
+	assert_int_equal(ckpt_commit(AT(dir), AT(tmp), &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
 				     3, &done, &err),
 			 0);
 	assert_true(done);
@@ -1465,13 +1477,13 @@ static void test_planted_tmp_link(void **state)
 
 	/* a crash's leftovers are cleaned: the link goes, as a link */
 	plant(victim, tmp);
-	assert_int_equal(ckpt_clean_tmp(dir, &err), 0);
+	assert_int_equal(ckpt_clean_tmp(AT(dir), &err), 0);
 	assert_false(exists(tmp));
 	assert_victim_dir(victim);
 
 	/* a save makes its directory afresh over it */
 	plant(victim, tmp);
-	assert_int_equal(ckpt_tmp_make(dir, 10, &err), 0);
+	assert_int_equal(ckpt_tmp_make(AT(dir), 10, NULL, &err), 0);
 	assert_false(is_link(tmp));
 	assert_true(exists(tmp));
 	assert_victim_dir(victim);
@@ -1481,15 +1493,15 @@ static void test_planted_tmp_link(void **state)
 	plant(victim, tmp);
 	stage_fill(&st, &m, 0);
 	v = view_of(&st, &m, 0);
-	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -ELOOP);
+	assert_int_equal(ckpt_shard_begin(&w, AT(tmp), &m, &v, &err), -ELOOP);
 	assert_true(tu_has(&err, "/.step-00000010.tmp/shard-0.h5: cannot create checkpoint shard: "));
 	assert_true(tu_has(&err, "/.step-00000010.tmp is a symbolic link, which this save did not make: not followed"));
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_root_write(tmp, &m, model_tensors(), N_TENSORS, &err), -ELOOP);
+	assert_int_equal(ckpt_root_write(AT(tmp), &m, model_tensors(), N_TENSORS, &err), -ELOOP);
 	assert_true(tu_has(&err, "/model.h5: cannot create checkpoint root file: "));
 	p = path2(tmp, "model.h5");
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_file_seal(p, &size, &crc, &err), -ELOOP);
+	assert_int_equal(ckpt_file_seal(AT(tmp), "model.h5", &size, &crc, &err), -ELOOP);
 	free(p);
 	assert_victim_dir(victim);
 	stage_free(&st);
@@ -1504,7 +1516,7 @@ static void test_planted_tmp_link(void **state)
 	assert_int_equal(rename(tmp, real), 0);
 	plant(real, tmp);
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
+	assert_int_equal(ckpt_commit(AT(dir), AT(tmp), &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
 				     3, &done, &err),
 			 -ELOOP);
 	assert_false(done);
@@ -1543,20 +1555,20 @@ static void test_planted_file_link(void **state)
 	(void)state;
 	make_meta(&m, "sgd", 10);
 	ckpt_tmp_path(dir, 10, tmp, sizeof(tmp));
-	assert_int_equal(ckpt_tmp_make(dir, 10, &err), 0);
+	assert_int_equal(ckpt_tmp_make(AT(dir), 10, NULL, &err), 0);
 
 	p = path2(tmp, "shard-0.h5");
 	plant(target, p);
 	stage_fill(&st, &m, 0);
 	v = view_of(&st, &m, 0);
-	assert_int_equal(ckpt_shard_begin(&w, tmp, &m, &v, &err), -ELOOP);
+	assert_int_equal(ckpt_shard_begin(&w, AT(tmp), &m, &v, &err), -ELOOP);
 	assert_true(tu_has(&err, "/.step-00000010.tmp/shard-0.h5: cannot create checkpoint shard: a symbolic link, which this save did not make: not followed"));
 	assert_true(is_link(p));
 	free(p);
 	p = path2(tmp, "model.h5");
 	plant(target, p);
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_root_write(tmp, &m, model_tensors(), N_TENSORS, &err), -ELOOP);
+	assert_int_equal(ckpt_root_write(AT(tmp), &m, model_tensors(), N_TENSORS, &err), -ELOOP);
 	assert_true(tu_has(&err, "/model.h5: cannot create checkpoint root file: a symbolic link"));
 	free(p);
 	assert_victim_dir(victim);
@@ -1569,7 +1581,7 @@ static void test_planted_file_link(void **state)
 	p = path2(tmp, CKPT_MANIFEST);
 	plant(target, p);
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
+	assert_int_equal(ckpt_commit(AT(dir), AT(tmp), &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
 				     3, &done, &err),
 			 -ELOOP);
 	assert_false(done);
@@ -1585,7 +1597,7 @@ static void test_planted_file_link(void **state)
 	assert_int_equal(unlink(p), 0);
 	plant(target, p);
 	dt_err_clear(&err);
-	assert_int_equal(ckpt_commit(dir, tmp, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
+	assert_int_equal(ckpt_commit(AT(dir), AT(tmp), &m, model_tensors(), N_TENSORS, files, N_STAGES + 1,
 				     3, &done, &err),
 			 -ELOOP);
 	assert_true(tu_has(&err, "/.step-00000010.tmp/shard-1.h5: cannot commit: a symbolic link"));
@@ -1643,7 +1655,7 @@ static void test_planted_commit_links(void **state)
 
 	/* a link at a .step-*.old.tmp name left by a crash: cleaned as a link */
 	plant(victim, aside);
-	assert_int_equal(ckpt_clean_tmp(dir, &err), 0);
+	assert_int_equal(ckpt_clean_tmp(AT(dir), &err), 0);
 	assert_false(exists(aside));
 	assert_victim_dir(victim);
 	free(latest);
@@ -1652,6 +1664,123 @@ static void test_planted_commit_links(void **state)
 	free(target);
 	free(victim);
 	free(dir);
+}
+
+/* Every name, type, size and CRC-32 under d, and each directory's
+ * modification time (a name made and removed again changes it), appended
+ * to out: equal before and after means not a byte was touched. */
+static void tree_sig(const char *d, char *out, size_t size)
+{
+	struct dirent **names = NULL;
+	struct stat st;
+	size_t len;
+	char *p, *text;
+	int i, n = scandir(d, &names, NULL, alphasort);
+
+	assert_true(n >= 0);
+	assert_int_equal(lstat(d, &st), 0);
+	snprintf(out + strlen(out), size - strlen(out), "%s %lld.%09ld;", d,
+		 (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+	for (i = 0; i < n; i++) {
+		p = path2(d, names[i]->d_name);
+		if (strcmp(names[i]->d_name, ".") && strcmp(names[i]->d_name, "..")) {
+			assert_int_equal(lstat(p, &st), 0);
+			snprintf(out + strlen(out), size - strlen(out), "%s %o %lld", p,
+				 (unsigned)st.st_mode, (long long)st.st_size);
+			if (S_ISDIR(st.st_mode))
+				tree_sig(p, out, size);
+			if (S_ISREG(st.st_mode)) {
+				len = 0;
+				text = tu_read(p, &len);
+				snprintf(out + strlen(out), size - strlen(out), " %08lx;",
+					 crc32(0, (const Bytef *)text, (uInt)len));
+				free(text);
+			} else
+				snprintf(out + strlen(out), size - strlen(out), ";");
+		}
+		free(p);
+		free(names[i]);
+	}
+	free(names);
+	assert_true(strlen(out) + 1 < size); /* all of it fitted */
+}
+
+/* One save of step into the checkpoint directory held at d, its tmp
+ * directory made and held as dtrain-run does; committed with keep. */
+static int save_held(const struct ckpt_dir *d, int64_t step, int keep, struct dt_err *err)
+{
+	struct ckpt_file files[N_STAGES + 1];
+	struct ckpt_meta m;
+	char tmp[4096];
+	struct ckpt_dir t = { .fd = -1, .path = tmp };
+	int rc;
+
+	make_meta(&m, "sgd", step);
+	ckpt_tmp_path(d->path, step, tmp, sizeof(tmp));
+	rc = ckpt_tmp_make(d, step, &t.fd, err);
+	if (rc)
+		return rc;
+	write_files_in(&t, &m, files);
+	rc = ckpt_commit(d, &t, &m, model_tensors(), N_TENSORS, files, N_STAGES + 1, keep, NULL,
+			 err);
+	close(t.fd);
+	return rc;
+}
+
+/* The checkpoint directory itself replaced by a link mid-run
+ * (checkpoints -> a foreign directory holding step-* entries, a link
+ * among them, and a .step-N.tmp of its own): every later save, its commit
+ * and retention work in the directory the run opened (struct ckpt_dir);
+ * the foreign tree keeps every byte, its step-* entries included. */
+static void test_planted_dir_link(void **state)
+{
+	char *run = ckpt_dir("planted-dir"), *dir = path2(run, "checkpoints");
+	char *real = path2(run, "moved"), *victim = victim_dir("victim-dir"), *p, *q;
+	char before[16384] = "", after[16384] = "", got[256];
+	struct ckpt_dir held = { .fd = -1, .path = dir };
+	struct dt_err err = { 0 };
+	struct ckpt_meta m;
+
+	(void)state;
+	p = path2(victim, "step-00000001");
+	assert_int_equal(dt_mkdirs(p, 0755), 0);
+	q = path2(p, "shard-0.h5");
+	tu_write_path(q, VICTIM_TEXT, 0644);
+	free(q);
+	q = path2(victim, "step-00000002");
+	assert_int_equal(symlink("step-00000001", q), 0);
+	free(q);
+	free(p);
+	p = path2(victim, ".step-00000030.tmp");
+	assert_int_equal(dt_mkdirs(p, 0755), 0);
+	free(p);
+	tree_sig(victim, before, sizeof(before));
+
+	assert_int_equal(dt_mkdirs(dir, 0755), 0);
+	held.fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(held.fd >= 0);
+	assert_int_equal(save_held(&held, 10, 2, &err), 0);
+	assert_int_equal(save_held(&held, 20, 2, &err), 0);
+
+	/* mid-run: the directory moves away, a link to the victim takes its name */
+	assert_int_equal(rename(dir, real), 0);
+	plant(victim, dir);
+	if (save_held(&held, 30, 1, &err) || ckpt_clean_tmp(&held, &err))
+		fail_msg("a save into the directory held: %s", err.msg);
+	tree_sig(victim, after, sizeof(after));
+	assert_string_equal(after, before);
+
+	/* the save and retention happened in the directory opened */
+	committed(real, got, sizeof(got));
+	assert_string_equal(got, "30,");
+	assert_latest(real, "step-00000030");
+	make_meta(&m, "sgd", 30);
+	check_committed(real, &m);
+	close(held.fd);
+	free(victim);
+	free(real);
+	free(dir);
+	free(run);
 }
 
 /* --- main --- */
@@ -1684,6 +1813,7 @@ int main(void)
 		cmocka_unit_test(test_planted_tmp_link),
 		cmocka_unit_test(test_planted_file_link),
 		cmocka_unit_test(test_planted_commit_links),
+		cmocka_unit_test(test_planted_dir_link),
 		cmocka_unit_test(test_missing_dir),
 		cmocka_unit_test(test_view_mismatch),
 		cmocka_unit_test(test_commit_refusals),

@@ -11,6 +11,10 @@
 #  - a failed save where its step's directory stands already (a fallback,
 #    checkpoint.resume "never") is reported not saved, never taken for one;
 #  - links planted in the checkpoint directory are never written through;
+#  - the checkpoint directory replaced by a link mid-run: the saves and
+#    retention stay in the directory opened; the restart refuses the link;
+#  - a link to a checkpoint is resumed from; a file named step-N stops the
+#    run, named;
 #  - unusable checkpoints (another model, damaged, not a checkpoint,
 #    missing, HDF5 metadata damaged behind forged checksums) are refused
 #    with an error naming the path;
@@ -209,7 +213,10 @@ pass "a failed save where its step stands already (a fallback; resume \"never\")
 # under, at a step's own name and at latest, all pointing at files that are
 # not the run's: the saves (two writers, pipeline 2) neither write nor
 # remove anything through them, and commit real directories.
+# checkpoint.resume "never": a link at step-N planted before the start is
+# read as a checkpoint (damaged: it would stop the run, as below)
 spec planted 1 2 --set train.max_steps=20 --set checkpoint.every_steps=10
+jq '.checkpoint.resume = "never"' "$T/planted.json" >"$T/never.json" && mv "$T/never.json" "$T/planted.json"
 victim=$T/victim
 mkdir -p "$victim" "$T/planted/checkpoints"
 for f in shard-0.h5 shard-1.h5 model.h5 MANIFEST.json other; do echo "precious $f" >"$victim/$f"; done
@@ -229,6 +236,72 @@ done
 [ "$(readlink "$T/planted/checkpoints/latest")" = step-00000020 ] || fail "planted links: latest does not name step-00000020"
 ls -a "$T/planted/checkpoints" | grep -q '\.tmp$' && { ls -la "$T/planted/checkpoints"; fail "planted links: left behind"; }
 pass "links planted at a save's names: their target untouched, real checkpoints committed, latest replaced"
+
+# --- the checkpoint directory itself replaced by a link mid-run, and at a restart ---
+# A foreign tree holding step-* entries (a checkpoint-like directory, a
+# link, a save's tmp name) takes the name checkpoints/ after the first
+# save, while the run goes on (each write slowed, DTRAIN_FAULT_WRITE): the
+# later saves, their commits and retention (keep 1) stay in the directory
+# the run opened, now moved; the restart refuses the link, naming it. Not a
+# byte, name or time stamp of the foreign tree changes.
+spec dirlink 1 2 --set train.max_steps=20 --set checkpoint.every_steps=5 --set checkpoint.keep=1
+foreign=$T/foreign
+mkdir -p "$foreign/step-00000005" "$foreign/.step-00000015.tmp"
+echo precious >"$foreign/step-00000005/MANIFEST.json"
+echo precious >"$foreign/other"
+ln -s step-00000005 "$foreign/step-00000010"
+foreign_sig() { (cd "$foreign" && find . -printf '%p %y %s %T@\n' | sort && find . -type f -exec md5sum {} + | sort); }
+foreign_sig >"$T/foreign.sig"
+export DTRAIN_FAULT_WRITE=slow@100
+launch dirlink
+pid=$launched
+unset DTRAIN_FAULT_WRITE
+for ((i = 0; i < 1200; i++)); do
+	[ -d "$T/dirlink/checkpoints/step-00000005" ] && break
+	kill -0 "$pid" 2>/dev/null || { cat "$T/dirlink.out"; fail "dirlink: the run ended before its first save"; }
+	sleep 0.05
+done
+mv "$T/dirlink/checkpoints" "$T/dirlink/moved"
+ln -s "$foreign" "$T/dirlink/checkpoints"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" -eq 0 ] || { cat "$T/dirlink.out"; fail "dirlink: exit $rc, expected 0"; }
+foreign_sig | diff "$T/foreign.sig" - || fail "dirlink: the foreign tree changed through the link"
+[ "$(ls "$T/dirlink/moved" | grep '^step-')" = step-00000020 ] ||
+	{ ls -la "$T/dirlink/moved"; fail "dirlink: the saves and retention did not stay in the directory opened"; }
+"$CKPT" verify "$T/dirlink/moved/step-00000020" >/dev/null || fail "dirlink: step 20 does not verify"
+run dirlink 3
+must_contain "$T/dirlink.out" "$T/dirlink/checkpoints: cannot create the checkpoint directory: Too many levels of symbolic links (a symbolic link that dtrain did not make: remove it)"
+foreign_sig | diff "$T/foreign.sig" - || fail "dirlink: the foreign tree changed at the restart"
+pass "checkpoints/ replaced by a link mid-run: later saves and retention stay in the directory opened, the restart refuses the link; the foreign tree untouched"
+
+# --- what stands under a checkpoint's name: a link to a checkpoint, a file ---
+# A link to a valid checkpoint (a data-versioning tree) is resumed from
+# (read through the link, its target untouched); a regular file named
+# step-N stops the run (exit 3) naming it, instead of a fresh start that
+# would save over it.
+spec seed 1 2 --set train.max_steps=20 --set checkpoint.every_steps=20
+run seed 0
+spec linked 1 2 --set train.max_steps=25 --set checkpoint.every_steps=5
+mkdir -p "$T/linked/checkpoints" "$T/store"
+cp -r "$T/seed/checkpoints/step-00000020" "$T/store/"
+(cd "$T/store" && find . -type f -exec md5sum {} + | sort) >"$T/store.md5"
+ln -s "$T/store/step-00000020" "$T/linked/checkpoints/step-00000020"
+"$CKPT" list "$T/linked/checkpoints" >"$T/linked.list" || { cat "$T/linked.list"; fail "linked: dtrain-ckpt list"; }
+grep -qE '^ +20 .* ok$' "$T/linked.list" || { cat "$T/linked.list"; fail "linked: dtrain-ckpt list does not show step 20 ok"; }
+run linked 0
+must_contain "$T/linked.out" "resuming from $T/linked/checkpoints/step-00000020: step 20 of 25"
+[ -d "$T/linked/checkpoints/step-00000025" ] || fail "linked: no step 25 saved"
+(cd "$T/store" && find . -type f -exec md5sum {} + | sort) | diff "$T/store.md5" - || fail "linked: the link's target changed"
+spec filed 1 2 --set train.max_steps=10 --set checkpoint.every_steps=5
+mkdir -p "$T/filed/checkpoints"
+echo precious >"$T/filed/checkpoints/step-00000009"
+run filed 3
+must_contain "$T/filed.out" "$T/filed/checkpoints/step-00000009: a regular file, under a checkpoint's name: not a checkpoint (a checkpoint is a directory step-<8 digits>, or a symbolic link to one; hint: move it out of $T/filed/checkpoints)"
+must_contain "$T/filed.out" "$T/filed/checkpoints: not starting afresh over it"
+[ "$(cat "$T/filed/checkpoints/step-00000009")" = precious ] || fail "filed: step-00000009 changed"
+[ "$(ls "$T/filed/checkpoints")" = step-00000009 ] || { ls -la "$T/filed/checkpoints"; fail "filed: the run saved over it"; }
+pass "a link to a valid checkpoint is listed and resumed from, its target untouched; a regular file step-N stops the run, named"
 
 # --- a late snapshot copy: nothing changes the state before it is made ---
 # An async save's copy runs on the writer thread while the next step's
