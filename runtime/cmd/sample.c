@@ -2,9 +2,10 @@
  * sample.c - `dtrain-ckpt sample`: text from a language model's checkpoint.
  * Each new token: a forward pass over the last model.context tokens (the
  * positions after them padded; causal attention keeps them from mattering),
- * the logits at the newest position divided by the temperature, all but the
- * top k set aside, a draw from their softmax with dt_rng (seeded: the same
- * seed gives the same text). A checkpoint that carries a tokenizer (GPT-2
+ * the logits at the newest position, a draw from their softmax at the
+ * temperature among the top k tokens and the top-p nucleus
+ * (runtime/model/sampling.h) with dt_rng (seeded: the same seed gives the
+ * same text). A checkpoint that carries a tokenizer (GPT-2
  * BPE, checkpoint/ckpt.h) and a byte-level model (vocab_size 256) read the
  * prompt as text and write text; any other reads and writes token ids.
  *
@@ -23,6 +24,7 @@
 #include "runtime/cmd/device.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/model/device.h"
+#include "runtime/model/sampling.h"
 #include "base/rng.h"
 #include "checkpoint/ckpt.h"
 #include "runtime/data/bpe.h"
@@ -31,7 +33,7 @@
 
 static const char usage_sample[] =
 	"usage: dtrain-ckpt sample CKPT [--prompt TEXT] [--tokens N] [--temperature T]\n"
-	"                          [--top-k K] [--seed S] [--device D]\n"
+	"                          [--top-k K] [--top-p P] [--seed S] [--device D]\n"
 	"\n"
 	"Generates N tokens after the prompt with the language model (model.type\n"
 	"\"gpt\") of checkpoint CKPT, saved on any layout (a run directory stands for\n"
@@ -48,6 +50,8 @@ static const char usage_sample[] =
 	"  --temperature T     logits divided by T before the softmax (default 1);\n"
 	"                      0 takes the most likely token every time\n"
 	"  --top-k K           draw among the K most likely tokens only (default: all)\n"
+	"  --top-p P           then among the fewest most likely tokens whose\n"
+	"                      probability adds up to P, in (0, 1] (default 1: all)\n"
 	"  --seed S            the draws' seed (default 1): the same seed, the same text\n"
 	"  --device D          cpu (default) or cuda (the first visible GPU)\n"
 	"\n"
@@ -57,7 +61,7 @@ static const char usage_sample[] =
 struct sample_opts {
 	const char *ckpt, *prompt, *device;
 	long tokens, top_k, seed;
-	double temperature;
+	double temperature, top_p;
 };
 
 static int bad_number(const char *opt, const char *arg)
@@ -72,13 +76,14 @@ static int parse_sample(int argc, char **argv, struct sample_opts *o)
 		{ "prompt", required_argument, NULL, 'p' },  { "tokens", required_argument, NULL, 'n' },
 		{ "temperature", required_argument, NULL, 't' }, { "top-k", required_argument, NULL, 'k' },
 		{ "seed", required_argument, NULL, 's' },    { "help", no_argument, NULL, 'h' },
-		{ "device", required_argument, NULL, 'd' },  { NULL, 0, NULL, 0 },
+		{ "device", required_argument, NULL, 'd' },  { "top-p", required_argument, NULL, 'P' },
+		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
 	long v;
 	int c;
 
-	*o = (struct sample_opts){ .tokens = 200, .seed = 1, .temperature = 1.0, .device = "cpu" };
+	*o = (struct sample_opts){ .tokens = 200, .seed = 1, .temperature = 1.0, .top_p = 1.0, .device = "cpu" };
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -99,6 +104,11 @@ static int parse_sample(int argc, char **argv, struct sample_opts *o)
 			o->temperature = strtod(optarg, &end);
 			if (errno || *end || end == optarg || !(o->temperature >= 0) || o->temperature > 1e6)
 				return bad_number("temperature", optarg);
+			break;
+		case 'P':
+			o->top_p = strtod(optarg, &end);
+			if (errno || *end || end == optarg || !(o->top_p > 0 && o->top_p <= 1))
+				return dt_usage_error("dtrain-ckpt", usage_sample, "--top-p: expected a number in (0, 1] (got \"%s\")", optarg);
 			break;
 		case 'n':
 		case 'k':
@@ -161,52 +171,6 @@ static int prompt_ids(const char *prompt, bool bytes, long vocab, int32_t **ids,
 	if (*n == 0)
 		return dt_err_add(err, "--prompt: no token ids in \"%s\"", prompt), -EINVAL;
 	return 0;
-}
-
-/* One draw from logits [V] (overwritten) as the options say. */
-static int32_t draw(float *logits, long V, const struct sample_opts *o, struct dt_rng *r)
-{
-	long i, best = 0, k = o->top_k > 0 && o->top_k < V ? o->top_k : V;
-	double sum = 0.0, u, acc = 0.0, floor_v = -INFINITY;
-
-	for (i = 1; i < V; i++)
-		if (logits[i] > logits[best])
-			best = i;
-	if (o->temperature == 0.0)
-		return (int32_t)best;
-	if (k < V) {
-		/* the k-th largest value: a partial selection, V is small next to a pass */
-		float *c = malloc((size_t)V * sizeof(*c));
-		long a;
-
-		if (c) {
-			memcpy(c, logits, (size_t)V * sizeof(*c));
-			for (a = 0; a < k; a++) {
-				long m = a, b;
-				float t;
-
-				for (b = a + 1; b < V; b++)
-					if (c[b] > c[m])
-						m = b;
-				t = c[a], c[a] = c[m], c[m] = t;
-			}
-			floor_v = c[k - 1];
-			free(c);
-		}
-	}
-	for (i = 0; i < V; i++) {
-		double p = logits[i] < floor_v ? 0.0 : exp(((double)logits[i] - logits[best]) / o->temperature);
-
-		logits[i] = (float)p;
-		sum += p;
-	}
-	u = dt_rng_uniform_double(r) * sum;
-	for (i = 0; i < V; i++) {
-		acc += logits[i];
-		if (u < acc && logits[i] > 0)
-			return (int32_t)i;
-	}
-	return (int32_t)best;
 }
 
 /* How text and tokens meet: bytes (a byte-level model), the checkpoint's
@@ -286,14 +250,67 @@ static int open_text(const struct rt_ckpt_model *m, const struct sample_opts *o,
 	return prompt_tokens(o->prompt && *o->prompt ? o->prompt : "\n", tx, V, ids, n, err);
 }
 
+/* The logits at the newest of len positions of a forward pass: on the host
+ * where they are, else copied into lg [V] */
+static const float *newest_logits(struct rt_dev *dev, const float *logits, long len, long V, float *lg)
+{
+	const float *row = logits + (size_t)(len - 1) * (size_t)V;
+
+	if (dev->host)
+		return row;
+	rt_dev_get(dev, lg, row, (size_t)V * sizeof(*lg));
+	return lg;
+}
+
+/* Tokens after the prompt's n in ids [cap], each written as it comes */
+static int generate(struct rt_ckpt_model *m, struct rt_acts *acts, const struct sample_opts *o,
+		    const struct text *tx, int32_t *ids, long n, long cap, struct dt_err *err)
+{
+	struct rt_dev *dev = m->st.dev;
+	const struct rt_sampling how = { o->temperature, o->top_k, o->top_p };
+	struct rt_token_sampler sm;
+	struct dt_rng r;
+	long T = m->st.in, V = m->st.out / T;
+	float *x = calloc((size_t)T, sizeof(*x)), *lg = malloc((size_t)V * sizeof(*lg)), *dx = NULL;
+	/* with a tokenizer, among its tokens only (a padded vocabulary's last
+	 * rows are no text) */
+	int rc = rt_token_sampler_init(&sm, tx->bpe ? (long)rt_bpe_vocab(tx->bpe) : V);
+
+	if (rc || !x || !lg || rt_dev_alloc(dev, (size_t)T * sizeof(*x), "a window", &dx, NULL)) {
+		rc = (dt_err_add(err, "out of memory for %ld tokens", cap), -ENOMEM);
+		goto out;
+	}
+	dt_rng_seed(&r, (uint64_t)o->seed, 0x5a4d);
+	for (; n < cap; n++) {
+		long from = n > T ? n - T : 0, len = n - from, j;
+		const float *logits;
+
+		memset(x, 0, (size_t)T * sizeof(*x));
+		for (j = 0; j < len; j++)
+			x[j] = (float)ids[from + j];
+		rt_dev_put(dev, dx, x, (size_t)T * sizeof(*x));
+		rc = rt_stage_forward(&m->st, acts, dx, 1, &logits);
+		if (!rc)
+			rc = rt_dev_sync(dev, err);
+		if (rc)
+			break;
+		ids[n] = rt_sample(&sm, newest_logits(dev, logits, len, V, lg), &how, &r);
+		put_token(ids[n], tx, false);
+	}
+out:
+	rt_token_sampler_free(&sm);
+	rt_dev_free(dev, dx);
+	free(x);
+	free(lg);
+	return rc;
+}
+
 static int sample_run(const struct sample_opts *o, struct rt_dev *dev, struct dt_err *err)
 {
 	struct rt_ckpt_model m;
 	struct rt_acts acts = { 0 };
-	struct dt_rng r;
 	int32_t *ids = NULL, *grown;
-	float *x = NULL, *lg = NULL, *dx = NULL; /* dx: x on the device */
-	long n = 0, V, T, i, cap;
+	long n = 0, V, i, cap;
 	struct text tx = { 0 };
 	int rc;
 
@@ -305,55 +322,25 @@ static int sample_run(const struct sample_opts *o, struct rt_dev *dev, struct dt
 				 m.path, m.st.ops->type), -EINVAL);
 		goto out;
 	}
-	T = m.st.in;
-	V = m.st.out / T;
+	V = m.st.out / m.st.in;
 	rc = open_text(&m, o, V, &tx, &ids, &n, err);
 	if (rc)
 		goto out;
 	cap = n + o->tokens;
-	x = calloc((size_t)T, sizeof(*x));
-	lg = malloc((size_t)V * sizeof(*lg));
 	grown = realloc(ids, (size_t)cap * sizeof(*ids)); /* cap >= n >= 1 */
 	if (grown)
 		ids = grown;
-	if (!x || !lg || !grown || rt_acts_init(&acts, &m.st, 1) ||
-	    rt_dev_alloc(dev, (size_t)T * sizeof(*x), "a window", &dx, NULL)) {
+	if (!grown || rt_acts_init(&acts, &m.st, 1)) {
 		rc = (dt_err_add(err, "out of memory for %ld tokens", cap), -ENOMEM);
 		goto out;
 	}
 	for (i = 0; i < n; i++)
 		put_token(ids[i], &tx, i == 0);
-	dt_rng_seed(&r, (uint64_t)o->seed, 0x5a4d);
-	for (; n < cap; n++) {
-		long from = n > T ? n - T : 0, len = n - from, j;
-		const float *logits;
-
-		memset(x, 0, (size_t)T * sizeof(*x));
-		for (j = 0; j < len; j++)
-			x[j] = (float)ids[from + j];
-		rt_dev_put(dev, dx, x, (size_t)T * sizeof(*x));
-		rc = rt_stage_forward(&m.st, &acts, dx, 1, &logits);
-		if (!rc)
-			rc = rt_dev_sync(dev, err);
-		if (rc)
-			break;
-		/* the newest position's logits, a copy: draw() overwrites it */
-		if (dev->host)
-			memcpy(lg, logits + (size_t)(len - 1) * (size_t)V, (size_t)V * sizeof(*lg));
-		else
-			rt_dev_get(dev, lg, logits + (size_t)(len - 1) * (size_t)V, (size_t)V * sizeof(*lg));
-		/* with a tokenizer, among its tokens only (a padded vocabulary's
-		 * last rows are no text) */
-		ids[n] = draw(lg, tx.bpe ? (long)rt_bpe_vocab(tx.bpe) : V, o, &r);
-		put_token(ids[n], &tx, false);
-	}
+	rc = generate(&m, &acts, o, &tx, ids, n, cap, err);
 	if (!tx.bytes && !tx.bpe)
 		putchar('\n');
 out:
 	rt_acts_free(&acts);
-	rt_dev_free(dev, dx);
-	free(x);
-	free(lg);
 	free(ids);
 	rt_bpe_free(tx.bpe);
 	rt_ckpt_model_free(&m);
