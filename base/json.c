@@ -10,6 +10,8 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <json-c/json.h>
 
@@ -102,4 +104,15 @@ void dt_json_line(FILE *f, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', f);
 	fflush(f);
+}
+
+char *dt_json_quote(const char *s)
+{
+	struct json_object *o = s ? json_object_new_string(s) : NULL;
+	char *q = NULL;
+
+	if (o)
+		q = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	return q;
 }

@@ -40,7 +40,15 @@ const char *dt_json_kind(struct json_object *v);
 
 /* One JSON line: the caller's format (an object, no newline) to f, then a
  * newline, flushed so that a reader tailing the file sees whole lines;
- * nothing when f is NULL. */
+ * nothing when f is NULL. A string that did not come from the code itself
+ * (a path, a name from a spec) goes through dt_json_quote, never "\"%s\"". */
 void dt_json_line(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* s as a JSON string, its quotes included and every quote, backslash and
+ * control character escaped, for a "%s" of dt_json_line; the caller frees
+ * it. NULL (s NULL, or out of memory) stands for "null": pass it through
+ * dt_json_or_null. */
+char *dt_json_quote(const char *s);
+static inline const char *dt_json_or_null(const char *quoted) { return quoted ? quoted : "null"; }
 
 #endif

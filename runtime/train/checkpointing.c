@@ -449,6 +449,7 @@ static void announce_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos,
 			    const char *path, double t0)
 {
 	const char *job_start = getenv("DTRAIN_JOB_START");
+	char *quoted;
 
 	if (m->meta.data != ours->data || m->meta.pipeline != ours->pipeline)
 		rt__ckpt_say(c, "resuming from %s: step %lld of %lld, written on data %d x pipeline %d, now "
@@ -474,11 +475,13 @@ static void announce_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos,
 		 m->meta.pipeline == ours->pipeline)
 		rt__ckpt_say(c, "note: the job spec differs from the checkpoint's (spec hash %s, was %s)",
 		    c->spec_hash, m->meta.spec_hash);
-	dt_json_line(c->metrics, "{\"event\":\"resume\",\"step\":%lld,\"path\":\"%s\",\"load_s\":%.3f,"
+	quoted = dt_json_quote(path);
+	dt_json_line(c->metrics, "{\"event\":\"resume\",\"step\":%lld,\"path\":%s,\"load_s\":%.3f,"
 		  "\"data\":%d,\"pipeline\":%d,\"from_data\":%d,\"from_pipeline\":%d%s%s}",
-	       (long long)m->meta.step, path, dt_mono_s() - t0, ours->data, ours->pipeline,
+	       (long long)m->meta.step, dt_json_or_null(quoted), dt_mono_s() - t0, ours->data, ours->pipeline,
 	       m->meta.data, m->meta.pipeline, job_start ? ",\"job_start\":" : "",
 	       job_start && strspn(job_start, "0123456789.") == strlen(job_start) ? job_start : "");
+	free(quoted);
 }
 
 int rt_ckpt_resume(struct rt_ckpt *c, const struct rt_ckpt_pos *pos, int64_t *step,
@@ -679,7 +682,7 @@ static void *commit_main(void *arg)
 static int report(struct rt_ckpt *c)
 {
 	char name[32];
-	char final[4400];
+	char final[4400], *quoted;
 
 	ckpt_step_name(c->meta->step, name, sizeof(name));
 	if (c->failed >= 0) {
@@ -710,12 +713,14 @@ static int report(struct rt_ckpt *c)
 	       "%.3f s, committed %.2f s after the snapshot", final, (double)c->bytes / 1048576.0,
 	    c->max_write_s, c->max_write_s > 0 ? (double)c->bytes / c->max_write_s / 1e6 : 0,
 	    c->max_stall_s, c->t_done - c->t_start);
-	dt_json_line(c->metrics, "{\"event\":\"checkpoint\",\"step\":%lld,\"path\":\"%s\",\"bytes\":%llu,"
+	quoted = dt_json_quote(final);
+	dt_json_line(c->metrics, "{\"event\":\"checkpoint\",\"step\":%lld,\"path\":%s,\"bytes\":%llu,"
 		  "\"write_s\":%.6f,\"stall_s\":%.6f,\"commit_s\":%.6f,\"total_s\":%.6f,\"async\":%s,"
 		  "\"unix_time\":%.3f}",
-	       (long long)c->meta->step, final, (unsigned long long)c->bytes, c->max_write_s,
+	       (long long)c->meta->step, dt_json_or_null(quoted), (unsigned long long)c->bytes, c->max_write_s,
 	       c->max_stall_s, c->commit_s, c->t_done - c->t_start, c->async ? "true" : "false",
 	       dt_wall_s());
+	free(quoted);
 	return 0;
 }
 

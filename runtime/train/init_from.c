@@ -290,7 +290,7 @@ static int load(struct rt_ckpt *c, const char *path, const struct ckpt_manifest 
 int rt__ckpt_init_from(struct rt_ckpt *c, struct ckpt_manifest *m, struct dt_err *err)
 {
 	struct dt_err e = { 0 };
-	char path[4200] = "";
+	char path[4200] = "", *quoted;
 	unsigned char *take = calloc((size_t)(c->n_stage_tensors ? c->n_stage_tensors : 1), 1);
 	bool found = false;
 	double t0 = dt_mono_s();
@@ -321,7 +321,9 @@ int rt__ckpt_init_from(struct rt_ckpt *c, struct ckpt_manifest *m, struct dt_err
 		     c->n_model_tensors - counts[0] / replicas,
 		     counts[1] ? " (the position table cropped to model.context)" : "",
 		     counts[0] / replicas, dt_mono_s() - t0);
-	dt_json_line(c->metrics, "{\"event\":\"init_from\",\"path\":\"%s\",\"from_step\":%lld,\"load_s\":%.3f}",
-		     path, (long long)m->meta.step, dt_mono_s() - t0);
+	quoted = dt_json_quote(path);
+	dt_json_line(c->metrics, "{\"event\":\"init_from\",\"path\":%s,\"from_step\":%lld,\"load_s\":%.3f}",
+		     dt_json_or_null(quoted), (long long)m->meta.step, dt_mono_s() - t0);
+	free(quoted);
 	return 0;
 }

@@ -106,8 +106,9 @@ void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int6
 		if (t->flops_per_token > 0 && t->peak_flops_node > 0)
 			printf("dtrain-run: MFU: %.4g model FLOPs per token against %.4g TFLOP/s per "
 			       "node (%s)\n", t->flops_per_token, t->peak_flops_node / 1e12,
-			       !strcmp(t->peak_source, "declared") ?
-				       "resources.peak_tflops_per_node" :
+			       !strcmp(t->peak_source, "declared") ? "resources.peak_tflops_per_node" :
+			       !strcmp(t->peak_source, "recorded") ?
+				       "measured at this run's first start on such nodes, in its metrics.jsonl" :
 				       "measured now: the matrix product of each rank, summed per node");
 		if (step >= total)
 			printf("dtrain-run: the checkpoint is at the end of training: nothing left to do\n");
@@ -117,13 +118,14 @@ void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int6
 		      "\"step\":%lld,\"grad_sync\":\"%s\",\"replicas_per_node\":%d,\"threads\":\"%s\","
 		      "\"device\":\"%s\",\"precision\":\"%s\",\"collectives\":\"%s\","
 		      "\"flops_per_token\":%.6g,\"nodes\":%d,\"peak_flops_per_node\":%.6g,"
-		      "\"peak\":\"%s\",\"data\":%d,\"pipeline\":%d}",
+		      "\"peak\":\"%s\",\"ranks_per_node\":%d,\"cpus_per_task\":%ld,\"data\":%d,\"pipeline\":%d}",
 		   (long long)total,
 		   (long long)per_epoch, s->train.epochs, (long long)step,
 		   t->dp.split ? "split" : t->dp.shared ? "shared" : t->replicas > 1 ? "allreduce" : "none",
 		   t->dp.shared ? t->dp.locals : 1, t->tsplit ? "split" : "blas", t->dev->kind,
 		   s->train.precision ? s->train.precision : "fp32", t->dev->collectives,
 		   t->flops_per_token, t->nodes, t->peak_flops_node, t->peak_source,
+		   t->nodes > 0 ? t->g->world / t->nodes : 0, s->resources.cpus_per_task,
 		   t->g->size[RT_DIM_DATA], t->g->size[RT_DIM_PIPE]);
 	rt__ranks_log_layout(t);
 }
@@ -174,7 +176,9 @@ int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_
 		return 0;
 	now = dt_mono_s();
 	rate = (double)pg->window_rows / (now - pg->tw);
-	eta = (now - pg->t0) / (double)step * (double)(total - step);
+	/* the steps of this start, not of the run: a resumed run's first
+	 * steps say nothing of the time the earlier ones took */
+	eta = (now - pg->t0) / (double)(step - t->start_step) * (double)(total - step);
 	rc = rt__ranks_window(t, step, now - pg->tw, pg->window_steps, tm);
 	if (rc)
 		return rc;
@@ -196,7 +200,7 @@ int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_
 	}
 	dt_json_line(t->metrics, "{\"event\":\"step\",\"step\":%lld,\"total_steps\":%lld,\"epoch\":%lld,"
 		      "\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"samples_per_s\":%.1f,"
-		      "%s\"eta_s\":%.0f,\"steps\":%lld,\"time\":{\"step_s\":%.6g,\"compute_s\":%.6g,"
+		      "%s\"eta_s\":%.3f,\"steps\":%lld,\"time\":{\"step_s\":%.6g,\"compute_s\":%.6g,"
 		      "\"pipe_wait_s\":%.6g,\"grad_wait_s\":%.6g,\"data_s\":%.6g,\"optim_s\":%.6g},"
 		      "\"unix_time\":%.3f}",
 		   (long long)step, (long long)total, (long long)epoch + 1, loss, lr, norm,
@@ -235,14 +239,19 @@ void rt__log_eval(struct trainer *t, int64_t step, int64_t epoch, int64_t sample
 		      (long long)epoch + 1, loss, acc, bits, (long long)samples, dt_wall_s());
 }
 
+/* The end of training: the steps this start ran (after a resume, not the
+ * run's) and their time. */
 void rt__log_end(struct trainer *t, const struct rt_progress *pg, int64_t step)
 {
 	double secs = dt_mono_s() - pg->t0;
+	long long ran = (long long)(step - t->start_step);
 
-	dt_json_line(t->metrics, "{\"event\":\"end\",\"step\":%lld,\"seconds\":%.3f,\"unix_time\":%.3f}",
-		     (long long)step, secs, dt_wall_s());
-	if (t->g->rank == 0 && !pg->quiet) {
-		printf("dtrain-run: done: %lld steps in %.1f s\n", (long long)step, secs);
-		fflush(stdout);
-	}
+	dt_json_line(t->metrics, "{\"event\":\"end\",\"step\":%lld,\"steps\":%lld,\"seconds\":%.3f,"
+		     "\"unix_time\":%.3f}", (long long)step, ran, secs, dt_wall_s());
+	if (t->g->rank == 0 && !pg->quiet && t->start_step > 0)
+		printf("dtrain-run: done: %lld steps in %.1f s (steps %lld-%lld, resumed at step %lld)\n", ran, secs,
+		       (long long)t->start_step + 1, (long long)step, (long long)t->start_step);
+	else if (t->g->rank == 0 && !pg->quiet)
+		printf("dtrain-run: done: %lld steps in %.1f s\n", ran, secs);
+	fflush(stdout);
 }

@@ -5,21 +5,30 @@
  * products and of attention's scores, PaLM, Chowdhery et al. 2022,
  * appendix B), against the peak of the job's nodes. The peak is
  * resources.peak_tflops_per_node where the site (or spec) declares it,
- * else measured at start: every rank times its device's matrix product in
- * the run's precision at once, and a node's peak is the sum over its ranks
- * (they share its cores or GPUs as they do in training). metrics.c writes
- * both into the start event and the MFU of each log window into the step
- * event.
+ * else measured at the run's first start: every rank times its device's
+ * matrix product in the run's precision at once, and a node's peak is the
+ * sum over its ranks (they share its cores or GPUs as they do in training).
+ * Later starts of the run (a requeue, a restart after a crash) take the
+ * peak the run measured on such nodes from its metrics.jsonl ("recorded"):
+ * one run, one peak, so that the MFU of every start compares (a measurement
+ * moves with whatever else the node runs at the time). metrics.c writes both
+ * into the start event and the MFU of each log window into the step event.
  *
- * Sections: measuring, set-up.
+ * Sections: measuring, the run's own peak, set-up.
  */
 #include "runtime/train/trainer.h"
 
+#include "base/json.h"
 #include "runtime/kernels/kernels.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
 
 /* --- measuring --- */
 
@@ -62,6 +71,72 @@ out:
 	return best;
 }
 
+/* --- the run's own peak --- */
+
+static bool str_is(struct json_object *o, const char *key, const char *want)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string) &&
+	       !strcmp(json_object_get_string(v), want);
+}
+
+static bool int_is(struct json_object *o, const char *key, long want)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_int) &&
+	       json_object_get_int64(v) == want;
+}
+
+/* The peak of line [len] when it is a start event that measured (or took)
+ * one on nodes like this start's: the same device, precision, ranks per
+ * node and threads per rank. Else 0. */
+static double start_peak(const struct trainer *t, const char *line, size_t len)
+{
+	const char *precision = t->s->train.precision ? t->s->train.precision : "fp32";
+	struct json_object *o = NULL, *v;
+	struct dt_json_error e;
+	double peak = 0.0;
+
+	if (dt_json_parse_object(line, len, 4, &o, &e))
+		return 0.0; /* a torn or foreign line */
+	if (str_is(o, "event", "start") && (str_is(o, "peak", "measured") || str_is(o, "peak", "recorded")) &&
+	    str_is(o, "device", t->dev->kind) && str_is(o, "precision", precision) &&
+	    int_is(o, "ranks_per_node", t->g->world / t->nodes) &&
+	    int_is(o, "cpus_per_task", t->s->resources.cpus_per_task) &&
+	    json_object_object_get_ex(o, "peak_flops_per_node", &v))
+		peak = json_object_get_double(v);
+	json_object_put(o);
+	return peak > 0.0 ? peak : 0.0;
+}
+
+/* Rank 0, t->nodes known: the peak of the newest such start of this run
+ * (<run_dir>/metrics.jsonl, never through a link); 0 when none. */
+static double recorded_peak(const struct trainer *t)
+{
+	char path[4200], *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	double found = 0.0, v;
+	FILE *f = NULL;
+	int fd;
+
+	if (!t->s->run_dir || t->nodes <= 0)
+		return 0.0;
+	snprintf(path, sizeof(path), "%s/metrics.jsonl", t->s->run_dir);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && !(f = fdopen(fd, "r")))
+		close(fd);
+	while (f && (len = getline(&line, &cap, f)) > 0)
+		if ((v = start_peak(t, line, (size_t)len)) > 0.0)
+			found = v;
+	free(line);
+	if (f)
+		fclose(f);
+	return found;
+}
+
 /* --- set-up --- */
 
 /* Rank 0: the job's nodes (distinct node names of the layout) and, with
@@ -93,7 +168,7 @@ static double per_node(const struct trainer *t, const double *flops, int *nodes)
 int rt__mfu_init(struct trainer *t)
 {
 	const struct spec *s = t->s;
-	double mine;
+	double mine, recorded = 0.0;
 
 	t->flops_per_token = 0.0;
 	t->peak_flops_node = 0.0;
@@ -108,6 +183,16 @@ int rt__mfu_init(struct trainer *t)
 			per_node(t, NULL, &t->nodes);
 		t->peak_flops_node = s->resources.peak_tflops_per_node * 1e12;
 		t->peak_source = "declared";
+		return 0;
+	}
+	if (t->g->rank == 0) {
+		per_node(t, NULL, &t->nodes);
+		recorded = recorded_peak(t);
+	}
+	MPI_CHECK(t, MPI_Bcast(&recorded, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+	if (recorded > 0.0) {
+		t->peak_flops_node = recorded;
+		t->peak_source = "recorded";
 		return 0;
 	}
 	/* OpenBLAS's threads for the product, whatever the step will use */

@@ -8,9 +8,15 @@
 #    checkpoint, on one stage or across stages;
 #  - a 2x2 checkpoint resumed on 2x2 ends bitwise equal to the uninterrupted
 #    run; resumed on 1x4 its loss curve follows the run within 1e-5;
+#  - a second start in a run's own directory counts its own steps (the
+#    closing line, the eta) and keeps the peak its first start measured;
+#  - paths in metrics.jsonl are JSON strings, whatever they hold;
 #  - validation loss and bits per byte reach metrics.jsonl, and dtrain-ckpt
 #    eval of the final checkpoint gives the same loss; dtrain-ckpt sample
 #    writes the prompt and N bytes, the same for the same seed;
+#  - sample's tokens are draws from the model's own distribution (eval
+#    --logits of the sampled windows; sample_check.py) at temperatures 0.5,
+#    1 and 2, with top-k and top-p;
 #  - what does not fit is refused, naming the file or key: a feature table
 #    for a GPT, a vocabulary larger than model.vocab_size, a context longer
 #    than the text, parallel.grad_sync "shared" (the tied copies need whole
@@ -71,6 +77,30 @@ run r14 1 4 4 --set checkpoint.resume="$T/l22/checkpoints/step-00000025"
 MIN=25 same_curve l22 r14
 tied "$T/r14/checkpoints/step-00000050"
 
+# --- a second start of one run: its own steps and time, the run's peak ---
+cp -r "$T/l22" "$T/a22"
+rm -rf "$T/a22/checkpoints/step-00000050"
+jq --arg d "$T/a22" '.run_dir = $d' "$T/l22.json" >"$T/a22.json"
+mpirun --allow-run-as-root --oversubscribe -np 4 "$DTRAIN_BIN/dtrain-run" "$T/a22.json" >"$T/a22.out" 2>&1 ||
+	{ cat "$T/a22.out"; fail "run a22"; }
+must_contain "$T/a22.out" "dtrain-run: done: 25 steps in "
+must_contain "$T/a22.out" " s (steps 26-50, resumed at step 25)"
+# this start's events: its start and after
+jq -s 'to_entries | (map(select(.value.event == "start")) | last.key) as $k | map(select(.key >= $k) | .value)' \
+	"$T/a22/metrics.jsonl" >"$T/a22.second.json"
+jq -s -e 'map(select(.event == "start")) | length == 2 and .[0].peak == "measured" and .[1].peak == "recorded"
+	and .[0].peak_flops_per_node == .[1].peak_flops_per_node and .[0].peak_flops_per_node > 0' \
+	"$T/a22/metrics.jsonl" >/dev/null || { grep '"start"' "$T/a22/metrics.jsonl"; fail "the second start did not keep the run's peak"; }
+must_contain "$T/a22.out" "measured at this run's first start on such nodes"
+# the eta of the first steps after the resume: the steps left times this
+# start's time per step (the mean step_s so far, log_every 1), not the run's
+jq -e '[.[] | select(.event == "step")] | [range(0; 5) as $i | .[$i] as $s
+	| ([.[0:$i + 1][] | .time.step_s] | add / length) as $per
+	| $s.eta_s / ((50 - $s.step) * $per)] | all(. > 0.5 and . < 4)' "$T/a22.second.json" >/dev/null ||
+	{ jq -c '.[] | select(.event == "step") | [.step, .eta_s, .time.step_s]' "$T/a22.second.json" | head -5
+	  fail "the eta after a resume is not this start's time per step times the steps left"; }
+echo "  a second start in the run dir: 25 steps counted, the eta its own, the first start's peak kept"
+
 # --- a checkpoint in use: eval gives the run's validation loss; sample ---
 "$DTRAIN_BIN/dtrain-ckpt" eval "$T/l22" "$T/text/val.h5" >"$T/eval.out" 2>"$T/eval.err" ||
 	{ cat "$T/eval.err"; fail "dtrain-ckpt eval"; }
@@ -96,6 +126,34 @@ must_contain "$T/err" "an empty path names no checkpoint"
 expect_rc 2 "$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --temperature -1
 must_contain "$T/err" "--temperature: expected a number >= 0"
 echo "  eval: loss $mine (the run's $theirs); sample: $(tr '\n' ' ' <"$T/sample1.txt")"
+
+# --- sample draws from the model's distribution ---
+# dist NAME T K P: 40 seeds of "Q: " and 29 drawn bytes, each a window of the
+# context (32) in one token stream, the model's logits over them from eval,
+# the draws checked against the distribution T, top-k K and top-p P make
+dist() {
+	local name=$1 temp=$2 k=$3 p=$4 s
+	for s in $(seq 1 40); do
+		"$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --prompt "Q: " --tokens 29 --seed "$s" --temperature "$temp" \
+			--top-k "$k" --top-p "$p" 2>"$T/$name.err" || { cat "$T/$name.err"; fail "sample $name, seed $s"; }
+	done >"$T/$name.txt"
+	printf 'Q' >>"$T/$name.txt" # the last window's last target
+	python3 -c 'import sys; b = open(sys.argv[1], "rb").read(); open(sys.argv[2], "wb").write(b"".join(bytes([c, 0]) for c in b))' \
+		"$T/$name.txt" "$T/$name.bin"
+	"$DTRAIN_BIN/dtrain-data" tokens "$T/$name.bin" "$T/$name" --vocab 256 --val "$T/$name.bin" >/dev/null 2>&1 ||
+		fail "dtrain-data tokens $name"
+	"$DTRAIN_BIN/dtrain-ckpt" eval "$T/l22" "$T/$name/train.h5" --logits "$T/$name.f32" >/dev/null 2>&1 || fail "eval $name"
+	python3 "$DTRAIN_SOURCE_DIR/tests/integration/sample_check.py" "$T/$name.bin" "$T/$name.f32" 256 32 3 \
+		"$temp" "$k" "$p" >"$T/$name.check" || { cat "$T/$name.check"; fail "sample $name: not the model's distribution"; }
+	echo "  sample $(cat "$T/$name.check")"
+}
+dist t1 1 0 1
+dist t05 0.5 0 1
+dist t2 2 0 1
+dist k20 1 20 1
+dist p09 1 0 0.9
+expect_rc 2 "$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --top-p 0
+must_contain "$T/err" "--top-p: expected a number in (0, 1]"
 
 # --- refused ---
 "$DTRAIN_BIN/dtrain-data" synthetic "$T/table.h5" --samples 100 --features 32 --classes 5 >/dev/null
@@ -132,4 +190,21 @@ $SUBMIT validate "$T/mlp.json" --set run_dir="$T/mlp" >"$T/mlp.r.json" 2>/dev/nu
 	mpirun --allow-run-as-root -np 1 "$DTRAIN_BIN/dtrain-run" --quiet "$T/mlp.r.json" >/dev/null 2>&1 || fail "mlp run"
 expect_rc 1 "$DTRAIN_BIN/dtrain-ckpt" sample "$T/mlp"
 must_contain "$T/err" 'holds model.type "mlp", which is not a language model'
-pass "GPT: 5 layouts, one loss curve; tied copies bitwise equal; 2x2 resumes bitwise on 2x2 and on 1x4; eval and sample; misfits refused"
+# a checkpoint directory whose name reads as JSON stays a string in the
+# metrics: its checkpoint and resume events, no forged stop event
+cat >"$T/forge.json" <<JSON
+{ "name": "forge", "model": { "inputs": 32, "hidden": [8], "outputs": 5 }, "data": { "train": "$T/table.h5" },
+  "train": { "max_steps": 2, "global_batch": 10 },
+  "checkpoint": { "dir": "$T/c\",\"step\":999999,\"event\":\"stop", "every_steps": 1 } }
+JSON
+$SUBMIT validate "$T/forge.json" --set run_dir="$T/forge" >"$T/forge.r.json" 2>"$T/forge.err" || { cat "$T/forge.err"; fail "spec forge"; }
+mkdir -p "$T/forge"
+for i in 1 2; do
+	mpirun --allow-run-as-root -np 1 "$DTRAIN_BIN/dtrain-run" --quiet "$T/forge.r.json" >"$T/forge.out" 2>&1 ||
+		{ cat "$T/forge.out"; fail "forge run $i"; }
+done
+want="$T/c\",\"step\":999999,\"event\":\"stop/step-00000002"
+jq -s -e --arg want "$want" 'all(.event != "stop") and (map(select(.event == "checkpoint")) | last.path == $want)
+	and (map(select(.event == "resume")) | length == 1 and .[0].path == $want)' "$T/forge/metrics.jsonl" >/dev/null ||
+	{ cat "$T/forge/metrics.jsonl"; fail "a path in metrics.jsonl is not one JSON string"; }
+pass "GPT: 5 layouts, one loss curve; tied copies bitwise equal; 2x2 resumes bitwise on 2x2 and on 1x4; eval; sample draws from the model's distribution; misfits refused"
