@@ -6,7 +6,7 @@
  * any other value asks for nothing.
  *
  *   point     kinds              where (what a test checks with it)
- *   WRITE     enospc@BYTES,      base/util.c: every write and fsync of our
+ *   WRITE     enospc@BYTES,      base/io.c: every write and fsync of our
  *             slow@MS            files (a full disk; a save slow enough to
  *                                kill in the middle)
  *   SNAPSHOT  slow@MS            runtime/train/checkpointing.c: the checkpoint's

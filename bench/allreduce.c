@@ -4,7 +4,7 @@
  * Times one blocking MPI_Allreduce (in place, float sum, MPI_COMM_WORLD) of
  * N floats, the way a trainer without overlap would synchronise a whole
  * gradient after the backward pass. Started by mpirun on as many ranks as the
- * training run it is compared with; bench/run.sh sets N to the model's
+ * training run it is compared with; bench/run.py sets N to the model's
  * parameter count. After two warm-up calls it times --iters calls, each
  * between barriers, and rank 0 prints one JSON object with the median and
  * the minimum in seconds.

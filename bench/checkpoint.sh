@@ -10,7 +10,7 @@
 #     the dd before and after it, and the median of the five ratios;
 #   - the training stall of an async save against the time of a sync save;
 #   - the time to load the checkpoint on resume.
-# Prints a table and writes it as JSON (bench/checkpoint.json in the build
+# Prints a table and writes it as JSON (checkpoint.json in the bench folder of the build
 # directory). Usage: bench/checkpoint.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 

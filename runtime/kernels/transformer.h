@@ -2,7 +2,7 @@
  * transformer.h - the kernels of a GPT-2 style transformer that the dense
  * kernels (kernels.h) do not cover: token and position embeddings, LayerNorm,
  * and causal multi-head self-attention, each forward and backward, in float32
- * on the CPU. The GPT model (#20) will build its blocks from these, the
+ * on the CPU. The GPT model (runtime/model/gpt.c) builds its blocks from these, the
  * linear layers (rt_linear_*), GELU (rt_act_*, tanh form) and the fused
  * softmax cross-entropy (rt_softmax_xent, one row per position).
  *
