@@ -1,15 +1,28 @@
 # dtrain: the two commands, and a few helpers, over CMake.
+# `make help` prints this block.
 #
-#   make demo    install what is missing, build, run the example job on Slurm
-#                (make demo-gpt: the GPT example)
-#   make test    install what is missing, build, run every test (also under
-#                AddressSanitizer + UBSan, in a CPU-only build; the Release
-#                configuration is compiled too)
+#   make demo        install what is missing, build, run the example job on
+#                    the local Slurm cluster (started when none is configured)
+#   make demo-gpt    the same with the GPT example (jobs/gpt-tiny-2x2.json)
+#   make test        install what is missing, build, run every test (also
+#                    under AddressSanitizer + UBSan, in a CPU-only build; the
+#                    Release configuration is compiled too)
+#   make test-fast   the unit tests of the normal build only (no cluster)
+#   make build       configure and build into build/ (warnings are errors)
+#   make bench       dtrain against its peers (PyTorch, OpenBLAS, MPI, dd,
+#                    srun): one table, also as JSON (bench/README.md)
+#   make bench-checkpoint  checkpoint write bandwidth against dd, async stall,
+#                    load (checkpoint/README.md)
 #   make gpu-bundle  the GPU device check's archive (runtime/gpu/README.md)
-#   make bench   dtrain against its peers (PyTorch, OpenBLAS, MPI, dd, srun):
-#                one table, also as JSON (bench/README.md)
+#   make cluster-up | cluster-down | cluster-status
+#                    the local Slurm cluster of build/cluster (site/cluster.sh)
+#   make install     install the programs and libdtrain (PREFIX, /usr/local)
+#   make deps        install the Debian packages (site/install-deps.sh: root;
+#                    idempotent)
+#   make clean       stop the local cluster, remove build/
 #
-# Debian packages are installed by site/install-deps.sh (root; idempotent).
+# Variables: BUILD (build), ASAN_BUILD (build/asan), REL_BUILD
+# (build/release), JOBS (the cores), PREFIX (/usr/local).
 
 BUILD      ?= build
 ASAN_BUILD ?= build/asan
@@ -17,10 +30,13 @@ REL_BUILD  ?= build/release
 JOBS       ?= $(shell nproc)
 PREFIX     ?= /usr/local
 
-.PHONY: all deps build build-asan build-release gpu-bundle test test-fast demo demo-gpt bench bench-checkpoint cluster-up \
+.PHONY: all help deps build build-asan build-release gpu-bundle test test-fast demo demo-gpt bench bench-checkpoint cluster-up \
         cluster-down cluster-status install clean
 
 all: build
+
+help:
+	@sed -n '1,/^$$/{2d;/^$$/q;s/^# \{0,1\}//;p}' Makefile
 
 deps:
 	@bash site/install-deps.sh
