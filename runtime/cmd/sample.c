@@ -123,7 +123,7 @@ static int parse_sample(int argc, char **argv, struct sample_opts *o)
 		case ':':
 			return dt_usage_error("dtrain-ckpt", usage_sample, "%s: needs a value", argv[optind - 1]);
 		default:
-			return dt_usage_error("dtrain-ckpt", usage_sample, "unknown option \"%s\"", argv[optind - 1]);
+			return dt_unknown_option("dtrain-ckpt", usage_sample, argv[optind - 1], opts);
 		}
 	}
 	if (argc - optind != 1)

@@ -68,6 +68,25 @@ static double since_env(const char *name)
 	return dt_wall_s() - start;
 }
 
+/* The epoch as the progress lines show it: "2/10", or "2" where
+ * train.max_steps alone bounds the run (train.epochs 0) */
+static const char *epoch_text(const struct spec *s, int64_t epoch, char *buf, size_t size)
+{
+	if (s->train.epochs > 0)
+		snprintf(buf, size, "%lld/%ld", (long long)epoch + 1, s->train.epochs);
+	else
+		snprintf(buf, size, "%lld", (long long)epoch + 1);
+	return buf;
+}
+
+/* Which key bounds a run of total steps, per_epoch an epoch */
+static const char *bound_text(const struct spec *s, int64_t total, int64_t per_epoch)
+{
+	if (s->train.epochs <= 0 || (s->train.max_steps > 0 && total < s->train.epochs * per_epoch))
+		return "train.max_steps";
+	return "train.epochs";
+}
+
 /* --- the run's events --- */
 
 void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int64_t total,
@@ -82,10 +101,10 @@ void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int6
 		snprintf(copies, sizeof(copies), " (%zu without the tied copies)",
 			 rt_model_params(s) - tied);
 	if (t->g->rank == 0 && !pg->quiet) {
-		printf("dtrain-run: training %s: %zu parameters%s, %lld steps (%lld per epoch), "
-		       "schedule %s, %d micro-batches%s\n", s->name, (size_t)rt_model_params(s), copies,
-		       (long long)total, (long long)per_epoch, s->parallel.schedule, t->micro,
-		       step ? ", resumed" : "");
+		printf("dtrain-run: training %s: %zu parameters%s, %lld steps (%lld per epoch; %s "
+		       "ends it), schedule %s, %d micro-batches%s\n", s->name, (size_t)rt_model_params(s),
+		       copies, (long long)total, (long long)per_epoch, bound_text(s, total, per_epoch),
+		       s->parallel.schedule, t->micro, step ? ", resumed" : "");
 		if (t->sharded)
 			printf("dtrain-run: optimizer: sharded over the %d replicas of each stage, each updating its 1/%d with its 1/%d of the state (gradients reduce-scattered, parameters all-gathered)\n",
 			       t->replicas, t->replicas, t->replicas);
@@ -165,7 +184,7 @@ int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_
 {
 	const struct spec *s = t->s;
 	double now, rate, eta, tm[6];
-	char eta_s[32], tokens[128] = "", loss_s[32];
+	char eta_s[32], tokens[128] = "", loss_s[32], ep[48];
 	int rc;
 
 	pg->window_rows += batch_rows;
@@ -191,9 +210,9 @@ int rt__log_step(struct trainer *t, struct rt_progress *pg, int64_t step, int64_
 			 rate * t->labels * t->flops_per_token / (t->peak_flops_node * t->nodes));
 	if (t->g->rank == 0 && !pg->quiet) {
 		/* a language model's samples are windows: its rate is in tokens */
-		printf("dtrain-run: step %lld/%lld epoch %lld/%ld loss %s lr %.3g "
+		printf("dtrain-run: step %lld/%lld epoch %s loss %s lr %.3g "
 		       "grad_norm %.3g %s/s %.0f eta %s\n",
-		       (long long)step, (long long)total, (long long)epoch + 1, s->train.epochs,
+		       (long long)step, (long long)total, epoch_text(s, epoch, ep, sizeof(ep)),
 		       loss_text(loss, loss_s, sizeof(loss_s)), lr, norm,
 		       t->labels > 1 ? "tokens" : "samples", rate * t->labels, eta_s);
 		fflush(stdout);
@@ -219,7 +238,7 @@ void rt__log_eval(struct trainer *t, int64_t step, int64_t epoch, int64_t sample
 	/* byte-level text: nats per token / ln 2 = bits per byte */
 	double bpb = t->test.byte_level ? loss / M_LN2 : NAN;
 
-	char bits[48] = "";
+	char bits[48] = "", ep[48];
 
 	if (!isnan(bpb))
 		snprintf(bits, sizeof(bits), " bits/byte %.4f", bpb);
@@ -228,8 +247,8 @@ void rt__log_eval(struct trainer *t, int64_t step, int64_t epoch, int64_t sample
 		       (long long)step, loss, bits, acc);
 		fflush(stdout);
 	} else if (t->g->rank == 0 && !quiet) {
-		printf("dtrain-run: epoch %lld/%ld test loss %.4f accuracy %.4f\n",
-		       (long long)epoch + 1, t->s->train.epochs, loss, acc);
+		printf("dtrain-run: epoch %s test loss %.4f accuracy %.4f\n",
+		       epoch_text(t->s, epoch, ep, sizeof(ep)), loss, acc);
 		fflush(stdout);
 	}
 	if (!isnan(bpb))

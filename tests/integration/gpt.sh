@@ -154,6 +154,8 @@ dist k20 1 20 1
 dist p09 1 0 0.9
 expect_rc 2 "$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --top-p 0
 must_contain "$T/err" "--top-p: expected a number in (0, 1]"
+expect_rc 2 "$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --temprature 0.5
+must_contain "$T/err" 'unknown option "--temprature"; did you mean "--temperature"?'
 
 # --- refused ---
 "$DTRAIN_BIN/dtrain-data" synthetic "$T/table.h5" --samples 100 --features 32 --classes 5 >/dev/null
@@ -187,7 +189,11 @@ cat >"$T/mlp.json" <<JSON
   "train": { "max_steps": 2, "global_batch": 10 } }
 JSON
 $SUBMIT validate "$T/mlp.json" --set run_dir="$T/mlp" >"$T/mlp.r.json" 2>/dev/null && mkdir -p "$T/mlp" &&
-	mpirun --allow-run-as-root -np 1 "$DTRAIN_BIN/dtrain-run" --quiet "$T/mlp.r.json" >/dev/null 2>&1 || fail "mlp run"
+	mpirun --allow-run-as-root -np 1 "$DTRAIN_BIN/dtrain-run" "$T/mlp.r.json" >"$T/mlp.out" 2>&1 || fail "mlp run"
+# train.max_steps alone bounds it (train.epochs 0): the lines say so
+must_contain "$T/mlp.out" "2 steps (10 per epoch; train.max_steps ends it)"
+must_contain "$T/mlp.out" "dtrain-run: step 2/2 epoch 1 loss"
+must_contain "$T/l11.out" "; train.max_steps ends it)"
 expect_rc 1 "$DTRAIN_BIN/dtrain-ckpt" sample "$T/mlp"
 must_contain "$T/err" 'holds model.type "mlp", which is not a language model'
 # a checkpoint directory whose name reads as JSON stays a string in the
