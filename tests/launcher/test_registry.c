@@ -439,20 +439,42 @@ static void test_job_state(void **state)
 
 /* --- run dir names --- */
 
+/* stdout of fn(arg) into a string (the caller frees) */
+static char *captured(int (*fn)(const struct launch_args *, struct dt_err *), const char *job,
+		      const char *name)
+{
+	struct launch_args a = { .cmd = LAUNCH_STATUS, .job = job };
+	struct dt_err err = {0};
+	char path[700], *out;
+	int saved, fd;
+
+	snprintf(path, sizeof(path), "%s/%s.out", tmp, name);
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(saved >= 0 && fd >= 0);
+	dup2(fd, STDOUT_FILENO);
+	close(fd);
+	assert_int_equal(fn(&a, &err), 0);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	out = tu_read(path, NULL);
+	assert_non_null(out);
+	return out;
+}
+
 /* What `status JOB` prints for a running job whose ranks started and
  * have not reached their first step: run_dir with rank 0's heartbeat of
  * this start (step 0) and, when trained, a metrics.jsonl with a step of an
  * earlier start. */
 static char *status_before_first_step(const char *id, bool trained)
 {
-	char run_dir[700], path[800], line[DT_HEARTBEAT_BYTES + 1], *out;
+	char run_dir[700], path[800], line[DT_HEARTBEAT_BYTES + 1];
 	double now = dt_wall_s();
 	struct dt_heartbeat h = { .rank = 0, .world = 1, .pid = 4242, .start = now - 3, .step = 0,
 				  .stepped = now - 3, .phase = DT_PHASE_STEP, .since = now - 3, .at = now,
 				  .bound = 900 };
-	struct launch_args a = { .cmd = LAUNCH_STATUS, .job = id };
-	struct dt_err err = {0};
-	int saved, fd;
 
 	snprintf(run_dir, sizeof(run_dir), "%s/run-%s", tmp, id);
 	snprintf(h.node, sizeof(h.node), "n1");
@@ -471,20 +493,8 @@ static char *status_before_first_step(const char *id, bool trained)
 	}
 	append(id, "resumed", run_dir);
 	fake("squeue", "echo 'RUNNING None'");
-	snprintf(path, sizeof(path), "%s/status-%s.out", tmp, id);
-	fflush(stdout);
-	saved = dup(STDOUT_FILENO);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	assert_true(saved >= 0 && fd >= 0);
-	dup2(fd, STDOUT_FILENO);
-	close(fd);
-	assert_int_equal(launch_cmd_status(&a, &err), 0);
-	fflush(stdout);
-	dup2(saved, STDOUT_FILENO);
-	close(saved);
-	out = tu_read(path, NULL);
-	assert_non_null(out);
-	return out;
+	snprintf(path, sizeof(path), "status-%s", id);
+	return captured(launch_cmd_status, id, path);
 }
 
 /* Before the first step of a start, LAST STEP says "starting", or
@@ -511,9 +521,6 @@ static void test_status_restarting(void **state)
 static void test_status_escapes(void **state)
 {
 	char run_dir[700], path[800], *out;
-	struct launch_args a = { .cmd = LAUNCH_STATUS, .job = "71" };
-	struct dt_err err = {0};
-	int saved, fd;
 
 	(void)state;
 	snprintf(run_dir, sizeof(run_dir), "%s/run-71", tmp);
@@ -523,19 +530,7 @@ static void test_status_escapes(void **state)
 			    "\xc2\x9b" "31m \xff\tend\nsecond \x1b[31mline\n", 0644);
 	append("71", "esc\x1b[1mname", run_dir);
 	fake("squeue", "echo 'FAILED None'");
-	snprintf(path, sizeof(path), "%s/status-71.out", tmp);
-	fflush(stdout);
-	saved = dup(STDOUT_FILENO);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	assert_true(saved >= 0 && fd >= 0);
-	dup2(fd, STDOUT_FILENO);
-	close(fd);
-	assert_int_equal(launch_cmd_status(&a, &err), 0);
-	fflush(stdout);
-	dup2(saved, STDOUT_FILENO);
-	close(saved);
-	out = tu_read(path, NULL);
-	assert_non_null(out);
+	out = captured(launch_cmd_status, "71", "status-71");
 	assert_null(strchr(out, '\x1b'));
 	assert_null(strstr(out, "\xc2\x9b"));
 	assert_null(strchr(out, '\xff'));
@@ -548,30 +543,6 @@ static void test_status_escapes(void **state)
 
 /* --- sweeps --- */
 
-/* stdout of fn(arg) into a string (the caller frees) */
-static char *captured(int (*fn)(const struct launch_args *, struct dt_err *), const char *job,
-		      const char *name)
-{
-	struct launch_args a = { .cmd = LAUNCH_STATUS, .job = job };
-	struct dt_err err = {0};
-	char path[700], *out;
-	int saved, fd;
-
-	snprintf(path, sizeof(path), "%s/%s.out", tmp, name);
-	fflush(stdout);
-	saved = dup(STDOUT_FILENO);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	assert_true(saved >= 0 && fd >= 0);
-	dup2(fd, STDOUT_FILENO);
-	close(fd);
-	assert_int_equal(fn(&a, &err), 0);
-	fflush(stdout);
-	dup2(saved, STDOUT_FILENO);
-	close(saved);
-	out = tu_read(path, NULL);
-	assert_non_null(out);
-	return out;
-}
 
 /* Sweep 4 of three tasks (lr 0.1, 0.01, 0.001): task 0 running, task 1
  * resumed as job 9 and running, task 2 done; tasks 0 and 1 logged steps

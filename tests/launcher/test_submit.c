@@ -432,6 +432,29 @@ static void test_no_sbatch_on_path(void **state)
 
 /* --- resume --- */
 
+/* A run of spec a submitted, then completed: Slurm says COMPLETED (a fake
+ * squeue, squeue [700] its path) and its metrics.jsonl holds metrics; its
+ * run dir into dir [600]. No sbatch logged yet. */
+static void completed_run(const struct launch_args *a, const char *metrics, char *dir, char *squeue)
+{
+	struct launch_plan p;
+	struct launch_job job;
+	struct dt_err err = {0}, warn = {0};
+	char path[700];
+
+	assert_int_equal(launch_plan(a, &p, &err), 0);
+	use_fake_dtrain_run(&p);
+	assert_int_equal(launch_submit(&p, &job, &warn, &err), 0);
+	snprintf(dir, 600, "%s", job.run_dir);
+	launch_job_free(&job);
+	launch_plan_free(&p);
+	snprintf(squeue, 700, "%s/squeue", fake_bin);
+	tu_write_path(squeue, "#!/bin/bash\necho 'COMPLETED None'\n", 0755);
+	snprintf(path, sizeof(path), "%s/metrics.jsonl", dir);
+	tu_write_path(path, metrics, 0644);
+	unlink(sbatch_log);
+}
+
 /* A resume of a run that completed, with nothing left under the new
  * train.epochs and train.max_steps, is refused before sbatch, saying which
  * key to raise and leaving the run dir as it was; one that raises
@@ -446,21 +469,12 @@ static void test_resume_nothing_left(void **state)
 	char dir[600], path[700], squeue[700];
 
 	(void)state;
-	assert_int_equal(launch_plan(&a, &p, &err), 0);
-	use_fake_dtrain_run(&p);
-	assert_int_equal(launch_submit(&p, &job, &warn, &err), 0);
-	snprintf(dir, sizeof(dir), "%s", job.run_dir);
-	launch_job_free(&job);
-	launch_plan_free(&p);
-	snprintf(squeue, sizeof(squeue), "%s/squeue", fake_bin);
-	tu_write_path(squeue, "#!/bin/bash\necho 'COMPLETED None'\n", 0755);
-	snprintf(path, sizeof(path), "%s/metrics.jsonl", dir);
-	tu_write_path(path,
+	completed_run(&a,
 		      "{\"event\":\"start\",\"total_steps\":10,\"steps_per_epoch\":10,\"epochs\":1,\"step\":0}\n"
 		      "{\"event\":\"step\",\"step\":10,\"total_steps\":10,\"epoch\":1,\"loss\":0.5}\n"
 		      "{\"event\":\"eval\",\"step\":10,\"test_loss\":0.6}\n"
-		      "{\"event\":\"end\",\"step\":10,\"seconds\":1.5}\n", 0644);
-	unlink(sbatch_log);
+		      "{\"event\":\"end\",\"step\":10,\"seconds\":1.5}\n",
+		      dir, squeue);
 
 	a = (struct launch_args){ .cmd = LAUNCH_RESUME, .run_dir = dir, .site_path = site_path };
 	assert_int_equal(launch_plan(&a, &p, &err), 0);
@@ -506,23 +520,14 @@ static void test_resume_max_steps_alone(void **state)
 	struct launch_plan p;
 	struct launch_job job;
 	struct dt_err err = {0}, warn = {0};
-	char dir[600], path[700], squeue[700];
+	char dir[600], squeue[700];
 
 	(void)state;
-	assert_int_equal(launch_plan(&a, &p, &err), 0);
-	use_fake_dtrain_run(&p);
-	assert_int_equal(launch_submit(&p, &job, &warn, &err), 0);
-	snprintf(dir, sizeof(dir), "%s", job.run_dir);
-	launch_job_free(&job);
-	launch_plan_free(&p);
-	snprintf(squeue, sizeof(squeue), "%s/squeue", fake_bin);
-	tu_write_path(squeue, "#!/bin/bash\necho 'COMPLETED None'\n", 0755);
-	snprintf(path, sizeof(path), "%s/metrics.jsonl", dir);
-	tu_write_path(path,
+	completed_run(&a,
 		      "{\"event\":\"start\",\"total_steps\":10,\"steps_per_epoch\":4,\"epochs\":0,\"step\":0}\n"
 		      "{\"event\":\"step\",\"step\":10,\"total_steps\":10,\"epoch\":3,\"loss\":0.5}\n"
-		      "{\"event\":\"end\",\"step\":10,\"seconds\":1.5}\n", 0644);
-	unlink(sbatch_log);
+		      "{\"event\":\"end\",\"step\":10,\"seconds\":1.5}\n",
+		      dir, squeue);
 
 	a = (struct launch_args){ .cmd = LAUNCH_RESUME, .run_dir = dir, .site_path = site_path,
 				  .sets = more, .n_sets = 1 };
