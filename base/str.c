@@ -85,3 +85,40 @@ int dt_shell_quote(struct dt_buf *b, const char *s)
 	}
 	return rc ? rc : dt_buf_puts(b, "'");
 }
+
+/* Bytes of the printable UTF-8 character at p, or 0: a control character
+ * (C0, DEL, the C1 range U+0080..U+009F), or no character (a stray or
+ * overlong byte, a surrogate, past U+10FFFF) */
+static size_t printable_len(const unsigned char *p)
+{
+	size_t n, i;
+
+	if (p[0] >= 0x20 && p[0] < 0x7f)
+		return 1;
+	n = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3 :
+	    p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+	for (i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	if ((p[0] == 0xc2 && p[1] < 0xa0) || (p[0] == 0xe0 && p[1] < 0xa0) ||
+	    (p[0] == 0xed && p[1] > 0x9f) || (p[0] == 0xf0 && p[1] < 0x90) ||
+	    (p[0] == 0xf4 && p[1] > 0x8f))
+		return 0;
+	return n;
+}
+
+const char *dt_shown(const char *s, struct dt_buf *b)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	int rc = 0;
+
+	dt_buf_free(b);
+	rc = dt_buf_puts(b, "");
+	while (*p && !rc) {
+		size_t n = printable_len(p);
+
+		rc = n ? dt_buf_add(b, (const char *)p, n) : dt_buf_printf(b, "\\x%02x", *p);
+		p += n ? n : 1;
+	}
+	return rc ? "" : dt_buf_str(b);
+}

@@ -1,5 +1,6 @@
 /*
- * str.h - strings: copies, "did you mean" hints, shell quoting.
+ * str.h - strings: copies, "did you mean" hints, shell quoting, text made safe
+ * for a terminal.
  */
 #ifndef DTRAIN_BASE_STR_H
 #define DTRAIN_BASE_STR_H
@@ -23,5 +24,11 @@ const char *dt_closest_word(const char *list, char sep, const char *s, int max_d
 			    size_t size);
 /* Appends s to b as one POSIX shell word in single quotes ('it'\''s'). */
 int dt_shell_quote(struct dt_buf *b, const char *s);
+/* s as a terminal may show it (what a program read from a file): printable
+ * UTF-8 kept, control characters (C0, DEL, C1) and bytes of no UTF-8
+ * character shown as \xNN, so that no escape sequence reaches the
+ * terminal. Returns the text in b (which it resets), valid until b
+ * changes; "" when out of memory. NULL reads as "". */
+const char *dt_shown(const char *s, struct dt_buf *b);
 
 #endif

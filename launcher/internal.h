@@ -109,11 +109,6 @@ struct launch_slurm;
 const char *launch__sweep_states(const struct launch_job *sweep, struct launch_slurm *sl, char *buf,
 				 size_t size);
 
-/* s as status prints what it read from a file (jobs.c): printable UTF-8
- * kept, control characters (C0, DEL, C1) and bytes of no UTF-8 character
- * shown as \xNN, so that no escape sequence reaches the terminal. Returns
- * the text, valid until b changes; "" when out of memory. */
-const char *launch__shown(const char *s, struct dt_buf *b);
 
 /* --- text (render.c) --- */
 

@@ -17,6 +17,7 @@
 #include "launcher/report.h"
 #include "base/clock.h"
 #include "base/io.h"
+#include "base/str.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,45 +32,6 @@
 #define STATUS_ROWS 20        /* status without JOB: the most recent jobs */
 #define LOGS_POLL_NS 500000000L
 #define LOGS_STATE_EVERY_S 2.0 /* seconds between state queries while quiet */
-
-/* --- text from files --- */
-
-/* Bytes of the printable UTF-8 character at p, or 0: a control character
- * (C0, DEL, the C1 range U+0080..U+009F), or no character (a stray or
- * overlong byte, a surrogate, past U+10FFFF) */
-static size_t printable_len(const unsigned char *p)
-{
-	size_t n, i;
-
-	if (p[0] >= 0x20 && p[0] < 0x7f)
-		return 1;
-	n = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3 :
-	    p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
-	for (i = 1; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	if ((p[0] == 0xc2 && p[1] < 0xa0) || (p[0] == 0xe0 && p[1] < 0xa0) ||
-	    (p[0] == 0xed && p[1] > 0x9f) || (p[0] == 0xf0 && p[1] < 0x90) ||
-	    (p[0] == 0xf4 && p[1] > 0x8f))
-		return 0;
-	return n;
-}
-
-const char *launch__shown(const char *s, struct dt_buf *b)
-{
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-	int rc = 0;
-
-	dt_buf_free(b);
-	rc = dt_buf_puts(b, "");
-	while (*p && !rc) {
-		size_t n = printable_len(p);
-
-		rc = n ? dt_buf_add(b, (const char *)p, n) : dt_buf_printf(b, "\\x%02x", *p);
-		p += n ? n : 1;
-	}
-	return rc ? "" : dt_buf_str(b);
-}
 
 /* --- progress --- */
 
@@ -158,7 +120,7 @@ static void print_starts(const struct launch__report *r)
 		if (r->events[i].kind != LAUNCH__EV_JOB_START || ++k + 4 <= n)
 			continue;
 		printf("%s#%zu %s", k == 1 || k + 3 == n ? "" : "; ", k,
-		       launch__shown(r->events[i].detail, &shown));
+		       dt_shown(r->events[i].detail, &shown));
 	}
 	printf(")\n");
 	dt_buf_free(&shown);
@@ -200,7 +162,7 @@ struct status_row {
 	char state[80]; /* launch_state_text */
 	struct launch_progress_text prog;
 	char last[48]; /* last_step_text */
-	struct dt_buf name, run_dir; /* the registry's, as launch__shown() shows them */
+	struct dt_buf name, run_dir; /* the registry's, as dt_shown() shows them */
 };
 
 struct status_col {
@@ -290,8 +252,8 @@ static int status_all(struct dt_err *err)
 		struct status_row *r = &rows[i - first];
 
 		r->job = &jobs[i];
-		launch__shown(jobs[i].name, &r->name);
-		launch__shown(jobs[i].run_dir, &r->run_dir);
+		dt_shown(jobs[i].name, &r->name);
+		dt_shown(jobs[i].run_dir, &r->run_dir);
 		launch_job_state(&sl, jobs[i].id, &r->st);
 		launch_state_text(&r->st, r->state, sizeof(r->state));
 		if (launch_is_sweep(jobs[i].run_dir)) /* its tasks' states, not the array's */
@@ -357,7 +319,7 @@ static void print_failure(const struct launch_job *job, const char *state)
 
 		if (first && !strncmp(line, "exit ", 5) && strstr(line, ": "))
 			msg = strstr(line, ": ") + 2; /* "exit N at T: " is for machines */
-		printf("%s%s\n", first ? "failure:       " : "               ", launch__shown(msg, &shown));
+		printf("%s%s\n", first ? "failure:       " : "               ", dt_shown(msg, &shown));
 		first = false;
 	}
 	dt_buf_free(&shown);
@@ -389,12 +351,12 @@ static int status_one(const char *arg, struct dt_err *err)
 		dt_err_add(err, "status: out of memory");
 		goto out;
 	}
-	printf("job:           %s\n", launch__shown(job.id, &shown));
-	printf("name:          %s\n", or_dash(launch__shown(job.name, &shown)));
+	printf("job:           %s\n", dt_shown(job.id, &shown));
+	printf("name:          %s\n", or_dash(dt_shown(job.name, &shown)));
 	printf("state:         %s\n", launch_state_text(&st, state, sizeof(state)));
-	printf("run dir:       %s\n", or_dash(launch__shown(job.run_dir, &shown)));
-	printf("submitted:     %s\n", or_dash(launch__shown(job.submitted, &shown)));
-	printf("output:        %s\n", or_dash(launch__shown(job.log_path, &shown)));
+	printf("run dir:       %s\n", or_dash(dt_shown(job.run_dir, &shown)));
+	printf("submitted:     %s\n", or_dash(dt_shown(job.submitted, &shown)));
+	printf("output:        %s\n", or_dash(dt_shown(job.log_path, &shown)));
 	if (!strcmp(prog.step, "-"))
 		printf("progress:      -\n");
 	else
@@ -424,7 +386,7 @@ static int status_one(const char *arg, struct dt_err *err)
 		}
 		if (lv.stalled)
 			printf("NO PROGRESS:   for %.0f s: %s; the watchdog ends such a step (recovery.*_seconds)\n",
-			       dt_wall_s() - lv.progress_at, launch__shown(lv.why, &shown));
+			       dt_wall_s() - lv.progress_at, dt_shown(lv.why, &shown));
 	}
 	note_unreachable(&sl);
 	launch__print_warnings(&warn);

@@ -12,6 +12,7 @@
 #include "launcher/launch.h"
 #include "launcher/internal.h"
 #include "base/io.h"
+#include "base/str.h"
 #include "base/json.h"
 
 #include <ctype.h>
@@ -109,10 +110,10 @@ static size_t value_cols(json_object *task, size_t n_keys, bool seeds, char **co
 	for (i = 0; i < n_keys; i++) {
 		json_object *v = json_object_is_type(vals, json_type_array) ? json_object_array_get_idx(vals, i) : NULL;
 
-		col[c++] = fmt("%s", v ? launch__shown(json_object_get_string(v), &shown) : "?");
+		col[c++] = fmt("%s", v ? dt_shown(json_object_get_string(v), &shown) : "?");
 	}
 	if (seeds)
-		col[c++] = fmt("%s", seed ? launch__shown(json_object_get_string(seed), &shown) : "?");
+		col[c++] = fmt("%s", seed ? dt_shown(json_object_get_string(seed), &shown) : "?");
 	dt_buf_free(&shown);
 	return c;
 }
@@ -200,7 +201,7 @@ static size_t titles(json_object *keys, bool seeds, char **title)
 		const char *key = k && json_object_is_type(k, json_type_string) ? json_object_get_string(k) : "?";
 		const char *dot = strrchr(key, '.');
 
-		title[c++] = fmt("%s", launch__shown(dot ? dot + 1 : key, &shown));
+		title[c++] = fmt("%s", dt_shown(dot ? dot + 1 : key, &shown));
 	}
 	if (seeds)
 		title[c++] = fmt("SEED");
@@ -299,10 +300,10 @@ int launch__sweep_status(const struct launch_job *sweep, struct dt_err *err)
 
 	if (rc)
 		goto out;
-	printf("sweep %s (%s): %zu tasks", sweep->id, sweep->name ? launch__shown(sweep->name, &shown) : "-", t.n);
+	printf("sweep %s (%s): %zu tasks", sweep->id, sweep->name ? dt_shown(sweep->name, &shown) : "-", t.n);
 	if (t.max_parallel > 0)
 		printf(", at most %ld at once", t.max_parallel);
-	printf("; sweep dir %s\n", launch__shown(sweep->run_dir, &shown));
+	printf("; sweep dir %s\n", dt_shown(sweep->run_dir, &shown));
 	print_table(&t);
 	if (t.unreachable)
 		fprintf(stderr, "dtrain-submit: warning: Slurm did not answer (%s); states are unknown\n", t.why);

@@ -13,9 +13,9 @@ Checks, over the files git tracks:
    WORD` and `dtrain-data WORD` the Markdown files show, WORD a subcommand's
    name, is named by that program's --help.
 
-A path that only exists once a program ran (a run directory's files, a
-build folder) is not checked: it starts with one of RUN_TIME below, or holds
-a placeholder (<, *, $, {, ..., NAME in capitals).
+A path that only exists once a program ran is not checked: a build
+folder's (RUN_TIME below), a run directory's (its first folder is none of the
+tree's), or one holding a placeholder (<, *, $, {, ..., NAME in capitals).
 
 Usage: docrefs.py SOURCE_DIR [BUILD_DIR]; exit 0 when every reference holds,
 1 with each stale one named as file:line. docrefs.py --self-test plants a
@@ -33,6 +33,8 @@ import tempfile
 TOP = ("base/", "bench/", "checkpoint/", "cmake/", "docs/", "jobs/", "launcher/", "runtime/",
        "site/", "tests/", ".ci/")
 SOURCE_EXT = (".c", ".h", ".cu", ".py", ".sh", ".md")
+# what only exists once the project was built or run
+RUN_TIME = ("build/", "build-")
 PLACEHOLDER = re.compile(r"[<>*${}]|\.\.\.|(^|/)[A-Z][A-Z0-9_]*[A-Z](/|$|\.)")
 PROGRAMS = ("dtrain-submit", "dtrain-ckpt", "dtrain-data")
 # a path written out without backticks (in code comments mostly): from a
@@ -73,7 +75,7 @@ def spans(text):
 
 def is_path(src, here, s):
     """a path of the tree: from its top, or from here through a folder here"""
-    if " " in s or s.startswith(("/", "-", "~", "http")) or PLACEHOLDER.search(s):
+    if " " in s or s.startswith(("/", "-", "~", "http") + RUN_TIME) or PLACEHOLDER.search(s):
         return False
     if "/" not in s or not re.fullmatch(r"[A-Za-z0-9_./-]+", s) or "//" in s:
         return False
