@@ -4,6 +4,7 @@
  * Sections: strict parsing, messages and output.
  */
 #include "base/json.h"
+#include "base/buf.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -106,13 +107,44 @@ void dt_json_line(FILE *f, const char *fmt, ...)
 	fflush(f);
 }
 
+/* Bytes of the UTF-8 character at p (ASCII and control characters
+ * included), or 0: a stray or overlong byte, a surrogate, past U+10FFFF */
+static size_t utf8_len(const unsigned char *p)
+{
+	size_t n = p[0] < 0x80 ? 1 : p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3 :
+		   p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0, i;
+
+	for (i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	if (n > 1 && ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
+		      (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f)))
+		return 0;
+	return n;
+}
+
+/* json-c passes bytes through as they are: a byte of no UTF-8 character
+ * becomes U+FFFD, so that every reader takes the line (RFC 8259 wants
+ * UTF-8) */
 char *dt_json_quote(const char *s)
 {
-	struct json_object *o = s ? json_object_new_string(s) : NULL;
+	const unsigned char *p = (const unsigned char *)s;
+	struct json_object *o = NULL;
+	struct dt_buf b = { 0 };
 	char *q = NULL;
+	int rc = s ? dt_buf_puts(&b, "") : -EINVAL;
 
+	while (!rc && *p) {
+		size_t n = utf8_len(p);
+
+		rc = n ? dt_buf_add(&b, (const char *)p, n) : dt_buf_puts(&b, "\xef\xbf\xbd");
+		p += n ? n : 1;
+	}
+	if (!rc)
+		o = json_object_new_string(dt_buf_str(&b));
 	if (o)
 		q = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
+	dt_buf_free(&b);
 	return q;
 }

@@ -400,6 +400,12 @@ def main():
         """target: the least ratio wanted, or with target_is_max the most.
         Every row names the CPU it was measured on and its bf16 support."""
         ok = None if target is None else (ratio < target if target_is_max else ratio >= target)
+        # on a CPU without bf16 instructions PyTorch's peer ran GPT-2 small at
+        # 17.4 tokens/s against 128 on one with them, unexplained yet
+        # (bench/README.md): no ratio against it counts until that is found
+        if not cpu["bf16"] and re.search(r"PyTorch|DDP|torch", what + " " + note):
+            ok = None
+            note = (note + "; " if note else "") + "unverified: the PyTorch peer on a CPU without bf16 instructions"
         res["rows"].append({"section": section, "what": what, "dtrain": ours, "peer": peer,
                             "unit": unit, "ratio": ratio, "target": target,
                             "target_is_max": target_is_max, "met": ok, "note": note,

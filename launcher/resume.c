@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* --- the previous job --- */
@@ -162,12 +163,22 @@ static int write_new(const struct launch_plan *p, struct dt_err *err)
 
 /* --- nothing left to do --- */
 
-/* Whether the previous job's spec.json has the new spec's
- * train.global_batch and data.train: then an epoch has as many steps */
-static bool same_epochs(const char *run_dir, const struct spec *s)
+/* Whether the data file is no newer than the run's metrics (the end of
+ * its last start): a file made again since may hold more samples */
+static bool data_unchanged(const char *data, const char *metrics)
+{
+	struct stat d, m;
+
+	return !data || (stat(data, &d) == 0 && stat(metrics, &m) == 0 && d.st_mtime <= m.st_mtime);
+}
+
+/* Whether an epoch of the new spec has as many steps as the previous job's
+ * (its spec.json): the same train.global_batch, model.context (a token
+ * stream's windows) and data.train, not made again since the run ended */
+static bool same_epochs(const char *run_dir, const struct spec *s, const char *metrics)
 {
 	char path[4200], *text = NULL;
-	json_object *o = NULL, *train, *data, *gb, *file = NULL;
+	json_object *o = NULL, *train, *data, *model, *gb, *ctx = NULL, *file = NULL;
 	struct dt_json_error je;
 	size_t len = 0;
 	bool same = false;
@@ -176,12 +187,16 @@ static bool same_epochs(const char *run_dir, const struct spec *s)
 	if (dt_read_file(path, &text, &len) == 0 && dt_json_parse_object(text, len, 32, &o, &je) == 0 &&
 	    json_object_object_get_ex(o, "train", &train) &&
 	    json_object_object_get_ex(train, "global_batch", &gb) &&
+	    json_object_object_get_ex(o, "model", &model) &&
 	    json_object_object_get_ex(o, "data", &data)) {
 		json_object_object_get_ex(data, "train", &file); /* NULL: none, as JSON null */
+		json_object_object_get_ex(model, "context", &ctx);
 		same = json_object_get_int64(gb) == s->train.global_batch &&
+		       (ctx ? json_object_get_int64(ctx) : 0) == s->model.context &&
 		       (file ? json_object_is_type(file, json_type_string) && s->data.train &&
 				       !strcmp(json_object_get_string(file), s->data.train) :
-			       !s->data.train);
+			       !s->data.train) &&
+		       data_unchanged(s->data.train, metrics);
 	}
 	json_object_put(o);
 	free(text);
@@ -202,17 +217,17 @@ static int left_to_do(const struct launch_plan *p, struct dt_err *err)
 
 	in_dir(path, sizeof(path), s->run_dir, "metrics.jsonl");
 	if ((s->checkpoint.resume && strcmp(s->checkpoint.resume, "auto")) ||
-	    launch_progress_read(path, &pr, &ignored) != 0 || !pr.ended || !pr.has_step ||
-	    pr.step_stale || pr.steps_per_epoch <= 0 || !same_epochs(s->run_dir, s))
+	    launch_progress_read(path, &pr, &ignored) != 0 || !pr.ended || !pr.has_step || pr.step_stale)
 		return 0;
-	total = s->train.epochs * pr.steps_per_epoch; /* 0: no bound by epochs (train.max_steps alone) */
-	if (s->train.max_steps > 0 && (total == 0 || s->train.max_steps < total))
-		total = s->train.max_steps;
-	if (pr.step < total)
-		return 0;
-	if (total == s->train.max_steps)
+	/* train.max_steps bounds the run whatever the data */
+	if (s->train.max_steps > 0 && pr.step >= s->train.max_steps)
 		return dt_err_add(err, "%s: the run completed at step %lld and train.max_steps is %ld: nothing left to do; hint: raise it, e.g. --set train.max_steps=%lld",
 				  s->run_dir, pr.step, s->train.max_steps, 2 * pr.step), -EINVAL;
+	if (pr.steps_per_epoch <= 0 || !same_epochs(s->run_dir, s, path))
+		return 0;
+	total = s->train.epochs * pr.steps_per_epoch; /* 0: no bound by epochs (train.max_steps alone) */
+	if (total == 0 || pr.step < total)
+		return 0;
 	return dt_err_add(err, "%s: the run completed at step %lld, the end of its train.epochs %ld (%lld steps each): nothing left to do; hint: raise train.epochs, e.g. --set train.epochs=%ld, or set train.max_steps",
 			  s->run_dir, pr.step, s->train.epochs, pr.steps_per_epoch, 2 * s->train.epochs), -EINVAL;
 }

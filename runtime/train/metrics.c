@@ -94,7 +94,7 @@ void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int6
 {
 	const struct spec *s = t->s;
 	size_t tied = rt_model_tied_params(s);
-	char copies[96] = "";
+	char copies[96] = "", *hw = dt_json_quote(t->hardware);
 
 	pg->t0 = pg->tw = dt_mono_s();
 	if (tied)
@@ -137,15 +137,17 @@ void rt__log_start(struct trainer *t, struct rt_progress *pg, int64_t step, int6
 		      "\"step\":%lld,\"grad_sync\":\"%s\",\"replicas_per_node\":%d,\"threads\":\"%s\","
 		      "\"device\":\"%s\",\"precision\":\"%s\",\"collectives\":\"%s\","
 		      "\"flops_per_token\":%.6g,\"nodes\":%d,\"peak_flops_per_node\":%.6g,"
-		      "\"peak\":\"%s\",\"ranks_per_node\":%d,\"cpus_per_task\":%ld,\"data\":%d,\"pipeline\":%d}",
+		      "\"peak\":\"%s\",\"hardware\":%s,\"ranks_per_node\":%d,\"cpus_per_task\":%ld,"
+		      "\"data\":%d,\"pipeline\":%d}",
 		   (long long)total,
 		   (long long)per_epoch, s->train.epochs, (long long)step,
 		   t->dp.split ? "split" : t->dp.shared ? "shared" : t->replicas > 1 ? "allreduce" : "none",
 		   t->dp.shared ? t->dp.locals : 1, t->tsplit ? "split" : "blas", t->dev->kind,
 		   s->train.precision ? s->train.precision : "fp32", t->dev->collectives,
-		   t->flops_per_token, t->nodes, t->peak_flops_node, t->peak_source,
+		   t->flops_per_token, t->nodes, t->peak_flops_node, t->peak_source, dt_json_or_null(hw),
 		   t->nodes > 0 ? t->g->world / t->nodes : 0, s->resources.cpus_per_task,
 		   t->g->size[RT_DIM_DATA], t->g->size[RT_DIM_PIPE]);
+	free(hw);
 	rt__ranks_log_layout(t);
 }
 

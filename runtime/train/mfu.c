@@ -9,7 +9,8 @@
  * matrix product in the run's precision at once, and a node's peak is the
  * sum over its ranks (they share its cores or GPUs as they do in training).
  * Later starts of the run (a requeue, a restart after a crash) take the
- * peak the run measured on such nodes from its metrics.jsonl ("recorded"):
+ * peak the run measured on such nodes (the same CPU model or GPU, device,
+ * precision, ranks per node, threads) from its metrics.jsonl ("recorded"):
  * one run, one peak, so that the MFU of every start compares (a measurement
  * moves with whatever else the node runs at the time). metrics.c writes both
  * into the start event and the MFU of each log window into the step event.
@@ -18,6 +19,7 @@
  */
 #include "runtime/train/trainer.h"
 
+#include "base/cpus.h"
 #include "base/json.h"
 #include "runtime/kernels/kernels.h"
 
@@ -90,8 +92,9 @@ static bool int_is(struct json_object *o, const char *key, long want)
 }
 
 /* The peak of line [len] when it is a start event that measured (or took)
- * one on nodes like this start's: the same device, precision, ranks per
- * node and threads per rank. Else 0. */
+ * one on nodes like this start's: the same hardware (a requeue may land on
+ * another node type), device, precision, ranks per node and threads per
+ * rank. Else 0. */
 static double start_peak(const struct trainer *t, const char *line, size_t len)
 {
 	const char *precision = t->s->train.precision ? t->s->train.precision : "fp32";
@@ -102,7 +105,8 @@ static double start_peak(const struct trainer *t, const char *line, size_t len)
 	if (dt_json_parse_object(line, len, 4, &o, &e))
 		return 0.0; /* a torn or foreign line */
 	if (str_is(o, "event", "start") && (str_is(o, "peak", "measured") || str_is(o, "peak", "recorded")) &&
-	    str_is(o, "device", t->dev->kind) && str_is(o, "precision", precision) &&
+	    str_is(o, "hardware", t->hardware) && str_is(o, "device", t->dev->kind) &&
+	    str_is(o, "precision", precision) &&
 	    int_is(o, "ranks_per_node", t->g->world / t->nodes) &&
 	    int_is(o, "cpus_per_task", t->s->resources.cpus_per_task) &&
 	    json_object_object_get_ex(o, "peak_flops_per_node", &v))
@@ -128,8 +132,9 @@ static double recorded_peak(const struct trainer *t)
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && !(f = fdopen(fd, "r")))
 		close(fd);
+	/* a long run's file is mostly step lines: only start lines are parsed */
 	while (f && (len = getline(&line, &cap, f)) > 0)
-		if ((v = start_peak(t, line, (size_t)len)) > 0.0)
+		if (strstr(line, "\"event\":\"start\"") && (v = start_peak(t, line, (size_t)len)) > 0.0)
 			found = v;
 	free(line);
 	if (f)
@@ -138,6 +143,18 @@ static double recorded_peak(const struct trainer *t)
 }
 
 /* --- set-up --- */
+
+/* Rank 0: what its node computes on, into t->hardware: the GPU's name, or
+ * the CPU's model ("" when /proc/cpuinfo names none) */
+static void hardware(struct trainer *t)
+{
+	bool bf16;
+
+	if (!t->dev->host)
+		snprintf(t->hardware, sizeof(t->hardware), "%s", t->dev->name);
+	else if (!dt_cpu_probe(t->hardware, sizeof(t->hardware), &bf16))
+		t->hardware[0] = '\0';
+}
 
 /* Rank 0: the job's nodes (distinct node names of the layout) and, with
  * flops [world] each rank's measured rate (or NULL), the mean over nodes
@@ -187,6 +204,7 @@ int rt__mfu_init(struct trainer *t)
 	}
 	if (t->g->rank == 0) {
 		per_node(t, NULL, &t->nodes);
+		hardware(t);
 		recorded = recorded_peak(t);
 	}
 	MPI_CHECK(t, MPI_Bcast(&recorded, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));

@@ -173,7 +173,8 @@ struct trainer {
 	/* model FLOPs utilization (mfu.c) */
 	double flops_per_token; /* a GPT's training FLOPs per token; 0: no MFU */
 	double peak_flops_node; /* FLOP/s of one node at its peak; 0: unknown */
-	const char *peak_source; /* "declared", "measured" or "none" */
+	const char *peak_source; /* "declared", "measured", "recorded" or "none" */
+	char hardware[160];      /* rank 0's: the CPU's model, or the GPU's name */
 	int nodes;         /* rank 0: the job's nodes (distinct node names) */
 	struct dt_err *err;
 };

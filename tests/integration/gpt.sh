@@ -94,9 +94,11 @@ jq -s -e 'map(select(.event == "start")) | length == 2 and .[0].peak == "measure
 must_contain "$T/a22.out" "measured at this run's first start on such nodes"
 # the eta of the first steps after the resume: the steps left times this
 # start's time per step (the mean step_s so far, log_every 1), not the run's
+# (which gives 1/26 to 1/6 of it here); loose bounds: the eta also counts
+# the logging between the windows
 jq -e '[.[] | select(.event == "step")] | [range(0; 5) as $i | .[$i] as $s
 	| ([.[0:$i + 1][] | .time.step_s] | add / length) as $per
-	| $s.eta_s / ((50 - $s.step) * $per)] | all(. > 0.5 and . < 4)' "$T/a22.second.json" >/dev/null ||
+	| $s.eta_s / ((50 - $s.step) * $per)] | all(. > 0.25 and . < 20)' "$T/a22.second.json" >/dev/null ||
 	{ jq -c '.[] | select(.event == "step") | [.step, .eta_s, .time.step_s]' "$T/a22.second.json" | head -5
 	  fail "the eta after a resume is not this start's time per step times the steps left"; }
 echo "  a second start in the run dir: 25 steps counted, the eta its own, the first start's peak kept"

@@ -263,6 +263,9 @@ for ((i = 0; i < 1200; i++)); do
 done
 mv "$T/dirlink/checkpoints" "$T/dirlink/moved"
 ln -s "$foreign" "$T/dirlink/checkpoints"
+# the swap came while saves were still ahead, or the test would prove nothing
+[ ! -e "$T/dirlink/moved/step-00000020" ] && kill -0 "$pid" 2>/dev/null ||
+	{ ls -la "$T/dirlink/moved"; fail "dirlink: the run had saved its last checkpoint before the swap"; }
 rc=0
 wait "$pid" || rc=$?
 [ "$rc" -eq 0 ] || { cat "$T/dirlink.out"; fail "dirlink: exit $rc, expected 0"; }
