@@ -12,6 +12,8 @@
 #include "base/err.h"
 #include "base/buf.h"
 
+struct site;
+
 /* --- running programs (proc.c) --- */
 
 enum launch__stderr {
@@ -31,7 +33,10 @@ struct launch__proc {
 	struct dt_buf *err;         /* LAUNCH__STDERR_CAPTURE: appended here */
 	bool slurm_env_off;         /* the child's environment without any
 				     * SBATCH_* or SLURM_* variable but
-				     * SLURM_CONF (launch__slurm_input) */
+				     * SLURM_CONF (launch__slurm_input), and
+				     * without what launch__env_dropped drops */
+	const struct site *locks;   /* slurm_env_off: the site whose env locks
+				     * are also dropped; NULL: none */
 	double timeout_s;           /* > 0: the child is killed (SIGKILL) when
 				     * it has not ended after this long */
 };
@@ -41,6 +46,18 @@ struct launch__proc {
  * script's back (SBATCH_ACCOUNT, SLURM_PARTITION, ...): every SBATCH_* and
  * SLURM_* but SLURM_CONF, which says which cluster to talk to. */
 bool launch__slurm_input(const char *entry);
+
+/* The env part of a site's locked entry: "" for "env" and "env.*" (every
+ * variable), NAME or PREFIX* for the others; NULL for a lock of no env key. */
+const char *launch__env_lock(const char *lock);
+
+/* An environment variable ("NAME=value") of the submitting shell that
+ * sbatch must not copy into the job: BASH_ENV, ENV and BASH_FUNC_* always
+ * (bash acts on them before the batch script's first line: a file sourced,
+ * a function that shadows `unset`), and what `site` (NULL: none) locks as
+ * the batch script's dtrain_locked matches it: env.NAME, env.PREFIX* less
+ * env_allow, env.* but a login's own; never SLURM_* or SLURMD_*. */
+bool launch__env_dropped(const struct site *site, const char *entry);
 
 /* Run and wait. *status is the exit code, or 128+N when killed by signal N.
  * -ENOENT (line in err) when argv[0] is not on $PATH, -errno on a failed
@@ -63,7 +80,7 @@ struct launch_job;
  * into *id (caller frees). -ENOENT: no sbatch; -EIO: refused (its message
  * went to our stderr; a line in err); -EPROTO: output without a job id
  * (the job may be queued). */
-int launch__sbatch(const char *run_dir, char **id, struct dt_err *err);
+int launch__sbatch(const struct site *site, const char *run_dir, char **id, struct dt_err *err);
 /* The accepted job written down: *job filled, <run_dir>/job_id, the
  * registry; problems are warnings. */
 void launch__record_job(const struct launch_plan *p, struct launch_job *job, struct dt_err *warn);

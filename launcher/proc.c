@@ -2,12 +2,14 @@
  * proc.c - run a program the way dtrain-submit runs sbatch, squeue, scontrol,
  * scancel and bash: found on $PATH, started with fork/exec and an argv (never
  * a shell), stdin fed from memory, stdout (and stderr) captured or passed on,
- * in our environment or (sbatch) in it without Slurm's input variables.
+ * in our environment or (sbatch) in it without Slurm's input variables and
+ * what the site locks.
  *
  * Sections: the environment, PATH lookup, the run loop.
  */
 #include "launcher/internal.h"
 #include "base/clock.h"
+#include "site/site.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,9 +31,80 @@ bool launch__slurm_input(const char *entry)
 	       strncmp(entry, "SLURM_CONF=", 11) != 0;
 }
 
-/* environ without the Slurm inputs: a NULL-terminated array of borrowed
- * strings (caller frees the array), or NULL when out of memory. */
-static char **env_without_slurm(void)
+const char *launch__env_lock(const char *lock)
+{
+	if (!strcmp(lock, "env"))
+		return "";
+	if (strncmp(lock, "env.", 4))
+		return NULL;
+	return strcmp(lock + 4, "*") ? lock + 4 : "";
+}
+
+/* The name of "NAME=value" (len chars) matches any of v's NAME or PREFIX*
+ * entries, taken through launch__env_lock when locks; only the starred
+ * ones when star, only the others when not. */
+static bool env_matches(const struct spec_strs *v, bool locks, bool star, const char *name,
+			size_t len)
+{
+	size_t i, n;
+
+	for (i = 0; i < v->n; i++) {
+		const char *w = locks ? launch__env_lock(v->v[i]) : v->v[i];
+
+		if (!w || !*w || (strchr(w, '*') != NULL) != star)
+			continue;
+		n = strlen(w) - star;
+		if (star ? n <= len && !strncmp(w, name, n) : n == len && !strncmp(w, name, n))
+			return true;
+	}
+	return false;
+}
+
+/* A login's own variables, which "env.*" leaves to the job (the same list
+ * as the batch script's dtrain_locked). */
+static bool login_own(const char *name, size_t len)
+{
+	static const char *const own[] = { "HOME", "USER", "LOGNAME", "PATH", "SHELL", "TERM",
+					   "LANG", "TZ", "TMPDIR", "PWD", "SHLVL", "HOSTNAME" };
+	size_t i;
+
+	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (strlen(own[i]) == len && !strncmp(own[i], name, len))
+			return true;
+	return !strncmp(name, "LC_", 3) && len >= 3;
+}
+
+bool launch__env_dropped(const struct site *site, const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+	size_t len = eq ? (size_t)(eq - entry) : strlen(entry), i;
+	bool all = false;
+
+	/* bash reads these before a script's first line */
+	if ((len == 8 && !strncmp(entry, "BASH_ENV", 8)) || (len == 3 && !strncmp(entry, "ENV", 3)) ||
+	    !strncmp(entry, "BASH_FUNC_", 10))
+		return true;
+	if (!site || !strncmp(entry, "SLURM_", 6) || !strncmp(entry, "SLURMD_", 7))
+		return false;
+	if (env_matches(&site->locked, true, false, entry, len))
+		return true;
+	if (env_matches(&site->env_allow, false, false, entry, len) ||
+	    env_matches(&site->env_allow, false, true, entry, len))
+		return false;
+	for (i = 0; i < site->locked.n; i++) {
+		const char *e = launch__env_lock(site->locked.v[i]);
+
+		all |= e && !*e;
+	}
+	if (all)
+		return !login_own(entry, len);
+	return env_matches(&site->locked, true, true, entry, len);
+}
+
+/* environ without the Slurm inputs and what launch__env_dropped drops: a
+ * NULL-terminated array of borrowed strings (caller frees the array), or
+ * NULL when out of memory. */
+static char **env_for_sbatch(const struct site *locks)
 {
 	size_t n = 0, k = 0;
 	char **out;
@@ -42,7 +115,7 @@ static char **env_without_slurm(void)
 	if (!out)
 		return NULL;
 	for (n = 0; environ && environ[n]; n++)
-		if (!launch__slurm_input(environ[n]))
+		if (!launch__slurm_input(environ[n]) && !launch__env_dropped(locks, environ[n]))
 			out[k++] = environ[n];
 	return out;
 }
@@ -307,7 +380,7 @@ int launch__run(const struct launch__proc *p, int *status, struct dt_err *err)
 		rc = -ENOENT;
 		goto out;
 	}
-	if (p->slurm_env_off && !(envp = env_without_slurm())) {
+	if (p->slurm_env_off && !(envp = env_for_sbatch(p->locks))) {
 		rc = -ENOMEM;
 		dt_err_add(err, "%s: out of memory for its environment", p->argv[0]);
 		goto out;

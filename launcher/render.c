@@ -336,17 +336,6 @@ static void render_preamble(struct render *r)
 
 /* --- the site's locked variables --- */
 
-/* The env part of a locked entry: "" for "env" and "env.*" (every
- * variable), NAME or PREFIX* for the others; NULL for a lock of no env key. */
-static const char *env_lock(const char *lock)
-{
-	if (!strcmp(lock, "env"))
-		return "";
-	if (strncmp(lock, "env.", 4))
-		return NULL;
-	return strcmp(lock + 4, "*") ? lock + 4 : "";
-}
-
 /* A name, or a name's prefix and '*': safe unquoted in a case pattern
  * (site_load refuses other entries). */
 static bool env_word(const char *s)
@@ -364,7 +353,7 @@ static void put_case(struct render *r, const struct spec_strs *v, bool locks, bo
 	size_t i, n = 0;
 
 	for (i = 0; i < v->n; i++) {
-		const char *w = locks ? env_lock(v->v[i]) : v->v[i];
+		const char *w = locks ? launch__env_lock(v->v[i]) : v->v[i];
 
 		if (!w || !env_word(w) || (strchr(w, '*') != NULL) != star)
 			continue;
@@ -376,7 +365,10 @@ static void put_case(struct render *r, const struct spec_strs *v, bool locks, bo
 
 /* sbatch copies the submitting shell's environment into the job: every
  * variable the site locks is unset first, so that it comes only from the
- * site (its env, or its defaults in the spec's env). Slurm's own stay. */
+ * site (its env, or its defaults in the spec's env). Slurm's own stay.
+ * A second layer: dtrain-submit already hands sbatch an environment
+ * without them (launch__env_dropped), since BASH_ENV, an exported
+ * function or LD_PRELOAD act before this script's first line. */
 static void render_shell_locks(struct render *r)
 {
 	const struct spec_strs *locked = &r->site->locked;
@@ -384,7 +376,7 @@ static void render_shell_locks(struct render *r)
 	size_t i;
 
 	for (i = 0; i < locked->n; i++) {
-		const char *e = env_lock(locked->v[i]);
+		const char *e = launch__env_lock(locked->v[i]);
 
 		any |= e != NULL;
 		all |= e && !*e;

@@ -254,7 +254,7 @@ int launch_resume(struct launch_plan *p, struct launch_job *job, struct dt_err *
 	rc = write_new(p, err);
 	written = rc == 0;
 	if (!rc)
-		rc = launch__sbatch(run_dir, &id, err);
+		rc = launch__sbatch(&p->site, run_dir, &id, err);
 	if (rc && rc != -EPROTO) { /* refused: the run dir as it was */
 		put_back(run_dir, as, moved, written);
 		goto out;

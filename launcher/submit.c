@@ -566,7 +566,7 @@ static bool no_controller(const char *said)
 	       strstr(said, "Unable to establish a connection") || strstr(said, "Connection refused");
 }
 
-int launch__sbatch(const char *run_dir, char **id, struct dt_err *err)
+int launch__sbatch(const struct site *site, const char *run_dir, char **id, struct dt_err *err)
 {
 	struct dt_buf job_sh = {0}, out = {0}, said = {0};
 	char *sbatch = launch__which("sbatch"), shown[96];
@@ -585,10 +585,14 @@ int launch__sbatch(const char *run_dir, char **id, struct dt_err *err)
 
 		/* No SBATCH_* or SLURM_* of the submitting shell may override
 		 * what the job script says (the site's locks, the resolved
-		 * spec); sbatch also passes its environment on to the job. */
+		 * spec); sbatch also passes its environment on to the job,
+		 * where bash acts on BASH_ENV, exported functions and the
+		 * loader on LD_* before the script's first line: those and
+		 * what the site locks stay here (launch__env_dropped). */
 		rc = launch__run(&(struct launch__proc){ .argv = argv, .out = &out,
 							 .err_mode = LAUNCH__STDERR_CAPTURE,
-							 .err = &said, .slurm_env_off = true },
+							 .err = &said, .slurm_env_off = true,
+							 .locks = site },
 				 &status, err);
 	}
 	fputs(dt_buf_str(&said), stderr); /* sbatch's own words first */
@@ -660,7 +664,7 @@ int launch_submit(struct launch_plan *p, struct launch_job *job,
 		rc = claim_run_dir(p, parent, err);
 	if (rc)
 		goto out;
-	rc = launch__sbatch(p->spec.run_dir, &id, err);
+	rc = launch__sbatch(&p->site, p->spec.run_dir, &id, err);
 	if (rc && rc != -EPROTO) /* refused: leave nothing behind */
 		dt_remove_tree(p->spec.run_dir);
 	if (rc)

@@ -629,7 +629,7 @@ static int sweep_submit(struct sweep *s, struct launch_job *job, struct dt_err *
 	free(sbatch);
 	rc = create_dir(s, &created, err);
 	if (!rc)
-		rc = launch__sbatch(s->dir, &id, err);
+		rc = launch__sbatch(&s->t[0].site, s->dir, &id, err);
 	if (rc && rc != -EPROTO && created) /* refused: leave nothing behind */
 		dt_remove_tree(s->dir);
 	if (rc)

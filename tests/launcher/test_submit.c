@@ -4,6 +4,9 @@
  * created, what is left after a refusal, and that an invalid spec creates
  * nothing and never reaches sbatch.
  *
+ * sbatch's environment lacks Slurm's inputs, what bash acts on before a
+ * script's first line and what the site locks.
+ *
  * A resume with nothing left to do is refused before sbatch.
  *
  * Sections: fixtures, plan, submit, failures, resume.
@@ -340,6 +343,60 @@ static void test_sbatch_env_has_no_slurm_inputs(void **state)
 	launch_plan_free(&p);
 }
 
+/* sbatch copies its environment into the job, where bash sources
+ * BASH_ENV, imports exported functions (one named `unset` would undo the
+ * batch script's unsets) and the loader reads LD_* before the script's
+ * first line: sbatch itself runs without BASH_ENV, ENV, BASH_FUNC_* and
+ * what the site locks (env_allow letting a name through). */
+static void test_sbatch_env_has_no_locked(void **state)
+{
+	struct launch_args a = args_for(spec_path, NULL, 0);
+	struct launch_plan p;
+	struct launch_job job;
+	struct dt_err err = {0}, warn = {0};
+	char locks[600], text[1024], *got;
+
+	(void)state;
+	snprintf(locks, sizeof(locks), "%s/site-locks.json", tmp);
+	snprintf(text, sizeof(text),
+		 "{ \"runs_root\": \"%s\", \"locked\": [\"env.LD_*\", \"env.FOO\"],\n"
+		 "  \"env_allow\": [\"LD_OK\"] }\n", runs);
+	tu_write_path(locks, text, 0644);
+	a.site_path = locks;
+	/* its environment as exec gave it, one variable a line */
+	fake_sbatch("tr '\\0' '\\n' </proc/$$/environ | grep -E '^(LD_|FOO|BASH_ENV|ENV=|BASH_FUNC_|DTRAIN_UNIT_)' | sort > \"$(dirname \"$0\")/../sbatch-locks.env\"; echo '4244'");
+	setenv("LD_X", "shell", 1);
+	setenv("LD_OK", "shell", 1);
+	setenv("FOO", "shell", 1);
+	setenv("BASH_ENV", "/nonexistent/x.sh", 1);
+	setenv("ENV", "/nonexistent/x.sh", 1);
+	setenv("BASH_FUNC_unset%%", "() { :; }", 1);
+	setenv("DTRAIN_UNIT_KEPT", "yes", 1);
+	assert_int_equal(launch_plan(&a, &p, &err), 0);
+	use_fake_dtrain_run(&p);
+	assert_int_equal(launch_submit(&p, &job, &warn, &err), 0);
+	got = slurp(tmp, "sbatch-locks.env");
+	assert_non_null(got);
+	assert_string_equal(got, "DTRAIN_UNIT_KEPT=yes\nLD_OK=shell\n");
+	free(got);
+	/* the rule itself; Slurm's own are launch__slurm_input's to judge */
+	assert_true(launch__env_dropped(NULL, "BASH_FUNC_compgen%%=() { :; }"));
+	assert_true(launch__env_dropped(NULL, "ENV=x"));
+	assert_false(launch__env_dropped(NULL, "ENVY=x"));
+	assert_false(launch__env_dropped(&p.site, "SLURM_CONF=x"));
+	assert_false(launch__env_dropped(&p.site, "FOOD=x"));
+	assert_true(launch__env_dropped(&p.site, "LD_=x"));
+	unsetenv("LD_X");
+	unsetenv("LD_OK");
+	unsetenv("FOO");
+	unsetenv("BASH_ENV");
+	unsetenv("ENV");
+	unsetenv("BASH_FUNC_unset%%");
+	unsetenv("DTRAIN_UNIT_KEPT");
+	launch_job_free(&job);
+	launch_plan_free(&p);
+}
+
 /* --- failures --- */
 
 static void test_sbatch_refusal_leaves_nothing(void **state)
@@ -551,6 +608,7 @@ int main(void)
 		cmocka_unit_test_setup(test_submit_creates_run_dir, reset),
 		cmocka_unit_test_setup(test_submit_takes_next_name_on_race, reset),
 		cmocka_unit_test_setup(test_sbatch_env_has_no_slurm_inputs, reset),
+		cmocka_unit_test_setup(test_sbatch_env_has_no_locked, reset),
 		cmocka_unit_test_setup(test_sbatch_refusal_leaves_nothing, reset),
 		cmocka_unit_test_setup(test_sbatch_no_controller, reset),
 		cmocka_unit_test_setup(test_sbatch_garbage_output, reset),
