@@ -138,7 +138,7 @@ static int group_setup(void **state)
 			 "n=$(cat '%s/runs' 2>/dev/null || echo 0); echo $((n + 1)) > '%s/runs'\n"
 			 "[ \"$n\" -lt 8 ] || exit 0 # a restart loop that does not stop ends here\n"
 			 "if [ -n \"${FAKE_PLANT:-}\" ]; then mkdir -p \"$DTRAIN_RUN_DIR/recovery\"; ln -sfn \"$FAKE_PLANT\" \"$DTRAIN_RUN_DIR/recovery/crashes\"; fi\n"
-			 "if [ -n \"${FAKE_FAIL:-}\" ]; then echo \"exit 1 at $(date +%%s): rank 0: $FAKE_FAIL\" > \"$DTRAIN_RUN_DIR/failure\"; fi\n"
+			 "if [ -n \"${FAKE_FAIL:-}\" ]; then echo \"exit 1 at $(($(date +%%s) - ${FAKE_FAIL_AGO:-0})): rank 0: $FAKE_FAIL\" > \"$DTRAIN_RUN_DIR/failure\"; fi\n"
 			 /* the shell's trap counts the stop and writes its term
 			  * event: wait for that event (at most 30 s), not a time */
 			 "terms() { local n; n=$(grep -c '\"event\":\"term\"' \"$DTRAIN_RUN_DIR/events.jsonl\" 2>/dev/null); echo \"${n:-0}\"; }\n"
@@ -244,6 +244,8 @@ static bool fake_lost;
 static bool fake_hang; /* srun reports a rank ended, then waits on (a lost node's) */
 static const char *fake_plant = ""; /* dtrain-run links recovery/crashes to it */
 static const char *fake_fail = "";  /* dtrain-run writes it to <run dir>/failure */
+static const char *fake_fail_ago = "0"; /* ... dated this many seconds ago (another node's clock) */
+static const char *fake_ckpt_dir;   /* requeue_case's spec's checkpoint.dir */
 static const char *shell_env[4];    /* the submitting shell's, NAME=value */
 
 static int run_script(const char *script, const char *restarts, const char *fake_rc,
@@ -251,7 +253,7 @@ static int run_script(const char *script, const char *restarts, const char *fake
 {
 	char path[600], env_path[700], env_rc[64], env_restart[64], env_term[64], env_home[300];
 	char env_say[512], err_path[600], env_nodes[128], env_lost_node[128], env_partition[128];
-	char env_down[128], env_exc[128], env_plant[600], env_fail[300];
+	char env_down[128], env_exc[128], env_plant[600], env_fail[800], env_fail_ago[64];
 	pid_t pid;
 	int st;
 
@@ -271,6 +273,7 @@ static int run_script(const char *script, const char *restarts, const char *fake
 	snprintf(env_exc, sizeof(env_exc), "FAKE_EXC=%s", fake_exc);
 	snprintf(env_plant, sizeof(env_plant), "FAKE_PLANT=%s", fake_plant);
 	snprintf(env_fail, sizeof(env_fail), "FAKE_FAIL=%s", fake_fail);
+	snprintf(env_fail_ago, sizeof(env_fail_ago), "FAKE_FAIL_AGO=%s", fake_fail_ago);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -281,7 +284,7 @@ static int run_script(const char *script, const char *restarts, const char *fake
 				 fake_hang ? "FAKE_HANG=1" : "FAKE_HANG=0", env_nodes, env_lost_node,
 				 env_partition, env_down, env_exc,
 				 fake_requeue_fail ? "FAKE_REQUEUE_FAIL=1" : "FAKE_REQUEUE_FAIL=0",
-				 env_plant, env_fail, "X_=0", "X_=0", "X_=0", "X_=0", NULL, NULL };
+				 env_plant, env_fail, env_fail_ago, "X_=0", "X_=0", "X_=0", "X_=0", NULL, NULL };
 		int fd = open(err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
 		char env_shell[64];
 		size_t i;
@@ -852,6 +855,7 @@ static void requeue_case(const char *restarts, int requeued, int stopped, const 
 	s.recovery.max_crashes = 3;
 	s.recovery.max_node_failures = 3;
 	s.recovery.max_excluded_nodes = 2;
+	s.checkpoint.dir = (char *)fake_ckpt_dir;
 	if (requeued)
 		set_counter("requeued", requeued);
 	if (stopped)
@@ -1092,36 +1096,82 @@ static void test_planted_links_refused(void **state)
 }
 
 /* A crash on an error of the run's (dtrain-run's <run dir>/failure, written
- * in this start, says the disk is full) is no node's fault: each is counted
- * a crash, once, and the node where it began is never left out. A failure
- * written before this start blames nothing, as before. */
+ * in this start, says the disk under the run dir or the checkpoint dir is
+ * full) is no node's fault: each is counted a crash, once, and the node
+ * where it began is never left out. The rank that wrote it may be on a
+ * node whose clock is 3 s behind. A failure written before this start
+ * blames nothing, as before. */
 static void test_run_error_blames_no_node(void **state)
 {
-	char path[700], *ex;
+	char path[700], fail[800], ckpt[700], *ex;
+	int round;
 
 	(void)state;
+	snprintf(ckpt, sizeof(ckpt), "%s/ckpt", tmp);
 	fake_nodes = "n1 n2";
 	fake_partition = "n1 n2 n3";
 	fake_say = "srun: error: n1: task 0: Exited with exit code 1";
-	fake_fail = "checkpoint/step-00000010: cannot write: No space left on device";
-	requeue_case("0", 0, 0, "1", "0", 1, NULL);
+	fake_fail_ago = "3";
+	for (round = 0; round < 2; round++) {
+		if (round == 0)
+			snprintf(fail, sizeof(fail), "%s/checkpoints/step-00000010: cannot write: No space left on device", run_dir_ok);
+		else
+			snprintf(fail, sizeof(fail), "%s/step-00000010: cannot write: Disk quota exceeded", ckpt);
+		fake_fail = fail;
+		fake_ckpt_dir = round ? ckpt : NULL;
+		requeue_case("0", 0, 0, "1", "0", 1, NULL);
+		assert_int_equal(srun_runs(), 4);
+		assert_int_equal(counter("crashes"), 3);
+		ex = excluded();
+		assert_string_equal(ex, "");
+		free(ex);
+		assert_int_equal(events_with("\"cause\":\"error\""), 4);
+		assert_int_equal(events_with("\"event\":\"node_excluded\""), 0);
+	}
 	fake_fail = "";
-	assert_int_equal(srun_runs(), 4);
-	assert_int_equal(counter("crashes"), 3);
-	ex = excluded();
-	assert_string_equal(ex, "");
-	free(ex);
-	assert_int_equal(events_with("\"cause\":\"error\""), 4);
-	assert_int_equal(events_with("\"event\":\"node_excluded\""), 0);
-	assert_said("dtrain: the job step failed (exit 1) on an error of the run's, which no node caused: "
-		    "rank 0: checkpoint/step-00000010: cannot write: No space left on device");
+	fake_fail_ago = "0";
+	fake_ckpt_dir = NULL;
+	assert_said("dtrain: the job step failed (exit 1) on an error of the run's, which no node caused: rank 0: ");
+	assert_said("/step-00000010: cannot write: Disk quota exceeded");
 	/* an old failure: the crashes are the node's */
 	reset_outputs();
 	snprintf(path, sizeof(path), "%s/failure", run_dir_ok);
-	tu_write_path(path, "exit 1 at 1000: rank 0: cannot write: No space left on device\n", 0644);
+	snprintf(fail, sizeof(fail), "exit 1 at 1000: rank 0: %s/x: No space left on device\n", run_dir_ok);
+	tu_write_path(path, fail, 0644);
 	requeue_case_keep("0", "1", 0, "requeue 42\nupdate JobId=42 ExcNodeList=n1\n");
 	assert_int_equal(events_with("\"cause\":\"crash\""), 2);
 	fakes_healthy();
+}
+
+/* The same words about a node's own /dev/shm (full) or a device (no
+ * permission) are that node's fault: crashes that may blame it, and two
+ * that began on n1 leave n1 out (test_two_crashes_leave_a_node_out). */
+static void test_node_local_error_is_a_crash(void **state)
+{
+	static const char *fails[] = { "/dev/shm/dtrain-42/nccl-0: cannot create: No space left on device",
+				       "/dev/nvidia0: cannot open: Permission denied" };
+	char *ex;
+	size_t i;
+
+	(void)state;
+	fake_fail_ago = "0"; /* written in this start, on this node's clock */
+	fake_ckpt_dir = NULL;
+	for (i = 0; i < 2; i++) {
+		fake_nodes = "n1 n2";
+		fake_partition = "n1 n2 n3";
+		fake_say = "srun: error: n1: task 0: Exited with exit code 1";
+		fake_fail = fails[i];
+		requeue_case("0", 0, 0, "1", "0", 0, "requeue 42\nupdate JobId=42 ExcNodeList=n1\n");
+		fake_fail = "";
+		assert_int_equal(srun_runs(), 2);
+		assert_int_equal(events_with("\"cause\":\"crash\""), 2);
+		assert_int_equal(events_with("\"cause\":\"error\""), 0);
+		assert_said("dtrain: node n1 is left out of the job's next starts: two crashes began there (node 1 of at most 2)");
+		ex = excluded();
+		assert_string_equal(ex, "n1 two crashes began there\n");
+		free(ex);
+		fakes_healthy();
+	}
 }
 
 /* The next start of the job after the script requeued it: Slurm's restart
@@ -1524,6 +1574,7 @@ int main(void)
 		cmocka_unit_test(test_locked_env_not_from_the_shell),
 		cmocka_unit_test(test_planted_links_refused),
 		cmocka_unit_test(test_run_error_blames_no_node),
+		cmocka_unit_test(test_node_local_error_is_a_crash),
 		cmocka_unit_test(test_lost_node_left_out),
 		cmocka_unit_test(test_two_crashes_leave_a_node_out),
 		cmocka_unit_test(test_replica_that_differs_leaves_its_node_out),
