@@ -507,6 +507,39 @@ static void render_run_error(struct render *r)
 	       "}\n\n");
 }
 
+/* dtrain_open: the batch script's own files (events.jsonl, srun.err,
+ * probe.err) opened once per start after their check, then written and
+ * read only through the fd: a link planted later is never followed. */
+static void render_open(struct render *r)
+{
+	put(r, "# dtrain_open VAR PATH: VAR holds a new fd that appends to PATH, and each\n"
+	       "# write goes through it: a link planted at PATH after the check (by a rank,\n"
+	       "# mid-run) is never followed, the writes stay with the file checked. PATH\n"
+	       "# must be a regular file, or absent and then made with noclobber (O_EXCL:\n"
+	       "# a link planted since the check makes it fail instead of being followed).\n"
+	       "# After the open, PATH must still be that file: a link won between the\n"
+	       "# check and the open is closed unwritten. 1 when refused.\n"
+	       "dtrain_open() {\n"
+	       "\tlocal fd\n"
+	       "\t[ -z \"${!1:-}\" ] || eval \"exec ${!1}>&-\" # the previous start's\n"
+	       "\tprintf -v \"$1\" %%s ''\n"
+	       "\tif [ -L \"$2\" ] || { [ -e \"$2\" ] && [ ! -f \"$2\" ]; }; then\n"
+	       "\t\treturn 1\n"
+	       "\telif [ -e \"$2\" ]; then\n"
+	       "\t\t{ exec {fd}>>\"$2\"; } 2>/dev/null || return 1\n"
+	       "\telse\n"
+	       "\t\t{ set -C; exec {fd}>\"$2\"; } 2>/dev/null\n"
+	       "\t\tset +C\n"
+	       "\t\t[ -n \"${fd:-}\" ] || return 1\n"
+	       "\tfi\n"
+	       "\tif [ -L \"$2\" ] || [ ! -f \"/dev/fd/$fd\" ] || [ ! \"$2\" -ef \"/dev/fd/$fd\" ]; then\n"
+	       "\t\teval \"exec $fd>&-\"\n"
+	       "\t\treturn 1\n"
+	       "\tfi\n"
+	       "\tprintf -v \"$1\" %%s \"$fd\"\n"
+	       "}\n");
+}
+
 /* The run's life as it happens, for dtrain-submit report: <run dir>/
  * events.jsonl, one line at each start and end of the job step, at a
  * SIGTERM (written at once: a preempted job's shell may be killed before
@@ -515,13 +548,18 @@ static void render_run_error(struct render *r)
  * and control characters to stay JSON. */
 static void render_events(struct render *r)
 {
+	render_open(r);
 	put(r, "# --- the run's life, for dtrain-submit report: <run dir>/events.jsonl ---\n"
 	       "dtrain_text() { printf '%%s' \"$1\" | tr -d '\"\\\\\\000-\\037' | cut -c1-300; }\n"
+	       "# events.jsonl is opened at the first event and again at each start\n"
+	       "# (dtrain_open); a refused one gets no line\n"
+	       "dtrain_events_fd=\n"
 	       "dtrain_event() { # NAME [,\"key\":value...]\n"
-	       "\t[ -d \"$DTRAIN_RUN_DIR\" ] && [ ! -L \"$DTRAIN_RUN_DIR/events.jsonl\" ] || return 0\n"
+	       "\t[ -d \"$DTRAIN_RUN_DIR\" ] || return 0\n"
+	       "\t[ -n \"$dtrain_events_fd\" ] || dtrain_open dtrain_events_fd \"$DTRAIN_RUN_DIR/events.jsonl\" || return 0\n"
 	       "\tprintf '{\"event\":\"%%s\",\"time\":%%s,\"job_id\":\"%%s\",\"restart\":%%s%%s}\\n' \"$1\" \"$(date +%%s.%%N)\" \\\n"
 	       "\t\t\"$(dtrain_text \"$dtrain_job_id\")\" \"$((10#${dtrain_restarts:-0}))\" \"${2:-}\" \\\n"
-	       "\t\t>>\"$DTRAIN_RUN_DIR/events.jsonl\" 2>/dev/null || true\n"
+	       "\t\t>&\"$dtrain_events_fd\" 2>/dev/null || true\n"
 	       "}\n"
 	       "# the end of a start of the step and its cause: done, preempted, cancelled,\n"
 	       "# terminated, time_limit (a saved stop before the limit), refused, diverged,\n"
@@ -530,7 +568,7 @@ static void render_events(struct render *r)
 	       "# as srun names them), error (a crash on an error of the run's, the same on\n"
 	       "# any node: dtrain_run_error)\n"
 	       "dtrain_stop_event() {\n"
-	       "\tlocal cause=crash detail='' rank='' node='' e=\"$dtrain_srun_err\"\n"
+	       "\tlocal cause=crash detail='' rank='' node='' e=\"$dtrain_srun_log\"\n"
 	       "\tif [ \"$dtrain_term\" -ne 0 ]; then\n"
 	       "\t\tcause=terminated\n"
 	       "\t\tif [ \"$dtrain_rc\" -eq %d ]; then\n"
@@ -746,7 +784,7 @@ static void render_step_guard(struct render *r)
 	       "\tlocal n=0 kill_wait nap=\n"
 	       "\ttrap 'kill $nap 2>/dev/null; exit 0' TERM\n"
 	       "\twhile kill -0 \"$1\" 2>/dev/null; do\n"
-	       "\t\tgrep -q '^srun: error: [^:]*: tasks\\{0,1\\} [0-9,-]*: ' \"$dtrain_srun_err\" 2>/dev/null && break\n"
+	       "\t\tgrep -q '^srun: error: [^:]*: tasks\\{0,1\\} [0-9,-]*: ' \"$dtrain_srun_log\" 2>/dev/null && break\n"
 	       "\t\tsleep 1 2>/dev/null &\n"
 	       "\t\tnap=$!\n"
 	       "\t\twait \"$nap\"\n"
@@ -806,6 +844,8 @@ static void render_step_start(struct render *r, const char *dtrain_run_path)
 	       "# would wait for it, or for a rank that hangs, forever).\n"
 	       "dtrain_srun_err=\"$DTRAIN_RUN_DIR/srun.err\" dtrain_probe_err=\"$DTRAIN_RUN_DIR/probe.err\"\n"
 	       "[ -d \"$DTRAIN_RUN_DIR\" ] || dtrain_srun_err=/dev/null dtrain_probe_err=/dev/null\n"
+	       "# written and read through the fds each start opens (dtrain_open)\n"
+	       "dtrain_srun_log=/dev/null dtrain_probe_log=/dev/null dtrain_srun_fd= dtrain_probe_fd=\n"
 	       "dtrain_rc=0\n"
 	       "while [ \"$dtrain_term\" -eq 0 ]; do\n"
 	       "\techo \"dtrain: job ${dtrain_job_id:-none}, restart ${dtrain_restarts}, starting $(date -u +%%FT%%TZ) on ${SLURM_JOB_NODELIST:-this host} (${SLURM_JOB_NUM_NODES:-1} node$([ \"${SLURM_JOB_NUM_NODES:-1}\" = 1 ] || echo s)), layout $(dtrain_layout)\"\n"
@@ -813,10 +853,14 @@ static void render_step_start(struct render *r, const char *dtrain_run_path)
 	       "\t# a directory stays, and stops the job\n"
 	       "\tif [ -d \"$DTRAIN_RUN_DIR\" ]; then\n"
 	       "\t\trm -f \"$dtrain_srun_err\" \"$dtrain_probe_err\" 2>/dev/null\n"
-	       "\t\tif dtrain_refused \"$dtrain_srun_err\" || dtrain_refused \"$dtrain_probe_err\"; then\n"
+	       "\t\tif dtrain_refused \"$dtrain_srun_err\" || dtrain_refused \"$dtrain_probe_err\" ||\n"
+	       "\t\t   ! dtrain_open dtrain_srun_fd \"$dtrain_srun_err\" || ! dtrain_open dtrain_probe_fd \"$dtrain_probe_err\"; then\n"
 	       "\t\t\techo \"dtrain: not started again: srun's messages cannot be kept in the run dir\" >&2\n"
 	       "\t\t\tbreak\n"
 	       "\t\tfi\n"
+	       "\t\tdtrain_srun_log=/dev/fd/$dtrain_srun_fd dtrain_probe_log=/dev/fd/$dtrain_probe_fd\n"
+	       "\t\t# and events.jsonl, checked again for this start\n"
+	       "\t\tdtrain_open dtrain_events_fd \"$DTRAIN_RUN_DIR/events.jsonl\" || true\n"
 	       "\tfi\n"
 	       "\t# this start of the step, the same for every rank (their heartbeats)\n"
 	       "\texport DTRAIN_STEP_START=\"$(date +%%s.%%N)\"\n"
@@ -866,7 +910,7 @@ static void render_step_wait(struct render *r)
 	       "\t\t\tdtrain_wait \"$dtrain_srun\"\n"
 	       "\t\t\tkill \"$dtrain_guarding\" 2>/dev/null\n"
 	       "\t\t\twait \"$dtrain_guarding\" 2>/dev/null\n"
-	       "\t\t} 2> >(trap '' TERM; exec tee \"$dtrain_srun_err\" >&2)\n"
+	       "\t\t} 2> >(trap '' TERM; exec tee -a \"$dtrain_srun_log\" >&2)\n"
 	       "\t\t[ -z \"$dtrain_tee\" ] || wait \"$dtrain_tee\" # srun's messages, written out\n"
 	       "\t\texit \"$dtrain_rc\"\n"
 	       "\t) &\n"
@@ -877,9 +921,9 @@ static void render_step_wait(struct render *r)
 	       "\tcase \"$dtrain_rc\" in 0|2|3|4|%d) break ;; esac\n"
 	       "\t# srun names the first task that ended and its node; when that was the\n"
 	       "\t# watchdog's exit (5), the watchdog names the ranks it waited for\n"
-	       "\tdtrain_hung=$(sed -n 's/^dtrain-run: watchdog: //p' \"$dtrain_srun_err\" 2>/dev/null | head -n 1)\n"
-	       "\tdtrain_died=$(sed -n 's/^srun: error: \\([^:]*\\): tasks\\{0,1\\} \\([0-9,-]*\\): \\(.*\\)$/rank \\2 on node \\1: \\3/p' \"$dtrain_srun_err\" 2>/dev/null | head -n 1)\n"
-	       "\tdtrain_odd=$(sed -n 's/^dtrain-run: rank 0: replicas disagree //p' \"$dtrain_srun_err\" 2>/dev/null | head -n 1)\n"
+	       "\tdtrain_hung=$(sed -n 's/^dtrain-run: watchdog: //p' \"$dtrain_srun_log\" 2>/dev/null | head -n 1)\n"
+	       "\tdtrain_died=$(sed -n 's/^srun: error: \\([^:]*\\): tasks\\{0,1\\} \\([0-9,-]*\\): \\(.*\\)$/rank \\2 on node \\1: \\3/p' \"$dtrain_srun_log\" 2>/dev/null | head -n 1)\n"
+	       "\tdtrain_odd=$(sed -n 's/^dtrain-run: rank 0: replicas disagree //p' \"$dtrain_srun_log\" 2>/dev/null | head -n 1)\n"
 	       "\tif [ -n \"$dtrain_odd\" ]; then # dtrain-run exits %d\n"
 	       "\t\techo \"dtrain: the replicas of a stage disagree (exit $dtrain_rc): $dtrain_odd\" >&2\n"
 	       "\telif [ \"$dtrain_cause\" = error ]; then\n"

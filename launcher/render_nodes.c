@@ -164,14 +164,14 @@ static void render_probe(struct render *r)
 	       "\t\ttimeout -k 5 %ld srun",
 	    (long)LAUNCH__PROBE_S, (long)LAUNCH__PROBE_S);
 	launch__render_srun_extra(r);
-	put(r, " --nodes=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks-per-node=1 --cpus-per-task=1 --mpi=none --kill-on-bad-exit=1 true 2>\"$dtrain_probe_err\"\n"
+	put(r, " --nodes=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks=\"${SLURM_JOB_NUM_NODES:-1}\" --ntasks-per-node=1 --cpus-per-task=1 --mpi=none --kill-on-bad-exit=1 true 2>>\"$dtrain_probe_log\"\n"
 	       "\t\treturn\n"
 	       "\tfi\n"
 	       "\tfor node in $nodes; do\n"
 	       "\t\ttimeout -k 5 %ld srun",
 	    (long)LAUNCH__PROBE_S);
 	launch__render_srun_extra(r);
-	put(r, " --nodelist=\"$node\" --nodes=1 --ntasks=1 --ntasks-per-node=1 --cpus-per-task=1 --overlap --mpi=none true 2>>\"$dtrain_probe_err\" &\n"
+	put(r, " --nodelist=\"$node\" --nodes=1 --ntasks=1 --ntasks-per-node=1 --cpus-per-task=1 --overlap --mpi=none true 2>>\"$dtrain_probe_log\" &\n"
 	       "\t\tpids=\"$pids $!:$node\"\n"
 	       "\t\tdtrain_probed=$((dtrain_probed + 1))\n"
 	       "\tdone\n"
@@ -235,7 +235,7 @@ void launch__render_after_crash(struct render *r)
 	       "\t# the requeue, so that the next start does not count it again.\n"
 	       "\tif ! dtrain_probe; then\n"
 	       "\t\t[ \"$dtrain_term\" -eq 0 ] || break\n"
-	       "\t\tdtrain_why=$(grep -v '^srun: Job [0-9]* step creation' \"$dtrain_probe_err\" 2>/dev/null | tail -n 1)\n"
+	       "\t\tdtrain_why=$(grep -v '^srun: Job [0-9]* step creation' \"$dtrain_probe_log\" 2>/dev/null | tail -n 1)\n"
 	       "\t\tdtrain_event node_failure \",\\\"node\\\":\\\"$(dtrain_text \"$dtrain_silent\")\\\",\\\"detail\\\":\\\"$(dtrain_text \"no job step could start on ${dtrain_silent:-all nodes}${dtrain_why:+: $dtrain_why}\")\\\"\"\n"
 	       "\t\techo \"dtrain: a node of the allocation does not answer: no job step could start on ${dtrain_silent:-all ${SLURM_JOB_NUM_NODES:-1} nodes} within %ld s${dtrain_why:+ ($dtrain_why)}; requeueing job $dtrain_job_id to start again where every node answers (node failure $(($(dtrain_count node_failures) + 1)) of at most %ld, recovery.max_node_failures)\" >&2\n"
 	       "\t\t# none answering at all is Slurm's trouble more likely than the nodes'\n"

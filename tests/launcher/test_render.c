@@ -77,7 +77,7 @@ static int group_setup(void **state)
 	/* srun: record the argv (NUL-separated), skip its options, run the rest. */
 	snprintf(path, sizeof(path), "%s/srun", fake_bin);
 	{
-		char text[2048];
+		char text[4096];
 
 		snprintf(text, sizeof(text),
 			 "#!/bin/bash\n"
@@ -124,6 +124,16 @@ static int group_setup(void **state)
 			 "if [ -e '%s/requeue.done' ]; then kill -TERM $$; fi\n"
 			 "exec /bin/mv \"$@\"\n", tmp);
 		tu_write_path(path, text, 0755);
+		/* date: once a step has run with FAKE_PLANT_LOGS, a rank's link
+		 * planted at events.jsonl and srun.err at the worst moment: a
+		 * date the script runs right after checking them (an event's
+		 * time, the start's) */
+		snprintf(path, sizeof(path), "%s/date", fake_bin);
+		tu_write_path(path, "#!/bin/bash\n"
+			      "if [ -n \"${FAKE_PLANT_LOGS:-}\" ] && [ -e \"$FAKE_PLANT_LOGS/.armed\" ]; then\n"
+			      "  for f in events.jsonl srun.err; do ln -sfn \"$FAKE_PLANT_LOGS/$f\" \"$DTRAIN_RUN_DIR/$f\"; done\n"
+			      "fi\n"
+			      "exec /bin/date \"$@\"\n", 0755);
 		/* sinfo: the nodes of the partition (FAKE_PARTITION_NODES) */
 		snprintf(path, sizeof(path), "%s/sinfo", fake_bin);
 		tu_write_path(path, "#!/bin/bash\n"
@@ -138,6 +148,7 @@ static int group_setup(void **state)
 			 "n=$(cat '%s/runs' 2>/dev/null || echo 0); echo $((n + 1)) > '%s/runs'\n"
 			 "[ \"$n\" -lt 8 ] || exit 0 # a restart loop that does not stop ends here\n"
 			 "if [ -n \"${FAKE_PLANT:-}\" ]; then mkdir -p \"$DTRAIN_RUN_DIR/recovery\"; ln -sfn \"$FAKE_PLANT\" \"$DTRAIN_RUN_DIR/recovery/crashes\"; fi\n"
+			 "if [ -n \"${FAKE_PLANT_LOGS:-}\" ]; then : > \"$FAKE_PLANT_LOGS/.armed\"; fi\n"
 			 "if [ -n \"${FAKE_FAIL:-}\" ]; then echo \"exit 1 at $(($(date +%%s) - ${FAKE_FAIL_AGO:-0})): rank 0: $FAKE_FAIL\" > \"$DTRAIN_RUN_DIR/failure\"; fi\n"
 			 /* the shell's trap counts the stop and writes its term
 			  * event: wait for that event (at most 30 s), not a time */
@@ -246,6 +257,7 @@ static const char *fake_plant = ""; /* dtrain-run links recovery/crashes to it *
 static const char *fake_fail = "";  /* dtrain-run writes it to <run dir>/failure */
 static const char *fake_fail_ago = "0"; /* ... dated this many seconds ago (another node's clock) */
 static const char *fake_ckpt_dir;   /* requeue_case's spec's checkpoint.dir */
+static const char *fake_plant_logs = ""; /* after a step, date links events.jsonl, srun.err into it */
 static const char *shell_env[4];    /* the submitting shell's, NAME=value */
 
 static int run_script(const char *script, const char *restarts, const char *fake_rc,
@@ -254,6 +266,7 @@ static int run_script(const char *script, const char *restarts, const char *fake
 	char path[600], env_path[700], env_rc[64], env_restart[64], env_term[64], env_home[300];
 	char env_say[512], err_path[600], env_nodes[128], env_lost_node[128], env_partition[128];
 	char env_down[128], env_exc[128], env_plant[600], env_fail[800], env_fail_ago[64];
+	char env_plant_logs[700];
 	pid_t pid;
 	int st;
 
@@ -274,6 +287,7 @@ static int run_script(const char *script, const char *restarts, const char *fake
 	snprintf(env_plant, sizeof(env_plant), "FAKE_PLANT=%s", fake_plant);
 	snprintf(env_fail, sizeof(env_fail), "FAKE_FAIL=%s", fake_fail);
 	snprintf(env_fail_ago, sizeof(env_fail_ago), "FAKE_FAIL_AGO=%s", fake_fail_ago);
+	snprintf(env_plant_logs, sizeof(env_plant_logs), "FAKE_PLANT_LOGS=%s", fake_plant_logs);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -284,7 +298,7 @@ static int run_script(const char *script, const char *restarts, const char *fake
 				 fake_hang ? "FAKE_HANG=1" : "FAKE_HANG=0", env_nodes, env_lost_node,
 				 env_partition, env_down, env_exc,
 				 fake_requeue_fail ? "FAKE_REQUEUE_FAIL=1" : "FAKE_REQUEUE_FAIL=0",
-				 env_plant, env_fail, env_fail_ago, "X_=0", "X_=0", "X_=0", "X_=0", NULL, NULL };
+				 env_plant, env_fail, env_fail_ago, env_plant_logs, "X_=0", "X_=0", "X_=0", "X_=0", NULL, NULL };
 		int fd = open(err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
 		char env_shell[64];
 		size_t i;
@@ -1095,6 +1109,46 @@ static void test_planted_links_refused(void **state)
 	dt_buf_free(&out);
 }
 
+/* The batch script's own files, events.jsonl and srun.err, replaced by
+ * links once the step has run (by a rank), at the worst moment: between
+ * the script's check of a file and its write (the fake date plants them).
+ * Each start opened them once after its check and writes through those
+ * fds, so the links' targets stay empty; the next start finds the links
+ * and writes nothing through them. */
+static void test_links_planted_mid_run_not_followed(void **state)
+{
+	struct spec s = base_spec();
+	struct dt_buf out = {0};
+	struct dt_err err = {0};
+	char target[600], path[700];
+	struct stat st;
+
+	(void)state;
+	snprintf(target, sizeof(target), "%s/logs-elsewhere", tmp);
+	assert_int_equal(dt_mkdirs(target, 0755), 0);
+	snprintf(path, sizeof(path), "%s/events.jsonl", target);
+	tu_write_path(path, "", 0644);
+	snprintf(path, sizeof(path), "%s/srun.err", target);
+	tu_write_path(path, "", 0644);
+	s.recovery.max_crashes = 1;
+	assert_int_equal(render(&s, NULL, run_dir_ok, &out, &err), 0);
+	reset_outputs();
+	fake_plant_logs = target;
+	fake_say = "srun: error: n1: task 0: Exited with exit code 1";
+	(void)run_script(out.p, "0", "1", "0"); /* crashes: its exit is not the point */
+	fake_plant_logs = "";
+	fakes_healthy();
+	assert_said("dtrain: the job step failed (exit 1)");
+	snprintf(path, sizeof(path), "%s/events.jsonl", target);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	snprintf(path, sizeof(path), "%s/srun.err", target);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	dt_remove_tree(target);
+	dt_buf_free(&out);
+}
+
 /* A crash on an error of the run's (dtrain-run's <run dir>/failure, written
  * in this start, says the disk under the run dir or the checkpoint dir is
  * full) is no node's fault: each is counted a crash, once, and the node
@@ -1573,6 +1627,7 @@ int main(void)
 		cmocka_unit_test(test_setup_syntax_error),
 		cmocka_unit_test(test_locked_env_not_from_the_shell),
 		cmocka_unit_test(test_planted_links_refused),
+		cmocka_unit_test(test_links_planted_mid_run_not_followed),
 		cmocka_unit_test(test_run_error_blames_no_node),
 		cmocka_unit_test(test_node_local_error_is_a_crash),
 		cmocka_unit_test(test_lost_node_left_out),
