@@ -215,8 +215,9 @@ static int hold_dir(struct rt_ckpt *c, const struct spec *s, bool make, struct d
 		fd = -errno;
 	rc = rc ? rc : fd < 0 ? fd : 0;
 	if (rc)
-		return dt_err_add(e, "%s: cannot create the checkpoint directory: %s%s", c->dir,
-				  strerror(-rc),
+		return dt_err_add(e, make ? "%s: cannot create the checkpoint directory: %s%s"
+					  : "%s: cannot open the checkpoint directory: %s%s",
+				  c->dir, strerror(-rc),
 				  rc == -ELOOP ? " (a symbolic link that dtrain did not make: remove it)" : ""),
 		       rc;
 	c->held = (struct ckpt_dir){ .fd = fd, .path = c->dir };
