@@ -393,6 +393,14 @@ int ckpt_tmp_make(const struct ckpt_dir *dir, int64_t step, int *fd, struct dt_e
  * is not trusted), never through a link: *fd, which the caller closes. 0
  * or -errno naming the path. */
 int ckpt_tmp_open(const struct ckpt_dir *dir, int64_t step, int *fd, struct dt_err *err);
+/* Removes the tmp directory of a save that failed before its commit
+ * (dir/<tmp's last component>), only when this save made it and holds it
+ * open (tmp->fd, from ckpt_tmp_make or ckpt_tmp_open) and the name is
+ * still that very directory (st_dev, st_ino; never through a link): a
+ * name taken by something else (ckpt_tmp_make's EEXIST, tmp->fd -1) or
+ * swapped since is left alone. 0, -ESTALE (not this save's: left alone)
+ * or -errno. */
+int ckpt_tmp_remove(const struct ckpt_dir *dir, const struct ckpt_dir *tmp);
 
 /* The commit (steps 2 above) of the save whose tmp directory is tmp, in
  * the checkpoint directory dir (each held open or not: struct ckpt_dir;

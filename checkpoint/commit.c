@@ -197,6 +197,32 @@ int ckpt_tmp_open(const struct ckpt_dir *dir, int64_t step, int *fd, struct dt_e
 	return *fd < 0 ? *fd : 0;
 }
 
+int ckpt_tmp_remove(const struct ckpt_dir *dir, const struct ckpt_dir *tmp)
+{
+	const char *name = tmp->path ? strrchr(tmp->path, '/') : NULL;
+	struct stat mine, there;
+	int dfd, rc;
+
+	/* only a directory this save holds: with none (ckpt_tmp_make failed,
+	 * e.g. something else took the name), nothing of this save is there */
+	if (tmp->fd < 0 || !name || fstat(tmp->fd, &mine) < 0)
+		return -ESTALE;
+	dfd = ckpt__dir_get(dir, true);
+	if (dfd < 0)
+		return dfd;
+	/* by name in the directory held, and only while the name is still the
+	 * very directory held (not followed: a link is never this save's) */
+	if (fstatat(dfd, name + 1, &there, AT_SYMLINK_NOFOLLOW) < 0)
+		rc = -errno;
+	else if (!S_ISDIR(there.st_mode) || there.st_dev != mine.st_dev ||
+		 there.st_ino != mine.st_ino)
+		rc = -ESTALE;
+	else
+		rc = dt_remove_tree_at(dfd, name + 1);
+	close(dfd);
+	return rc;
+}
+
 int ckpt__tmp_file(const struct ckpt_dir *tmp, const char *name, int flags, const char *doing,
 		   struct dt_err *err)
 {

@@ -664,7 +664,10 @@ static void *commit_main(void *arg)
 	dt_err_clear(&c->commit_err);
 	c->committed = false;
 	if (c->failed >= 0) {
-		dt_remove_tree_at(c->held.fd, strrchr(c->tmp, '/') + 1);
+		/* only the tmp directory this save made and holds: rank 0's
+		 * ckpt_tmp_make may have failed because something else took
+		 * the name (c->tmp_held then holds nothing) */
+		ckpt_tmp_remove(&c->held, &c->tmp_held);
 		c->commit_rc = -ECANCELED;
 	} else {
 		c->commit_rc = ckpt_commit(&c->held, &c->tmp_held, c->meta, c->model_tensors,

@@ -1666,6 +1666,59 @@ static void test_planted_commit_links(void **state)
 	free(dir);
 }
 
+/* A failed save's tmp directory is removed only when it is the one the
+ * save made and holds (ckpt_tmp_remove, dtrain-run's path when a rank
+ * could not write): a directory that took the name instead (ckpt_tmp_make
+ * failed with EEXIST: nothing held; or swapped in after the make), or a
+ * link there, keeps every file. */
+static void test_tmp_remove(void **state)
+{
+	char *dir = ckpt_dir("tmp-remove"), *victim = victim_dir("victim-tmp-remove");
+	char *moved, *p, tmp[4096];
+	struct ckpt_dir t = { .fd = -1, .path = tmp }, none = { .fd = -1, .path = tmp };
+	struct dt_err err = { 0 };
+
+	(void)state;
+	ckpt_tmp_path(dir, 10, tmp, sizeof(tmp));
+	moved = path2(dir, "moved");
+
+	/* rank 0's make failed (another took the name): nothing held, the
+	 * other's directory stays */
+	assert_int_equal(rename(victim, tmp), 0);
+	assert_int_equal(ckpt_tmp_remove(AT(dir), &none), -ESTALE);
+	assert_victim_dir(tmp);
+	assert_int_equal(rename(tmp, victim), 0);
+
+	/* made and held, then swapped for another directory, then for a link
+	 * to the very directory held: neither is removed */
+	assert_int_equal(ckpt_tmp_make(AT(dir), 10, &t.fd, &err), 0);
+	p = path2(tmp, "shard-0.h5");
+	tu_write_path(p, "part of a save", 0644);
+	free(p);
+	assert_int_equal(rename(tmp, moved), 0);
+	assert_int_equal(rename(victim, tmp), 0);
+	assert_int_equal(ckpt_tmp_remove(AT(dir), &t), -ESTALE);
+	assert_victim_dir(tmp);
+	assert_int_equal(rename(tmp, victim), 0);
+	plant(moved, tmp);
+	assert_int_equal(ckpt_tmp_remove(AT(dir), &t), -ESTALE);
+	assert_true(is_link(tmp));
+	p = path2(moved, "shard-0.h5");
+	assert_true(exists(p));
+	free(p);
+	assert_int_equal(unlink(tmp), 0);
+
+	/* back at its name: removed, whole */
+	assert_int_equal(rename(moved, tmp), 0);
+	assert_int_equal(ckpt_tmp_remove(AT(dir), &t), 0);
+	assert_false(exists(tmp));
+	assert_victim_dir(victim);
+	close(t.fd);
+	free(moved);
+	free(victim);
+	free(dir);
+}
+
 /* Every name, type, size and CRC-32 under d, and each directory's
  * modification time (a name made and removed again changes it), appended
  * to out: equal before and after means not a byte was touched. */
@@ -1814,6 +1867,7 @@ int main(void)
 		cmocka_unit_test(test_planted_file_link),
 		cmocka_unit_test(test_planted_commit_links),
 		cmocka_unit_test(test_planted_dir_link),
+		cmocka_unit_test(test_tmp_remove),
 		cmocka_unit_test(test_missing_dir),
 		cmocka_unit_test(test_view_mismatch),
 		cmocka_unit_test(test_commit_refusals),
