@@ -409,9 +409,11 @@ int ckpt_tmp_remove(const struct ckpt_dir *dir, const struct ckpt_dir *tmp);
  * named). Writes tmp/MANIFEST.json from meta, the model's tensors
  * [n_tensors] and files, fsyncs it and tmp, renames
  * tmp to the final name (an existing final directory of the same step, from
- * an earlier attempt, is replaced; a link there is removed as a link), fsyncs dir, repoints dir/latest, then
- * deletes committed checkpoints beyond the newest `keep` (keep >= 1; the
- * new one is never deleted). On failure before the rename the tmp directory
+ * an earlier attempt, is replaced; a link there, a checkpoint linked in,
+ * is the user's: the commit is refused, -EEXIST naming it), fsyncs dir,
+ * repoints dir/latest, then deletes committed checkpoints beyond the
+ * newest `keep` (keep >= 1; the new one is never deleted; links under a
+ * checkpoint's name neither count nor are deleted). On failure before the rename the tmp directory
  * is removed and the previous checkpoints are untouched. 0 or -errno.
  * *committed (may be NULL) says whether this call's rename committed the
  * checkpoint: true with an error means only latest or retention failed

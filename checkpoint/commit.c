@@ -460,8 +460,9 @@ static int commit_manifest(const char *tmp, int tfd, const char *path, const str
 
 /* Steps 2 and 3: the same step committed by an earlier attempt (before a
  * requeue) goes aside under a name ckpt_clean_tmp() knows until the new
- * one is in place (whatever is there, a link included, is moved and later
- * removed as itself, never followed); then the commit point, the rename of
+ * one is in place (a directory, moved and later removed as itself, never
+ * followed; a link there is the user's, a checkpoint linked in, and the
+ * commit is refused, naming it); then the commit point, the rename of
  * the very directory whose files were checked (*committed), made durable.
  * Every name is one of the checkpoint directory held in n->dfd. */
 static int commit_rename(const char *dir, const char *tmp, const struct commit_names *n,
@@ -474,8 +475,14 @@ static int commit_rename(const char *dir, const char *tmp, const struct commit_n
 	if (!is_checked_tmp(n->tmp, n))
 		return dt_err_add(err, "%s: cannot commit: no longer the directory whose files were checked (replaced meanwhile)",
 				  tmp);
+	if (fstatat(dfd, n->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+		/* a checkpoint linked here (a data-versioning tree): the user's,
+		 * neither replaced nor removed */
+		return dt_err_add(err, "%s: cannot commit: a symbolic link stands under this step's name (a checkpoint linked here?), which this save leaves alone (hint: move it out of %s)",
+				  n->final, dir), -EEXIST;
 	if (fstatat(dfd, n->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		/* a crash's leftover (usually none), or a planted link: as itself */
+		/* an earlier commit of this step; a crash's leftover (usually
+		 * none) at the aside name goes as itself */
 		rc = dt_remove_tree_at(dfd, n->aside);
 		if (rc && rc != -ENOENT) {
 			dt_err_add(err, "%s/%s: cannot remove: %s (it stands where the earlier %s goes aside)",
@@ -620,11 +627,11 @@ static int newest_first(const void *a, const void *b)
 	return x > y ? -1 : x < y;
 }
 
-/* The committed checkpoints of the directory listed by d (at dfd), as a
- * reader lists them (ckpt_list): its step-<8 digits> directories and
- * links to directories (a link counts as the checkpoint it leads to, and
- * goes as a link),
- * into *all [*n] (caller frees). */
+/* The committed checkpoints of the directory listed by d (at dfd) that
+ * saves made: its step-<8 digits> directories, not followed, into *all
+ * [*n] (caller frees). A link under such a name (a checkpoint linked in
+ * from a data-versioning tree, which readers follow) is the user's: it
+ * neither counts toward keep nor is deleted. */
 static int list_steps(DIR *d, int dfd, const char *dir, struct entry **all, size_t *n,
 		      struct dt_err *err)
 {
@@ -636,11 +643,8 @@ static int list_steps(DIR *d, int dfd, const char *dir, struct entry **all, size
 
 	while ((de = readdir(d)) != NULL) {
 		s = step_of(de->d_name);
-		/* a link is looked through (a read), never written through */
 		if (s < 0 || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !(S_ISDIR(st.st_mode) ||
-		      (S_ISLNK(st.st_mode) && fstatat(dfd, de->d_name, &st, 0) == 0 &&
-		       S_ISDIR(st.st_mode))))
+		    !S_ISDIR(st.st_mode))
 			continue;
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 16;
@@ -659,8 +663,9 @@ static int list_steps(DIR *d, int dfd, const char *dir, struct entry **all, size
 }
 
 /* Deletes the committed checkpoints beyond the newest `keep`, never `step`
- * (just committed): entries of the checkpoint directory held at dfd only,
- * each removed as itself (dt_remove_tree_at: a link is never followed).
+ * (just committed): directories of the checkpoint directory held at dfd
+ * only, each removed as itself (dt_remove_tree_at: a link is never
+ * followed); links are left alone (list_steps).
  * Listed here rather than with ckpt_list() so that a commit depends on
  * nothing that reads checkpoints. */
 static int retain(int dfd, const char *dir, int64_t step, int keep, struct dt_err *err)

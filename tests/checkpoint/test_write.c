@@ -1609,15 +1609,17 @@ static void test_planted_file_link(void **state)
 }
 
 /* Links planted where the commit moves things: the aside name of an
- * earlier commit of the step (.step-N.old.tmp -> a directory), a step-N
- * that is a link, and latest -> a file. Each is replaced or removed as a
- * link; the targets keep every file. */
+ * earlier commit of the step (.step-N.old.tmp -> a directory) and latest
+ * -> a file are replaced or removed as links; a step-N that is a link is
+ * the user's and refuses the commit. The targets keep every file. */
 static void test_planted_commit_links(void **state)
 {
 	char *dir = ckpt_dir("planted-commit"), *victim = victim_dir("victim-commit");
-	char *target = path2(victim, "other"), *aside, *final, *latest, link[64];
+	char *target = path2(victim, "other"), *aside, *final, *latest, link[4096], tmp[4096];
+	struct ckpt_file files[N_STAGES + 1];
 	struct dt_err err = { 0 };
 	struct ckpt_meta m;
+	bool done = true;
 	ssize_t n;
 
 	(void)state;
@@ -1635,14 +1637,27 @@ static void test_planted_commit_links(void **state)
 	assert_false(exists(aside));
 	assert_victim_dir(victim);
 
-	/* step-20 itself a link: moved aside and removed as a link */
+	/* step-20 itself a link (a checkpoint linked in): the user's, the
+	 * commit refused naming it, the link and its target as they were,
+	 * the save's tmp directory removed */
 	assert_int_equal(dt_remove_tree(final), 0);
 	plant(victim, final);
-	save(dir, "sgd", 20, 3);
-	check_committed(dir, &m);
-	assert_false(is_link(final));
+	write_files(dir, &m, files);
+	ckpt_tmp_path(dir, 20, tmp, sizeof(tmp));
+	assert_int_equal(ckpt_commit(AT(dir), AT(tmp), &m, model_tensors(), N_TENSORS, files,
+				     N_STAGES + 1, 3, &done, &err),
+			 -EEXIST);
+	assert_false(done);
+	assert_true(tu_has(&err, "/step-00000020: cannot commit: a symbolic link stands under this step's name (a checkpoint linked here?), which this save leaves alone (hint: move it out of "));
+	dt_err_clear(&err);
+	assert_true(is_link(final));
+	n = readlink(final, link, sizeof(link) - 1);
+	assert_true(n > 0 && (size_t)n == strlen(victim) && !memcmp(link, victim, (size_t)n));
+	assert_false(exists(tmp));
 	assert_false(exists(aside));
 	assert_victim_dir(victim);
+	assert_int_equal(unlink(final), 0);
+	save(dir, "sgd", 20, 3);
 
 	/* latest a link to a file: replaced, never written through */
 	plant(target, latest);
@@ -1663,6 +1678,47 @@ static void test_planted_commit_links(void **state)
 	free(aside);
 	free(target);
 	free(victim);
+	free(dir);
+}
+
+/* Links under a checkpoint's name (checkpoints linked in from a
+ * data-versioning tree, older and newer than the saves) are the user's:
+ * retention neither counts them toward keep nor deletes them, and their
+ * targets keep every file. */
+static void test_retention_links(void **state)
+{
+	char *dir = ckpt_dir("keep-links"), *store = ckpt_dir("keep-links-store"), got[256];
+	char *old = path2(dir, "step-00000005"), *newer = path2(dir, "step-00000030");
+	char *p;
+
+	(void)state;
+	save(store, "sgd", 5, 3);
+	save(store, "sgd", 30, 3);
+	p = path2(store, "step-00000005");
+	plant(p, old);
+	free(p);
+	p = path2(store, "step-00000030");
+	plant(p, newer);
+	free(p);
+	save(dir, "sgd", 10, 2);
+	save(dir, "sgd", 20, 2);
+	committed(dir, got, sizeof(got));
+	assert_string_equal(got, "5,10,20,30,");
+	save(dir, "sgd", 40, 2); /* keep 2 of the saves' own: 20 and 40 */
+	committed(dir, got, sizeof(got));
+	assert_string_equal(got, "5,20,30,40,");
+	assert_true(is_link(old));
+	assert_true(is_link(newer));
+	save(dir, "sgd", 50, 1);
+	committed(dir, got, sizeof(got));
+	assert_string_equal(got, "5,30,50,");
+	committed(store, got, sizeof(got));
+	assert_string_equal(got, "5,30,");
+	assert_int_equal(ckpt_verify(old, false, &(struct dt_err){ 0 }), 0);
+	assert_int_equal(ckpt_verify(newer, false, &(struct dt_err){ 0 }), 0);
+	free(newer);
+	free(old);
+	free(store);
 	free(dir);
 }
 
@@ -1857,6 +1913,7 @@ int main(void)
 		cmocka_unit_test(test_crc32),
 		cmocka_unit_test(test_big_shard),
 		cmocka_unit_test(test_retention),
+		cmocka_unit_test(test_retention_links),
 		cmocka_unit_test(test_same_step_twice),
 		cmocka_unit_test(test_reproducible),
 		cmocka_unit_test(test_clean_tmp),

@@ -212,7 +212,9 @@ pass "a failed save where its step stands already (a fallback; resume \"never\")
 # At a save's tmp name, at the name an earlier commit of a step goes aside
 # under, at a step's own name and at latest, all pointing at files that are
 # not the run's: the saves (two writers, pipeline 2) neither write nor
-# remove anything through them, and commit real directories.
+# remove anything through them, and commit real directories; the link at
+# step-00000020 is the user's (a checkpoint linked in): the final save of
+# step 20 is refused naming it (exit 1), the link left as it was.
 # checkpoint.resume "never": a link at step-N planted before the start is
 # read as a checkpoint (damaged: it would stop the run, as below)
 spec planted 1 2 --set train.max_steps=20 --set checkpoint.every_steps=10
@@ -225,17 +227,17 @@ ln -s "$victim" "$T/planted/checkpoints/.step-00000010.tmp"
 ln -s "$victim" "$T/planted/checkpoints/.step-00000020.old.tmp"
 ln -s "$victim" "$T/planted/checkpoints/step-00000020"
 ln -s "$victim/other" "$T/planted/checkpoints/latest"
-run planted 0
+run planted 1
+must_contain "$T/planted.out" "checkpoint at step 20 not saved: $T/planted/checkpoints/step-00000020: cannot commit: a symbolic link stands under this step's name (a checkpoint linked here?), which this save leaves alone (hint: move it out of $T/planted/checkpoints)"
 (cd "$victim" && md5sum -c --quiet "$T/victim.md5") || fail "planted links: a file of their target changed"
 [ "$(ls "$victim" | wc -l)" -eq 5 ] || { ls -la "$victim"; fail "planted links: files added to or removed from their target"; }
-for s in 10 20; do
-	[ -d "$T/planted/checkpoints/step-000000$s" ] && [ ! -L "$T/planted/checkpoints/step-000000$s" ] ||
-		{ ls -la "$T/planted/checkpoints"; fail "planted links: step $s is not a directory of its own"; }
-	"$CKPT" verify "$T/planted/checkpoints/step-000000$s" >/dev/null || fail "planted links: step $s does not verify"
-done
-[ "$(readlink "$T/planted/checkpoints/latest")" = step-00000020 ] || fail "planted links: latest does not name step-00000020"
+[ -d "$T/planted/checkpoints/step-00000010" ] && [ ! -L "$T/planted/checkpoints/step-00000010" ] ||
+	{ ls -la "$T/planted/checkpoints"; fail "planted links: step 10 is not a directory of its own"; }
+"$CKPT" verify "$T/planted/checkpoints/step-00000010" >/dev/null || fail "planted links: step 10 does not verify"
+[ "$(readlink "$T/planted/checkpoints/step-00000020")" = "$victim" ] || { ls -la "$T/planted/checkpoints"; fail "planted links: the link at step-00000020 was not left as it was"; }
+[ "$(readlink "$T/planted/checkpoints/latest")" = step-00000010 ] || fail "planted links: latest does not name step-00000010"
 ls -a "$T/planted/checkpoints" | grep -q '\.tmp$' && { ls -la "$T/planted/checkpoints"; fail "planted links: left behind"; }
-pass "links planted at a save's names: their target untouched, real checkpoints committed, latest replaced"
+pass "links planted at a save's names: their target untouched, real checkpoints committed, latest replaced, a link at step-N refused and left alone"
 
 # --- the checkpoint directory itself replaced by a link mid-run, and at a restart ---
 # A foreign tree holding step-* entries (a checkpoint-like directory, a
