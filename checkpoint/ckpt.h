@@ -484,6 +484,13 @@ int ckpt_manifest_read(const char *ckpt, struct ckpt_manifest *m, struct dt_err 
  * step-12) are not checkpoints and are left out. A missing dir gives
  * n = 0 and 0. */
 int ckpt_list(const char *dir, int64_t **steps, int *n, struct dt_err *err);
+/* The entries of dir that ckpt_list leaves out but a user may take for
+ * checkpoints: step-<digits> not as ckpt_step_name writes it (step-12,
+ * step-000000012). A line for each into notes ("DIR/NAME is not a
+ * checkpoint name dtrain writes (step-<8 digits>): left alone"), for a
+ * caller that would otherwise start afresh without a word; returns their
+ * number (0 when dir cannot be listed: ckpt_list says why). */
+int ckpt_list_strays(const char *dir, struct dt_err *notes);
 
 /* --- verifying --- */
 

@@ -202,6 +202,39 @@ int ckpt_list(const char *dir, int64_t **steps, int *n, struct dt_err *err)
 	return 0;
 }
 
+/* step-<digits> that is not step_of()'s: a name a user may take for a
+ * checkpoint dtrain wrote (step-12, step-000000012). */
+static bool stray_name(const char *name)
+{
+	const char *p = name + 5;
+
+	if (strncmp(name, "step-", 5) != 0 || !*p || step_of(name) >= 0)
+		return false;
+	for (; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
+int ckpt_list_strays(const char *dir, struct dt_err *notes)
+{
+	struct dirent *e;
+	DIR *d = opendir(dir);
+	int count = 0;
+
+	if (!d)
+		return 0; /* ckpt_list says why */
+	while ((e = readdir(d)) != NULL) {
+		if (!stray_name(e->d_name))
+			continue;
+		dt_err_add(notes, "%s/%s is not a checkpoint name dtrain writes (step-<8 digits>): left alone",
+			   dir, e->d_name);
+		count++;
+	}
+	closedir(d);
+	return count;
+}
+
 /* --- verifying --- */
 
 /* A name the manifest parser would accept: plain, no directory part. */

@@ -105,6 +105,25 @@ static int verify_spread(struct rt_ckpt *c, const char *path, struct ckpt_manife
 	return 0;
 }
 
+/* Rank 0: a line on stderr for each entry of dir that looks like a
+ * checkpoint but is not listed (step-12): a run that starts afresh beside
+ * it says why it did not resume from it. */
+static void note_strays(const char *dir)
+{
+	struct dt_err notes = { 0 };
+	const char *s, *nl;
+
+	if (!ckpt_list_strays(dir, &notes))
+		return;
+	for (s = notes.msg; *s; s = *nl ? nl + 1 : nl) {
+		nl = strchr(s, '\n');
+		if (!nl)
+			nl = s + strlen(s);
+		fprintf(stderr, "dtrain-run: note: %.*s\n", (int)(nl - s), s);
+	}
+	fflush(stderr);
+}
+
 /* Picks the checkpoint to resume from: the newest valid one under dir
  * (with fallback); *found = false when none. Collective. */
 int rt__ckpt_newest_valid(struct rt_ckpt *c, const char *dir, struct ckpt_manifest *m, char *out,
@@ -120,6 +139,8 @@ int rt__ckpt_newest_valid(struct rt_ckpt *c, const char *dir, struct ckpt_manife
 	 * directory it cannot list, or a step-<8 digits> entry that is no
 	 * checkpoint (a file, a dangling link), stops every rank (-1): a
 	 * fresh start would save over what stands there */
+	if (c->g->rank == 0)
+		note_strays(dir);
 	if (c->g->rank == 0 && ckpt_list(dir, &steps, &n, &e)) {
 		dt_err_add(err, "%s", e.msg);
 		dt_err_add(err, "%s: not starting afresh over it (checkpoint.resume \"never\" starts from step 0 anyway)",

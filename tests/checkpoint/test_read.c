@@ -1097,6 +1097,44 @@ static void test_list_entries(void **state)
 	free(dir);
 }
 
+/* Names ckpt_list leaves out that a user may take for checkpoints
+ * (step-<digits>, not 8 of them as ckpt_step_name writes): a line each,
+ * naming it, for dtrain-run's note at resume; other names are not noted. */
+static void test_list_strays(void **state)
+{
+	static const char *const strays[] = { "step-12", "step-000000012", "step-0" };
+	static const char *const others[] = { "step-00000012", "step-x", "step-12.bak", "step-",
+					      ".step-00000012.tmp", "latest", "stepping-12" };
+	struct dt_err notes = { 0 };
+	char *dir = path_of("strays"), path[4200], line[4400];
+	size_t i;
+
+	(void)state;
+	dt_remove_tree(dir);
+	assert_int_equal(ckpt_list_strays(dir, &notes), 0); /* not there */
+	for (i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, others[i]);
+		assert_int_equal(dt_mkdirs(path, 0755), 0);
+	}
+	assert_int_equal(ckpt_list_strays(dir, &notes), 0);
+	assert_int_equal(notes.count, 0);
+	for (i = 0; i < sizeof(strays) / sizeof(strays[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, strays[i]);
+		if (i == 2)
+			tu_write_path(path, "x", 0644); /* a file: noted as well */
+		else
+			assert_int_equal(dt_mkdirs(path, 0755), 0);
+	}
+	assert_int_equal(ckpt_list_strays(dir, &notes), 3);
+	assert_int_equal(notes.count, 3);
+	for (i = 0; i < sizeof(strays) / sizeof(strays[0]); i++) {
+		snprintf(line, sizeof(line), "%s/%s is not a checkpoint name dtrain writes (step-<8 digits>): left alone",
+			 dir, strays[i]);
+		assert_true(tu_has(&notes, line));
+	}
+	free(dir);
+}
+
 static void test_find_latest(void **state)
 {
 	struct dt_err err = { 0 }, warn = { 0 };
@@ -1600,6 +1638,7 @@ int main(void)
 		cmocka_unit_test(test_manifest_too_large),
 		cmocka_unit_test(test_find_latest),
 		cmocka_unit_test(test_list_entries),
+		cmocka_unit_test(test_list_strays),
 		cmocka_unit_test(test_hostile_shapes),
 		cmocka_unit_test(test_hostile_types),
 		cmocka_unit_test(test_hostile_missing_dataset),

@@ -285,8 +285,13 @@ pass "checkpoints/ replaced by a link mid-run: later saves and retention stay in
 # (read through the link, its target untouched); a regular file named
 # step-N stops the run (exit 3) naming it, instead of a fresh start that
 # would save over it.
+# A hand-made step-12 beside them is no checkpoint name dtrain writes: the
+# run starts afresh, saying so, and leaves it alone.
 spec seed 1 2 --set train.max_steps=20 --set checkpoint.every_steps=20
+mkdir -p "$T/seed/checkpoints/step-12"
 run seed 0
+must_contain "$T/seed.out" "dtrain-run: note: $T/seed/checkpoints/step-12 is not a checkpoint name dtrain writes (step-<8 digits>): left alone"
+[ -d "$T/seed/checkpoints/step-12" ] || fail "seed: step-12 was not left alone"
 spec linked 1 2 --set train.max_steps=25 --set checkpoint.every_steps=5
 mkdir -p "$T/linked/checkpoints" "$T/store"
 cp -r "$T/seed/checkpoints/step-00000020" "$T/store/"
