@@ -298,10 +298,15 @@ int rt__ckpt_init_from(struct rt_ckpt *c, struct ckpt_manifest *m, struct dt_err
 
 	if (!take)
 		return dt_err_add(err, "rank %d: out of memory", c->g->rank), -ENOMEM;
-	rc = rt__ckpt_named_point(c, c->s->checkpoint.init_from, "checkpoint.init_from", m, path,
-				  sizeof(path), &found, err);
-	if (rc && c->g->rank == 0 && foreign_weights(c->s->checkpoint.init_from))
-		say_import(c->s->checkpoint.init_from, err);
+	/* another program's weights first, as rt_check_init_from does: the
+	 * search for a checkpoint there would only say that there is none;
+	 * rank 0 looks, every rank agrees */
+	rc = c->g->rank == 0 && foreign_weights(c->s->checkpoint.init_from) ?
+		     say_import(c->s->checkpoint.init_from, &e) : 0;
+	rc = rt__ckpt_agreed(rc, &e, err);
+	if (!rc)
+		rc = rt__ckpt_named_point(c, c->s->checkpoint.init_from, "checkpoint.init_from", m,
+					  path, sizeof(path), &found, err);
 	if (!rc) {
 		rc = c->model_tensors ? fresh_names(c->s, c->model_tensors, c->n_model_tensors, &e) : 0;
 		if (!rc)

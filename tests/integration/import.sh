@@ -225,6 +225,9 @@ must_contain "$T/err" "dtrain-ckpt import $T/gpt2.bin DIR"
 spec hfdir --set train.max_steps=2 --set checkpoint.init_from="$T/hf"
 ! ft hfdir || fail "init_from a Hugging Face directory started"
 must_contain "$T/hfdir.out" "checkpoint.init_from: $T/hf: another program's weights"
+# said first and alone: no search for a checkpoint there before it
+must_not_contain "$T/hfdir.out" "no MANIFEST.json"
+must_not_contain "$T/hfdir.out" "no valid checkpoint there"
 spec fresh2 --set train.max_steps=1 --set 'checkpoint.init_fresh=["transformer.ln_f.bias"]'
 ft fresh2 || { cat "$T/fresh2.out"; fail "init_fresh of a tensor the source has"; }
 must_contain "$T/fresh2.out" "28 tensors taken, 1 kept fresh"
