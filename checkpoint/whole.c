@@ -64,8 +64,8 @@ int ckpt_write_whole(const char *dir, const struct ckpt_meta *meta,
 		rc = ckpt_tokenizer_write(&t, tok, files + 2, err);
 	if (!rc)
 		rc = ckpt_commit(&d, &t, meta, tensors, n, files, tok ? 4 : 2, 1000, &committed, err);
-	else
-		dt_remove_tree_at(d.fd, strrchr(tmp, '/') + 1);
+	else /* only the directory made and held, never one swapped in */
+		ckpt_tmp_remove(&d, &t);
 out:
 	if (t.fd >= 0)
 		close(t.fd);
