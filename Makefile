@@ -1,34 +1,42 @@
 # dtrain: the two commands, and a few helpers, over CMake.
 # `make help` prints this block.
 #
-#   make demo        install what is missing, build, run the example job on
-#                    the local Slurm cluster (started when none is configured)
+#   make demo        install what the demo needs, build, run the example job
+#                    on the local Slurm cluster (started when none is
+#                    configured)
 #   make demo-gpt    the same with the GPT example (jobs/gpt-tiny-2x2.json)
-#   make test        install what is missing, build, run every test (also
-#                    under AddressSanitizer + UBSan, in a CPU-only build; the
-#                    Release configuration is compiled too)
+#   make test        install what is missing, the test tools too, build, run
+#                    every test (also under AddressSanitizer + UBSan, in a
+#                    CPU-only build; the Release configuration is compiled too)
 #   make test-fast   the unit tests of the normal build only (no cluster)
 #   make build       configure and build into build/ (warnings are errors)
-#   make bench       dtrain against its peers (PyTorch, OpenBLAS, MPI, dd,
-#                    srun): one table, also as JSON (bench/README.md)
+#   make bench       install the peers too, build, measure dtrain against its
+#                    peers (PyTorch, OpenBLAS, MPI, dd, srun): one table, also
+#                    as JSON (bench/README.md)
 #   make bench-checkpoint  checkpoint write bandwidth against dd, async stall,
 #                    load (checkpoint/README.md)
 #   make gpu-bundle  the GPU device check's archive (runtime/gpu/README.md)
 #   make cluster-up | cluster-down | cluster-status
 #                    the local Slurm cluster of build/cluster (site/cluster.sh)
 #   make install     install the programs and libdtrain (PREFIX, /usr/local)
-#   make deps        install the Debian packages (site/install-deps.sh: root;
-#                    idempotent)
+#   make deps        install the Debian packages of site/deps.list for the
+#                    purposes of the goals named with it: the demo's always,
+#                    the test tools for test, the peers for bench
+#                    (site/install-deps.sh: root; idempotent; DEPS_FOR=test
+#                    adds the test tools)
 #   make clean       stop the local cluster, remove build/
 #
 # Variables: BUILD (build), ASAN_BUILD (build/asan), REL_BUILD
-# (build/release), JOBS (the cores), PREFIX (/usr/local).
+# (build/release), JOBS (the cores), PREFIX (/usr/local), DEPS_FOR.
 
 BUILD      ?= build
 ASAN_BUILD ?= build/asan
 REL_BUILD  ?= build/release
 JOBS       ?= $(shell nproc)
 PREFIX     ?= /usr/local
+comma      := ,
+DEPS_FOR   ?= demo$(if $(filter test test-fast,$(MAKECMDGOALS)),$(comma)test)$(if \
+              $(filter bench bench-checkpoint,$(MAKECMDGOALS)),$(comma)bench)
 
 .PHONY: all help deps build build-asan build-release gpu-bundle test test-fast demo demo-gpt bench bench-checkpoint cluster-up \
         cluster-down cluster-status install clean
@@ -38,8 +46,9 @@ all: build
 help:
 	@sed -n '1,/^$$/{2d;/^$$/q;s/^# \{0,1\}//;p}' Makefile
 
+# One install for every goal on the command line: one `apt-get update`.
 deps:
-	@bash site/install-deps.sh
+	@bash site/install-deps.sh --for $(DEPS_FOR)
 
 # Development and CI builds treat warnings as errors (DTRAIN_WERROR); a plain
 # `cmake` configure, as users and packagers run it, does not.
@@ -86,7 +95,6 @@ demo-gpt: build
 
 # Every benchmark, alternating dtrain and its peer, one table (bench/README.md).
 bench: build
-	@bash site/install-deps.sh --bench
 	@/usr/bin/python3 bench/run.py $(BUILD)
 
 # Checkpoint write bandwidth against dd, async stall, load (checkpoint/README.md).
