@@ -23,7 +23,7 @@ SEED=${DTRAIN_TEST_SEED:-$(( $(date +%s) % 100000 ))}
 RANDOM=$SEED
 echo "random choices: DTRAIN_TEST_SEED=$SEED"
 for t in h5ls h5dump h5diff python3; do
-	command -v $t >/dev/null || fail "$t is missing (site/install-deps.sh installs hdf5-tools)"
+	command -v $t >/dev/null || fail "$t is missing (site/install-deps.sh --for test installs hdf5-tools)"
 done
 
 # --- a run that saves every 4 steps and keeps 2 ---

@@ -8,7 +8,7 @@
 # layers' inputs rounded to bf16 alike, within the bound gpt_torch.py derives.
 . "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3 # Debian's, with python3-torch and python3-h5py (site/deps.list)
-$PY -c 'import torch, h5py' 2>"$T/py.err" || { cat "$T/py.err"; fail "$PY lacks torch or h5py (make deps installs python3-torch and python3-h5py)"; }
+$PY -c 'import torch, h5py' 2>"$T/py.err" || { cat "$T/py.err"; fail "$PY lacks torch or h5py (site/install-deps.sh --for test installs python3-torch and python3-h5py)"; }
 
 "$DTRAIN_BIN/dtrain-data" text /usr/share/games/fortunes/riddles "$T/text" >/dev/null || fail "dtrain-data text"
 cat >"$T/job.json" <<JSON

@@ -23,7 +23,7 @@
 PY=/usr/bin/python3 # Debian's, with python3-torch and python3-h5py (site/deps.list)
 TP=$DTRAIN_SOURCE_DIR/tests/integration/import_torch.py
 CKPT=$DTRAIN_BIN/dtrain-ckpt
-$PY -c 'import torch, h5py' 2>"$T/py.err" || { cat "$T/py.err"; fail "$PY lacks torch or h5py (make deps installs python3-torch and python3-h5py)"; }
+$PY -c 'import torch, h5py' 2>"$T/py.err" || { cat "$T/py.err"; fail "$PY lacks torch or h5py (site/install-deps.sh --for test installs python3-torch and python3-h5py)"; }
 
 $PY "$TP" write "$T" || fail "import_torch.py write"
 "$DTRAIN_BIN/dtrain-data" text /usr/share/games/fortunes/riddles "$T/text" >/dev/null || fail "dtrain-data text"

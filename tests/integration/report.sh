@@ -20,7 +20,7 @@
 . "$(dirname "$0")/lib.sh"
 
 # the browser: Debian's chromium (site/deps.list), headless
-command -v chromium >/dev/null || fail "chromium not found: the report is checked in a real browser; hint: make deps installs it (site/deps.list)"
+command -v chromium >/dev/null || fail "chromium not found: the report is checked in a real browser; hint: site/install-deps.sh --for test installs it (site/deps.list)"
 SHOTS=${DTRAIN_BUILD_DIR:-$T}
 
 # --- the runs ---
