@@ -400,9 +400,9 @@ def main():
         """target: the least ratio wanted, or with target_is_max the most.
         Every row names the CPU it was measured on and its bf16 support."""
         ok = None if target is None else (ratio < target if target_is_max else ratio >= target)
-        # on a CPU without bf16 instructions PyTorch's peer ran GPT-2 small at
-        # 17.4 tokens/s against 128 on one with them, unexplained yet
-        # (bench/README.md): no ratio against it counts until that is found
+        # on a CPU without bf16 instructions PyTorch's peer has run GPT-2
+        # small 7x slower than on one with them, unexplained yet
+        # (docs/performance.md): no ratio against it counts until that is found
         if not cpu["bf16"] and re.search(r"PyTorch|DDP|torch", what + " " + note):
             ok = None
             note = (note + "; " if note else "") + "unverified: the PyTorch peer on a CPU without bf16 instructions"
@@ -495,9 +495,9 @@ def main():
     # short run of the large MLP, sgemm again, back to back; each triplet's
     # ratio is the step's rate over the mean of its two sgemm, and the row
     # is the median of the ratios. The rounds' medians (the rows below it)
-    # compare a run with peaks measured minutes apart: sgemm on these
-    # shapes measured 87 to 123 GFLOP/s from one run of the bench to the
-    # next, and 70 to 113 a few seconds apart (bench/README.md).
+    # compare a run with peaks measured minutes apart, while the host's
+    # speed moves within seconds (bench/README.md, "How the runs are
+    # interleaved").
     def triplets(n, th, fl):
         shapes = mlp_shapes(MODELS["large"])
         out = []
@@ -622,7 +622,7 @@ def main():
             row("scaling", "  %s MLP against the better synchronous sgemm" % m, ours_q, best, "x",
                 ours_q / best, None, "peer: the better of the two rows above (quartets)")
             # the rows below compare the rounds' runs (each a median of
-            # 3 rounds), as sessions 6-8 did for the row above too
+            # 3 rounds), as the row above did before it took quartets
             ours = per_round(lambda r: rates[two][r] / rates[(m, 1, 1)][r])
             shp = per_round(lambda r: sg[r]["mlp_shapes"][m]["2x1"] / sg[r]["mlp_shapes"][m]["1x1"])
             peer_scale = per_round(lambda r: sg[r]["square_2procs"] / sg[r]["square_1thread"])

@@ -101,7 +101,7 @@ void rt_optim_step(struct rt_optim *o, float *params, const float *grads, size_t
  * rt_scale then rt_optim_step), and each element of grads left zero in the
  * same pass, right after it is read, so that the next step's backward can
  * add to the gradient (sgemm beta 1) with no pass of its own to zero it
- * (OpenBLAS's beta 0 is one: 6-8 % of a step, bench/README.md). For
+ * (OpenBLAS's beta 0 is such a pass over the output). For
  * gradients this replica owns (not the shared slots of runtime/parallel/dp.h); a
  * range is what each replica updates when the replicas of a stage share
  * the arrays; first = 0, n = o->n is the whole stage. step += 1 all the

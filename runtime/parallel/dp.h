@@ -67,11 +67,11 @@
  * when the head is narrow and cut by rows (rt_part_head_rows: each replica
  * computes its own rows' logits, loss and head input gradient with no
  * barrier in between). On a machine whose cores stall now and then, every
- * barrier makes both replicas wait for the stalled one (bench/README.md).
+ * barrier makes both replicas wait for the stalled one (docs/performance.md).
  * Against "shared": no gradient slots and no sum (each weight's gradient
  * is made whole, once), and every product keeps the node's batch: with
  * half the rows each, data parallelism streams all the weights for half
- * the work (bench/README.md). It needs the stage to be the whole model,
+ * the work (docs/performance.md). It needs the stage to be the whole model,
  * and every rank of a node to run in step (a barrier per layer).
  *
  * Results "shared": with L = 2 the sum of two slots is bitwise MPI's sum (one

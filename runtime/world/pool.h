@@ -5,9 +5,8 @@
  *
  * Why not OpenMP: between two parallel loops, libgomp's idle threads spin
  * (OMP_WAIT_POLICY, read once when the library loads), and OpenBLAS's
- * threads want the same cores for the next matrix product right then. On 2
- * cores that halved the small MLP's rate with 2 threads (8.1k against 17.3k
- * samples/s with OMP_WAIT_POLICY=passive, bench/README.md). These workers
+ * threads want the same cores for the next matrix product right then: on 2
+ * cores that halved the small MLP's rate with 2 threads. These workers
  * sleep on a condition variable as soon as a loop is done.
  *
  * rt_pool_for(p, n, fn, ctx) runs fn(ctx, i) for every i in [0, n), spread
@@ -24,9 +23,9 @@
  * Between loops the workers sleep, unless rt_pool_spin() is on: then they
  * first poll for the next loop for up to RT_POOL_SPIN_S, and the caller
  * polls for the end of a loop the same way. A step of a small model cut
- * between threads has 2 loops (the gang, the update), and polling took the
- * gang's rate on the bench's small MLP from 14-22 k to 19-28 k samples/s
- * (bench/README.md): a worker woken from its sleep starts late. Only for
+ * between threads has 2 loops (the gang, the update), and polling raised
+ * the gang's rate on the bench's small MLP by about a quarter: a worker
+ * woken from its sleep starts late. Only for
  * threads that own their cores: with OpenBLAS's own threads running the
  * products (parallel.threads "blas"), a polling worker would take the core
  * one of them needs.
