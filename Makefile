@@ -14,7 +14,7 @@
 #                    peers (PyTorch, OpenBLAS, MPI, dd, srun): one table, also
 #                    as JSON (bench/README.md)
 #   make bench-checkpoint  checkpoint write bandwidth against dd, async stall,
-#                    load (checkpoint/README.md)
+#                    load (docs/performance.md)
 #   make gpu-bundle  the GPU device check's archive (runtime/gpu/README.md)
 #   make cluster-up | cluster-down | cluster-status
 #                    the local Slurm cluster of build/cluster (site/cluster.sh)
@@ -97,7 +97,7 @@ demo-gpt: build
 bench: build
 	@/usr/bin/python3 bench/run.py $(BUILD)
 
-# Checkpoint write bandwidth against dd, async stall, load (checkpoint/README.md).
+# Checkpoint write bandwidth against dd, async stall, load (docs/performance.md).
 bench-checkpoint: build
 	@bash bench/checkpoint.sh $(BUILD)
 

@@ -35,7 +35,7 @@
  * <dir>/latest is a symlink to the newest committed checkpoint's name (for
  * people; resume never trusts it, it checks every file).
  *
- * Commit protocol (checkpoint/README.md has the full story):
+ * Commit protocol (docs/checkpoints.md, "How a save is committed", has the full story):
  *   0. one rank makes <dir>/.step-<8 digits>.tmp afresh (ckpt_tmp_make);
  *   1. files are written into it, each made new and fsynced;
  *   2. the sizes and checksums are gathered by one rank, which writes
@@ -211,7 +211,7 @@ void ckpt_piece_name(int stage, int piece, char *out, size_t size);
  * or removes is reached relative to fd (openat, mkdirat, renameat,
  * unlinkat, never following a link), so that the directory opened is the
  * one written, whatever is planted at its path later (a link to another
- * directory: checkpoint/README.md, "Symbolic links"); path then names it in
+ * directory: docs/checkpoints.md, "Symbolic links"); path then names it in
  * messages only. With fd -1, path is opened at each call instead: a
  * checkpoint directory as given, a tmp directory without following a link
  * at its last component (one-shot callers: tools, tests). The caller owns

@@ -96,7 +96,7 @@ int ckpt__write_meta_attrs(hid_t loc, const struct ckpt_meta *meta, const char *
 			   struct dt_err *err);
 
 /* MANIFEST.json text for meta, tensors and files (schema:
- * checkpoint/README.md). */
+ * docs/checkpoints.md, "MANIFEST.json"). */
 int ckpt__manifest_emit(const struct ckpt_meta *meta, const struct ckpt_tensor *tensors,
 			int n_tensors, const struct ckpt_file *files, int n_files,
 			struct dt_buf *out);

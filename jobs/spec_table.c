@@ -51,7 +51,7 @@ static const struct spec_field fields[] = {
 
 	/* --- environment and set-up --- */
 	{ "env", SPEC_STRMAP, F(env), "{}", 0, 4096, 0, 256, NULL, SPEC_F_TEXT,
-	  "environment variables for every rank; values are exported verbatim, never run. LD_*, PATH, SLURM_*, SBATCH_*, BASH_ENV, ENV and DTRAIN_FAULT_* change how the job starts and are refused unless the site's env_allow names them (site/README.md)" },
+	  "environment variables for every rank; values are exported verbatim, never run. LD_*, PATH, SLURM_*, SBATCH_*, BASH_ENV, ENV and DTRAIN_FAULT_* change how the job starts and are refused unless the site's env_allow names them (docs/site-admin.md)" },
 	{ "setup", SPEC_STRLIST, F(setup), "[]", 0, 4096, 0, 256, NULL, SPEC_F_SHELL,
 	  "shell lines run by the batch script before the ranks start (the only field that is shell code)" },
 
@@ -147,7 +147,7 @@ static const struct spec_field fields[] = {
 
 	/* --- checkpoints --- */
 	{ "checkpoint.every_steps", SPEC_INT, F(checkpoint.every_steps), "0", 0, BIG, 0, 0, NULL, SPEC_F_AUTO,
-	  "save every this many steps; 0: only at the end and on preemption; \"auto\": at Young/Daly's interval sqrt(2 C M), C a save's measured cost to training, M checkpoint.mtbi_seconds refined by this run's interruptions (checkpoint/README.md)" },
+	  "save every this many steps; 0: only at the end and on preemption; \"auto\": at Young/Daly's interval sqrt(2 C M), C a save's measured cost to training, M checkpoint.mtbi_seconds refined by this run's interruptions (docs/recovery.md)" },
 	{ "checkpoint.mtbi_seconds", SPEC_NUM, F(checkpoint.mtbi_seconds), "86400", 60, 1e9, 0, 0, NULL, 0,
 	  "mean time between interruptions (preemptions, failures) of the run's partition, in seconds, for every_steps \"auto\"; a site declares it in its defaults" },
 	{ "checkpoint.keep", SPEC_INT, F(checkpoint.keep), "3", 1, 1000, 0, 0, NULL, 0,

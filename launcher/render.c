@@ -384,7 +384,7 @@ static void render_shell_locks(struct render *r)
 	if (!any)
 		return;
 	put(r, "# --- the site's locked variables: none from the submitting shell ---\n"
-	       "dtrain_locked() { # NAME: 0 when the site locks it (site/README.md)\n"
+	       "dtrain_locked() { # NAME: 0 when the site locks it (docs/site-admin.md)\n"
 	       "\tcase $1 in SLURM_* | SLURMD_*) return 1 ;; esac\n");
 	put_case(r, locked, true, false, "return 0");
 	put_case(r, &r->site->env_allow, false, false, "return 1");

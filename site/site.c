@@ -109,7 +109,7 @@ static bool env_name_or_prefix(const char *p, bool pattern_ok)
 }
 
 /* A locked entry must name a job-spec key, a section of them, env.NAME, or
- * be one of the patterns site/README.md defines: env.* and env.PREFIX*. */
+ * be one of the patterns docs/site-admin.md defines: env.* and env.PREFIX*. */
 static int check_lock_path(const char *file, size_t idx, const char *p, struct dt_err *err)
 {
 	size_t n, i, len = strlen(p);
@@ -174,7 +174,7 @@ static int walk_site(const char *file, json_object *obj, const char *prefix,
 			if (hint)
 				rc = dt_err_add(err, "%s: %s: unknown key; did you mean \"%s\"?", file, full, hint);
 			else
-				rc = dt_err_add(err, "%s: %s: unknown key (see site/README.md)", file, full);
+				rc = dt_err_add(err, "%s: %s: unknown key (see docs/site-admin.md)", file, full);
 			continue;
 		}
 		if (spec_field_set(f, val, out, file, "", err))

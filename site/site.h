@@ -17,7 +17,7 @@
  *
  * These locks are guard rails for dtrain's own jobs: a user can still run
  * sbatch by hand. What must hold against anyone is Slurm's: accounts,
- * QOS, partition limits (site/README.md).
+ * QOS, partition limits (docs/site-admin.md).
  */
 #ifndef DTRAIN_SITE_SITE_H
 #define DTRAIN_SITE_SITE_H

@@ -1037,8 +1037,8 @@ static void test_manifest_too_large(void **state)
 
 /* --- finding the latest --- */
 
-/* What stands under a checkpoint's name (checkpoint/README.md, "Links
- * and other entries"): a symbolic link to a checkpoint directory (a
+/* What stands under a checkpoint's name (docs/checkpoints.md, "How a
+ * save is committed"): a symbolic link to a checkpoint directory (a
  * data-versioning tree) is listed, found and verified through the link;
  * a regular file, a dangling link or a link to a file is an error naming
  * it, never skipped (a run would start afresh and save over it). */

@@ -12,7 +12,7 @@
 # say which nodes and layout each start had and why n2 was left out.
 # Another layout sums each step's gradients in another order; tanh keeps
 # those float differences near 1e-7 (ReLU's kinks amplify them past 1e-5
-# within a few hundred steps: checkpoint/README.md, Resume).
+# within a few hundred steps: docs/checkpoints.md, "Resume").
 . "$(dirname "$0")/lib.sh"
 : "${SLURM_CONF:?needs the local cluster}"
 [ "$(id -u)" -eq 0 ] || { echo "skipped: killing a node's slurmd needs root"; exit 77; }
