@@ -14,7 +14,7 @@
  *
  * Sections: the save, cancel.
  */
-#include "launcher/launch.h"
+#include "launcher/cli.h"
 #include "launcher/internal.h"
 #include "base/clock.h"
 #include "base/buf.h"

@@ -8,7 +8,7 @@
  *
  * Sections: help texts, option table, parser.
  */
-#include "launcher/launch.h"
+#include "launcher/cli.h"
 #include "base/str.h"
 
 #include <errno.h>

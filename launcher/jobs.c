@@ -10,7 +10,7 @@
  *
  * Sections: progress, status table, status of one job, logs.
  */
-#include "launcher/launch.h"
+#include "launcher/cli.h"
 
 #include "base/heartbeat.h"
 #include "launcher/internal.h"

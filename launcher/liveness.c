@@ -1,10 +1,10 @@
 /*
  * liveness.c - whether a running job still makes progress, for
- * `dtrain-submit status` (launch.h): read from the heartbeat file of each
+ * `dtrain-submit status` (cli.h): read from the heartbeat file of each
  * rank (base/heartbeat.h), which every rank's watchdog rewrites every
  * second or so.
  */
-#include "launcher/launch.h"
+#include "launcher/cli.h"
 
 #include <errno.h>
 #include <stdio.h>

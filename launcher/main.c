@@ -3,7 +3,7 @@
  * result into an exit code (base/err.h). Every problem is printed as
  * "dtrain-submit: <line>" on stderr.
  */
-#include "launcher/launch.h"
+#include "launcher/cli.h"
 
 #include "base/cli.h"
 

@@ -1,6 +1,6 @@
 /*
  * progress.c - a job's training progress for `dtrain-submit status`, from
- * the metrics.jsonl that dtrain-run appends to (the format is in launch.h).
+ * the metrics.jsonl that dtrain-run appends to (the format is in cli.h).
  *
  * The file grows by one line per logged step for the whole run, so it is
  * read backwards from its end in chunks, newest line first, and the scan
@@ -9,7 +9,7 @@
  *
  * Sections: reading, one line, backward scan, head, formatting.
  */
-#include "launcher/launch.h"
+#include "launcher/cli.h"
 #include "launcher/internal.h"
 
 #include <errno.h>

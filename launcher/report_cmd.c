@@ -9,7 +9,7 @@
  *
  * Sections: the run dir, the command.
  */
-#include "launcher/launch.h"
+#include "launcher/cli.h"
 
 #include "base/io.h"
 #include "base/path.h"

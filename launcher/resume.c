@@ -20,7 +20,7 @@
  * resume. (The command
  * is submit's: launch_cmd_submit.)
  */
-#include "launcher/launch.h"
+#include "launcher/cli.h"
 #include "launcher/internal.h"
 #include "base/io.h"
 #include "base/json.h"

@@ -3,7 +3,7 @@
  * then submit a new run (submit.c) or continue one (resume.c), and print
  * what happened.
  */
-#include "launcher/launch.h"
+#include "launcher/cli.h"
 #include "launcher/internal.h"
 
 #include <stdbool.h>

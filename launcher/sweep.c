@@ -16,7 +16,7 @@
  *
  * Sections: grids, tasks, the array's script, the sweep dir, the command.
  */
-#include "launcher/launch.h"
+#include "launcher/cli.h"
 #include "launcher/internal.h"
 #include "base/io.h"
 #include "base/str.h"

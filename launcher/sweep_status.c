@@ -9,7 +9,7 @@
  *
  * Sections: the table, status SWEEP, a sweep's row in all jobs' status.
  */
-#include "launcher/launch.h"
+#include "launcher/cli.h"
 #include "launcher/internal.h"
 #include "base/io.h"
 #include "base/str.h"

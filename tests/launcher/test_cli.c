@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "launcher/launch.h"
+#include "launcher/cli.h"
 
 #define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "base/heartbeat.h"
-#include "launcher/launch.h"
+#include "launcher/cli.h"
 #include "tests/testutil.h"
 
 static char run_dir[512];

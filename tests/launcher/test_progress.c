@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "launcher/launch.h"
+#include "launcher/cli.h"
 #include "base/err.h"
 #include "base/buf.h"
 #include "tests/testutil.h"

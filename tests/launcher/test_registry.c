@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "launcher/launch.h"
+#include "launcher/cli.h"
 #include "tests/testutil.h"
 #include "base/clock.h"
 #include "base/err.h"
