@@ -20,7 +20,7 @@
 
 #include "base/cli.h"
 #include "checkpoint/ckpt.h"
-#include "runtime/cmd/device.h"
+#include "runtime/train/device.h"
 #include "runtime/model/device.h"
 #include "runtime/train/checkpointing.h"
 #include "runtime/data/data.h"

@@ -27,7 +27,7 @@
 #include "runtime/world/agree.h"
 #include "runtime/world/bootstrap.h"
 #include "runtime/train/checkpointing.h"
-#include "runtime/cmd/device.h"
+#include "runtime/train/device.h"
 #include "runtime/world/grid.h"
 #include "runtime/world/preempt.h"
 #include "runtime/train/train.h"
@@ -105,7 +105,7 @@ struct run {
 	struct rt_proc proc;
 	struct rt_grid grid;
 	struct rt_watchdog wd;
-	struct rt_dev *dev; /* train.device, opened (device.h) */
+	struct rt_dev *dev; /* train.device, opened (train/device.h) */
 	bool mpi_up;   /* MPI_Init succeeded: MPI_Finalize (or MPI_Abort) at the end */
 	bool together; /* every rank fails alike: no MPI_Abort needed */
 	bool data_auto; /* parallel.data was "auto": resolved from the world size */
@@ -255,7 +255,7 @@ static int lay_out(struct run *r)
 	return CONTINUE;
 }
 
-/* NCCL for GPUs of their own (device.h): a failure every rank has is
+/* NCCL for GPUs of their own (train/device.h): a failure every rank has is
  * agreed; one on this rank alone aborts the job (together stays false). */
 static int collectives(struct run *r, struct dt_err *err)
 {

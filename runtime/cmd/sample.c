@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "base/cli.h"
-#include "runtime/cmd/device.h"
+#include "runtime/train/device.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/model/device.h"
 #include "runtime/model/sampling.h"

@@ -13,7 +13,7 @@
  * (rounded to nearest even on the device, as kernels/bf16.h on the CPU)
  * accumulated in float32 (cublasGemmEx, CUBLAS_COMPUTE_32F).
  *
- * Needs no CUDA header: the caller (runtime/cmd/device.c) includes it
+ * Needs no CUDA header: the caller (runtime/train/device.c) includes it
  * under DTRAIN_HAVE_CUDA.
  */
 #ifndef DTRAIN_RUNTIME_GPU_CUDA_DEVICE_H

@@ -300,7 +300,7 @@ double rt__ties_dup_sumsq(const struct trainer *t);
 
 /* Forward of micro-batch m in slot sl: receive or read the input, run the
  * stage, send the output on, or (last stage) add the loss and correct
- * count to the device's loss accumulator (device.h: the caller zeroes and
+ * count to the device's loss accumulator (model/device.h: the caller zeroes and
  * fetches it); keeps the activations for backward when want_grad. */
 int rt__forward_mb(struct trainer *t, struct slot *sl, const struct mb *m, int want_grad);
 /* Backward of micro-batch m in slot sl: receive the output's gradient,

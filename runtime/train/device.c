@@ -2,7 +2,7 @@
  * device.c - opens train.device for this rank (device.h): nothing to do for
  * the CPU; for "cuda", the GPU path of runtime/gpu/ when it was built.
  */
-#include "runtime/cmd/device.h"
+#include "runtime/train/device.h"
 
 #include <errno.h>
 #include <stdio.h>

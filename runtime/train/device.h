@@ -7,8 +7,8 @@
  * rank without a GPU ends the job cleanly instead of training on the CPU or
  * leaving its peers waiting.
  */
-#ifndef DTRAIN_RUNTIME_DEVICE_H
-#define DTRAIN_RUNTIME_DEVICE_H
+#ifndef DTRAIN_RUNTIME_TRAIN_DEVICE_H
+#define DTRAIN_RUNTIME_TRAIN_DEVICE_H
 
 #include "jobs/spec.h"
 #include "runtime/world/bootstrap.h"
