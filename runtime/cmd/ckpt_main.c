@@ -1,6 +1,6 @@
 /*
  * ckpt_main.c - dtrain-ckpt: the checkpoint library's file commands (list,
- * verify, inspect, export to HDF5: checkpoint/cmds.h), the two that run the
+ * verify, inspect, export to HDF5: ckpt_cmds.h), the two that run the
  * checkpoint's model (eval, sample: ckpt_model.h) and the two that know
  * other programs' weights files (import, export --format safetensors:
  * import.h), as one program.
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/cli.h"
-#include "checkpoint/cmds.h"
+#include "runtime/cmd/ckpt_cmds.h"
 #include "runtime/cmd/ckpt_model.h"
 #include "runtime/cmd/import.h"
 

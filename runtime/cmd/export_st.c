@@ -1,6 +1,6 @@
 /*
  * export_st.c - `dtrain-ckpt export`: the checkpoint library's export to
- * one HDF5 file (checkpoint/cmds.c), or with --format safetensors the
+ * one HDF5 file (ckpt_cmds.c), or with --format safetensors the
  * model's parameters as a safetensors file (import.h): a GPT under
  * Hugging Face GPT2LMHeadModel's names with its Conv1D layout, the tied
  * head left out, and its config.json beside the file, so that
@@ -22,7 +22,7 @@
 #include "base/cli.h"
 #include "base/io.h"
 #include "checkpoint/ckpt.h"
-#include "checkpoint/cmds.h"
+#include "runtime/cmd/ckpt_cmds.h"
 #include "checkpoint/safetensors.h"
 #include "runtime/cmd/ckpt_model.h"
 #include "runtime/model/device.h"

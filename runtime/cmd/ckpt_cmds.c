@@ -1,8 +1,8 @@
 /*
- * cmds.c - dtrain-ckpt's file commands: list, verify, inspect and export
- * the checkpoints that dtrain-run writes (format in checkpoint/ckpt.h, guide
- * in checkpoint/README.md). The program itself (runtime/cmd/ckpt_main.c)
- * adds eval and sample, which run the checkpoint's model.
+ * ckpt_cmds.c - dtrain-ckpt's file commands: list, verify, inspect and
+ * export the checkpoints that dtrain-run writes (format in
+ * checkpoint/ckpt.h, guide in checkpoint/README.md). The program itself
+ * (ckpt_main.c) adds eval and sample, which run the checkpoint's model.
  * Each command parses its command line, calls checkpoint/ckpt.h and maps
  * errors to exit codes (base/err.h):
  * 0 success, 1 failure (damaged or missing checkpoint, I/O error), 2 usage
@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "checkpoint/ckpt.h"
-#include "checkpoint/cmds.h"
+#include "runtime/cmd/ckpt_cmds.h"
 #include "jobs/spec.h"
 #include "base/cli.h"
 #include "base/err.h"
