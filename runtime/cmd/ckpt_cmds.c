@@ -28,7 +28,7 @@
 #include "base/cli.h"
 #include "base/err.h"
 
-const char ckpt_usage[] =
+const char rt_ckpt_usage[] =
 	"usage: dtrain-ckpt [--help] [--version] COMMAND [ARGS]\n"
 	"\n"
 	"Lists, checks and converts dtrain checkpoints: directories step-<8 digits>\n"
@@ -613,10 +613,10 @@ out:
 
 /* --- the command table --- */
 
-const struct dt_cmd ckpt_cmds[] = {
+const struct dt_cmd rt_ckpt_cmds[] = {
 	{ "list", cmd_list },
 	{ "verify", cmd_verify },
 	{ "inspect", cmd_inspect },
 	{ "export", cmd_export },
 };
-const size_t ckpt_n_cmds = sizeof(ckpt_cmds) / sizeof(ckpt_cmds[0]);
+const size_t rt_ckpt_n_cmds = sizeof(rt_ckpt_cmds) / sizeof(rt_ckpt_cmds[0]);

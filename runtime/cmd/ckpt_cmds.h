@@ -13,9 +13,9 @@
 #include "base/cli.h"
 
 /* dtrain-ckpt's usage text: every command, its own and the model's */
-extern const char ckpt_usage[];
+extern const char rt_ckpt_usage[];
 /* list, verify, inspect, export; each returns the program's exit code */
-extern const struct dt_cmd ckpt_cmds[];
-extern const size_t ckpt_n_cmds;
+extern const struct dt_cmd rt_ckpt_cmds[];
+extern const size_t rt_ckpt_n_cmds;
 
 #endif

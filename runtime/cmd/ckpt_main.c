@@ -21,11 +21,11 @@ int main(int argc, char **argv)
 	struct dt_cmd cmds[8];
 	size_t i, n = 0;
 
-	for (i = 0; i < ckpt_n_cmds && n < sizeof(cmds) / sizeof(cmds[0]) - 3; i++)
-		cmds[n++] = strcmp(ckpt_cmds[i].name, "export") ? ckpt_cmds[i]
+	for (i = 0; i < rt_ckpt_n_cmds && n < sizeof(cmds) / sizeof(cmds[0]) - 3; i++)
+		cmds[n++] = strcmp(rt_ckpt_cmds[i].name, "export") ? rt_ckpt_cmds[i]
 								: (struct dt_cmd){ "export", rt_cmd_export };
 	cmds[n++] = (struct dt_cmd){ "import", rt_cmd_import };
 	cmds[n++] = (struct dt_cmd){ "eval", rt_cmd_eval };
 	cmds[n++] = (struct dt_cmd){ "sample", rt_cmd_sample };
-	return dt_cli_run("dtrain-ckpt", DTRAIN_VERSION, ckpt_usage, cmds, n, argc, argv);
+	return dt_cli_run("dtrain-ckpt", DTRAIN_VERSION, rt_ckpt_usage, cmds, n, argc, argv);
 }

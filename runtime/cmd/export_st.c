@@ -247,8 +247,8 @@ int rt_cmd_export(int argc, char **argv)
 		h5_argv[h5_argc++] = (char *)"--force";
 	h5_argv[h5_argc] = NULL;
 	optind = 0; /* glibc: the next getopt starts afresh on another argv */
-	for (size_t i = 0; i < ckpt_n_cmds; i++)
-		if (!strcmp(ckpt_cmds[i].name, "export"))
-			return ckpt_cmds[i].run(h5_argc, h5_argv);
+	for (size_t i = 0; i < rt_ckpt_n_cmds; i++)
+		if (!strcmp(rt_ckpt_cmds[i].name, "export"))
+			return rt_ckpt_cmds[i].run(h5_argc, h5_argv);
 	return 1;
 }
