@@ -24,7 +24,7 @@
 #include <json-c/json.h>
 
 
-#define PATH_MAX_LEN 256
+#define SPEC__PATH_MAX 256
 
 /* --- JSON helpers --- */
 
@@ -65,9 +65,9 @@ int spec_json_load(const char *path, json_object **out, struct dt_err *err)
 }
 
 /* The node at a dotted path, or NULL. */
-static json_object *tree_get(json_object *root, const char *path)
+static json_object *spec__tree_get(json_object *root, const char *path)
 {
-	char part[PATH_MAX_LEN];
+	char part[SPEC__PATH_MAX];
 	const char *p = path;
 
 	while (root && *p) {
@@ -88,9 +88,9 @@ static json_object *tree_get(json_object *root, const char *path)
 }
 
 /* Set root[path] = val (taking val's reference), creating objects on the way. */
-static int tree_set(json_object *root, const char *path, json_object *val)
+static int spec__tree_set(json_object *root, const char *path, json_object *val)
 {
-	char part[PATH_MAX_LEN];
+	char part[SPEC__PATH_MAX];
 	const char *p = path;
 
 	for (;;) {
@@ -121,7 +121,7 @@ static int tree_set(json_object *root, const char *path, json_object *val)
 }
 
 /* Overlay src onto dst: objects merge key by key, anything else replaces. */
-static int tree_merge(json_object *dst, json_object *src)
+static int spec__tree_merge(json_object *dst, json_object *src)
 {
 	json_object_object_foreach(src, key, val) {
 		json_object *old = NULL, *copy = NULL;
@@ -129,7 +129,7 @@ static int tree_merge(json_object *dst, json_object *src)
 		if (json_object_object_get_ex(dst, key, &old) &&
 		    json_object_is_type(old, json_type_object) &&
 		    json_object_is_type(val, json_type_object)) {
-			int rc = tree_merge(old, val);
+			int rc = spec__tree_merge(old, val);
 
 			if (rc)
 				return rc;
@@ -147,7 +147,7 @@ static int tree_merge(json_object *dst, json_object *src)
 }
 
 /* A short rendering of a value for "(got ...)"; valid until the next call. */
-static const char *json_short(json_object *v)
+static const char *spec__json_short(json_object *v)
 {
 	static __thread char buf[80];
 	const char *s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
@@ -161,13 +161,13 @@ static const char *json_short(json_object *v)
 /* --- value checks --- */
 
 /* Where a value came from, for messages: "file: path". */
-struct where {
+struct spec__where {
 	const char *label;  /* file name, "--set" or "site.json (defaults)" */
 	const char *prefix; /* shown before the path: "" or "defaults." */
 };
 
-#define WHERE_FMT "%s: %s%s"
-#define WHERE_ARGS(w, path) (w)->label, (w)->prefix, (path)
+#define SPEC__WHERE_FMT "%s: %s%s"
+#define SPEC__WHERE_ARGS(w, path) (w)->label, (w)->prefix, (path)
 
 static bool char_ok(unsigned flags, unsigned char c)
 {
@@ -192,22 +192,22 @@ static const char *charset_doc(unsigned flags)
 	return "control characters such as newlines are not allowed";
 }
 
-static int check_chars(const struct where *w, const char *path, unsigned flags,
+static int spec__check_chars(const struct spec__where *w, const char *path, unsigned flags,
 		       const char *s, struct dt_err *err)
 {
 	const unsigned char *p;
 
 	if ((flags & SPEC_F_NAME) && (s[0] == '-' || s[0] == '.'))
-		return dt_err_add(err, WHERE_FMT ": must not start with '%c' (got \"%s\")",
-				  WHERE_ARGS(w, path), s[0], s);
+		return dt_err_add(err, SPEC__WHERE_FMT ": must not start with '%c' (got \"%s\")",
+				  SPEC__WHERE_ARGS(w, path), s[0], s);
 	for (p = (const unsigned char *)s; *p; p++) {
 		if (char_ok(flags, *p))
 			continue;
 		if (isprint(*p))
-			return dt_err_add(err, WHERE_FMT ": character '%c' not allowed: %s",
-					  WHERE_ARGS(w, path), *p, charset_doc(flags));
-		return dt_err_add(err, WHERE_FMT ": character 0x%02x not allowed: %s",
-				  WHERE_ARGS(w, path), *p, charset_doc(flags));
+			return dt_err_add(err, SPEC__WHERE_FMT ": character '%c' not allowed: %s",
+					  SPEC__WHERE_ARGS(w, path), *p, charset_doc(flags));
+		return dt_err_add(err, SPEC__WHERE_FMT ": character 0x%02x not allowed: %s",
+				  SPEC__WHERE_ARGS(w, path), *p, charset_doc(flags));
 	}
 	return 0;
 }
@@ -249,17 +249,17 @@ static int get_integer(json_object *v, long *out)
 	return -EINVAL;
 }
 
-static int check_number(const struct where *w, const char *path,
+static int check_number(const struct spec__where *w, const char *path,
 			const struct spec_field *f, double x, bool integer,
 			struct dt_err *err)
 {
 	if (x >= f->min && x <= f->max)
 		return 0;
 	if (integer)
-		return dt_err_add(err, WHERE_FMT ": must be between %.0f and %.0f (got %.0f)",
-				  WHERE_ARGS(w, path), f->min, f->max, x);
-	return dt_err_add(err, WHERE_FMT ": must be between %g and %g (got %g)",
-			  WHERE_ARGS(w, path), f->min, f->max, x);
+		return dt_err_add(err, SPEC__WHERE_FMT ": must be between %.0f and %.0f (got %.0f)",
+				  SPEC__WHERE_ARGS(w, path), f->min, f->max, x);
+	return dt_err_add(err, SPEC__WHERE_FMT ": must be between %g and %g (got %g)",
+			  SPEC__WHERE_ARGS(w, path), f->min, f->max, x);
 }
 
 /* --- filling a struct spec from a tree --- */
@@ -309,7 +309,7 @@ static void free_slot(enum spec_type t, void *p)
 	}
 }
 
-static int set_string(const struct where *w, const struct spec_field *f, json_object *v,
+static int set_string(const struct spec__where *w, const struct spec_field *f, json_object *v,
 		      char **dst, struct dt_err *err)
 {
 	const char *s;
@@ -317,27 +317,27 @@ static int set_string(const struct where *w, const struct spec_field *f, json_ob
 	char hint[64];
 
 	if (!json_object_is_type(v, json_type_string))
-		return dt_err_add(err, WHERE_FMT ": expected a string (got %s %s)",
-				  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
+		return dt_err_add(err, SPEC__WHERE_FMT ": expected a string (got %s %s)",
+				  SPEC__WHERE_ARGS(w, f->path), dt_json_kind(v), spec__json_short(v));
 	s = json_object_get_string(v);
 	n = strlen(s);
 	if (n != (size_t)json_object_get_string_len(v))
-		return dt_err_add(err, WHERE_FMT ": contains a NUL character", WHERE_ARGS(w, f->path));
+		return dt_err_add(err, SPEC__WHERE_FMT ": contains a NUL character", SPEC__WHERE_ARGS(w, f->path));
 	if (f->type == SPEC_ENUM) {
 		if (!choice_ok(f->choices, s)) {
 			const char *c = dt_closest_word(f->choices, '|', s, 3, hint, sizeof(hint));
 
 			if (c)
-				return dt_err_add(err, WHERE_FMT ": unknown value \"%s\"; did you mean \"%s\"? (one of %s)",
-						  WHERE_ARGS(w, f->path), s, c, f->choices);
-			return dt_err_add(err, WHERE_FMT ": unknown value \"%s\" (expected one of %s)",
-					  WHERE_ARGS(w, f->path), s, f->choices);
+				return dt_err_add(err, SPEC__WHERE_FMT ": unknown value \"%s\"; did you mean \"%s\"? (one of %s)",
+						  SPEC__WHERE_ARGS(w, f->path), s, c, f->choices);
+			return dt_err_add(err, SPEC__WHERE_FMT ": unknown value \"%s\" (expected one of %s)",
+					  SPEC__WHERE_ARGS(w, f->path), s, f->choices);
 		}
 	} else {
 		if (n < (size_t)f->min || n > (size_t)f->max)
-			return dt_err_add(err, WHERE_FMT ": length must be between %.0f and %.0f characters (got %zu)",
-					  WHERE_ARGS(w, f->path), f->min, f->max, n);
-		if (check_chars(w, f->path, f->flags, s, err))
+			return dt_err_add(err, SPEC__WHERE_FMT ": length must be between %.0f and %.0f characters (got %zu)",
+					  SPEC__WHERE_ARGS(w, f->path), f->min, f->max, n);
+		if (spec__check_chars(w, f->path, f->flags, s, err))
 			return -EINVAL;
 	}
 	*dst = strdup(s);
@@ -346,10 +346,10 @@ static int set_string(const struct where *w, const struct spec_field *f, json_ob
 
 /* The items of an integer list; every bad item is reported, not only the
  * first. */
-static int set_ints(const struct where *w, const struct spec_field *f, json_object *v,
+static int set_ints(const struct spec__where *w, const struct spec_field *f, json_object *v,
 		    size_t n, struct spec_ints *l, struct dt_err *err)
 {
-	char ipath[PATH_MAX_LEN + 16];
+	char ipath[SPEC__PATH_MAX + 16];
 	size_t i;
 	int rc = 0;
 
@@ -361,8 +361,8 @@ static int set_ints(const struct where *w, const struct spec_field *f, json_obje
 
 		snprintf(ipath, sizeof(ipath), "%s[%zu]", f->path, i);
 		if (get_integer(e, &l->v[i])) {
-			rc = dt_err_add(err, WHERE_FMT ": expected an integer (got %s)",
-					WHERE_ARGS(w, ipath), json_short(e));
+			rc = dt_err_add(err, SPEC__WHERE_FMT ": expected an integer (got %s)",
+					SPEC__WHERE_ARGS(w, ipath), spec__json_short(e));
 			continue;
 		}
 		if (check_number(w, ipath, f, (double)l->v[i], true, err))
@@ -374,10 +374,10 @@ static int set_ints(const struct where *w, const struct spec_field *f, json_obje
 
 /* The items of a number list; every bad item is reported, not only the
  * first. */
-static int set_nums(const struct where *w, const struct spec_field *f, json_object *v,
+static int set_nums(const struct spec__where *w, const struct spec_field *f, json_object *v,
 		    size_t n, struct spec_nums *l, struct dt_err *err)
 {
-	char ipath[PATH_MAX_LEN + 16];
+	char ipath[SPEC__PATH_MAX + 16];
 	size_t i;
 	int rc = 0;
 
@@ -389,8 +389,8 @@ static int set_nums(const struct where *w, const struct spec_field *f, json_obje
 
 		snprintf(ipath, sizeof(ipath), "%s[%zu]", f->path, i);
 		if (!json_object_is_type(e, json_type_double) && !json_object_is_type(e, json_type_int)) {
-			rc = dt_err_add(err, WHERE_FMT ": expected a number (got %s)",
-					WHERE_ARGS(w, ipath), json_short(e));
+			rc = dt_err_add(err, SPEC__WHERE_FMT ": expected a number (got %s)",
+					SPEC__WHERE_ARGS(w, ipath), spec__json_short(e));
 			continue;
 		}
 		l->v[i] = json_object_get_double(e);
@@ -403,10 +403,10 @@ static int set_nums(const struct where *w, const struct spec_field *f, json_obje
 
 /* The items of a string list; every bad item is reported, and only good
  * ones are kept (l->n counts those). */
-static int set_strs(const struct where *w, const struct spec_field *f, json_object *v,
+static int set_strs(const struct spec__where *w, const struct spec_field *f, json_object *v,
 		    size_t n, struct spec_strs *l, struct dt_err *err)
 {
-	char ipath[PATH_MAX_LEN + 16];
+	char ipath[SPEC__PATH_MAX + 16];
 	size_t i;
 	int rc = 0;
 
@@ -419,16 +419,16 @@ static int set_strs(const struct where *w, const struct spec_field *f, json_obje
 
 		snprintf(ipath, sizeof(ipath), "%s[%zu]", f->path, i);
 		if (!json_object_is_type(e, json_type_string)) {
-			rc = dt_err_add(err, WHERE_FMT ": expected a string (got %s)",
-					WHERE_ARGS(w, ipath), json_short(e));
+			rc = dt_err_add(err, SPEC__WHERE_FMT ": expected a string (got %s)",
+					SPEC__WHERE_ARGS(w, ipath), spec__json_short(e));
 			continue;
 		}
 		if (strlen(s) > (size_t)f->max) {
-			rc = dt_err_add(err, WHERE_FMT ": longer than %.0f characters",
-					WHERE_ARGS(w, ipath), f->max);
+			rc = dt_err_add(err, SPEC__WHERE_FMT ": longer than %.0f characters",
+					SPEC__WHERE_ARGS(w, ipath), f->max);
 			continue;
 		}
-		if (check_chars(w, ipath, f->flags, s, err)) {
+		if (spec__check_chars(w, ipath, f->flags, s, err)) {
 			rc = -EINVAL;
 			continue;
 		}
@@ -440,21 +440,21 @@ static int set_strs(const struct where *w, const struct spec_field *f, json_obje
 	return rc;
 }
 
-static int set_list(const struct where *w, const struct spec_field *f, json_object *v,
+static int set_list(const struct spec__where *w, const struct spec_field *f, json_object *v,
 		    void *dst, struct dt_err *err)
 {
 	size_t n;
 
 	if (!json_object_is_type(v, json_type_array))
-		return dt_err_add(err, WHERE_FMT ": expected an array (got %s %s)",
-				  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
+		return dt_err_add(err, SPEC__WHERE_FMT ": expected an array (got %s %s)",
+				  SPEC__WHERE_ARGS(w, f->path), dt_json_kind(v), spec__json_short(v));
 	n = json_object_array_length(v);
 	if ((f->min_items && n < (size_t)f->min_items) || (f->max_items && n > (size_t)f->max_items)) {
 		if (f->min_items == f->max_items)
-			return dt_err_add(err, WHERE_FMT ": expected exactly %d items (got %zu)",
-					  WHERE_ARGS(w, f->path), f->min_items, n);
-		return dt_err_add(err, WHERE_FMT ": expected %d to %d items (got %zu)",
-				  WHERE_ARGS(w, f->path), f->min_items, f->max_items, n);
+			return dt_err_add(err, SPEC__WHERE_FMT ": expected exactly %d items (got %zu)",
+					  SPEC__WHERE_ARGS(w, f->path), f->min_items, n);
+		return dt_err_add(err, SPEC__WHERE_FMT ": expected %d to %d items (got %zu)",
+				  SPEC__WHERE_ARGS(w, f->path), f->min_items, f->max_items, n);
 	}
 	if (f->type == SPEC_INTLIST)
 		return set_ints(w, f, v, n, dst, err);
@@ -463,7 +463,7 @@ static int set_list(const struct where *w, const struct spec_field *f, json_obje
 	return set_strs(w, f, v, n, dst, err);
 }
 
-static bool env_name_ok(const char *k)
+static bool spec__env_name_ok(const char *k)
 {
 	if (!(isalpha((unsigned char)k[0]) || k[0] == '_'))
 		return false;
@@ -473,41 +473,41 @@ static bool env_name_ok(const char *k)
 	return true;
 }
 
-static int set_map(const struct where *w, const struct spec_field *f, json_object *v,
+static int set_map(const struct spec__where *w, const struct spec_field *f, json_object *v,
 		   struct spec_map *m, struct dt_err *err)
 {
-	char kpath[PATH_MAX_LEN + 64];
+	char kpath[SPEC__PATH_MAX + 64];
 	size_t n;
 	int rc = 0;
 
 	if (!json_object_is_type(v, json_type_object))
-		return dt_err_add(err, WHERE_FMT ": expected an object of strings (got %s %s)",
-				  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
+		return dt_err_add(err, SPEC__WHERE_FMT ": expected an object of strings (got %s %s)",
+				  SPEC__WHERE_ARGS(w, f->path), dt_json_kind(v), spec__json_short(v));
 	n = (size_t)json_object_object_length(v);
 	if (f->max_items && n > (size_t)f->max_items)
-		return dt_err_add(err, WHERE_FMT ": at most %d entries (got %zu)",
-				  WHERE_ARGS(w, f->path), f->max_items, n);
+		return dt_err_add(err, SPEC__WHERE_FMT ": at most %d entries (got %zu)",
+				  SPEC__WHERE_ARGS(w, f->path), f->max_items, n);
 	m->key = calloc(n ? n : 1, sizeof(char *));
 	m->val = calloc(n ? n : 1, sizeof(char *));
 	if (!m->key || !m->val)
 		return -ENOMEM;
 	json_object_object_foreach(v, key, val) {
 		snprintf(kpath, sizeof(kpath), "%s.%.64s", f->path, key);
-		if (!env_name_ok(key) || strlen(key) > 64) {
-			rc = dt_err_add(err, WHERE_FMT ": not a valid environment variable name (letters, digits, '_'; not starting with a digit)",
-					WHERE_ARGS(w, kpath));
+		if (!spec__env_name_ok(key) || strlen(key) > 64) {
+			rc = dt_err_add(err, SPEC__WHERE_FMT ": not a valid environment variable name (letters, digits, '_'; not starting with a digit)",
+					SPEC__WHERE_ARGS(w, kpath));
 			continue;
 		}
 		if (!json_object_is_type(val, json_type_string)) {
-			rc = dt_err_add(err, WHERE_FMT ": expected a string (got %s %s)",
-					WHERE_ARGS(w, kpath), dt_json_kind(val), json_short(val));
+			rc = dt_err_add(err, SPEC__WHERE_FMT ": expected a string (got %s %s)",
+					SPEC__WHERE_ARGS(w, kpath), dt_json_kind(val), spec__json_short(val));
 			continue;
 		}
 		if ((size_t)json_object_get_string_len(val) > (size_t)f->max) {
-			rc = dt_err_add(err, WHERE_FMT ": longer than %.0f characters", WHERE_ARGS(w, kpath), f->max);
+			rc = dt_err_add(err, SPEC__WHERE_FMT ": longer than %.0f characters", SPEC__WHERE_ARGS(w, kpath), f->max);
 			continue;
 		}
-		if (check_chars(w, kpath, f->flags, json_object_get_string(val), err)) {
+		if (spec__check_chars(w, kpath, f->flags, json_object_get_string(val), err)) {
 			rc = -EINVAL;
 			continue;
 		}
@@ -524,7 +524,7 @@ static int set_map(const struct where *w, const struct spec_field *f, json_objec
 }
 
 /* An integer; one out of bounds is reported and stored all the same. */
-static int set_int(const struct where *w, const struct spec_field *f, json_object *v,
+static int set_int(const struct spec__where *w, const struct spec_field *f, json_object *v,
 		   long *dst, struct dt_err *err)
 {
 	long x;
@@ -535,9 +535,9 @@ static int set_int(const struct where *w, const struct spec_field *f, json_objec
 		return 0;
 	}
 	if (get_integer(v, &x))
-		return dt_err_add(err, WHERE_FMT ": expected an integer%s (got %s %s)",
-				  WHERE_ARGS(w, f->path), f->flags & SPEC_F_AUTO ? " or \"auto\"" : "",
-				  dt_json_kind(v), json_short(v));
+		return dt_err_add(err, SPEC__WHERE_FMT ": expected an integer%s (got %s %s)",
+				  SPEC__WHERE_ARGS(w, f->path), f->flags & SPEC_F_AUTO ? " or \"auto\"" : "",
+				  dt_json_kind(v), spec__json_short(v));
 	*dst = x;
 	return check_number(w, f->path, f, (double)x, true, err);
 }
@@ -579,7 +579,7 @@ static int parse_range_object(json_object *v, struct spec_range *r)
 
 /* An integer or a range of integers (N, "A-B", {"min": A, "max": B}); one
  * out of bounds is reported and stored all the same. */
-static int set_range(const struct where *w, const struct spec_field *f, json_object *v,
+static int set_range(const struct spec__where *w, const struct spec_field *f, json_object *v,
 		     struct spec_range *dst, struct dt_err *err)
 {
 	struct spec_range r = {0};
@@ -592,55 +592,55 @@ static int set_range(const struct where *w, const struct spec_field *f, json_obj
 	else if (!(bad = get_integer(v, &r.min)))
 		r.max = r.min;
 	if (bad)
-		return dt_err_add(err, WHERE_FMT ": expected an integer, a range \"MIN-MAX\" or {\"min\": MIN, \"max\": MAX} (got %s %s)",
-				  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
+		return dt_err_add(err, SPEC__WHERE_FMT ": expected an integer, a range \"MIN-MAX\" or {\"min\": MIN, \"max\": MAX} (got %s %s)",
+				  SPEC__WHERE_ARGS(w, f->path), dt_json_kind(v), spec__json_short(v));
 	*dst = r;
 	if (r.min > r.max)
-		return dt_err_add(err, WHERE_FMT ": the range's minimum %ld is above its maximum %ld",
-				  WHERE_ARGS(w, f->path), r.min, r.max);
+		return dt_err_add(err, SPEC__WHERE_FMT ": the range's minimum %ld is above its maximum %ld",
+				  SPEC__WHERE_ARGS(w, f->path), r.min, r.max);
 	if (check_number(w, f->path, f, (double)r.min, true, err))
 		return -EINVAL;
 	return check_number(w, f->path, f, (double)r.max, true, err);
 }
 
 /* A number; one out of bounds is reported and stored all the same. */
-static int set_num(const struct where *w, const struct spec_field *f, json_object *v,
+static int set_num(const struct spec__where *w, const struct spec_field *f, json_object *v,
 		   double *dst, struct dt_err *err)
 {
 	if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
-		return dt_err_add(err, WHERE_FMT ": expected a number (got %s %s)",
-				  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
+		return dt_err_add(err, SPEC__WHERE_FMT ": expected a number (got %s %s)",
+				  SPEC__WHERE_ARGS(w, f->path), dt_json_kind(v), spec__json_short(v));
 	*dst = json_object_get_double(v);
 	return check_number(w, f->path, f, *dst, false, err);
 }
 
 /* true or false only: JSON has no truthiness here. */
-static int set_bool(const struct where *w, const struct spec_field *f, json_object *v,
+static int set_bool(const struct spec__where *w, const struct spec_field *f, json_object *v,
 		    bool *dst, struct dt_err *err)
 {
 	if (!json_object_is_type(v, json_type_boolean))
-		return dt_err_add(err, WHERE_FMT ": expected true or false (got %s %s)",
-				  WHERE_ARGS(w, f->path), dt_json_kind(v), json_short(v));
+		return dt_err_add(err, SPEC__WHERE_FMT ": expected true or false (got %s %s)",
+				  SPEC__WHERE_ARGS(w, f->path), dt_json_kind(v), spec__json_short(v));
 	*dst = json_object_get_boolean(v);
 	return 0;
 }
 
 /* A time limit as sbatch takes it: a Slurm time string or minutes, kept
  * in seconds; bounds are shown as times. */
-static int set_time(const struct where *w, const struct spec_field *f, json_object *v,
+static int set_time(const struct spec__where *w, const struct spec_field *f, json_object *v,
 		    long *dst, struct dt_err *err)
 {
 	long x;
 
 	if (json_object_is_type(v, json_type_string)) {
 		if (spec_parse_time(json_object_get_string(v), &x))
-			return dt_err_add(err, WHERE_FMT ": not a Slurm time: expected minutes, \"HH:MM:SS\" or \"D-HH:MM:SS\" (got \"%s\")",
-					  WHERE_ARGS(w, f->path), json_object_get_string(v));
+			return dt_err_add(err, SPEC__WHERE_FMT ": not a Slurm time: expected minutes, \"HH:MM:SS\" or \"D-HH:MM:SS\" (got \"%s\")",
+					  SPEC__WHERE_ARGS(w, f->path), json_object_get_string(v));
 	} else if (!get_integer(v, &x) && x >= 0 && x < 1000000000) {
 		x *= 60; /* a bare number is minutes, as in sbatch */
 	} else {
-		return dt_err_add(err, WHERE_FMT ": expected a time string or minutes (got %s)",
-				  WHERE_ARGS(w, f->path), json_short(v));
+		return dt_err_add(err, SPEC__WHERE_FMT ": expected a time string or minutes (got %s)",
+				  SPEC__WHERE_ARGS(w, f->path), spec__json_short(v));
 	}
 	if (x < f->min || x > f->max) {
 		char lo[32], hi[32], got[32];
@@ -648,8 +648,8 @@ static int set_time(const struct where *w, const struct spec_field *f, json_obje
 		spec_format_time((long)f->min, lo, sizeof(lo));
 		spec_format_time((long)f->max, hi, sizeof(hi));
 		spec_format_time(x, got, sizeof(got));
-		return dt_err_add(err, WHERE_FMT ": must be between %s and %s (got %s)",
-				  WHERE_ARGS(w, f->path), lo, hi, got);
+		return dt_err_add(err, SPEC__WHERE_FMT ": must be between %s and %s (got %s)",
+				  SPEC__WHERE_ARGS(w, f->path), lo, hi, got);
 	}
 	*dst = x;
 	return 0;
@@ -657,18 +657,18 @@ static int set_time(const struct where *w, const struct spec_field *f, json_obje
 
 /* A memory size: "16G", "512M" or MiB as a number, kept in MiB; one out
  * of bounds is reported and stored all the same. */
-static int set_mem(const struct where *w, const struct spec_field *f, json_object *v,
+static int set_mem(const struct spec__where *w, const struct spec_field *f, json_object *v,
 		   long *dst, struct dt_err *err)
 {
 	long x;
 
 	if (json_object_is_type(v, json_type_string)) {
 		if (spec_parse_mem(json_object_get_string(v), &x))
-			return dt_err_add(err, WHERE_FMT ": not a memory size: expected e.g. \"16G\", \"512M\" or MiB as a number (got \"%s\")",
-					  WHERE_ARGS(w, f->path), json_object_get_string(v));
+			return dt_err_add(err, SPEC__WHERE_FMT ": not a memory size: expected e.g. \"16G\", \"512M\" or MiB as a number (got \"%s\")",
+					  SPEC__WHERE_ARGS(w, f->path), json_object_get_string(v));
 	} else if (get_integer(v, &x)) {
-		return dt_err_add(err, WHERE_FMT ": expected a memory size (got %s)",
-				  WHERE_ARGS(w, f->path), json_short(v));
+		return dt_err_add(err, SPEC__WHERE_FMT ": expected a memory size (got %s)",
+				  SPEC__WHERE_ARGS(w, f->path), spec__json_short(v));
 	}
 	*dst = x;
 	return check_number(w, f->path, f, (double)x, true, err);
@@ -677,11 +677,11 @@ static int set_mem(const struct where *w, const struct spec_field *f, json_objec
 /* null: allowed only for optional fields. A time or memory size becomes 0
  * (unset); strings and lists were emptied by free_slot(); other numbers
  * keep what they held. */
-static int set_null(const struct where *w, const struct spec_field *f, void *dst,
+static int set_null(const struct spec__where *w, const struct spec_field *f, void *dst,
 		    struct dt_err *err)
 {
 	if (!(f->flags & SPEC_F_OPTIONAL))
-		return dt_err_add(err, WHERE_FMT ": must not be null", WHERE_ARGS(w, f->path));
+		return dt_err_add(err, SPEC__WHERE_FMT ": must not be null", SPEC__WHERE_ARGS(w, f->path));
 	if (f->type == SPEC_TIME || f->type == SPEC_MEM)
 		*(long *)dst = 0;
 	return 0;
@@ -689,7 +689,7 @@ static int set_null(const struct where *w, const struct spec_field *f, void *dst
 
 /* Check v against f; store it in the struct at base unless base is NULL
  * (check only). */
-static int set_value(const struct where *w, const struct spec_field *f, json_object *v,
+static int spec__set_value(const struct spec__where *w, const struct spec_field *f, json_object *v,
 		     void *base, struct dt_err *err)
 {
 	union { char *s; long l; double d; bool b; struct spec_ints li;
@@ -745,9 +745,9 @@ static int set_value(const struct where *w, const struct spec_field *f, json_obj
 int spec_field_set(const struct spec_field *f, json_object *v, void *base,
 		   const char *label, const char *prefix, struct dt_err *err)
 {
-	struct where w = { label, prefix };
+	struct spec__where w = { label, prefix };
 
-	return set_value(&w, f, v, base, err);
+	return spec__set_value(&w, f, v, base, err);
 }
 
 void spec_field_free(const struct spec_field *f, void *base)
@@ -783,7 +783,7 @@ static const char *suggest_path(const char *path)
 		const char *fp = f[i].path;
 		const char *fdot = strrchr(fp, '.');
 		const char *fleaf = fdot ? fdot + 1 : fp;
-		char sect[PATH_MAX_LEN];
+		char sect[SPEC__PATH_MAX];
 		int d;
 
 		/* Same parent: compare the leaf, or the section name at this level. */
@@ -811,58 +811,58 @@ static const char *suggest_path(const char *path)
 	return best;
 }
 
-struct layers;
-static struct where origin(struct layers *l, const char *path);
+struct spec__layers;
+static struct spec__where spec__origin(struct spec__layers *l, const char *path);
 
 /* Walk obj (the node at `path`, "" for the root): check every key against the
  * table and fill s (NULL: check only). Messages name where each value came
- * from: origin(l, path) when l is set, else *fixed. */
-static int walk_tree(struct layers *l, const struct where *fixed, json_object *obj,
+ * from: spec__origin(l, path) when l is set, else *fixed. */
+static int spec__walk_tree(struct spec__layers *l, const struct spec__where *fixed, json_object *obj,
 		     const char *path, struct spec *s, struct dt_err *err)
 {
-	char full[PATH_MAX_LEN];
+	char full[SPEC__PATH_MAX];
 	int rc = 0;
 
 	json_object_object_foreach(obj, key, val) {
 		const struct spec_field *f;
-		struct where w;
+		struct spec__where w;
 		int n = snprintf(full, sizeof(full), "%s%s%s", path, *path ? "." : "", key);
 		const char *dot = strchr(key, '.');
 
 		if (dot) {
 			/* a dotted key is no path: the user's file wrote it (--set
 			 * splits its paths, the site's defaults were checked alone) */
-			w = l ? origin(l, "") : *fixed; /* the file */
+			w = l ? spec__origin(l, "") : *fixed; /* the file */
 			rc = dt_err_add(err, "%s: \"%s%s%s%s\": keys are nested objects, not dotted paths (write \"%.*s\": {\"%s\": ...})",
 					w.label, w.prefix, path, *path ? "." : "", key, (int)(dot - key), key, dot + 1);
 			continue;
 		}
 
-		w = l ? origin(l, path) : *fixed;
+		w = l ? spec__origin(l, path) : *fixed;
 		if (n < 0 || (size_t)n >= sizeof(full)) {
-			rc = dt_err_add(err, WHERE_FMT ": key too long", WHERE_ARGS(&w, path));
+			rc = dt_err_add(err, SPEC__WHERE_FMT ": key too long", SPEC__WHERE_ARGS(&w, path));
 			continue;
 		}
-		w = l ? origin(l, full) : *fixed;
+		w = l ? spec__origin(l, full) : *fixed;
 		f = spec_field_find(full);
 		if (f) {
-			if (set_value(&w, f, val, s, err))
+			if (spec__set_value(&w, f, val, s, err))
 				rc = -EINVAL;
 		} else if (is_section(full)) {
 			if (!json_object_is_type(val, json_type_object))
-				rc = dt_err_add(err, WHERE_FMT ": expected an object (got %s %s)",
-						WHERE_ARGS(&w, full), dt_json_kind(val), json_short(val));
-			else if (walk_tree(l, fixed, val, full, s, err))
+				rc = dt_err_add(err, SPEC__WHERE_FMT ": expected an object (got %s %s)",
+						SPEC__WHERE_ARGS(&w, full), dt_json_kind(val), spec__json_short(val));
+			else if (spec__walk_tree(l, fixed, val, full, s, err))
 				rc = -EINVAL;
 		} else {
 			const char *hint = suggest_path(full);
 
 			if (hint)
-				rc = dt_err_add(err, WHERE_FMT ": unknown key; did you mean \"%s\"?",
-						WHERE_ARGS(&w, full), hint);
+				rc = dt_err_add(err, SPEC__WHERE_FMT ": unknown key; did you mean \"%s\"?",
+						SPEC__WHERE_ARGS(&w, full), hint);
 			else
-				rc = dt_err_add(err, WHERE_FMT ": unknown key (see jobs/README.md for every key)",
-						WHERE_ARGS(&w, full));
+				rc = dt_err_add(err, SPEC__WHERE_FMT ": unknown key (see jobs/README.md for every key)",
+						SPEC__WHERE_ARGS(&w, full));
 		}
 	}
 	return rc;
@@ -871,17 +871,17 @@ static int walk_tree(struct layers *l, const struct where *fixed, json_object *o
 int spec_check_fragment(json_object *obj, const char *label, const char *prefix,
 			struct dt_err *err)
 {
-	struct where w = { label, prefix };
+	struct spec__where w = { label, prefix };
 
 	if (!json_object_is_type(obj, json_type_object))
 		return dt_err_add(err, "%s: %s: expected an object (got %s)", label, prefix,
 				  dt_json_kind(obj));
-	return walk_tree(NULL, &w, obj, "", NULL, err);
+	return spec__walk_tree(NULL, &w, obj, "", NULL, err);
 }
 
 /* --- layers and origins --- */
 
-struct layers {
+struct spec__layers {
 	const char *file;            /* the user's spec file */
 	json_object *user;           /* its tree, with the --set values in it */
 	const struct spec_policy *policy; /* NULL: none */
@@ -891,29 +891,29 @@ struct layers {
 };
 
 /* Where the value at path (or above it) came from. */
-static struct where origin(struct layers *l, const char *path)
+static struct spec__where spec__origin(struct spec__layers *l, const char *path)
 {
-	struct where w = { l->file, "" };
+	struct spec__where w = { l->file, "" };
 	size_t i;
 
 	for (i = 0; i < l->n_sets; i++) {
 		size_t n = strlen(l->set_keys[i]);
 
 		if (!strncmp(path, l->set_keys[i], n) && (path[n] == '\0' || path[n] == '.'))
-			return (struct where){ "--set", "" };
+			return (struct spec__where){ "--set", "" };
 	}
-	if (tree_get(l->user, path))
+	if (spec__tree_get(l->user, path))
 		return w;
-	if (l->policy && l->policy->defaults && tree_get(l->policy->defaults, path))
-		return (struct where){ l->site_label, "defaults." };
+	if (l->policy && l->policy->defaults && spec__tree_get(l->policy->defaults, path))
+		return (struct spec__where){ l->site_label, "defaults." };
 	return w;
 }
 
-static const char *origin_label(void *ctx, const char *path)
+static const char *spec__origin_label(void *ctx, const char *path)
 {
-	struct layers *l = ctx;
+	struct spec__layers *l = ctx;
 
-	return origin(l, path).label;
+	return spec__origin(l, path).label;
 }
 
 /* Parse the value of --set for field f: strings stay text unless quoted. */
@@ -956,7 +956,7 @@ static const char *set_expected(const struct spec_field *f)
 	}
 }
 
-static int apply_sets(struct layers *l, const char *const *sets, size_t n, struct dt_err *err)
+static int spec__apply_sets(struct spec__layers *l, const char *const *sets, size_t n, struct dt_err *err)
 {
 	size_t i;
 	int rc = 0;
@@ -980,7 +980,7 @@ static int apply_sets(struct layers *l, const char *const *sets, size_t n, struc
 		l->set_keys[l->n_sets++] = key;
 		f = spec_field_find(key);
 		if (!f && !strncmp(key, "env.", 4) && key[4]) {
-			if (!env_name_ok(key + 4)) {
+			if (!spec__env_name_ok(key + 4)) {
 				rc = dt_err_add(err, "--set: %s: not a valid environment variable name", key);
 				continue;
 			}
@@ -1003,7 +1003,7 @@ static int apply_sets(struct layers *l, const char *const *sets, size_t n, struc
 					key, eq + 1);
 			continue;
 		}
-		if (tree_set(l->user, key, v))
+		if (spec__tree_set(l->user, key, v))
 			return -ENOMEM;
 	}
 	return rc;
@@ -1064,11 +1064,11 @@ const char *spec_env_starts_job(const char *name)
 /* A value under a lock: each of its leaves is reported where it came from
  * (the spec file, or --set, which makes the sections above its key: a
  * section holding only --set keys is not the file's). */
-static int report_locked(struct layers *l, json_object *val, const char *full, const char *lock,
+static int report_locked(struct spec__layers *l, json_object *val, const char *full, const char *lock,
 			 struct dt_err *err)
 {
-	char sub[PATH_MAX_LEN];
-	struct where w;
+	char sub[SPEC__PATH_MAX];
+	struct spec__where w;
 
 	/* an object that is one key's value (a range's {"min", "max"}) is a leaf */
 	if (json_object_is_type(val, json_type_object) && json_object_object_length(val) > 0 &&
@@ -1079,9 +1079,9 @@ static int report_locked(struct layers *l, json_object *val, const char *full, c
 		}
 		return -EINVAL;
 	}
-	w = origin(l, full);
-	return dt_err_add(err, WHERE_FMT ": locked by the site (%s: locked: \"%s\"); remove it from the spec",
-			  WHERE_ARGS(&w, full), l->policy->label ? l->policy->label : "site", lock);
+	w = spec__origin(l, full);
+	return dt_err_add(err, SPEC__WHERE_FMT ": locked by the site (%s: locked: \"%s\"); remove it from the spec",
+			  SPEC__WHERE_ARGS(&w, full), l->policy->label ? l->policy->label : "site", lock);
 }
 
 /* The entry of paths that covers path by name, not as a pattern; NULL
@@ -1100,9 +1100,9 @@ static const char *exact_cover(const struct spec_strs *paths, const char *path)
 }
 
 /* Every node of the user's layer that a site lock covers is an error. */
-static int check_locks(struct layers *l, json_object *obj, const char *path, struct dt_err *err)
+static int spec__check_locks(struct spec__layers *l, json_object *obj, const char *path, struct dt_err *err)
 {
-	char full[PATH_MAX_LEN];
+	char full[SPEC__PATH_MAX];
 	int rc = 0;
 
 	json_object_object_foreach(obj, key, val) {
@@ -1110,7 +1110,7 @@ static int check_locks(struct layers *l, json_object *obj, const char *path, str
 
 		snprintf(full, sizeof(full), "%s%s%s", path, *path ? "." : "", key);
 		if (strchr(key, '.'))
-			continue; /* refused as a dotted key (walk_tree), not taken for a path */
+			continue; /* refused as a dotted key (spec__walk_tree), not taken for a path */
 		lock = spec_path_covered(l->policy->locked, full);
 		/* a pattern's lock ("env.*") spares the variables the site allows,
 		 * an exact one ("env.NAME", or "env") does not */
@@ -1121,7 +1121,7 @@ static int check_locks(struct layers *l, json_object *obj, const char *path, str
 			rc = report_locked(l, val, full, lock, err);
 			continue;
 		}
-		if (json_object_is_type(val, json_type_object) && check_locks(l, val, full, err))
+		if (json_object_is_type(val, json_type_object) && spec__check_locks(l, val, full, err))
 			rc = -EINVAL;
 	}
 	return rc;
@@ -1130,9 +1130,9 @@ static int check_locks(struct layers *l, json_object *obj, const char *path, str
 /* A resolved spec's (a run dir's spec.json, resumed) values of the keys the
  * site locks: dropped, so that the site's values now fill them again, as
  * for a new submit. */
-static void drop_locked(struct layers *l, json_object *obj, const char *path)
+static void spec__drop_locked(struct spec__layers *l, json_object *obj, const char *path)
 {
-	char full[PATH_MAX_LEN], *gone[64];
+	char full[SPEC__PATH_MAX], *gone[64];
 	int n = 0, i;
 
 	json_object_object_foreach(obj, key, val) {
@@ -1141,7 +1141,7 @@ static void drop_locked(struct layers *l, json_object *obj, const char *path)
 			if (n < 64 && (gone[n] = strdup(key)) != NULL)
 				n++;
 		} else if (json_object_is_type(val, json_type_object)) {
-			drop_locked(l, val, full);
+			spec__drop_locked(l, val, full);
 		}
 	}
 	for (i = 0; i < n; i++) {
@@ -1152,12 +1152,12 @@ static void drop_locked(struct layers *l, json_object *obj, const char *path)
 
 /* The user's env keys that change how the job starts, unless the site
  * allows them (spec_env_starts_job). */
-static int check_env_keys(struct layers *l, struct dt_err *err)
+static int spec__check_env_keys(struct spec__layers *l, struct dt_err *err)
 {
 	json_object *env = NULL;
-	char full[PATH_MAX_LEN];
+	char full[SPEC__PATH_MAX];
 	const char *what;
-	struct where w;
+	struct spec__where w;
 	int rc = 0;
 
 	if (!json_object_object_get_ex(l->user, "env", &env) ||
@@ -1169,9 +1169,9 @@ static int check_env_keys(struct layers *l, struct dt_err *err)
 		if (!what || (l->policy && spec_env_listed(l->policy->env_allowed, key)))
 			continue;
 		snprintf(full, sizeof(full), "env.%s", key);
-		w = origin(l, full);
-		rc = dt_err_add(err, WHERE_FMT ": changes how the job starts (%s); a job spec may set it only where the site allows it (env_allow in the site file, site/README.md)",
-				WHERE_ARGS(&w, full), what);
+		w = spec__origin(l, full);
+		rc = dt_err_add(err, SPEC__WHERE_FMT ": changes how the job starts (%s); a job spec may set it only where the site allows it (env_allow in the site file, site/README.md)",
+				SPEC__WHERE_ARGS(&w, full), what);
 	}
 	return rc;
 }
@@ -1189,13 +1189,13 @@ static const char *spec_blocks_are(const struct spec *s)
 /* Where the values a rule relates came from, for its message: "--set"
  * when every one of keys (NULL-terminated) came from --set, the file when
  * every one came from it, else the places joined ("--set and job.json"). */
-static const char *rule_from(struct layers *l, const char *const *keys, char *buf, size_t size)
+static const char *rule_from(struct spec__layers *l, const char *const *keys, char *buf, size_t size)
 {
-	const char *first = origin(l, keys[0]).label, *other = NULL;
+	const char *first = spec__origin(l, keys[0]).label, *other = NULL;
 	size_t i;
 
 	for (i = 1; keys[i]; i++) {
-		const char *o = origin(l, keys[i]).label;
+		const char *o = spec__origin(l, keys[i]).label;
 
 		if (strcmp(o, first))
 			other = o;
@@ -1209,7 +1209,7 @@ static const char *rule_from(struct layers *l, const char *const *keys, char *bu
 #define FROM(...) rule_from(l, (const char *const[]){ __VA_ARGS__, NULL }, from, sizeof(from))
 
 /* A fixed parallel.data: one layout, data x pipeline on the nodes asked. */
-static int check_fixed_layout(const struct spec *s, struct layers *l, struct dt_err *err)
+static int check_fixed_layout(const struct spec *s, struct spec__layers *l, struct dt_err *err)
 {
 	char from[600];
 	long nodes = s->resources.nodes.min;
@@ -1236,7 +1236,7 @@ static int check_fixed_layout(const struct spec *s, struct layers *l, struct dt_
 }
 
 /* parallel.data "auto": a layout at every node count Slurm may grant. */
-static int check_auto_layouts(const struct spec *s, struct layers *l, struct dt_err *err)
+static int check_auto_layouts(const struct spec *s, struct spec__layers *l, struct dt_err *err)
 {
 	char from[600], why[256];
 	long n;
@@ -1256,7 +1256,7 @@ static int check_auto_layouts(const struct spec *s, struct layers *l, struct dt_
 	return 0;
 }
 
-static int check_rules(const struct spec *s, struct layers *l, struct dt_err *err)
+static int spec__check_rules(const struct spec *s, struct spec__layers *l, struct dt_err *err)
 {
 	char from[600];
 	int rc;
@@ -1334,11 +1334,11 @@ static int check_rules(const struct spec *s, struct layers *l, struct dt_err *er
 /* --- public entry points --- */
 
 /* Fill *out from the table defaults, then from the merged tree. */
-static int fill(struct layers *l, json_object *tree, struct spec *out, struct dt_err *err)
+static int fill(struct spec__layers *l, json_object *tree, struct spec *out, struct dt_err *err)
 {
 	size_t n, i;
 	const struct spec_field *f = spec_fields(&n);
-	struct where def = { "spec table default", "" };
+	struct spec__where def = { "spec table default", "" };
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -1346,13 +1346,13 @@ static int fill(struct layers *l, json_object *tree, struct spec *out, struct dt
 		json_object *v = json_tokener_parse(f[i].def);
 
 		/* A table default that does not parse or check is a bug here. */
-		if ((!v && strcmp(f[i].def, "null")) || set_value(&def, &f[i], v, out, err))
+		if ((!v && strcmp(f[i].def, "null")) || spec__set_value(&def, &f[i], v, out, err))
 			rc = -EINVAL;
 		json_object_put(v);
 	}
 	if (rc)
 		return rc;
-	return walk_tree(l, NULL, tree, "", out, err);
+	return spec__walk_tree(l, NULL, tree, "", out, err);
 }
 
 /* Make a path value absolute: "~/" is $HOME, relative paths are taken from
@@ -1385,7 +1385,7 @@ static int absolutize(char **val, const char *file, const char *key, struct dt_e
 
 static int resolve_paths(struct spec *s, const char *file, struct dt_err *err)
 {
-	struct where w = { file, "" };
+	struct spec__where w = { file, "" };
 	int rc = 0;
 
 	if (absolutize(&s->data.train, file, "data.train", err) ||
@@ -1404,14 +1404,14 @@ static int resolve_paths(struct spec *s, const char *file, struct dt_err *err)
 	if (strchr(s->run_dir, '~'))
 		return dt_err_add(err, "%s: run_dir: '~' is only expanded at the start (got \"%s\")",
 				  file, s->run_dir);
-	if (check_chars(&w, "run_dir", spec_field_find("run_dir")->flags, s->run_dir, err))
+	if (spec__check_chars(&w, "run_dir", spec_field_find("run_dir")->flags, s->run_dir, err))
 		return -EINVAL;
 	return rc;
 }
 
 /* sbatch's -n on the resolved nodes: tasks_per_node = ntasks / nodes, unless
  * it does not divide or the site locked tasks_per_node at another value */
-static int apply_ntasks(struct layers *l, long ntasks, struct spec *out, struct dt_err *err)
+static int apply_ntasks(struct spec__layers *l, long ntasks, struct spec *out, struct dt_err *err)
 {
 	long nodes = out->resources.nodes.min;
 	const char *lock = l->policy ? spec_path_covered(l->policy->locked, "resources.tasks_per_node") : NULL;
@@ -1420,10 +1420,10 @@ static int apply_ntasks(struct layers *l, long ntasks, struct spec *out, struct 
 
 	if (nodes != out->resources.nodes.max)
 		return dt_err_add(err, "-n %ld: resources.nodes is a range (%ld-%ld, from %s): the tasks follow the nodes granted; set resources.tasks_per_node instead",
-				  ntasks, nodes, out->resources.nodes.max, origin(l, "resources.nodes").label);
+				  ntasks, nodes, out->resources.nodes.max, spec__origin(l, "resources.nodes").label);
 	if (ntasks % nodes)
 		return dt_err_add(err, "-n %ld: not a multiple of resources.nodes (%ld, from %s); hint: -N sets the nodes",
-				  ntasks, nodes, origin(l, "resources.nodes").label);
+				  ntasks, nodes, spec__origin(l, "resources.nodes").label);
 	if (f && (double)(ntasks / nodes) > f->max)
 		return dt_err_add(err, "-n %ld: %ld tasks on each of %ld nodes, more than resources.tasks_per_node's %.0f",
 				  ntasks, ntasks / nodes, nodes, f->max);
@@ -1437,7 +1437,7 @@ static int apply_ntasks(struct layers *l, long ntasks, struct spec *out, struct 
 
 int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *err)
 {
-	struct layers l;
+	struct spec__layers l;
 	json_object *merged = NULL;
 	size_t i;
 	int rc, bad;
@@ -1452,15 +1452,15 @@ int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *e
 	if (rc)
 		goto out;
 	if (in->resolved && in->policy && in->policy->locked)
-		drop_locked(&l, l.user, "");
+		spec__drop_locked(&l, l.user, "");
 	/* Report every problem at once: bad --set values and locked keys do
 	 * not stop the checks of the rest. */
-	bad = apply_sets(&l, in->sets, in->n_sets, err);
-	if (bad == -ENOMEM || (in->policy && check_locks(&l, l.user, "", err)))
+	bad = spec__apply_sets(&l, in->sets, in->n_sets, err);
+	if (bad == -ENOMEM || (in->policy && spec__check_locks(&l, l.user, "", err)))
 		bad = bad ? bad : -EINVAL;
 	/* a resolved spec read by dtrain-run was checked when it was made; one
 	 * resumed under a policy (dtrain-submit resume) is checked again */
-	if (bad != -ENOMEM && (!in->resolved || in->policy) && check_env_keys(&l, err))
+	if (bad != -ENOMEM && (!in->resolved || in->policy) && spec__check_env_keys(&l, err))
 		bad = bad ? bad : -EINVAL;
 	if (bad == -ENOMEM) {
 		rc = bad;
@@ -1471,14 +1471,14 @@ int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *e
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (in->policy && in->policy->defaults && (rc = tree_merge(merged, in->policy->defaults)))
+	if (in->policy && in->policy->defaults && (rc = spec__tree_merge(merged, in->policy->defaults)))
 		goto out;
-	if ((rc = tree_merge(merged, l.user)))
+	if ((rc = spec__tree_merge(merged, l.user)))
 		goto out;
 	rc = fill(&l, merged, out, err);
 	/* train.max_steps alone bounds the run: epochs left at the default do
 	 * not cut it short (as Lightning's max_steps without max_epochs) */
-	if (!rc && out->train.max_steps > 0 && !tree_get(merged, "train.epochs"))
+	if (!rc && out->train.max_steps > 0 && !spec__tree_get(merged, "train.epochs"))
 		out->train.epochs = 0;
 	if (!rc && in->ntasks > 0)
 		rc = apply_ntasks(&l, in->ntasks, out, err);
@@ -1486,10 +1486,10 @@ int spec_resolve(const struct spec_input *in, struct spec *out, struct dt_err *e
 		goto out;
 	/* Cross-field rules and limits only make sense on well-typed values. */
 	rc = resolve_paths(out, in->path, err);
-	if (check_rules(out, &l, err))
+	if (spec__check_rules(out, &l, err))
 		rc = -EINVAL;
 	if (in->policy && in->policy->check &&
-	    in->policy->check(in->policy->ctx, out, origin_label, &l, err))
+	    in->policy->check(in->policy->ctx, out, spec__origin_label, &l, err))
 		rc = -EINVAL;
 	if (bad)
 		rc = -EINVAL;
@@ -1740,7 +1740,7 @@ int spec_dump(const struct spec *s, struct dt_buf *out)
 	if (!root)
 		return -ENOMEM;
 	for (i = 0; i < n && !rc; i++)
-		rc = tree_set(root, f[i].path, value_json(s, &f[i]));
+		rc = spec__tree_set(root, f[i].path, value_json(s, &f[i]));
 	if (!rc)
 		rc = dt_buf_puts(out, json_object_to_json_string_ext(root,
 				 JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
