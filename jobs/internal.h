@@ -1,0 +1,40 @@
+/*
+ * internal.h - helpers shared by the files of the jobs module (prefix
+ * spec__; not part of its interface, spec.h is).
+ *
+ * Files, in the order a spec is resolved: tree.c (the JSON tree: parse,
+ * get, set, merge), values.c (typed values: each checked against its
+ * table row and stored), layers.c (site defaults < file < --set: where
+ * each value came from, the keys walked, --set, the site's locks),
+ * rules.c (cross-field rules), spec.c (spec_resolve: the layers merged,
+ * filled, checked), dump.c (the resolved spec as JSON, the keys'
+ * Markdown table); spec_table.c holds the table.
+ */
+#ifndef DTRAIN_JOBS_INTERNAL_H
+#define DTRAIN_JOBS_INTERNAL_H
+
+#include <stdbool.h>
+
+#include <json-c/json.h>
+
+#include "base/err.h"
+#include "jobs/spec.h"
+
+/* The longest dotted path handled, with its NUL. */
+#define SPEC__PATH_MAX 256
+
+/* --- the JSON tree (tree.c) --- */
+
+/* The node at a dotted path, or NULL. Borrowed from root. */
+json_object *spec__tree_get(json_object *root, const char *path);
+/* Set root[path] = val (taking val's reference), creating objects on the
+ * way. 0, -ENAMETOOLONG or -ENOMEM. */
+int spec__tree_set(json_object *root, const char *path, json_object *val);
+/* Overlay src onto dst: objects merge key by key, anything else replaces.
+ * 0 or -ENOMEM. */
+int spec__tree_merge(json_object *dst, json_object *src);
+/* A short rendering of a value for "(got ...)"; valid until the next call
+ * on this thread. */
+const char *spec__json_short(json_object *v);
+
+#endif
