@@ -37,4 +37,26 @@ int spec__tree_merge(json_object *dst, json_object *src);
  * on this thread. */
 const char *spec__json_short(json_object *v);
 
+/* --- typed values (values.c) --- */
+
+/* Where a value came from, for messages: "file: path". */
+struct spec__where {
+	const char *label;  /* file name, "--set" or "site.json (defaults)" */
+	const char *prefix; /* shown before the path: "" or "defaults." */
+};
+
+#define SPEC__WHERE_FMT "%s: %s%s"
+#define SPEC__WHERE_ARGS(w, path) (w)->label, (w)->prefix, (path)
+
+/* s holds only the characters flags (SPEC_F_NAME, _SLURM, _PATH; else
+ * printable text) allow; else -EINVAL with a message naming w and path. */
+int spec__check_chars(const struct spec__where *w, const char *path, unsigned flags,
+		      const char *s, struct dt_err *err);
+/* Check v against f; store it in the struct at base unless base is NULL
+ * (check only). 0, -EINVAL with a message naming w, or -ENOMEM. */
+int spec__set_value(const struct spec__where *w, const struct spec_field *f, json_object *v,
+		    void *base, struct dt_err *err);
+/* k is a name an environment variable may have. */
+bool spec__env_name_ok(const char *k);
+
 #endif
