@@ -59,4 +59,41 @@ int spec__set_value(const struct spec__where *w, const struct spec_field *f, jso
 /* k is a name an environment variable may have. */
 bool spec__env_name_ok(const char *k);
 
+/* --- layers (layers.c) --- */
+
+/* The layers of one spec_resolve: the user's file with the --set values
+ * in it, over the site's defaults. */
+struct spec__layers {
+	const char *file;            /* the user's spec file */
+	json_object *user;           /* its tree, with the --set values in it */
+	const struct spec_policy *policy; /* NULL: none */
+	char **set_keys;             /* paths given with --set */
+	size_t n_sets;
+	char site_label[4096 + 16];
+};
+
+/* Where the value at path (or above it) came from. */
+struct spec__where spec__origin(struct spec__layers *l, const char *path);
+/* spec__origin's label, as struct spec_policy's check takes it (ctx: l). */
+const char *spec__origin_label(void *ctx, const char *path);
+/* Walk obj (the node at `path`, "" for the root): check every key against
+ * the table and fill s (NULL: check only). Messages name where each value
+ * came from: spec__origin(l, path) when l is set, else *fixed. */
+int spec__walk_tree(struct spec__layers *l, const struct spec__where *fixed, json_object *obj,
+		    const char *path, struct spec *s, struct dt_err *err);
+/* Put the --set values sets[n] into l->user, keeping their keys in
+ * l->set_keys (which l's owner frees). 0, -EINVAL or -ENOMEM. */
+int spec__apply_sets(struct spec__layers *l, const char *const *sets, size_t n,
+		     struct dt_err *err);
+/* Every node of the user's layer under obj that a site lock covers is an
+ * error. 0 or -EINVAL. */
+int spec__check_locks(struct spec__layers *l, json_object *obj, const char *path,
+		      struct dt_err *err);
+/* The values of the keys the site locks dropped from obj (a resolved
+ * spec, resumed), so that the site's values fill them again. */
+void spec__drop_locked(struct spec__layers *l, json_object *obj, const char *path);
+/* The user's env keys that change how the job starts, unless the site
+ * allows them. 0 or -EINVAL. */
+int spec__check_env_keys(struct spec__layers *l, struct dt_err *err);
+
 #endif
