@@ -96,4 +96,10 @@ void spec__drop_locked(struct spec__layers *l, json_object *obj, const char *pat
  * allows them. 0 or -EINVAL. */
 int spec__check_env_keys(struct spec__layers *l, struct dt_err *err);
 
+/* --- cross-field rules (rules.c) --- */
+
+/* Every rule of jobs/README.md, "Cross-field rules", on a filled spec;
+ * messages name where the values came from. 0 or -EINVAL. */
+int spec__check_rules(const struct spec *s, struct spec__layers *l, struct dt_err *err);
+
 #endif
