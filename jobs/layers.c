@@ -80,7 +80,7 @@ static const char *suggest_path(const char *path)
  * table and fill s (NULL: check only). Messages name where each value came
  * from: spec__origin(l, path) when l is set, else *fixed. */
 int spec__walk_tree(struct spec__layers *l, const struct spec__where *fixed, json_object *obj,
-		     const char *path, struct spec *s, struct dt_err *err)
+		    const char *path, struct spec *s, struct dt_err *err)
 {
 	char full[SPEC__PATH_MAX];
 	int rc = 0;

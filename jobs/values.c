@@ -48,7 +48,7 @@ static const char *charset_doc(unsigned flags)
 }
 
 int spec__check_chars(const struct spec__where *w, const char *path, unsigned flags,
-		       const char *s, struct dt_err *err)
+		      const char *s, struct dt_err *err)
 {
 	const unsigned char *p;
 
@@ -545,7 +545,7 @@ static int set_null(const struct spec__where *w, const struct spec_field *f, voi
 /* Check v against f; store it in the struct at base unless base is NULL
  * (check only). */
 int spec__set_value(const struct spec__where *w, const struct spec_field *f, json_object *v,
-		     void *base, struct dt_err *err)
+		    void *base, struct dt_err *err)
 {
 	union { char *s; long l; double d; bool b; struct spec_ints li;
 		struct spec_nums ln; struct spec_strs ls; struct spec_map m;
