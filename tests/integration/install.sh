@@ -23,9 +23,11 @@ san=
 grep -q '^DTRAIN_SANITIZE:BOOL=ON' "$DTRAIN_BUILD_DIR/CMakeCache.txt" && san="-fsanitize=address,undefined"
 
 mkdir -p "$T/consumer"
+# it includes launcher/launch.h too: the installed API header stands alone
 cat >"$T/consumer/main.c" <<'C'
 #include <stdio.h>
 #include "jobs/spec.h"
+#include "launcher/launch.h"
 int main(int argc, char **argv)
 {
 	struct spec s;
