@@ -423,7 +423,7 @@ int spec__check_env_keys(struct spec__layers *l, struct dt_err *err)
 			continue;
 		snprintf(full, sizeof(full), "env.%s", key);
 		w = spec__origin(l, full);
-		rc = dt_err_add(err, SPEC__WHERE_FMT ": changes how the job starts (%s); a job spec may set it only where the site allows it (env_allow in the site file, site/README.md)",
+		rc = dt_err_add(err, SPEC__WHERE_FMT ": changes how the job starts (%s); a job spec may set it only where the site allows it (env_allow in the site file, docs/site-admin.md)",
 				SPEC__WHERE_ARGS(&w, full), what);
 	}
 	return rc;

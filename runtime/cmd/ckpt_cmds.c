@@ -1,7 +1,7 @@
 /*
  * ckpt_cmds.c - dtrain-ckpt's file commands: list, verify, inspect and
  * export the checkpoints that dtrain-run writes (format in
- * checkpoint/ckpt.h, guide in checkpoint/README.md). The program itself
+ * checkpoint/ckpt.h, guide in docs/checkpoints.md). The program itself
  * (ckpt_main.c) adds eval and sample, which run the checkpoint's model.
  * Each command parses its command line, calls checkpoint/ckpt.h and maps
  * errors to exit codes (base/err.h):
@@ -33,7 +33,7 @@ const char rt_ckpt_usage[] =
 	"\n"
 	"Lists, checks and converts dtrain checkpoints: directories step-<8 digits>\n"
 	"holding one HDF5 shard per pipeline stage, a root model.h5 and\n"
-	"MANIFEST.json (see checkpoint/README.md).\n"
+	"MANIFEST.json (see docs/checkpoints.md).\n"
 	"\n"
 	"Commands:\n"
 	"  list DIR [--verify]        the checkpoints of a run directory or checkpoint dir\n"

@@ -95,7 +95,7 @@ static const char usage_text[] =
 	"\n"
 	"Checkpoints: saved every checkpoint.every_steps steps and at the end, into\n"
 	"checkpoint.dir (default <run_dir>/checkpoints); a run resumes from its newest\n"
-	"valid checkpoint (checkpoint.resume). See checkpoint/README.md.\n";
+	"valid checkpoint (checkpoint.resume). See docs/checkpoints.md.\n";
 
 enum { OPT_SAVE_PARAMS = 256, OPT_CHECK_DATA, CONTINUE = -1 };
 
