@@ -51,6 +51,22 @@ RT_ELEM float rt_gelu_back(float v, float dy)
 	return dy * d;
 }
 
+/* SwiGLU: silu(g) u, silu(g) = g sigmoid(g) (Shazeer 2020; Llama's MLP) */
+RT_ELEM float rt_swiglu(float g, float u)
+{
+	return g / (1.0f + rt__expf(-g)) * u;
+}
+
+/* its gradients, given dh: dg = dh u s (1 + g (1 - s)), du = dh g s, with
+ * s = sigmoid(g) */
+RT_ELEM void rt_swiglu_back(float g, float u, float dh, float *dg, float *du)
+{
+	float s = 1.0f / (1.0f + rt__expf(-g));
+
+	*dg = dh * u * s * (1.0f + g * (1.0f - s));
+	*du = dh * g * s;
+}
+
 /* --- LayerNorm (transformer.h; the row's mean m and rstd s = 1 / sqrt(var + eps) given) --- */
 
 /* the normalised element: (x - m) s */

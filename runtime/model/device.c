@@ -238,6 +238,61 @@ static void k_attention_backward(struct rt_dev *d, const float *dout, const floa
 		rt_attention_backward(U(dout), U(qkv), U(lse), U(dqkv), B, T, C, NH, ws);
 }
 
+/* --- the Llama's kernels --- */
+
+static void k_rmsnorm_forward(struct rt_dev *d, const float *x, const float *w, float *y,
+			      float *rstd, int N, int C, float eps)
+{
+	(void)d;
+	rt_rmsnorm_forward(U(x), U(w), U(y), U(rstd), N, C, eps);
+}
+
+static void k_rmsnorm_backward(struct rt_dev *d, const float *dy, const float *x, const float *w,
+			       const float *rstd, float *dx, float *dw, int N, int C)
+{
+	(void)d;
+	rt_rmsnorm_backward(U(dy), U(x), U(w), U(rstd), U(dx), U(dw), N, C);
+}
+
+static void k_attention_heads_forward(struct rt_dev *d, const float *qkv, float *out, float *lse,
+				      int B, int T, struct rt_heads h)
+{
+	float *ws = workspace(d, T);
+
+	if (ws)
+		rt_attention_heads_forward(U(qkv), U(out), U(lse), B, T, h, ws);
+}
+
+static void k_attention_heads_backward(struct rt_dev *d, const float *dout, const float *qkv,
+				       const float *lse, float *dqkv, int B, int T,
+				       struct rt_heads h)
+{
+	float *ws = workspace(d, T);
+
+	if (ws)
+		rt_attention_heads_backward(U(dout), U(qkv), U(lse), U(dqkv), B, T, h, ws);
+}
+
+static void k_rope(struct rt_dev *d, float *qkv, int B, int T, struct rt_heads h, const float *cs,
+		   const float *sn, bool inverse)
+{
+	(void)d;
+	rt_rope(U(qkv), B, T, h, U(cs), U(sn), inverse);
+}
+
+static void k_swiglu_forward(struct rt_dev *d, const float *gu, float *h, int N, int F)
+{
+	(void)d;
+	rt_swiglu_forward(U(gu), U(h), N, F);
+}
+
+static void k_swiglu_backward(struct rt_dev *d, const float *dh, const float *gu, float *dgu,
+			      int N, int F)
+{
+	(void)d;
+	rt_swiglu_backward(U(dh), U(gu), U(dgu), N, F);
+}
+
 /* --- loss --- */
 
 static void k_loss_zero(struct rt_dev *d)
@@ -324,6 +379,10 @@ static double k_sumsq(struct rt_dev *d, const float *g, size_t n)
 	.layernorm_forward = k_layernorm_forward, .layernorm_backward = k_layernorm_backward,    \
 	.attention_reserve = k_attention_reserve, .attention_forward = k_attention_forward,      \
 	.attention_backward = k_attention_backward,                                              \
+	.rmsnorm_forward = k_rmsnorm_forward, .rmsnorm_backward = k_rmsnorm_backward,            \
+	.attention_heads_forward = k_attention_heads_forward,                                    \
+	.attention_heads_backward = k_attention_heads_backward, .rope = k_rope,                  \
+	.swiglu_forward = k_swiglu_forward, .swiglu_backward = k_swiglu_backward,                \
 	.loss_zero = k_loss_zero, .loss_add = k_loss_add, .loss_fetch = k_loss_fetch,            \
 	.optim_spans = k_optim_spans, .optim_pieces = k_optim_pieces, .sumsq = k_sumsq
 

@@ -39,6 +39,7 @@
 
 #include "base/err.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/transformer.h"
 
 struct rt_optim;  /* runtime/model/optim.h */
 struct rt_optim_piece;
@@ -104,6 +105,24 @@ struct rt_dev_ops {
 				  int T, int C, int NH);
 	void (*attention_backward)(struct rt_dev *d, const float *dout, const float *qkv,
 				   const float *lse, float *dqkv, int B, int T, int C, int NH);
+	/* the Llama's (runtime/model/llama.c): RMSNorm, attention over
+	 * grouped-query heads (its workspace: attention_reserve), rotary
+	 * embeddings, SwiGLU. NULL on a device that lacks them (CUDA, for
+	 * now: jobs/spec.c refuses model.type "llama" there) */
+	void (*rmsnorm_forward)(struct rt_dev *d, const float *x, const float *w, float *y,
+				float *rstd, int N, int C, float eps);
+	void (*rmsnorm_backward)(struct rt_dev *d, const float *dy, const float *x, const float *w,
+				 const float *rstd, float *dx, float *dw, int N, int C);
+	void (*attention_heads_forward)(struct rt_dev *d, const float *qkv, float *out, float *lse,
+					int B, int T, struct rt_heads h);
+	void (*attention_heads_backward)(struct rt_dev *d, const float *dout, const float *qkv,
+					 const float *lse, float *dqkv, int B, int T,
+					 struct rt_heads h);
+	void (*rope)(struct rt_dev *d, float *qkv, int B, int T, struct rt_heads h, const float *cs,
+		     const float *sn, bool inverse);
+	void (*swiglu_forward)(struct rt_dev *d, const float *gu, float *h, int N, int F);
+	void (*swiglu_backward)(struct rt_dev *d, const float *dh, const float *gu, float *dgu,
+				int N, int F);
 
 	/* loss: one accumulator per device */
 	void (*loss_zero)(struct rt_dev *d);

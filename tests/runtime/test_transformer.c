@@ -5,9 +5,13 @@
  * every input and parameter element; plus the properties that pin the
  * forward passes down: LayerNorm rows of mean 0 and variance 1, attention
  * causal (a later position changes no earlier output) and, for a first
- * position, its own value.
+ * position, its own value; RMSNorm rows of mean square 1; grouped-query
+ * attention equal to multi-head attention with its key and value heads
+ * repeated; rotary embeddings that leave position 0 and the values alone
+ * and that their inverse undoes; SwiGLU as its formula, in place too.
  *
- * Sections: helpers, embeddings, LayerNorm, attention, main.
+ * Sections: helpers, embeddings, LayerNorm, attention, RMSNorm,
+ * grouped-query attention and rotary embeddings, SwiGLU, main.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -166,6 +170,154 @@ static void test_attention(void **state)
 	check_grad("attention dqkv", a.qkv, dqkv, B * T * 3 * C, att_loss, &a, 1e-2, 2e-2);
 }
 
+/* --- RMSNorm --- */
+
+struct rms {
+	float x[N * C], w[C], y[N * C], r[N * C], rstd[N];
+};
+
+static double rms_loss(void *ctx)
+{
+	struct rms *l = ctx;
+
+	rt_rmsnorm_forward(l->x, l->w, l->y, l->rstd, N, C, 1e-5f);
+	return dot(l->y, l->r, N * C);
+}
+
+static void test_rmsnorm(void **state)
+{
+	struct rms l;
+	float dx[N * C] = { 0 }, dw[C] = { 0 };
+	double ms = 0;
+	int i;
+
+	(void)state;
+	fill(l.x, N * C, 11, 2.0f);
+	fill(l.w, C, 12, 1.0f);
+	fill(l.r, N * C, 13, 1.0f);
+	rms_loss(&l);
+	for (i = 0; i < C; i++) /* row 0 over w: mean square 1 (up to eps) */
+		ms += (double)(l.y[i] / l.w[i]) * (double)(l.y[i] / l.w[i]);
+	assert_true(fabs(ms / C - 1.0) < 1e-4);
+	rt_rmsnorm_backward(l.r, l.x, l.w, l.rstd, dx, dw, N, C);
+	check_grad("rmsnorm dx", l.x, dx, N * C, rms_loss, &l, 1e-2, 2e-2);
+	check_grad("rmsnorm dw", l.w, dw, C, rms_loss, &l, 1e-2, 2e-2);
+}
+
+/* --- grouped-query attention, rotary embeddings --- */
+
+enum { GH = 4, GKV = 2, HS = 4, GW = (GH + 2 * GKV) * HS };
+
+struct gqa {
+	float qkv[B * T * GW], out[B * T * GH * HS], r[B * T * GH * HS], lse[B * GH * T];
+	float scratch[2 * T * T], cs[T * HS / 2], sn[T * HS / 2];
+	bool rope;
+};
+
+static double gqa_loss(void *ctx)
+{
+	struct gqa *a = ctx;
+	struct rt_heads h = { GH, GKV, HS };
+	float rot[B * T * GW];
+
+	memcpy(rot, a->qkv, sizeof(rot));
+	if (a->rope)
+		rt_rope(rot, B, T, h, a->cs, a->sn, false);
+	rt_attention_heads_forward(rot, a->out, a->lse, B, T, h, a->scratch);
+	return dot(a->out, a->r, B * T * GH * HS);
+}
+
+/* 4 query heads on 2 key and value heads equal multi-head attention with
+ * each key and value head repeated (Hugging Face's repeat_kv) */
+static void gqa_is_repeated_mha(struct gqa *a)
+{
+	float full[B * T * 3 * GH * HS], out[B * T * GH * HS], lse[B * GH * T];
+	int n, q;
+
+	for (n = 0; n < B * T; n++)
+		for (q = 0; q < GH; q++) {
+			const float *row = a->qkv + n * GW;
+			float *f = full + n * 3 * GH * HS;
+			int kv = q / (GH / GKV);
+
+			memcpy(f + q * HS, row + q * HS, HS * sizeof(float));
+			memcpy(f + (GH + q) * HS, row + (GH + kv) * HS, HS * sizeof(float));
+			memcpy(f + (2 * GH + q) * HS, row + (GH + GKV + kv) * HS, HS * sizeof(float));
+		}
+	rt_attention_forward(full, out, lse, B, T, GH * HS, GH, a->scratch);
+	a->rope = false;
+	gqa_loss(a);
+	for (n = 0; n < B * T * GH * HS; n++)
+		assert_float_equal(a->out[n], out[n], 1e-6);
+}
+
+static void test_gqa_rope(void **state)
+{
+	struct gqa a;
+	struct rt_heads h = { GH, GKV, HS };
+	float dqkv[B * T * GW], rot[B * T * GW];
+	int t, i;
+
+	(void)state;
+	fill(a.qkv, B * T * GW, 14, 1.0f);
+	fill(a.r, B * T * GH * HS, 15, 1.0f);
+	for (t = 0; t < T; t++)
+		for (i = 0; i < HS / 2; i++) {
+			a.cs[t * HS / 2 + i] = cosf((float)t * powf(10.0f, -(float)i));
+			a.sn[t * HS / 2 + i] = sinf((float)t * powf(10.0f, -(float)i));
+		}
+	gqa_is_repeated_mha(&a);
+	/* position 0 is not turned; the inverse turns back; values untouched */
+	memcpy(rot, a.qkv, sizeof(rot));
+	rt_rope(rot, B, T, h, a.cs, a.sn, false);
+	assert_memory_equal(rot, a.qkv, (GH + GKV) * HS * sizeof(float));
+	assert_memory_equal(rot + (T - 1) * GW + (GH + GKV) * HS, a.qkv + (T - 1) * GW + (GH + GKV) * HS,
+			    GKV * HS * sizeof(float));
+	rt_rope(rot, B, T, h, a.cs, a.sn, true);
+	for (i = 0; i < B * T * GW; i++)
+		assert_float_equal(rot[i], a.qkv[i], 1e-5);
+	/* the gradient through rope and attention: attention's, turned back */
+	a.rope = true;
+	gqa_loss(&a);
+	memcpy(rot, a.qkv, sizeof(rot));
+	rt_rope(rot, B, T, h, a.cs, a.sn, false);
+	rt_attention_heads_backward(a.r, rot, a.lse, dqkv, B, T, h, a.scratch);
+	rt_rope(dqkv, B, T, h, a.cs, a.sn, true);
+	check_grad("gqa + rope dqkv", a.qkv, dqkv, B * T * GW, gqa_loss, &a, 1e-2, 2e-2);
+}
+
+/* --- SwiGLU --- */
+
+struct glu {
+	float gu[N * 2 * C], h[N * C], r[N * C];
+};
+
+static double glu_loss(void *ctx)
+{
+	struct glu *g = ctx;
+
+	rt_swiglu_forward(g->gu, g->h, N, C);
+	return dot(g->h, g->r, N * C);
+}
+
+static void test_swiglu(void **state)
+{
+	struct glu g;
+	float dgu[N * 2 * C];
+
+	(void)state;
+	fill(g.gu, N * 2 * C, 16, 2.0f);
+	fill(g.r, N * C, 17, 1.0f);
+	glu_loss(&g);
+	/* h = g / (1 + e^-g) u */
+	assert_float_equal(g.h[3], g.gu[3] / (1.0 + exp(-(double)g.gu[3])) * g.gu[C + 3], 1e-5);
+	rt_swiglu_backward(g.r, g.gu, dgu, N, C);
+	check_grad("swiglu dgu", g.gu, dgu, N * 2 * C, glu_loss, &g, 1e-2, 2e-2);
+	/* in place: the same bits */
+	rt_swiglu_backward(g.r, g.gu, g.gu, N, C);
+	assert_memory_equal(g.gu, dgu, sizeof(dgu));
+}
+
 /* --- embeddings --- */
 
 struct emb {
@@ -208,6 +360,9 @@ int main(void)
 		cmocka_unit_test(test_embed),
 		cmocka_unit_test(test_layernorm),
 		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_rmsnorm),
+		cmocka_unit_test(test_gqa_rope),
+		cmocka_unit_test(test_swiglu),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
