@@ -15,7 +15,7 @@
 /* what spec_layers counts, for messages */
 static const char *spec_blocks_are(const struct spec *s)
 {
-	if (s->model.type && !strcmp(s->model.type, "gpt"))
+	if (s->model.type && (!strcmp(s->model.type, "gpt") || !strcmp(s->model.type, "llama")))
 		return "blocks (embedding + model.layers + head)";
 	return "layers (model.hidden + output)";
 }
@@ -90,6 +90,37 @@ static int check_auto_layouts(const struct spec *s, struct spec__layers *l, stru
 	return 0;
 }
 
+/* model.type "llama": its heads, its RoPE, and what it does not run on yet */
+static int check_llama(const struct spec *s, struct spec__layers *l, struct dt_err *err)
+{
+	char from[600];
+	long kv = s->model.kv_heads ? s->model.kv_heads : s->model.heads;
+	int rc = 0;
+
+	if (s->model.embd % s->model.heads)
+		return dt_err_add(err, "%s: model.heads: must divide model.embd (got %ld heads, embd %ld)",
+				  FROM("model.heads", "model.embd"), s->model.heads, s->model.embd);
+	if (s->model.heads % kv)
+		rc = dt_err_add(err, "%s: model.kv_heads: must divide model.heads (got %ld kv heads, %ld heads)",
+				FROM("model.kv_heads", "model.heads"), kv, s->model.heads);
+	if ((s->model.embd / s->model.heads) % 2)
+		rc = dt_err_add(err, "%s: model.heads: the head size model.embd / model.heads must be even for the rotary embeddings (got %ld / %ld = %ld)",
+				FROM("model.heads", "model.embd"), s->model.embd, s->model.heads,
+				s->model.embd / s->model.heads);
+	if (!strcmp(s->model.rope_scaling.rope_type, "llama3") &&
+	    s->model.rope_scaling.high_freq_factor <= s->model.rope_scaling.low_freq_factor)
+		rc = dt_err_add(err, "%s: model.rope_scaling.high_freq_factor: must be above low_freq_factor (got %g and %g)",
+				FROM("model.rope_scaling.high_freq_factor", "model.rope_scaling.low_freq_factor"),
+				s->model.rope_scaling.high_freq_factor, s->model.rope_scaling.low_freq_factor);
+	if (!strcmp(s->train.device, "cuda"))
+		rc = dt_err_add(err, "%s: model.type llama: train.device cuda is not supported yet; hint: set train.device to \"cpu\"",
+				FROM("model.type", "train.device"));
+	if (!strcmp(s->train.precision, "bf16"))
+		rc = dt_err_add(err, "%s: model.type llama: train.precision bf16 is not supported yet; hint: set train.precision to \"fp32\"",
+				FROM("model.type", "train.precision"));
+	return rc;
+}
+
 int spec__check_rules(const struct spec *s, struct spec__layers *l, struct dt_err *err)
 {
 	char from[600];
@@ -113,6 +144,8 @@ int spec__check_rules(const struct spec *s, struct spec__layers *l, struct dt_er
 	if (s->model.type && !strcmp(s->model.type, "gpt") && s->model.embd % s->model.heads)
 		rc = dt_err_add(err, "%s: model.heads: must divide model.embd (got %ld heads, embd %ld)",
 				FROM("model.heads", "model.embd"), s->model.heads, s->model.embd);
+	if (s->model.type && !strcmp(s->model.type, "llama") && check_llama(s, l, err))
+		rc = -EINVAL;
 	if (s->parallel.pipeline > spec_layers(s))
 		rc = dt_err_add(err, "%s: parallel.pipeline: %ld stages but the model has only %ld %s",
 				FROM("parallel.pipeline", "model"), s->parallel.pipeline, spec_layers(s),
@@ -169,7 +202,7 @@ int spec__check_rules(const struct spec *s, struct spec__layers *l, struct dt_er
 
 long spec_layers(const struct spec *s)
 {
-	if (s->model.type && !strcmp(s->model.type, "gpt"))
+	if (s->model.type && (!strcmp(s->model.type, "gpt") || !strcmp(s->model.type, "llama")))
 		return s->model.layers + 2;
 	return (long)s->model.hidden.n + 1;
 }

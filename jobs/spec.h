@@ -73,6 +73,17 @@ struct spec {
 		long layers;          /* gpt: transformer blocks */
 		long heads;           /* gpt: attention heads; divides embd */
 		long embd;            /* gpt: residual width, C */
+		long kv_heads;        /* llama: key and value heads; 0: model.heads */
+		long intermediate_size; /* llama: the SwiGLU's width */
+		double rope_theta;    /* llama: RoPE's base */
+		struct spec_rope_scaling {
+			char *rope_type; /* "default" | "llama3" */
+			double factor, low_freq_factor, high_freq_factor;
+			long original_max_position_embeddings;
+		} rope_scaling;       /* llama: Llama 3.1's rescaled RoPE frequencies */
+		double rms_norm_eps;  /* llama: RMSNorm's epsilon */
+		bool tie_word_embeddings; /* llama: the head is the embedding */
+		bool qkv_bias;        /* llama: biases on q, k and v (Qwen2) */
 		long init_seed;
 	} model;
 	struct spec_data {

@@ -19,11 +19,12 @@
 #include <string.h>
 
 #include "runtime/model/gpt.h"
+#include "runtime/model/llama.h"
 #include "runtime/model/mlp.h"
 
 /* --- model types --- */
 
-static const struct rt_model_ops *const model_types[] = { &rt_mlp_model, &rt_gpt_model };
+static const struct rt_model_ops *const model_types[] = { &rt_mlp_model, &rt_gpt_model, &rt_llama_model };
 #define N_TYPES (sizeof(model_types) / sizeof(model_types[0]))
 
 const struct rt_model_ops *rt_model_find(const struct spec *s, struct dt_err *err)

@@ -294,6 +294,37 @@ static void missing_file_is_named(void **state)
 	assert_true(tu_has(&e, "/nonexistent/dir/job.json: cannot read: No such file or directory"));
 }
 
+/* model.type "llama": its keys resolve, and its rules name the key */
+static void llama_rules(void **state)
+{
+	struct spec s;
+	struct dt_err e = {0};
+	const char *gpu[] = { "train.device=cuda", "resources.gpus_per_node=1" };
+	const char *bf[] = { "train.precision=bf16" };
+	const char *odd[] = { "model.embd=36" }; /* 12 heads of 3 */
+
+	(void)state;
+	assert_int_equal(resolve("{\"model\": {\"type\": \"llama\", \"kv_heads\": 4, \"tie_word_embeddings\": true,"
+				 " \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 32}}}", NULL, 0, &s, &e), 0);
+	assert_int_equal(s.model.kv_heads, 4);
+	assert_true(s.model.tie_word_embeddings);
+	assert_string_equal(s.model.rope_scaling.rope_type, "llama3");
+	assert_true(s.model.rope_scaling.factor == 32.0);
+	assert_int_equal(spec_layers(&s), 14);
+	spec_free(&s);
+	assert_int_equal(resolve("{\"model\": {\"type\": \"llama\", \"kv_heads\": 5}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "job.json: model.kv_heads: must divide model.heads (got 5 kv heads, 12 heads)"));
+	assert_int_equal(resolve("{\"model\": {\"type\": \"llama\"}}", odd, 1, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "model.heads: the head size model.embd / model.heads must be even for the rotary embeddings (got 36 / 12 = 3)"));
+	assert_int_equal(resolve("{\"model\": {\"type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"llama3\","
+				 " \"low_freq_factor\": 4, \"high_freq_factor\": 2}}}", NULL, 0, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "model.rope_scaling.high_freq_factor: must be above low_freq_factor (got 2 and 4)"));
+	assert_int_equal(resolve("{\"model\": {\"type\": \"llama\"}}", gpu, 2, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "model.type llama: train.device cuda is not supported yet"));
+	assert_int_equal(resolve("{\"model\": {\"type\": \"llama\"}}", bf, 1, &s, &e), -EINVAL);
+	assert_true(tu_has(&e, "model.type llama: train.precision bf16 is not supported yet"));
+}
+
 static void cross_field_rules(void **state)
 {
 	struct spec s;
@@ -593,6 +624,7 @@ int main(void)
 		cmocka_unit_test(invalid_json_names_line_and_column),
 		cmocka_unit_test(missing_file_is_named),
 		cmocka_unit_test(cross_field_rules),
+		cmocka_unit_test(llama_rules),
 		cmocka_unit_test(set_overrides),
 		cmocka_unit_test(set_errors),
 		cmocka_unit_test(max_steps_alone),
