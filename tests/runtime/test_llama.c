@@ -5,7 +5,8 @@
  * grouped-query heads, q/k/v biases, an untied head and Llama 3.1's
  * rope_scaling against finite differences, the tied head's initial copy,
  * and a multi-query model cut into stages giving the whole model's logits
- * and gradients bit for bit, on the CPU and on the simulated device.
+ * and gradients bit for bit, on the CPU and on the simulated device; a
+ * device without the Llama's kernels refused by name.
  *
  * Sections: helpers, the tensor table, gradients, stages, main.
  */
@@ -348,6 +349,27 @@ static void test_stages_equal_whole(void **state)
 	rt_dev_close(&sim);
 }
 
+/* A device without the Llama's kernels (CUDA's, for now) is refused by
+ * name at the stage's start. */
+static void test_device_without_kernels(void **state)
+{
+	struct spec s;
+	struct rt_dev dev = *rt_dev_cpu();
+	struct rt_dev_ops ops = *dev.ops;
+	struct rt_stage st;
+	struct dt_err err = { 0 };
+	int first[2] = { 0, 4 };
+
+	(void)state;
+	ops.rope = NULL;
+	dev.ops = &ops;
+	dev.kind = "cuda";
+	llama_spec(&s, 11, 6, 2, 2, 1, 8, 12);
+	assert_int_equal(rt_stage_init_on(&st, &dev, &s, 0, 1, first, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "model.type llama: train.device cuda is not supported yet"));
+	rt_stage_free(&st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -355,6 +377,7 @@ int main(void)
 		cmocka_unit_test(test_gradients),
 		cmocka_unit_test(test_tied_init),
 		cmocka_unit_test(test_stages_equal_whole),
+		cmocka_unit_test(test_device_without_kernels),
 	};
 
 	rt_blas_threads(1);
