@@ -7,6 +7,7 @@
  */
 #include "jobs/internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
