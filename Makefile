@@ -79,7 +79,7 @@ test: build build-asan build-release
 
 # The unit tests of the normal build only (quick, no cluster).
 test-fast: build
-	@cd $(BUILD) && ctest -L unit --output-on-failure
+	@cd $(BUILD) && ctest -L unit --output-on-failure -j$(JOBS)
 
 # dtrain for a lent GPU machine: one archive with every library it needs
 # but the driver, CUDA and NCCL (site/gpu-bundle.sh, runtime/gpu/README.md)

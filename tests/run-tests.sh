@@ -4,6 +4,11 @@
 # the normal build, then in the AddressSanitizer + UBSan build (all but the
 # accuracy runs and the recovery runs, which the normal build already did:
 # tests/integration/CMakeLists.txt says why).
+# Tests run side by side, as many at once as the machine has cores
+# (DTRAIN_TEST_JOBS overrides): the cluster tests one at a time (they share
+# the cluster: RESOURCE_LOCK), the others beside them, which fills the time a
+# cluster test spends waiting on Slurm; tests/integration/CMakeLists.txt
+# says which tests take the whole machine and which run alone.
 # A test that cannot run here (the GPU tests on a machine without a GPU)
 # exits 77: ctest counts it as skipped, which does not fail the run, and the
 # summary names it.
@@ -12,14 +17,15 @@ set -uo pipefail
 
 build=${1:?usage: run-tests.sh BUILD_DIR ASAN_BUILD_DIR}
 asan=${2:?usage: run-tests.sh BUILD_DIR ASAN_BUILD_DIR}
+jobs=${DTRAIN_TEST_JOBS:-$(nproc)}
 rc=0
 log=$(mktemp "${TMPDIR:-/tmp}/dtrain-tests-XXXXXX")
 trap 'rm -f "$log"' EXIT
 
 echo "== dtrain tests: $build"
-(cd "$build" && ctest --output-on-failure --timeout 600) 2>&1 | tee "$log" || rc=1
+(cd "$build" && ctest --output-on-failure --timeout 600 -j "$jobs") 2>&1 | tee "$log" || rc=1
 echo "== dtrain tests under AddressSanitizer + UBSan: $asan"
-(cd "$asan" && ctest --output-on-failure --timeout 900 --label-exclude 'accuracy|recovery') 2>&1 | tee -a "$log" || rc=1
+(cd "$asan" && ctest --output-on-failure --timeout 900 -j "$jobs" --label-exclude 'accuracy|recovery') 2>&1 | tee -a "$log" || rc=1
 
 # ctest's summary lines: "	 16 - test_gpu_device (Skipped)"
 skipped=$(sed -n 's/^[[:space:]]*[0-9][0-9]* - \(.*\) (Skipped)$/\1/p' "$log" | sort | uniq -c |
