@@ -419,6 +419,21 @@ static int host_copies(struct trainer *t, int64_t step)
 	return rc;
 }
 
+/* One save at step pos->step: the watchdog told, the replicas checked, the
+ * host copies made, then the checkpoint written (and waited for when sync). */
+static int save_at(struct trainer *t, const struct rt_ckpt_pos *pos, bool sync)
+{
+	int rc;
+
+	rt_watchdog_beat(t->wd, pos->step, DT_PHASE_SAVE);
+	rc = rt__replicas_check(t, pos->step);
+	if (!rc)
+		rc = host_copies(t, pos->step);
+	if (!rc)
+		rc = rt_ckpt_save(&t->ck, pos, sync, t->err);
+	return rc;
+}
+
 /* At a step boundary: a stop signal means save now and leave (-EAGAIN);
  * otherwise a periodic save when one is due. */
 static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int64_t per_epoch,
@@ -444,12 +459,7 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 		}
 		dt_json_line(t->metrics, "{\"event\":\"stop\",\"step\":%lld,\"signal\":\"%s\","
 			     "\"unix_time\":%.3f}", (long long)step, sigabbrev_np(sig), dt_wall_s());
-		rt_watchdog_beat(t->wd, step, DT_PHASE_SAVE);
-		rc = rt__replicas_check(t, step);
-		if (!rc)
-			rc = host_copies(t, step);
-		if (!rc)
-			rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
+		rc = save_at(t, &pos, true);
 		if (rc == -ECANCELED && t->g->rank == 0)
 			dt_err_add(t->err, "stopped at step %lld without saving it (see above); a resume "
 				   "starts from the newest saved checkpoint", (long long)step);
@@ -460,12 +470,7 @@ static int checkpoint_point(struct trainer *t, int64_t step, int64_t total, int6
 		return due;
 	if ((due || (s->checkpoint.every_steps > 0 && step % s->checkpoint.every_steps == 0)) &&
 	    step < total) {
-		rt_watchdog_beat(t->wd, step, DT_PHASE_SAVE);
-		rc = rt__replicas_check(t, step);
-		if (!rc)
-			rc = host_copies(t, step);
-		if (!rc)
-			rc = rt_ckpt_save(&t->ck, &pos, !s->checkpoint.async, t->err);
+		rc = save_at(t, &pos, !s->checkpoint.async);
 		if (!rc)
 			rt__cadence_saved(t, step);
 		return rc;
@@ -580,14 +585,8 @@ static int evaluate_at(struct trainer *t, int64_t step, int64_t epoch, bool quie
 static int final_save(struct trainer *t, int64_t step, int64_t per_epoch, int64_t total)
 {
 	struct rt_ckpt_pos pos = { step, per_epoch, total };
-	int rc;
+	int rc = save_at(t, &pos, true);
 
-	rt_watchdog_beat(t->wd, step, DT_PHASE_SAVE);
-	rc = rt__replicas_check(t, step);
-	if (!rc)
-		rc = host_copies(t, step);
-	if (!rc)
-		rc = rt_ckpt_save(&t->ck, &pos, true, t->err);
 	if (rc == -ECANCELED && t->g->rank == 0)
 		dt_err_add(t->err, "training finished, but its final checkpoint (step %lld) could "
 			   "not be saved (see above)", (long long)step);
