@@ -76,14 +76,14 @@ int launch__write_new(const char *path, const void *data, size_t len, int mode);
 
 struct launch_plan;
 struct launch_job;
-/* sbatch --parsable <run_dir>/job.sh (sbatch found on PATH), the job id
- * into *id (caller frees). -ENOENT: no sbatch; -EIO: refused (its message
- * went to our stderr; a line in err); -EPROTO: output without a job id
- * (the job may be queued). */
-int launch__sbatch(const struct site *site, const char *run_dir, char **id, struct dt_err *err);
-/* The accepted job written down: *job filled, <run_dir>/job_id, the
- * registry; problems are warnings. */
-void launch__record_job(const struct launch_plan *p, struct launch_job *job, struct dt_err *warn);
+/* sbatch --parsable <p->spec.run_dir>/job.sh (sbatch found on PATH, under
+ * p->site's locks) and, when accepted, the job written down: *job filled
+ * (it owns the id), <run_dir>/job_id, the registry; problems in the
+ * writing down are warnings. -ENOENT: no sbatch; -EIO: refused (its
+ * message went to our stderr; a line in err); -EPROTO: output without a
+ * job id (the job may be queued; nothing written down). */
+int launch__sbatch_record(const struct launch_plan *p, struct launch_job *job,
+			  struct dt_err *warn, struct dt_err *err);
 
 /* --after JOB as the --set it stands for, into *kv (caller frees):
  * "resources.dependency=afterok:<JOB's id>" (JOB: an id, a name, a sweep

@@ -239,7 +239,7 @@ int launch_resume(struct launch_plan *p, struct launch_job *job, struct dt_err *
 {
 	const char *run_dir = p->spec.run_dir, *as;
 	bool moved[N_KEPT] = { false }, written = false;
-	char *old = NULL, *id = NULL;
+	char *old = NULL;
 	int rc;
 
 	*job = (struct launch_job){0};
@@ -254,15 +254,9 @@ int launch_resume(struct launch_plan *p, struct launch_job *job, struct dt_err *
 	rc = write_new(p, err);
 	written = rc == 0;
 	if (!rc)
-		rc = launch__sbatch(&p->site, run_dir, &id, err);
-	if (rc && rc != -EPROTO) { /* refused: the run dir as it was */
+		rc = launch__sbatch_record(p, job, warn, err);
+	if (rc && rc != -EPROTO) /* refused: the run dir as it was */
 		put_back(run_dir, as, moved, written);
-		goto out;
-	}
-	if (rc)
-		goto out;
-	job->id = id;
-	launch__record_job(p, job, warn);
 out:
 	if (rc == -ENOMEM)
 		dt_err_add(err, "resume: out of memory");

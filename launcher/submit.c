@@ -566,7 +566,9 @@ static bool no_controller(const char *said)
 	       strstr(said, "Unable to establish a connection") || strstr(said, "Connection refused");
 }
 
-int launch__sbatch(const struct site *site, const char *run_dir, char **id, struct dt_err *err)
+/* sbatch --parsable <run_dir>/job.sh, the job id into *id (caller frees);
+ * the codes of launch__sbatch_record. */
+static int run_sbatch(const struct site *site, const char *run_dir, char **id, struct dt_err *err)
 {
 	struct dt_buf job_sh = {0}, out = {0}, said = {0};
 	char *sbatch = launch__which("sbatch"), shown[96];
@@ -622,7 +624,7 @@ out:
 
 /* The job is queued already, so a problem here is a warning, not a failed
  * submit. */
-void launch__record_job(const struct launch_plan *p, struct launch_job *job, struct dt_err *warn)
+static void record_job(const struct launch_plan *p, struct launch_job *job, struct dt_err *warn)
 {
 	struct dt_buf path = {0}, line = {0};
 	char stamp[32];
@@ -652,10 +654,24 @@ void launch__record_job(const struct launch_plan *p, struct launch_job *job, str
 	dt_buf_free(&path);
 }
 
+int launch__sbatch_record(const struct launch_plan *p, struct launch_job *job,
+			  struct dt_err *warn, struct dt_err *err)
+{
+	char *id = NULL;
+	int rc = run_sbatch(&p->site, p->spec.run_dir, &id, err);
+
+	if (rc)
+		return rc;
+	/* Accepted: from here on problems are warnings. */
+	job->id = id;
+	record_job(p, job, warn);
+	return 0;
+}
+
 int launch_submit(struct launch_plan *p, struct launch_job *job,
 		  struct dt_err *warn, struct dt_err *err)
 {
-	char *sbatch = NULL, *parent = NULL, *id = NULL;
+	char *sbatch = NULL, *parent = NULL;
 	int rc;
 
 	*job = (struct launch_job){0};
@@ -664,14 +680,9 @@ int launch_submit(struct launch_plan *p, struct launch_job *job,
 		rc = claim_run_dir(p, parent, err);
 	if (rc)
 		goto out;
-	rc = launch__sbatch(&p->site, p->spec.run_dir, &id, err);
+	rc = launch__sbatch_record(p, job, warn, err);
 	if (rc && rc != -EPROTO) /* refused: leave nothing behind */
 		dt_remove_tree(p->spec.run_dir);
-	if (rc)
-		goto out;
-	/* Accepted: from here on problems are warnings. */
-	job->id = id;
-	launch__record_job(p, job, warn);
 out:
 	if (rc == -ENOMEM)
 		dt_err_add(err, "submit: out of memory");

@@ -618,7 +618,7 @@ static int sweep_submit(struct sweep *s, struct launch_job *job, struct dt_err *
 			struct dt_err *err)
 {
 	struct launch_plan rec = {0};
-	char *sbatch = launch__which("sbatch"), *id = NULL;
+	char *sbatch = launch__which("sbatch");
 	bool created = false;
 	int rc = 0;
 
@@ -627,19 +627,20 @@ static int sweep_submit(struct sweep *s, struct launch_job *job, struct dt_err *
 		return -ENOENT;
 	}
 	free(sbatch);
+	/* the sweep's job as one plan: task 0's site and name, the sweep dir
+	 * (borrowed, not freed) */
+	rec.site = s->t[0].site;
+	rec.now = s->t[0].now;
+	rec.spec.name = s->t[0].spec.name;
+	rec.spec.run_dir = s->dir;
 	rc = create_dir(s, &created, err);
 	if (!rc)
-		rc = launch__sbatch(&s->t[0].site, s->dir, &id, err);
+		rc = launch__sbatch_record(&rec, job, warn, err);
 	if (rc && rc != -EPROTO && created) /* refused: leave nothing behind */
 		dt_remove_tree(s->dir);
 	if (rc)
 		return rc;
-	job->id = id;
-	rec.now = s->t[0].now;
-	rec.spec.name = s->t[0].spec.name;
-	rec.spec.run_dir = s->dir;
-	launch__record_job(&rec, job, warn);
-	record_tasks(s, id, warn);
+	record_tasks(s, job->id, warn);
 	return 0;
 }
 
