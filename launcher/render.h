@@ -11,8 +11,6 @@
 #include "base/err.h"
 #include "jobs/spec.h"
 
-#include <stdarg.h>
-
 struct site;
 
 /* Seconds a one-task step may take to start on a node after a crash before
@@ -35,8 +33,8 @@ struct render {
 };
 
 /* render_text.c: append printf-style text to the script (nothing once r->rc is set). */
-void launch__render_vput(struct render *r, const char *fmt, va_list ap)
-	__attribute__((format(printf, 2, 0)));
+void launch__render_put(struct render *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* The site's srun options, each one quoted word after a space. */
 void launch__render_srun_extra(struct render *r);
 

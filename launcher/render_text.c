@@ -8,17 +8,21 @@
 #include "base/str.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-void launch__render_vput(struct render *r, const char *fmt, va_list ap)
+void launch__render_put(struct render *r, const char *fmt, ...)
 {
 	char *line = NULL;
+	va_list ap;
 	int n;
 
 	if (r->rc)
 		return;
+	va_start(ap, fmt);
 	n = vasprintf(&line, fmt, ap);
+	va_end(ap);
 	if (n < 0) {
 		r->rc = -ENOMEM;
 		return;
