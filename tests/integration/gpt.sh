@@ -23,18 +23,7 @@
 #    sums).
 . "$(dirname "$0")/lib.sh"
 
-corpus=/usr/share/games/fortunes
-[ -f "$corpus/fortunes" ] || fail "$corpus/fortunes is missing (Debian package fortunes; make deps installs it)"
-"$DTRAIN_BIN/dtrain-data" text "$corpus/fortunes" "$corpus/literature" "$corpus/riddles" "$T/text" \
-	>"$T/data.out" 2>&1 || { cat "$T/data.out"; fail "dtrain-data text"; }
-cat >"$T/base.json" <<JSON
-{ "name": "gpt", "model": { "type": "gpt", "vocab_size": 256, "context": 32, "layers": 4, "heads": 2, "embd": 32 },
-  "data": { "train": "$T/text/train.h5", "test": "$T/text/val.h5" },
-  "train": { "epochs": 1, "max_steps": 50, "global_batch": 8, "log_every": 1, "eval_every": 25,
-             "optimizer": { "type": "adamw", "lr": 0.003, "weight_decay": 0.1, "betas": [0.9, 0.95] },
-             "lr_schedule": { "warmup_steps": 5 }, "grad_clip": 1.0 },
-  "checkpoint": { "every_steps": 25, "keep": 5 } }
-JSON
+fortunes_gpt base
 
 # run NAME DATA PIPE MICRO [--set KEY=VALUE...]: train $T/base.json in $T/NAME
 run() { mpi_run base "$@"; }
@@ -176,7 +165,7 @@ refused() {
 }
 refused table "$T/table.h5: " --set data.train="$T/table.h5"
 refused vocab "$T/text/train.h5: a vocabulary of 256 tokens but model.vocab_size is only 128" --set model.vocab_size=128
-head -c 300 "$corpus/fortunes" >"$T/short.txt"
+head -c 300 /usr/share/games/fortunes/fortunes >"$T/short.txt"
 "$DTRAIN_BIN/dtrain-data" text "$T/short.txt" "$T/short" >/dev/null || fail "dtrain-data text (short)"
 refused context "$T/short/train.h5: 270 tokens make no window of model.context + 1 = 301 tokens" \
 	--set model.context=300 --set data.train="$T/short/train.h5" --set data.test=null

@@ -130,6 +130,25 @@ tied() {
 		{ cat "$T/tied.out"; fail "$ck: lm_head.weight differs from transformer.wte.weight"; }
 }
 
+# fortunes_gpt SPEC: Debian's fortunes, literature and riddles as byte-level
+# text in $T/text (train.h5, val.h5), and in $T/SPEC.json a GPT on it (4
+# blocks of width 32, 2 heads, context 32; AdamW, 50 steps of 8 rows, an
+# eval and a checkpoint every 25) for mpi_run.
+fortunes_gpt() {
+	local corpus=/usr/share/games/fortunes
+	[ -f "$corpus/fortunes" ] || fail "$corpus/fortunes is missing (Debian package fortunes; make deps installs it)"
+	"$DTRAIN_BIN/dtrain-data" text "$corpus/fortunes" "$corpus/literature" "$corpus/riddles" "$T/text" \
+		>"$T/data.out" 2>&1 || { cat "$T/data.out"; fail "dtrain-data text"; }
+	cat >"$T/$1.json" <<JSON
+{ "name": "gpt", "model": { "type": "gpt", "vocab_size": 256, "context": 32, "layers": 4, "heads": 2, "embd": 32 },
+  "data": { "train": "$T/text/train.h5", "test": "$T/text/val.h5" },
+  "train": { "epochs": 1, "max_steps": 50, "global_batch": 8, "log_every": 1, "eval_every": 25,
+             "optimizer": { "type": "adamw", "lr": 0.003, "weight_decay": 0.1, "betas": [0.9, 0.95] },
+             "lr_schedule": { "warmup_steps": 5 }, "grad_clip": 1.0 },
+  "checkpoint": { "every_steps": 25, "keep": 5 } }
+JSON
+}
+
 # mpi_run SPEC NAME DATA PIPE MICRO [--set KEY=VALUE...]: $T/SPEC.json
 # resolved with that layout into $T/NAME.json and trained under mpirun
 # (this host, no cluster) in $T/NAME; its output in $T/NAME.out, its final

@@ -24,18 +24,7 @@
 PY=/usr/bin/python3 # Debian's, with python3-h5py
 TOL=1e-6            # same_curve's (lib.sh)
 
-corpus=/usr/share/games/fortunes
-[ -f "$corpus/fortunes" ] || fail "$corpus/fortunes is missing (Debian package fortunes; make deps installs it)"
-"$DTRAIN_BIN/dtrain-data" text "$corpus/fortunes" "$corpus/literature" "$corpus/riddles" "$T/text" \
-	>"$T/data.out" 2>&1 || { cat "$T/data.out"; fail "dtrain-data text"; }
-cat >"$T/gpt.json" <<JSON
-{ "name": "gpt", "model": { "type": "gpt", "vocab_size": 256, "context": 32, "layers": 4, "heads": 2, "embd": 32 },
-  "data": { "train": "$T/text/train.h5", "test": "$T/text/val.h5" },
-  "train": { "epochs": 1, "max_steps": 50, "global_batch": 8, "log_every": 1, "eval_every": 25,
-             "optimizer": { "type": "adamw", "lr": 0.003, "weight_decay": 0.1, "betas": [0.9, 0.95] },
-             "lr_schedule": { "warmup_steps": 5 }, "grad_clip": 1.0 },
-  "checkpoint": { "every_steps": 25, "keep": 5 } }
-JSON
+fortunes_gpt gpt
 # 2002 rows in steps of 40: the last step's 2 rows leave 2 of 4 replicas
 # without any, which still take part in every collective, in order; 3
 # classes: the output layer's 3 rows leave a replica none of its rows
