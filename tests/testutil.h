@@ -66,6 +66,15 @@ static inline void tu_cleanup(void)
 	tu_dir[0] = '\0';
 }
 
+/* A cmocka group teardown that removes the scratch directory:
+ * cmocka_run_group_tests(tests, setup, tu_teardown). */
+static inline int tu_teardown(void **state)
+{
+	(void)state;
+	tu_cleanup();
+	return 0;
+}
+
 /* Does the error report contain this text? Prints the report if not. */
 static inline int tu_has(const struct dt_err *e, const char *needle)
 {

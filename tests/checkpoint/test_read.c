@@ -1617,13 +1617,6 @@ static void test_inspect(void **state)
 
 /* --- main --- */
 
-static int teardown(void **state)
-{
-	(void)state;
-	tu_cleanup();
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1648,5 +1641,5 @@ int main(void)
 		cmocka_unit_test(test_config_canonical),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, teardown);
+	return cmocka_run_group_tests(tests, NULL, tu_teardown);
 }

@@ -151,13 +151,6 @@ static void test_hostile(void **state)
 		       "shape[0] is not a non-negative integer");
 }
 
-static int teardown(void **state)
-{
-	(void)state;
-	tu_cleanup();
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -166,5 +159,5 @@ int main(void)
 		cmocka_unit_test(test_hostile),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, teardown);
+	return cmocka_run_group_tests(tests, NULL, tu_teardown);
 }

@@ -1894,13 +1894,6 @@ static void test_planted_dir_link(void **state)
 
 /* --- main --- */
 
-static int teardown(void **state)
-{
-	(void)state;
-	tu_cleanup();
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1932,5 +1925,5 @@ int main(void)
 	};
 
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-	return cmocka_run_group_tests(tests, NULL, teardown);
+	return cmocka_run_group_tests(tests, NULL, tu_teardown);
 }

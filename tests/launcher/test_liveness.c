@@ -133,13 +133,6 @@ static void overdue_rank_stalls(void **state)
 	assert_false(lv.stalled);
 }
 
-static int teardown(void **state)
-{
-	(void)state;
-	tu_cleanup();
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -149,5 +142,5 @@ int main(void)
 		cmocka_unit_test(overdue_rank_stalls),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, teardown);
+	return cmocka_run_group_tests(tests, NULL, tu_teardown);
 }

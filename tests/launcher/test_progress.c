@@ -74,13 +74,6 @@ static void expect_no_progress(const struct launch_progress *p)
 	assert_string_equal(t.eta, "-");
 }
 
-static int group_teardown(void **state)
-{
-	(void)state;
-	tu_cleanup();
-	return 0;
-}
-
 /* --- reading --- */
 
 static void test_normal(void **state)
@@ -516,5 +509,5 @@ int main(void)
 		cmocka_unit_test(test_format),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, group_teardown);
+	return cmocka_run_group_tests(tests, NULL, tu_teardown);
 }

@@ -69,13 +69,6 @@ static int group_setup(void **state)
 	return 0;
 }
 
-static int group_teardown(void **state)
-{
-	(void)state;
-	tu_cleanup();
-	return 0;
-}
-
 /* Each test starts with an empty registry and no fakes. */
 static int reset(void **state)
 {
@@ -678,5 +671,5 @@ int main(void)
 		cmocka_unit_test_setup(test_sweep_report, reset),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, tu_teardown);
 }

@@ -165,13 +165,6 @@ static int group_setup(void **state)
 	return 0;
 }
 
-static int group_teardown(void **state)
-{
-	(void)state;
-	tu_cleanup();
-	return 0;
-}
-
 /* Remove what a previous run of the script left in tmp. */
 static void reset_outputs(void)
 {
@@ -1652,5 +1645,5 @@ int main(void)
 		cmocka_unit_test(test_background_setup_job_not_waited_for),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, tu_teardown);
 }

@@ -470,13 +470,6 @@ static void test_ranks(void **state)
 	launch__report_free(&r);
 }
 
-static int group_teardown(void **state)
-{
-	(void)state;
-	tu_cleanup();
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -491,5 +484,5 @@ int main(void)
 		cmocka_unit_test(test_ranks),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, group_teardown);
+	return cmocka_run_group_tests(tests, NULL, tu_teardown);
 }

@@ -85,13 +85,6 @@ static int group_setup(void **state)
 	return 0;
 }
 
-static int group_teardown(void **state)
-{
-	(void)state;
-	tu_cleanup();
-	return 0;
-}
-
 static int reset(void **state)
 {
 	char path[600];
@@ -617,5 +610,5 @@ int main(void)
 		cmocka_unit_test_setup(test_resume_max_steps_alone, reset),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, tu_teardown);
 }

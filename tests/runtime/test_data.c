@@ -904,13 +904,6 @@ static void test_fashion_refusals(void **state)
 
 /* --- main --- */
 
-static int teardown(void **state)
-{
-	(void)state;
-	tu_cleanup();
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -930,5 +923,5 @@ int main(void)
 		cmocka_unit_test(test_fashion_refusals),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, teardown);
+	return cmocka_run_group_tests(tests, NULL, tu_teardown);
 }

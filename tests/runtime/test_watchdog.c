@@ -480,13 +480,6 @@ static void bounds_that_must_hold(void **state)
 	assert_true(ran < 8);
 }
 
-static int teardown(void **state)
-{
-	(void)state;
-	tu_cleanup();
-	return 0;
-}
-
 /* --- planted links --- */
 
 /* A heartbeat file, or the heartbeat dir, planted in the run dir as a
@@ -550,5 +543,5 @@ int main(void)
 		cmocka_unit_test(verdict_names_the_rank_outside_the_wait),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, teardown);
+	return cmocka_run_group_tests(tests, NULL, tu_teardown);
 }
