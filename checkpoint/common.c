@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 #include <zlib.h>
@@ -126,6 +127,28 @@ uint32_t ckpt_crc32(uint32_t crc, const void *data, size_t n)
 		return crc32_fold(crc, data, n);
 #endif
 	return crc32_zlib(crc, data, n);
+}
+
+int ckpt__crc_fd(int fd, void *buf, size_t cap, uint64_t *size, uint32_t *crc)
+{
+	uint64_t total = 0;
+	uint32_t c = 0;
+	ssize_t got;
+
+	for (;;) {
+		got = read(fd, buf, cap);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			break;
+		c = ckpt_crc32(c, buf, (size_t)got);
+		total += (uint64_t)got;
+	}
+	*size = total;
+	*crc = c;
+	return 0;
 }
 
 void ckpt_step_name(int64_t step, char *out, size_t size)

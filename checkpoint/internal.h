@@ -128,6 +128,11 @@ int ckpt__dir_get(const struct ckpt_dir *d, bool follow);
 int ckpt__tmp_file(const struct ckpt_dir *tmp, const char *name, int flags, const char *doing,
 		   struct dt_err *err);
 
+/* The crc32 (ckpt_crc32) and byte count of what fd holds from its offset
+ * to its end, read through buf (cap bytes); a read cut by a signal goes on.
+ * 0 or -errno (*size and *crc unset). (common.c) */
+int ckpt__crc_fd(int fd, void *buf, size_t cap, uint64_t *size, uint32_t *crc);
+
 /* Silences HDF5's own error stack printing for the calling thread (we
  * report errors ourselves, naming the path). Call before HDF5 work. */
 void ckpt__h5_quiet(void);

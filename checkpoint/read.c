@@ -251,7 +251,6 @@ int ckpt_verify_file(const char *ckpt, const struct ckpt_file *f, struct dt_err 
 	struct stat st;
 	uint64_t total = 0;
 	uint32_t crc = 0;
-	ssize_t got;
 	int fd = -1, rc = 0;
 
 	if (!plain_name(f->name))
@@ -289,19 +288,10 @@ int ckpt_verify_file(const char *ckpt, const struct ckpt_file *f, struct dt_err 
 		dt_err_add(err, "%s: out of memory for checksumming", path);
 		goto out;
 	}
-	for (;;) {
-		got = read(fd, buf, CRC_CHUNK);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			rc = -errno;
-			dt_err_add(err, "%s: read failed: %s", path, strerror(-rc));
-			goto out;
-		}
-		if (got == 0)
-			break;
-		crc = ckpt_crc32(crc, buf, (size_t)got);
-		total += (uint64_t)got;
+	rc = ckpt__crc_fd(fd, buf, CRC_CHUNK, &total, &crc);
+	if (rc) {
+		dt_err_add(err, "%s: read failed: %s", path, strerror(-rc));
+		goto out;
 	}
 	if (total != f->size) {
 		rc = -EIO;

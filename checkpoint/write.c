@@ -913,8 +913,6 @@ int ckpt_file_seal(const struct ckpt_dir *tmpdir, const char *name, uint64_t *si
 {
 	unsigned char buf[READ_CHUNK];
 	char path[4200];
-	uint64_t total = 0;
-	uint32_t c = 0;
 	int fd, rc = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", tmpdir->path, name);
@@ -926,23 +924,9 @@ int ckpt_file_seal(const struct ckpt_dir *tmpdir, const char *name, uint64_t *si
 		dt_err_add(err, "%s: cannot sync: %s", path, strerror(-rc));
 		goto out;
 	}
-	for (;;) {
-		ssize_t got = read(fd, buf, sizeof(buf));
-
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			rc = -errno;
-			dt_err_add(err, "%s: cannot read: %s", path, strerror(-rc));
-			goto out;
-		}
-		if (got == 0)
-			break;
-		c = ckpt_crc32(c, buf, (size_t)got);
-		total += (uint64_t)got;
-	}
-	*size = total;
-	*crc = c;
+	rc = ckpt__crc_fd(fd, buf, sizeof(buf), size, crc);
+	if (rc)
+		dt_err_add(err, "%s: cannot read: %s", path, strerror(-rc));
 out:
 	close(fd);
 	return rc;
