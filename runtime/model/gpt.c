@@ -10,6 +10,7 @@
 #include "runtime/model/gpt.h"
 
 #include "runtime/model/device.h"
+#include "runtime/model/internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -86,16 +87,6 @@ static int gpt_config(const struct spec *s, struct dt_buf *out)
 			     g.V, g.T, g.L, g.NH, g.C) ? -ENOMEM : 0;
 }
 
-static void tensor(struct rt_tensor *t, const char *prefix, const char *name, long d0, long d1)
-{
-	memset(t, 0, sizeof(*t));
-	snprintf(t->name, sizeof(t->name), "%s%s", prefix, name);
-	t->ndim = d1 ? 2 : 1;
-	t->shape[0] = d0;
-	t->shape[1] = d1;
-	t->decay = d1 != 0; /* 2-D tensors only */
-}
-
 /* A transformer block's tensors, in this order (enum layer_tensor). */
 enum layer_tensor {
 	LN1_W, LN1_B, QKV_W, QKV_B, PROJ_W, PROJ_B, LN2_W, LN2_B, FC_W, FC_B, FCP_W, FCP_B,
@@ -108,29 +99,29 @@ static int gpt_tensors(const struct spec *s, int b, struct rt_tensor *t)
 	char p[64];
 
 	if (b == 0) {
-		tensor(&t[0], "transformer.", "wte.weight", g.V, g.C);
-		tensor(&t[1], "transformer.", "wpe.weight", g.T, g.C);
+		rt__model_tensor(&t[0], "transformer.", "wte.weight", g.V, g.C);
+		rt__model_tensor(&t[1], "transformer.", "wpe.weight", g.T, g.C);
 		return 2;
 	}
 	if (b == gpt_blocks(s) - 1) {
-		tensor(&t[0], "transformer.", "ln_f.weight", g.C, 0);
-		tensor(&t[1], "transformer.", "ln_f.bias", g.C, 0);
-		tensor(&t[2], "", "lm_head.weight", g.V, g.C);
+		rt__model_tensor(&t[0], "transformer.", "ln_f.weight", g.C, 0);
+		rt__model_tensor(&t[1], "transformer.", "ln_f.bias", g.C, 0);
+		rt__model_tensor(&t[2], "", "lm_head.weight", g.V, g.C);
 		return 3;
 	}
 	snprintf(p, sizeof(p), "transformer.h.%d.", b - 1);
-	tensor(&t[LN1_W], p, "ln_1.weight", g.C, 0);
-	tensor(&t[LN1_B], p, "ln_1.bias", g.C, 0);
-	tensor(&t[QKV_W], p, "attn.c_attn.weight", 3 * g.C, g.C);
-	tensor(&t[QKV_B], p, "attn.c_attn.bias", 3 * g.C, 0);
-	tensor(&t[PROJ_W], p, "attn.c_proj.weight", g.C, g.C);
-	tensor(&t[PROJ_B], p, "attn.c_proj.bias", g.C, 0);
-	tensor(&t[LN2_W], p, "ln_2.weight", g.C, 0);
-	tensor(&t[LN2_B], p, "ln_2.bias", g.C, 0);
-	tensor(&t[FC_W], p, "mlp.c_fc.weight", 4 * g.C, g.C);
-	tensor(&t[FC_B], p, "mlp.c_fc.bias", 4 * g.C, 0);
-	tensor(&t[FCP_W], p, "mlp.c_proj.weight", g.C, 4 * g.C);
-	tensor(&t[FCP_B], p, "mlp.c_proj.bias", g.C, 0);
+	rt__model_tensor(&t[LN1_W], p, "ln_1.weight", g.C, 0);
+	rt__model_tensor(&t[LN1_B], p, "ln_1.bias", g.C, 0);
+	rt__model_tensor(&t[QKV_W], p, "attn.c_attn.weight", 3 * g.C, g.C);
+	rt__model_tensor(&t[QKV_B], p, "attn.c_attn.bias", 3 * g.C, 0);
+	rt__model_tensor(&t[PROJ_W], p, "attn.c_proj.weight", g.C, g.C);
+	rt__model_tensor(&t[PROJ_B], p, "attn.c_proj.bias", g.C, 0);
+	rt__model_tensor(&t[LN2_W], p, "ln_2.weight", g.C, 0);
+	rt__model_tensor(&t[LN2_B], p, "ln_2.bias", g.C, 0);
+	rt__model_tensor(&t[FC_W], p, "mlp.c_fc.weight", 4 * g.C, g.C);
+	rt__model_tensor(&t[FC_B], p, "mlp.c_fc.bias", 4 * g.C, 0);
+	rt__model_tensor(&t[FCP_W], p, "mlp.c_proj.weight", g.C, 4 * g.C);
+	rt__model_tensor(&t[FCP_B], p, "mlp.c_proj.bias", g.C, 0);
 	return LAYER_TENSORS;
 }
 
@@ -157,22 +148,6 @@ static size_t gpt_cost(const struct spec *s, int b)
 }
 
 /* n values ~ normal(0, std) from r */
-static void normal_fill(struct dt_rng *r, float *p, size_t n, double std)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		p[i] = (float)(std * (double)dt_rng_normal(r));
-}
-
-static void fill(float *p, size_t n, float v)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		p[i] = v;
-}
-
 static void gpt_init(const struct spec *s, int b, float *params)
 {
 	struct gpt_shape g = shape_of(s);
@@ -182,31 +157,31 @@ static void gpt_init(const struct spec *s, int b, float *params)
 	float *p = params;
 
 	if (b == gpt_blocks(s) - 1) {
-		fill(p, C, 1.0f);
-		fill(p + C, C, 0.0f);
+		rt__fill(p, C, 1.0f);
+		rt__fill(p + C, C, 0.0f);
 		/* the tied copy of wte: block 0's stream, drawn the same way */
 		dt_rng_seed(&r, (uint64_t)s->model.init_seed, 0);
-		normal_fill(&r, p + 2 * C, V * C, 0.02);
+		rt__fill_normal(&r, p + 2 * C, V * C, 0.02);
 		return;
 	}
 	dt_rng_seed(&r, (uint64_t)s->model.init_seed, (uint64_t)b);
 	if (b == 0) {
-		normal_fill(&r, p, V * C, 0.02);
-		normal_fill(&r, p + V * C, T * C, 0.02);
+		rt__fill_normal(&r, p, V * C, 0.02);
+		rt__fill_normal(&r, p + V * C, T * C, 0.02);
 		return;
 	}
-	fill(p, C, 1.0f), p += C;                      /* ln_1 */
-	fill(p, C, 0.0f), p += C;
-	normal_fill(&r, p, 3 * C * C, 0.02), p += 3 * C * C; /* c_attn */
-	fill(p, 3 * C, 0.0f), p += 3 * C;
-	normal_fill(&r, p, C * C, resid), p += C * C;  /* attn.c_proj */
-	fill(p, C, 0.0f), p += C;
-	fill(p, C, 1.0f), p += C;                      /* ln_2 */
-	fill(p, C, 0.0f), p += C;
-	normal_fill(&r, p, 4 * C * C, 0.02), p += 4 * C * C; /* mlp.c_fc */
-	fill(p, 4 * C, 0.0f), p += 4 * C;
-	normal_fill(&r, p, 4 * C * C, resid), p += 4 * C * C; /* mlp.c_proj */
-	fill(p, C, 0.0f);
+	rt__fill(p, C, 1.0f), p += C;                      /* ln_1 */
+	rt__fill(p, C, 0.0f), p += C;
+	rt__fill_normal(&r, p, 3 * C * C, 0.02), p += 3 * C * C; /* c_attn */
+	rt__fill(p, 3 * C, 0.0f), p += 3 * C;
+	rt__fill_normal(&r, p, C * C, resid), p += C * C;  /* attn.c_proj */
+	rt__fill(p, C, 0.0f), p += C;
+	rt__fill(p, C, 1.0f), p += C;                      /* ln_2 */
+	rt__fill(p, C, 0.0f), p += C;
+	rt__fill_normal(&r, p, 4 * C * C, 0.02), p += 4 * C * C; /* mlp.c_fc */
+	rt__fill(p, 4 * C, 0.0f), p += 4 * C;
+	rt__fill_normal(&r, p, 4 * C * C, resid), p += 4 * C * C; /* mlp.c_proj */
+	rt__fill(p, C, 0.0f);
 }
 
 /* --- the stage's view --- */

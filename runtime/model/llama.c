@@ -11,6 +11,7 @@
 #include "runtime/model/llama.h"
 
 #include "runtime/model/device.h"
+#include "runtime/model/internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -115,16 +116,6 @@ static int llama_config(const struct spec *s, struct dt_buf *out)
 	return rc ? -ENOMEM : 0;
 }
 
-static void tensor(struct rt_tensor *t, const char *prefix, const char *name, long d0, long d1)
-{
-	memset(t, 0, sizeof(*t));
-	snprintf(t->name, sizeof(t->name), "%s%s", prefix, name);
-	t->ndim = d1 ? 2 : 1;
-	t->shape[0] = d0;
-	t->shape[1] = d1;
-	t->decay = d1 != 0; /* 2-D tensors only */
-}
-
 /* A transformer block's tensors, in this order (enum layer_tensor); the
  * biases last, when the model has them. */
 enum layer_tensor {
@@ -138,29 +129,29 @@ static int llama_tensors(const struct spec *s, int b, struct rt_tensor *t)
 	char p[64];
 
 	if (b == 0) {
-		tensor(&t[0], "model.", "embed_tokens.weight", g.V, g.C);
+		rt__model_tensor(&t[0], "model.", "embed_tokens.weight", g.V, g.C);
 		return 1;
 	}
 	if (b == llama_blocks(s) - 1) {
-		tensor(&t[0], "model.", "norm.weight", g.C, 0);
-		tensor(&t[1], "", "lm_head.weight", g.V, g.C);
+		rt__model_tensor(&t[0], "model.", "norm.weight", g.C, 0);
+		rt__model_tensor(&t[1], "", "lm_head.weight", g.V, g.C);
 		return 2;
 	}
 	snprintf(p, sizeof(p), "model.layers.%d.", b - 1);
-	tensor(&t[IN_NORM], p, "input_layernorm.weight", g.C, 0);
-	tensor(&t[Q_W], p, "self_attn.q_proj.weight", g.NH * g.hs, g.C);
-	tensor(&t[K_W], p, "self_attn.k_proj.weight", g.NKV * g.hs, g.C);
-	tensor(&t[V_W], p, "self_attn.v_proj.weight", g.NKV * g.hs, g.C);
-	tensor(&t[O_W], p, "self_attn.o_proj.weight", g.C, g.NH * g.hs);
-	tensor(&t[POST_NORM], p, "post_attention_layernorm.weight", g.C, 0);
-	tensor(&t[GATE_W], p, "mlp.gate_proj.weight", g.I, g.C);
-	tensor(&t[UP_W], p, "mlp.up_proj.weight", g.I, g.C);
-	tensor(&t[DOWN_W], p, "mlp.down_proj.weight", g.C, g.I);
+	rt__model_tensor(&t[IN_NORM], p, "input_layernorm.weight", g.C, 0);
+	rt__model_tensor(&t[Q_W], p, "self_attn.q_proj.weight", g.NH * g.hs, g.C);
+	rt__model_tensor(&t[K_W], p, "self_attn.k_proj.weight", g.NKV * g.hs, g.C);
+	rt__model_tensor(&t[V_W], p, "self_attn.v_proj.weight", g.NKV * g.hs, g.C);
+	rt__model_tensor(&t[O_W], p, "self_attn.o_proj.weight", g.C, g.NH * g.hs);
+	rt__model_tensor(&t[POST_NORM], p, "post_attention_layernorm.weight", g.C, 0);
+	rt__model_tensor(&t[GATE_W], p, "mlp.gate_proj.weight", g.I, g.C);
+	rt__model_tensor(&t[UP_W], p, "mlp.up_proj.weight", g.I, g.C);
+	rt__model_tensor(&t[DOWN_W], p, "mlp.down_proj.weight", g.C, g.I);
 	if (!g.bias)
 		return Q_B;
-	tensor(&t[Q_B], p, "self_attn.q_proj.bias", g.NH * g.hs, 0);
-	tensor(&t[K_B], p, "self_attn.k_proj.bias", g.NKV * g.hs, 0);
-	tensor(&t[V_B], p, "self_attn.v_proj.bias", g.NKV * g.hs, 0);
+	rt__model_tensor(&t[Q_B], p, "self_attn.q_proj.bias", g.NH * g.hs, 0);
+	rt__model_tensor(&t[K_B], p, "self_attn.k_proj.bias", g.NKV * g.hs, 0);
+	rt__model_tensor(&t[V_B], p, "self_attn.v_proj.bias", g.NKV * g.hs, 0);
 	return LAYER_TENSORS;
 }
 
@@ -189,22 +180,6 @@ static size_t llama_cost(const struct spec *s, int b)
 }
 
 /* n values ~ normal(0, std) from r */
-static void normal_fill(struct dt_rng *r, float *p, size_t n, double std)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		p[i] = (float)(std * (double)dt_rng_normal(r));
-}
-
-static void fill(float *p, size_t n, float v)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		p[i] = v;
-}
-
 static void llama_init(const struct spec *s, int b, float *params)
 {
 	struct llama_shape g = shape_of(s);
@@ -214,24 +189,24 @@ static void llama_init(const struct spec *s, int b, float *params)
 	float *p = params;
 
 	if (b == llama_blocks(s) - 1) {
-		fill(p, C, 1.0f);
+		rt__fill(p, C, 1.0f);
 		/* tied: the copy of block 0's embedding, drawn the same way */
 		dt_rng_seed(&r, (uint64_t)s->model.init_seed, g.tied ? 0 : (uint64_t)b);
-		normal_fill(&r, p + C, V * C, 0.02);
+		rt__fill_normal(&r, p + C, V * C, 0.02);
 		return;
 	}
 	dt_rng_seed(&r, (uint64_t)s->model.init_seed, (uint64_t)b);
 	if (b == 0) {
-		normal_fill(&r, p, V * C, 0.02);
+		rt__fill_normal(&r, p, V * C, 0.02);
 		return;
 	}
-	fill(p, C, 1.0f), p += C;                          /* input_layernorm */
-	normal_fill(&r, p, qkv * C, 0.02), p += qkv * C;   /* q, k, v */
-	normal_fill(&r, p, C * A, 0.02), p += C * A;       /* o_proj */
-	fill(p, C, 1.0f), p += C;                          /* post_attention_layernorm */
-	normal_fill(&r, p, 3 * I * C, 0.02), p += 3 * I * C; /* gate, up, down */
+	rt__fill(p, C, 1.0f), p += C;                          /* input_layernorm */
+	rt__fill_normal(&r, p, qkv * C, 0.02), p += qkv * C;   /* q, k, v */
+	rt__fill_normal(&r, p, C * A, 0.02), p += C * A;       /* o_proj */
+	rt__fill(p, C, 1.0f), p += C;                          /* post_attention_layernorm */
+	rt__fill_normal(&r, p, 3 * I * C, 0.02), p += 3 * I * C; /* gate, up, down */
 	if (g.bias)
-		fill(p, qkv, 0.0f);
+		rt__fill(p, qkv, 0.0f);
 }
 
 /* --- rotary frequencies --- */

@@ -706,3 +706,4 @@ int rt_stage_backward_part(struct rt_stage *st, struct rt_acts *acts, const floa
 		return -EINVAL;
 	return st->ops->part->backward(st, acts, dy, dx, p);
 }
+
