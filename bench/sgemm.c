@@ -252,12 +252,16 @@ static double now_s(void)
 }
 
 /* In the shared file, zero when created: the copies that have arrived at
- * the current barrier, how many barriers have been passed, and whether a
- * copy wants to stop (set before its last arrival, read after it). */
+ * the current barrier, how many barriers have been passed, and per barrier
+ * whether a copy wants to stop, in two slots by the parity of the barrier's
+ * number: a copy that has passed barrier g may read slot g % 2 late, after
+ * a faster copy has already arrived at g + 1 and set its own stop there
+ * (with one barrier a step, --copies, that is the next step's), so the two
+ * must not share a flag. */
 struct shared_barrier {
 	atomic_uint arrived;
 	atomic_uint passed;
-	atomic_int stop;
+	atomic_int stop[2];
 };
 
 struct lockstep {
@@ -300,8 +304,12 @@ static bool lockstep_wait(struct lockstep *ls, bool stop)
 	/* read before arriving: the last arrival moves it on */
 	passed = atomic_load(&ls->b->passed);
 	if (stop)
-		atomic_store(&ls->b->stop, 1);
+		atomic_store(&ls->b->stop[passed % 2], 1);
 	if (atomic_fetch_add(&ls->b->arrived, 1) + 1 == (unsigned)ls->copies) {
+		/* every copy has read the other slot (barrier passed - 1's)
+		 * before arriving here, and none writes it before this one
+		 * passes: clear it for the next barrier */
+		atomic_store(&ls->b->stop[(passed + 1) % 2], 0);
 		atomic_store(&ls->b->arrived, 0);
 		atomic_fetch_add(&ls->b->passed, 1);
 	} else {
@@ -310,9 +318,7 @@ static bool lockstep_wait(struct lockstep *ls, bool stop)
 				sched_yield();
 	}
 	ls->wait_s += now_s() - t0;
-	/* a copy sets stop only at a step's end, and the next step's first
-	 * barrier waits for every copy to have read it here */
-	return atomic_load(&ls->b->stop) != 0;
+	return atomic_load(&ls->b->stop[passed % 2]) != 0;
 }
 
 /* --- the products --- */

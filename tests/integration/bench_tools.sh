@@ -57,6 +57,20 @@ kill -0 "$first" 2>/dev/null || fail "--copies: copy 0 finished without copy 1: 
 "$SG" --seconds 0.3 --copies 2 --lockstep "$T/barrier" mlp 32 $W >"$T/c1" 2>"$T/c1.err" ||
 	{ rc=$?; kill "$first"; cat "$T/c1.err"; fail "--copies copy 1 (exit $rc)"; }
 wait "$first" || fail "--copies copy 0"
+# one barrier a step: a copy that asks to stop at step n + 1 while its
+# partner has not yet read step n's answer must not stop the partner early
+# (a hang of the other copy, seen on a loaded machine); short runs, many
+# step ends, each under a limit so a hang fails here and names itself
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	rm -f "$T/barrier"
+	timeout 60 "$SG" --seconds 0.02 --copies 2 --lockstep "$T/barrier" mlp 8 $W >"$T/s0" &
+	first=$!
+	timeout 60 "$SG" --seconds 0.02 --copies 2 --lockstep "$T/barrier" mlp 8 $W >"$T/s1" ||
+		fail "--copies: short run $i, copy 1 hung or failed (exit $?)"
+	wait "$first" || fail "--copies: short run $i, copy 0 hung or failed (exit $?)"
+	[ "$(field "$T/s0" rounds)" = "$(field "$T/s1" rounds)" ] ||
+		fail "--copies: short run $i: $(cat "$T/s0" "$T/s1")"
+done
 r0=$(field "$T/c0" rounds)
 r1=$(field "$T/c1" rounds)
 [ -n "$r0" ] && [ "$r0" = "$r1" ] || fail "--copies: copies ran $r0 and $r1 steps"
