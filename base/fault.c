@@ -17,6 +17,7 @@ static const char *const var[] = {
 	[DT_FAULT_SPLIT] = "DTRAIN_FAULT_SPLIT",
 	[DT_FAULT_MPI_INIT] = "DTRAIN_FAULT_MPI_INIT",
 	[DT_FAULT_FLIP] = "DTRAIN_FAULT_FLIP",
+	[DT_FAULT_STEP] = "DTRAIN_FAULT_STEP",
 };
 
 /* A decimal number at s, all digits up to *end; false when there is none. */

@@ -20,6 +20,9 @@
  *                                parameter of that rank flipped after step
  *                                STEP, once in a run dir (the replicas'
  *                                check names the rank; the restart passes)
+ *   STEP      slow@MS            runtime/train/train.c: after every training
+ *                                step (a job that outlasts its signals in few
+ *                                steps, sleeping instead of computing)
  *
  * The variable is read at each call (a test sets it per process; unset, a
  * call costs one getenv). Nothing here is for production use.
@@ -30,7 +33,7 @@
 #include <stdbool.h>
 
 enum dt_fault_point { DT_FAULT_WRITE, DT_FAULT_SNAPSHOT, DT_FAULT_SPLIT, DT_FAULT_MPI_INIT,
-		      DT_FAULT_FLIP };
+		      DT_FAULT_FLIP, DT_FAULT_STEP };
 
 /* Whether the point's variable asks for a fault of this kind ("slow",
  * "enospc") on this rank (rank -1: the caller has none, and a fault naming

@@ -412,18 +412,28 @@ static void tear_down(struct run *r, int status)
 	spec_free(&r->spec);
 }
 
-/* oneDNN's OpenMP threads (train.precision "bf16", kernels/bf16.h) spin
- * between products by default, taking the rank's cores from its own
- * threads (attention, LayerNorm, the optimizer): the tiny GPT in bf16 on
- * 2 threads ran 20 % slower than with them waiting passive. libgomp reads
- * OMP_WAIT_POLICY once, as the program loads, so dtrain-run starts itself
- * again with it set to passive, unless the user set it (before MPI or
- * anything else starts; when the exec fails it runs on as it is). */
-static void omp_wait_passive(char **argv)
+/* oneDNN's OpenMP threads (train.precision "bf16" on the CPU,
+ * kernels/bf16.h) spin between products by default, taking the rank's
+ * cores from its own threads (attention, LayerNorm, the optimizer): the
+ * tiny GPT in bf16 on 2 threads ran 20 % slower than with them waiting
+ * passive. libgomp reads OMP_WAIT_POLICY once, as the program loads, so a
+ * bf16 run on the CPU starts itself again with it set to passive, unless
+ * the user set it (before MPI or anything else starts; when the exec fails
+ * it runs on as it is). Other runs do not: a start costs the loading of
+ * every library again. The spec is read here for its precision alone; its
+ * errors are reported after MPI_Init (load_spec). */
+static void omp_wait_passive(const char *spec_path, char **argv)
 {
+	struct spec s = { 0 };
+	struct dt_err err = { 0 };
+	bool bf16;
+
 	if (getenv("OMP_WAIT_POLICY"))
 		return;
-	if (setenv("OMP_WAIT_POLICY", "passive", 1) == 0)
+	bf16 = !spec_load(spec_path, &s, &err) && s.train.precision && !strcmp(s.train.precision, "bf16") &&
+	       strcmp(s.train.device, "cuda");
+	spec_free(&s);
+	if (bf16 && setenv("OMP_WAIT_POLICY", "passive", 1) == 0)
 		execv("/proc/self/exe", argv);
 }
 
@@ -457,13 +467,12 @@ int main(int argc, char **argv)
 	bool only_data = false;
 	int status;
 
-	omp_wait_passive(argv);
 	status = parse_args(argc, argv, &topts, &spec_path, &only_data);
-
 	if (status != CONTINUE)
 		return status;
 	if (only_data)
 		return check_data(spec_path);
+	omp_wait_passive(spec_path, argv);
 	r.grid.data_comm = r.grid.pipe_comm = MPI_COMM_NULL;
 	status = set_up(&r, spec_path);
 	if (status == CONTINUE)

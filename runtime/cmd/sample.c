@@ -33,7 +33,8 @@
 
 static const char usage_sample[] =
 	"usage: dtrain-ckpt sample CKPT [--prompt TEXT] [--tokens N] [--temperature T]\n"
-	"                          [--top-k K] [--top-p P] [--seed S] [--device D]\n"
+	"                          [--top-k K] [--top-p P] [--seed S] [--num-samples M]\n"
+	"                          [--device D]\n"
 	"\n"
 	"Generates N tokens after the prompt with the language model (model.type\n"
 	"\"gpt\") of checkpoint CKPT, saved on any layout (a run directory stands for\n"
@@ -53,6 +54,9 @@ static const char usage_sample[] =
 	"  --top-p P           then among the fewest most likely tokens whose\n"
 	"                      probability adds up to P, in (0, 1] (default 1: all)\n"
 	"  --seed S            the draws' seed (default 1): the same seed, the same text\n"
+	"  --num-samples M     M texts (default 1), each the prompt and N tokens, the\n"
+	"                      i-th (from 0) drawn with seed S + i, as --seed S + i\n"
+	"                      alone would; a line \"---------------\" between two\n"
 	"  --device D          cpu (default) or cuda (the first visible GPU)\n"
 	"\n"
 	"Exit codes: 0 generated, 1 failure (checkpoint unusable, not a language\n"
@@ -60,7 +64,7 @@ static const char usage_sample[] =
 
 struct sample_opts {
 	const char *ckpt, *prompt, *device;
-	long tokens, top_k, seed;
+	long tokens, top_k, seed, samples;
 	double temperature, top_p;
 };
 
@@ -77,13 +81,14 @@ static int parse_sample(int argc, char **argv, struct sample_opts *o)
 		{ "temperature", required_argument, NULL, 't' }, { "top-k", required_argument, NULL, 'k' },
 		{ "seed", required_argument, NULL, 's' },    { "help", no_argument, NULL, 'h' },
 		{ "device", required_argument, NULL, 'd' },  { "top-p", required_argument, NULL, 'P' },
+		{ "num-samples", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
 	long v;
 	int c;
 
-	*o = (struct sample_opts){ .tokens = 200, .seed = 1, .temperature = 1.0, .top_p = 1.0, .device = "cpu" };
+	*o = (struct sample_opts){ .tokens = 200, .seed = 1, .samples = 1, .temperature = 1.0, .top_p = 1.0, .device = "cpu" };
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -109,6 +114,12 @@ static int parse_sample(int argc, char **argv, struct sample_opts *o)
 			o->top_p = strtod(optarg, &end);
 			if (errno || *end || end == optarg || !(o->top_p > 0 && o->top_p <= 1))
 				return dt_usage_error("dtrain-ckpt", usage_sample, "--top-p: expected a number in (0, 1] (got \"%s\")", optarg);
+			break;
+		case 'm':
+			v = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || v < 1 || v > 1000000)
+				return dt_usage_error("dtrain-ckpt", usage_sample, "--num-samples: expected a number in [1, 1000000] (got \"%s\")", optarg);
+			o->samples = v;
 			break;
 		case 'n':
 		case 'k':
@@ -262,9 +273,10 @@ static const float *newest_logits(struct rt_dev *dev, const float *logits, long 
 	return lg;
 }
 
-/* Tokens after the prompt's n in ids [cap], each written as it comes */
+/* Tokens after the prompt's n in ids [cap], drawn with seed, each written
+ * as it comes */
 static int generate(struct rt_ckpt_model *m, struct rt_acts *acts, const struct sample_opts *o,
-		    const struct text *tx, int32_t *ids, long n, long cap, struct dt_err *err)
+		    long seed, const struct text *tx, int32_t *ids, long n, long cap, struct dt_err *err)
 {
 	struct rt_dev *dev = m->st.dev;
 	const struct rt_sampling how = { o->temperature, o->top_k, o->top_p };
@@ -280,7 +292,7 @@ static int generate(struct rt_ckpt_model *m, struct rt_acts *acts, const struct 
 		rc = (dt_err_add(err, "out of memory for %ld tokens", cap), -ENOMEM);
 		goto out;
 	}
-	dt_rng_seed(&r, (uint64_t)o->seed, 0x5a4d);
+	dt_rng_seed(&r, (uint64_t)seed, 0x5a4d);
 	for (; n < cap; n++) {
 		long from = n > T ? n - T : 0, len = n - from, j;
 		const float *logits;
@@ -310,7 +322,7 @@ static int sample_run(const struct sample_opts *o, struct rt_dev *dev, struct dt
 	struct rt_ckpt_model m;
 	struct rt_acts acts = { 0 };
 	int32_t *ids = NULL, *grown;
-	long n = 0, V, i, cap;
+	long n = 0, V, i, k, cap;
 	struct text tx = { 0 };
 	int rc;
 
@@ -334,11 +346,15 @@ static int sample_run(const struct sample_opts *o, struct rt_dev *dev, struct dt
 		rc = (dt_err_add(err, "out of memory for %ld tokens", cap), -ENOMEM);
 		goto out;
 	}
-	for (i = 0; i < n; i++)
-		put_token(ids[i], &tx, i == 0);
-	rc = generate(&m, &acts, o, &tx, ids, n, cap, err);
-	if (!tx.bytes && !tx.bpe)
-		putchar('\n');
+	for (k = 0; !rc && k < o->samples; k++) {
+		if (k) /* ids end their line already */
+			fputs(tx.bytes || tx.bpe ? "\n---------------\n" : "---------------\n", stdout);
+		for (i = 0; i < n; i++)
+			put_token(ids[i], &tx, i == 0);
+		rc = generate(&m, &acts, o, o->seed + k, &tx, ids, n, cap, err);
+		if (!tx.bytes && !tx.bpe)
+			putchar('\n');
+	}
 out:
 	rt_acts_free(&acts);
 	free(ids);

@@ -620,6 +620,8 @@ static int train_loop(struct trainer *t, const struct rt_train_opts *opts)
 			break;
 		step++;
 		rt__replicas_fault(t, step);
+		if (t->step_slow_ms)
+			dt_fault_sleep(DT_FAULT_STEP, t->g->rank, t->step_slow_ms);
 		rc = rt__log_step(t, &pg, step, total, epoch, batch_rows, loss, lr, norm);
 		if (!rc && t->has_test && eval_due(t, step, per_epoch, total)) {
 			double t_eval = dt_mono_s();
@@ -789,6 +791,10 @@ int rt_train(const struct spec *s, struct rt_grid *g, const struct rt_train_opts
 	 * (base/fault.h; tests/integration/equivalence.sh) */
 	if (!dt_fault(DT_FAULT_SPLIT, "slow", g->rank, &t.split_slow_ms))
 		t.split_slow_ms = 0;
+	/* tests whose jobs must outlast their signals sleep after each step
+	 * rather than train thousands (tests/integration/preempt.sh) */
+	if (!dt_fault(DT_FAULT_STEP, "slow", g->rank, &t.step_slow_ms))
+		t.step_slow_ms = 0;
 	rt_blas_threads((int)s->resources.cpus_per_task);
 
 	rc = agree(&t, set_up(&t));

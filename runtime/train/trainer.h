@@ -124,6 +124,7 @@ struct trainer {
 	struct rt_shard shard; /* sharded: this replica's rows, its gradient shard */
 	struct rt_acts split_acts; /* dp.split: the node's micro-batch, in dp's window */
 	unsigned long long split_slow_ms; /* DTRAIN_FAULT_SPLIT on this rank, or 0 */
+	unsigned long long step_slow_ms;  /* DTRAIN_FAULT_STEP on this rank, or 0 */
 	bool tsplit;       /* the rank's threads each compute a part of every block */
 	struct rt_pool pool; /* threads of the optimizer and of dp's sums */
 	struct rt_data train, test;

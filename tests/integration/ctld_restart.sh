@@ -16,9 +16,11 @@ ctld_back() { bash "$DTRAIN_SOURCE_DIR/site/cluster.sh" up --dir "$cluster_dir" 
 trap 'rc=$?; ctld_back || true; [ $rc -eq 0 ] && rm -rf "$T"; [ $rc -ne 0 ] && echo "(test files kept in $T)"; exit $rc' EXIT
 site=$(write_site)
 
-recovery_job ctldrestart "$site"
+# 4000 steps, 40 s at least: the job runs on through a controller state save,
+# 3 s and two status calls while slurmctld is down
+recovery_job ctldrestart "$site" 4000
 
-expect_rc 0 $SUBMIT "$T/job.json" --site "$site"
+expect_rc 0 $SUBMIT "$T/job.json" --site "$site" --set "$slow_steps"
 id=$(cat "$T/out")
 dir=$(run_dir_of ctldrestart)
 log=$dir/slurm-$id.out

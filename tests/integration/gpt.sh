@@ -13,7 +13,8 @@
 #  - paths in metrics.jsonl are JSON strings, whatever they hold;
 #  - validation loss and bits per byte reach metrics.jsonl, and dtrain-ckpt
 #    eval of the final checkpoint gives the same loss; dtrain-ckpt sample
-#    writes the prompt and N bytes, the same for the same seed;
+#    writes the prompt and N bytes, the same for the same seed, and with
+#    --num-samples M the texts of M seeds in a row;
 #  - sample's tokens are draws from the model's own distribution (eval
 #    --logits of the sampled windows; sample_check.py) at temperatures 0.5,
 #    1 and 2, with top-k and top-p;
@@ -109,6 +110,17 @@ cmp -s "$T/sample1.txt" "$T/sample2.txt" || fail "the same seed sampled two text
 	{ cat "$T/sample1.txt"; fail "sample: not the prompt and 40 bytes"; }
 "$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --tokens 40 --seed 8 >"$T/sample3.txt" 2>/dev/null || fail "sample, seed 8"
 cmp -s "$T/sample1.txt" "$T/sample3.txt" && fail "another seed and prompt sampled the same text"
+# --num-samples 3 --seed 7: seeds 7, 8 and 9, as three runs would draw them
+for s in 7 8 9; do
+	[ $s = 7 ] || printf '\n---------------\n'
+	"$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --prompt "Q: " --tokens 40 --seed $s --top-k 20 2>/dev/null
+done >"$T/three.txt" || fail "sample, seeds 7 to 9"
+"$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --prompt "Q: " --tokens 40 --seed 7 --top-k 20 --num-samples 3 \
+	>"$T/three-at-once.txt" 2>/dev/null || fail "sample --num-samples 3"
+cmp -s "$T/three.txt" "$T/three-at-once.txt" ||
+	{ od -c "$T/three-at-once.txt" | head; fail "--num-samples 3 --seed 7: not the texts of seeds 7, 8 and 9"; }
+expect_rc 2 "$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --num-samples 0
+must_contain "$T/err" "--num-samples: expected a number in [1, 1000000]"
 # an empty prompt starts a line; no tokens asked, the prompt alone
 "$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --prompt "" --tokens 0 >"$T/sample4.txt" 2>/dev/null || fail "sample, empty prompt"
 [ "$(od -An -c "$T/sample4.txt" | tr -d ' ')" = '\n' ] || { od -c "$T/sample4.txt"; fail "sample --prompt '' --tokens 0: not one newline"; }
@@ -119,16 +131,20 @@ must_contain "$T/err" "--temperature: expected a number >= 0"
 echo "  eval: loss $mine (the run's $theirs); sample: $(tr '\n' ' ' <"$T/sample1.txt")"
 
 # --- sample draws from the model's distribution ---
-# dist NAME T K P: 40 seeds of "Q: " and 29 drawn bytes, each a window of the
-# context (32) in one token stream, the model's logits over them from eval,
-# the draws checked against the distribution T, top-k K and top-p P make
+# dist NAME T K P: 40 samples (seeds 1 to 40, one process: --num-samples)
+# of "Q: " and 29 drawn bytes, each a window of the context (32) in one
+# token stream, the model's logits over them from eval, the draws checked
+# against the distribution T, top-k K and top-p P make
 dist() {
-	local name=$1 temp=$2 k=$3 p=$4 s
-	for s in $(seq 1 40); do
-		"$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --prompt "Q: " --tokens 29 --seed "$s" --temperature "$temp" \
-			--top-k "$k" --top-p "$p" 2>"$T/$name.err" || { cat "$T/$name.err"; fail "sample $name, seed $s"; }
-	done >"$T/$name.txt"
-	printf 'Q' >>"$T/$name.txt" # the last window's last target
+	local name=$1 temp=$2 k=$3 p=$4
+	"$DTRAIN_BIN/dtrain-ckpt" sample "$T/l22" --prompt "Q: " --tokens 29 --seed 1 --num-samples 40 \
+		--temperature "$temp" --top-k "$k" --top-p "$p" >"$T/$name.out" 2>"$T/$name.err" ||
+		{ cat "$T/$name.err"; fail "sample $name"; }
+	# the 40 windows of 32 bytes without the 17 bytes between them,
+	# then the last window's last target
+	python3 -c 'import sys; b = open(sys.argv[1], "rb").read(); w = [b[i * 49:i * 49 + 32] for i in range(40)]
+assert len(b) == 40 * 32 + 39 * 17 and all(b[i * 49 + 32:i * 49 + 49] == b"\n---------------\n" for i in range(39)), "not 40 samples"
+open(sys.argv[2], "wb").write(b"".join(w) + b"Q")' "$T/$name.out" "$T/$name.txt" || fail "sample $name: not 40 samples of 32 bytes"
 	python3 -c 'import sys; b = open(sys.argv[1], "rb").read(); open(sys.argv[2], "wb").write(b"".join(bytes([c, 0]) for c in b))' \
 		"$T/$name.txt" "$T/$name.bin"
 	"$DTRAIN_BIN/dtrain-data" tokens "$T/$name.bin" "$T/$name" --vocab 256 --val "$T/$name.bin" >/dev/null 2>&1 ||

@@ -245,13 +245,20 @@ rank_of_pid() {
 	sed -n 's/^dtrain-heartbeat [0-9]* rank \([0-9]*\) world [0-9]* pid [0-9]* node \([^ ]*\) .*/rank \1 on node \2/p' "$hb"
 }
 
-# recovery_job NAME SITE: the 2-node x 2-task MLP job that recover.sh and
-# node_loss.sh hurt (9000 steps, a checkpoint every 100, the watchdog's
-# step bound 5 s, others 10 s) in $T/job.json, its data in $T/syn.h5, and
-# its uninterrupted reference run (mpirun); sets total (its steps) and
-# final_name (its last checkpoint's name).
+# recovery_job NAME SITE [TOTAL]: the 2-node x 2-task MLP job that recover.sh,
+# node_loss.sh and ctld_restart.sh hurt (TOTAL steps, default 2000, a
+# checkpoint every 100, the watchdog's step bound 5 s, others 10 s) in
+# $T/job.json, its data in $T/syn.h5, and its uninterrupted reference run
+# (mpirun); sets total (its steps) and final_name (its last checkpoint's
+# name). Submit it with "$slow_steps": each step then ends in a 15 ms sleep
+# (base/fault.h, DTRAIN_FAULT_STEP), so the job trains at most 67 steps/s
+# however fast the machine is (2000 steps: 30 s at least, as long as 9000
+# steps ran unslowed on this 2-core machine), while it hardly uses a CPU: a
+# round that waits for two checkpoints and then up to 3 s sees at most
+# 200 + 200 steps.
+slow_steps=env.DTRAIN_FAULT_STEP=slow@15
 recovery_job() {
-	total=9000
+	total=${3:-2000}
 	"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 12000 --features 784 --classes 10 --seed 11 >/dev/null ||
 		fail "dtrain-data synthetic"
 	cat >"$T/job.json" <<JSON
@@ -259,7 +266,7 @@ recovery_job() {
   "data": { "train": "$T/syn.h5" },
   "resources": { "nodes": 2, "tasks_per_node": 2, "partition": "low" },
   "parallel": { "data": 2, "pipeline": 2, "micro_batches": 2 },
-  "train": { "epochs": 90, "global_batch": 120, "log_every": 50,
+  "train": { "epochs": 1000, "max_steps": $total, "global_batch": 120, "log_every": 50,
              "optimizer": { "type": "sgd", "lr": 0.05, "momentum": 0.9 } },
   "checkpoint": { "every_steps": 100, "keep": 2 },
   "recovery": { "step_timeout_seconds": 5, "timeout_seconds": 10 } }

@@ -21,7 +21,7 @@ site=$(write_site)
 
 recovery_job nodeloss "$site"
 
-expect_rc 0 $SUBMIT "$T/job.json" --site "$site"
+expect_rc 0 $SUBMIT "$T/job.json" --site "$site" --set "$slow_steps"
 id=$(cat "$T/out")
 dir=$(run_dir_of nodeloss)
 log=$dir/slurm-$id.out

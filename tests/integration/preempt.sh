@@ -21,26 +21,26 @@ if [ "$model" = gpt ]; then
 	optimizer=sharded
 	"$DTRAIN_BIN/dtrain-data" text /usr/share/games/fortunes/fortunes "$T/text" >/dev/null ||
 		fail "dtrain-data text"
-	# 150 to 400 steps/s here on 4 ranks, as busy as the host is: like the
-	# MLP's, 8000 steps outlast three rounds of (resume, 100 steps, up to 3 s)
-	total=8000
+	total=1500
 	model_json='"model": { "type": "gpt", "vocab_size": 256, "context": 32, "layers": 2, "heads": 2, "embd": 32 },
   "data": { "train": "'"$T"'/text/train.h5" },'
-	train_json='"train": { "epochs": 200, "max_steps": 8000, "global_batch": 8, "log_every": 50,
+	train_json='"train": { "epochs": 200, "max_steps": '"$total"', "global_batch": 8, "log_every": 50,
              "optimizer": { "type": "adamw", "lr": 0.003, "weight_decay": 0.1 }, "grad_clip": 1.0 },'
 else
 	"$DTRAIN_BIN/dtrain-data" synthetic "$T/syn.h5" --samples 12000 --features 784 --classes 10 --seed 5 >/dev/null ||
 		fail "dtrain-data synthetic"
-	# 6000 steps: each round waits for the resume and 100 steps, then up to
-	# 3 s more (a random moment): 400 to 1000 steps at this machine's 140 to
-	# 350 steps/s; with 1200, and with 2400 on a quiet host, the job finished
-	# before the third signal
-	total=6000
+	total=1500
 	model_json='"model": { "inputs": 784, "hidden": [512, 512], "outputs": 10 },
   "data": { "train": "'"$T"'/syn.h5" },'
-	train_json='"train": { "epochs": 60, "global_batch": 120, "log_every": 50,
+	train_json='"train": { "epochs": 100, "max_steps": '"$total"', "global_batch": 120, "log_every": 50,
              "optimizer": { "type": "sgd", "lr": 0.05, "momentum": 0.9 } },'
 fi
+# 1500 steps: each round waits for the resume and 100 steps, then up to 3 s
+# more (a random moment) and Slurm's preemption; the job ends each step in
+# a 20 ms sleep (base/fault.h, DTRAIN_FAULT_STEP), so it trains at most 50
+# steps/s however fast the machine is: at least 30 s in all, longer than
+# the 6000 unslowed steps it took on a quiet 2-core machine, while the
+# ranks hardly use a CPU
 final_name=step-$(printf %08d $total)
 cat >"$T/job.json" <<JSON
 { "name": "preempt", $model_json
@@ -54,7 +54,7 @@ JSON
 reference_run "$site" "$final_name"
 
 # --- the job, preempted twice ---
-expect_rc 0 $SUBMIT "$T/job.json" --site "$site"
+expect_rc 0 $SUBMIT "$T/job.json" --site "$site" --set env.DTRAIN_FAULT_STEP=slow@20
 id=$(cat "$T/out")
 dir=$(run_dir_of preempt)
 log=$dir/slurm-$id.out
@@ -105,6 +105,7 @@ done
 wait_state "$id" 300 COMPLETED FAILED CANCELLED TIMEOUT ENDED
 state=$(job_state "$id")
 [ "$state" = COMPLETED ] || [ "$state" = ENDED ] || { cat "$log"; fail "job ended $state"; }
+must_contain "$log" "dtrain: test fault DTRAIN_FAULT_STEP: rank 0 slow by 20 ms"
 [ "$(grep -c 'received: saving at step' "$log")" -ge 3 ] || { cat "$log"; fail "fewer than 3 stop saves in the log"; }
 [ "$(grep -c '^dtrain-run: resuming from ' "$log")" -ge 3 ] || { cat "$log"; fail "fewer than 3 resumes in the log"; }
 # the USR1 round's save: the ranks agree on the signal itself, so rank 0

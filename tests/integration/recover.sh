@@ -24,13 +24,13 @@ stop) sig=STOP ;;
 esac
 site=$(write_site)
 
-# the spec (9000 steps: each round waits for the restart and two more
-# checkpoints, then up to 3 s; see preempt.sh for the rates here), and its
-# uninterrupted reference run (mpirun on this host)
+# the spec (each round waits for the restart and two more checkpoints, then
+# up to 3 s: lib.sh's recovery_job says why 2000 steps outlast three), and
+# its uninterrupted reference run (mpirun on this host)
 recovery_job recover "$site"
 
 # --- the job, a rank killed three times ---
-expect_rc 0 $SUBMIT "$T/job.json" --site "$site"
+expect_rc 0 $SUBMIT "$T/job.json" --site "$site" --set "$slow_steps"
 id=$(cat "$T/out")
 dir=$(run_dir_of recover)
 log=$dir/slurm-$id.out
