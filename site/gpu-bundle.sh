@@ -43,12 +43,18 @@ cmake -S "$src" -B "$out/build" -DCMAKE_BUILD_TYPE=Release -DDTRAIN_CUDA=ON \
 	{ tail -20 "$out.cmake.log"; die "configure failed ($out.cmake.log)"; }
 progs=(dtrain-run dtrain-data dtrain-ckpt dtrain-submit)
 tests=(test_gpu_kernels test_gpu_device test_gpu_transformer test_cuda_device)
-cmake --build "$out/build" -j"$(nproc)" --target "${progs[@]}" "${tests[@]}" >"$out.build.log" 2>&1 ||
+cmake --build "$out/build" -j"$(nproc)" --target "${progs[@]}" "${tests[@]}" dtrain-cuda >"$out.build.log" 2>&1 ||
 	{ tail -30 "$out.build.log"; die "build failed ($out.build.log)"; }
 
 rm -rf "$b"
 mkdir -p "$b/bin" "$b/tests" "$b/data" "$b/root" "$out/debs"
 for p in "${progs[@]}"; do cp "$out/build/bin/$p" "$b/bin/"; done
+# the GPU path, a module the programs load from beside them as in the
+# build tree (runtime/gpu/module.h)
+mod=$(cd "$out/build" && find . -path '*/dtrain/libdtrain-cuda.so' | head -n 1)
+[ -n "$mod" ] || die "the build made no GPU module (libdtrain-cuda.so)"
+mkdir -p "$b/$(dirname "$mod")"
+cp "$out/build/$mod" "$b/$mod"
 for t in "${tests[@]}"; do cp "$out/build/tests/$t" "$b/tests/"; done
 
 # --- 2. the packages of what the programs load ---
@@ -74,7 +80,7 @@ add_pkgs_of() { # the packages of the libraries the ELF files $@ load
 		pkgs[$p]=1
 	done
 }
-add_pkgs_of "$b"/bin/* "$b"/tests/*
+add_pkgs_of "$b"/bin/* "$b"/tests/* "$b/$mod"
 # mpirun and orted, Open MPI's and PMIx's plugins (loaded with dlopen: ldd
 # of the programs does not show them), and what those load in turn
 for p in openmpi-bin openmpi-common libopenmpi3 libpmix2; do pkgs[$p]=1; done

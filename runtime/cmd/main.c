@@ -121,11 +121,14 @@ static void print_err(const struct dt_err *err, const char *prefix)
 
 static void print_version(void)
 {
-	const char *gpu = rt_device_gpu_build();
+	struct dt_err err = { 0 };
+	const char *gpu = rt_device_gpu_build(&err);
 
 	printf("dtrain-run %s\n", DTRAIN_VERSION);
 	if (gpu)
 		printf("GPU path: built (%s)\n", gpu);
+	else if (err.count)
+		printf("GPU path: built, but %s\n", err.msg);
 	else
 		printf("GPU path: not built\n");
 }

@@ -1,6 +1,7 @@
 /*
  * device.c - opens train.device for this rank (device.h): nothing to do for
- * the CPU; for "cuda", the GPU path of runtime/gpu/ when it was built.
+ * the CPU; for "cuda", the GPU path of runtime/gpu/ when it was built, a
+ * module loaded on first use (runtime/gpu/module.h).
  */
 #include "runtime/train/device.h"
 
@@ -11,10 +12,12 @@
 #include <unistd.h>
 
 #ifdef DTRAIN_HAVE_CUDA
+#include <dlfcn.h>
+#include <limits.h>
 #include <mpi.h>
 
-#include "runtime/gpu/cuda_device.h"
-#include "runtime/gpu/gpu.h"
+#include "base/path.h"
+#include "runtime/gpu/module.h"
 #endif
 
 /* DTRAIN_SIM_DEVICE=1: the CPU's kernels behind the device seam on memory
@@ -24,6 +27,33 @@ static struct rt_dev bf16; /* train.precision "bf16" on the CPU */
 #ifdef DTRAIN_HAVE_CUDA
 static struct rt_dev cuda; /* train.device "cuda" */
 static struct rt_gpu_device gpu; /* the one this rank drives */
+static const struct rt_gpu_module *gpu_module; /* loaded, or NULL */
+
+/* The GPU path, loaded on first use and kept: RT_GPU_MODULE_FILE in
+ * DTRAIN_GPU_MODULE_DIR, a folder named relative to the program's own
+ * (the build tree and an install lay them out alike). NULL with a message
+ * when it cannot be loaded. */
+static const struct rt_gpu_module *load_gpu_module(struct dt_err *err)
+{
+	char path[PATH_MAX], *dir;
+	void *h;
+
+	if (gpu_module)
+		return gpu_module;
+	dir = dt_exe_dir();
+	snprintf(path, sizeof(path), "%s/%s/%s", dir ? dir : ".", DTRAIN_GPU_MODULE_DIR, RT_GPU_MODULE_FILE);
+	free(dir);
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		dt_err_add(err, "the GPU path (train.device \"cuda\") cannot be loaded: %s; hint: it is installed with the programs (cmake --install), beside them as %s/%s",
+			   dlerror(), DTRAIN_GPU_MODULE_DIR, RT_GPU_MODULE_FILE);
+		return NULL;
+	}
+	gpu_module = dlsym(h, RT_GPU_MODULE_SYMBOL);
+	if (!gpu_module)
+		dt_err_add(err, "%s: no %s in it: %s", path, RT_GPU_MODULE_SYMBOL, dlerror());
+	return gpu_module;
+}
 #endif
 
 int rt_device_open(const struct spec *s, const struct rt_proc *p, struct rt_dev **dev,
@@ -52,10 +82,11 @@ int rt_device_open(const struct spec *s, const struct rt_proc *p, struct rt_dev 
 		return 0;
 	}
 #ifdef DTRAIN_HAVE_CUDA
-	rc = rt_gpu_select(p, &gpu, err);
-
+	if (!load_gpu_module(err))
+		return -ENOTSUP;
+	rc = gpu_module->select(p, &gpu, err);
 	if (!rc)
-		rc = rt_gpu_dev_open(&cuda, &gpu, s->train.tf32, bf, err);
+		rc = gpu_module->dev_open(&cuda, &gpu, s->train.tf32, bf, err);
 	if (rc) {
 		rt_dev_close(&cuda);
 		return rc;
@@ -87,9 +118,9 @@ int rt_device_collectives(struct rt_dev *dev, const struct rt_proc *p, const str
 		       -ECOMM;
 	if (shared)
 		return 0;
-	rc = rt_gpu_comms(p, g, &comms, err);
+	rc = gpu_module->comms(p, g, &comms, err); /* loaded: dev is the cuda one */
 	if (!rc)
-		rt_gpu_dev_use_nccl(dev, &comms);
+		gpu_module->dev_use_nccl(dev, &comms);
 	return rc;
 #else
 	(void)dev;
@@ -129,11 +160,12 @@ void rt_device_close(struct rt_dev *dev)
 		rt_dev_close(dev);
 }
 
-const char *rt_device_gpu_build(void)
+const char *rt_device_gpu_build(struct dt_err *err)
 {
 #ifdef DTRAIN_HAVE_CUDA
-	return rt_gpu_build_info();
+	return load_gpu_module(err) ? gpu_module->build_info() : NULL;
 #else
+	(void)err;
 	return NULL;
 #endif
 }

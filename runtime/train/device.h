@@ -51,8 +51,9 @@ void rt_device_close(struct rt_dev *dev);
 
 /* --- queries --- */
 
-/* What the GPU path was built with ("CUDA 13.0, NCCL 2.28.9"), or NULL when
- * this build has none. Static. */
-const char *rt_device_gpu_build(void);
+/* What the GPU path was built with ("CUDA 13.0, NCCL 2.28.9"), or NULL:
+ * this build has none (err untouched), or its module cannot be loaded (the
+ * message in err). Loads the module; static. */
+const char *rt_device_gpu_build(struct dt_err *err);
 
 #endif

@@ -18,6 +18,16 @@ elif grep -qx 'GPU path: not built' "$T/out"; then
 else
 	cat "$T/out"; fail "dtrain-run --version names no GPU path"
 fi
+# the GPU path of a build with one is a module the programs load on first
+# use (runtime/gpu/module.h): a dtrain-run without it beside it says so,
+# in --version and when a run asks for "cuda"
+if [ "$built" = 1 ]; then
+	mkdir -p "$T/alone"
+	cp "$DTRAIN_BIN/dtrain-run" "$T/alone/"
+	expect_rc 0 "$T/alone/dtrain-run" --version
+	must_contain "$T/out" "GPU path: built, but the GPU path (train.device \"cuda\") cannot be loaded: "
+	must_contain "$T/out" "libdtrain-cuda.so"
+fi
 gpu=0
 [ "$built" = 1 ] && nvidia-smi -L >/dev/null 2>&1 && gpu=1
 

@@ -13,6 +13,16 @@ for f in bin/dtrain-submit bin/dtrain-run lib/libdtrain.a include/dtrain/jobs/sp
 	[ -e "$prefix/$f" ] || { cat "$T/install.log"; fail "not installed: $f"; }
 done
 "$prefix/bin/dtrain-submit" --version >/dev/null || fail "installed dtrain-submit does not run"
+# a build with the GPU path installs its module, which the installed
+# programs find (runtime/gpu/module.h); the build's own dtrain-run says
+# which build this is
+"$DTRAIN_BUILD_DIR/bin/dtrain-run" --version >"$T/version" || fail "dtrain-run --version"
+if grep -q '^GPU path: built (' "$T/version"; then
+	[ -n "$(find "$prefix" -path '*/dtrain/libdtrain-cuda.so')" ] ||
+		{ cat "$T/install.log"; fail "not installed: the GPU module libdtrain-cuda.so"; }
+	"$prefix/bin/dtrain-run" --version >"$T/iversion" || fail "installed dtrain-run --version"
+	grep -q '^GPU path: built (' "$T/iversion" || { cat "$T/iversion"; fail "the installed dtrain-run does not load its GPU module"; }
+fi
 installed=$(cd "$prefix/include/dtrain" && find . -type f | sort | tr '\n' ' ')
 [ "$installed" = "./base/buf.h ./base/err.h ./jobs/spec.h ./launcher/launch.h ./site/site.h " ] ||
 	fail "installed headers: want libdtrain's five public ones, got: $installed"
