@@ -43,7 +43,7 @@ const char rt_ckpt_usage[] =
 	"                             (Hugging Face's names) with --format safetensors\n"
 	"  import SRC OUT_DIR         a Hugging Face or llm.c GPT-2 as a checkpoint\n"
 	"  eval CKPT DATA             the model's loss (and logits) on a data set or token stream\n"
-	"  sample CKPT [--prompt T]   text from a language model (model.type \"gpt\")\n"
+	"  sample CKPT [--prompt T]   text from a language model (model.type \"gpt\" or \"llama\")\n"
 	"\n"
 	"CKPT is a checkpoint (.../step-00000120), or a run directory or checkpoint\n"
 	"dir, which stands for its newest checkpoint.\n"

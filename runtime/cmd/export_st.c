@@ -4,7 +4,9 @@
  * model's parameters as a safetensors file (import.h): a GPT under
  * Hugging Face GPT2LMHeadModel's names with its Conv1D layout, the tied
  * head left out, and its config.json beside the file, so that
- * transformers' from_pretrained on that directory loads it; an MLP under
+ * transformers' from_pretrained on that directory loads it; a Llama under
+ * the same names it has (LlamaForCausalLM's, or Qwen2ForCausalLM's with
+ * q/k/v biases), a tied head left out, and its config.json; an MLP under
  * its own names (nn.Sequential's), as it is.
  *
  * Sections: the file, the command.
@@ -40,8 +42,10 @@ static const char usage_export[] =
 	"               float32: a GPT under Hugging Face GPT-2's names and layout\n"
 	"               (Conv1D [in][out], lm_head tied to wte and left out) with\n"
 	"               config.json written beside OUT, for transformers'\n"
-	"               GPT2LMHeadModel.from_pretrained(DIR); an MLP under its own\n"
-	"               names (nn.Sequential's)\n"
+	"               GPT2LMHeadModel.from_pretrained(DIR); a Llama under Hugging\n"
+	"               Face's names (a tied lm_head left out) with its config.json\n"
+	"               (model_type \"llama\", or \"qwen2\" with q/k/v biases); an MLP\n"
+	"               under its own names (nn.Sequential's)\n"
 	"\n"
 	"Options:\n"
 	"  --format F   h5 or safetensors\n"
@@ -70,6 +74,37 @@ static int gpt_config_text(const struct spec *s, char **text, size_t *len)
 	return n < 0 ? -ENOMEM : 0;
 }
 
+/* A Llama's config.json (LlamaConfig's keys; Qwen2Config's with its q/k/v
+ * biases) for the model of s, into *text (malloc'd) */
+static int llama_config_text(const struct spec *s, char **text, size_t *len)
+{
+	const struct spec_model *m = &s->model;
+	const struct spec_rope_scaling *r = &m->rope_scaling;
+	bool qwen = m->qkv_bias;
+	char scaling[400] = "null";
+	int n;
+
+	if (!strcmp(r->rope_type, "llama3"))
+		snprintf(scaling, sizeof(scaling),
+			 "{\"rope_type\": \"llama3\", \"factor\": %.17g, \"low_freq_factor\": %.17g, \"high_freq_factor\": %.17g, \"original_max_position_embeddings\": %ld}",
+			 r->factor, r->low_freq_factor, r->high_freq_factor, r->original_max_position_embeddings);
+	n = asprintf(text,
+		     "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"%s\",\n"
+		     "  \"vocab_size\": %ld,\n  \"hidden_size\": %ld,\n  \"intermediate_size\": %ld,\n"
+		     "  \"num_hidden_layers\": %ld,\n  \"num_attention_heads\": %ld,\n"
+		     "  \"num_key_value_heads\": %ld,\n  \"max_position_embeddings\": %ld,\n"
+		     "  \"hidden_act\": \"silu\",\n  \"rms_norm_eps\": %.17g,\n  \"rope_theta\": %.17g,\n"
+		     "  \"rope_scaling\": %s,\n  \"tie_word_embeddings\": %s,\n%s"
+		     "  \"torch_dtype\": \"float32\"\n}\n",
+		     qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM", qwen ? "qwen2" : "llama", m->vocab_size,
+		     m->embd, m->intermediate_size, m->layers, m->heads, m->kv_heads ? m->kv_heads : m->heads,
+		     m->context, m->rms_norm_eps, m->rope_theta, scaling,
+		     m->tie_word_embeddings ? "true" : "false",
+		     qwen ? "  \"use_sliding_window\": false,\n" : "  \"attention_bias\": false,\n  \"mlp_bias\": false,\n");
+	*len = n < 0 ? 0 : (size_t)n;
+	return n < 0 ? -ENOMEM : 0;
+}
+
 /* config.json beside the export: new, the same text, or --force */
 static int config_free(const char *path, const char *text, size_t len, bool force,
 		       struct dt_err *err)
@@ -88,7 +123,9 @@ static int config_free(const char *path, const char *text, size_t len, bool forc
 
 static int write_st(const struct rt_ckpt_model *m, const char *out, bool force, struct dt_err *err)
 {
-	bool gpt = !strcmp(m->s.model.type, "gpt");
+	bool gpt = !strcmp(m->s.model.type, "gpt"), llama = !strcmp(m->s.model.type, "llama");
+	/* Hugging Face leaves a tied head out */
+	bool drop_head = gpt || (llama && m->s.model.tie_word_embeddings);
 	const struct rt_stage *st = &m->st;
 	struct st_out *t = calloc((size_t)st->n_tensors, sizeof(*t));
 	float *conv = NULL;
@@ -110,8 +147,8 @@ static int write_st(const struct rt_ckpt_model *m, const char *out, bool force, 
 		const struct rt_tensor *r = &st->tensors[i];
 		struct st_out *o = &t[n];
 
-		if (gpt && !strcmp(r->name, "lm_head.weight"))
-			continue; /* tied to transformer.wte.weight: Hugging Face leaves it out */
+		if (drop_head && !strcmp(r->name, "lm_head.weight"))
+			continue; /* tied to the embedding */
 		n++;
 		o->name = r->name;
 		o->ndim = r->ndim;
@@ -128,12 +165,12 @@ static int write_st(const struct rt_ckpt_model *m, const char *out, bool force, 
 	}
 	/* config.json is checked before the weights are written, and written
 	 * after them: a refusal leaves nothing behind */
-	if (gpt) {
+	if (gpt || llama) {
 		snprintf(cfg, sizeof(cfg), "%s", out);
 		slash = strrchr(cfg, '/');
 		snprintf(slash ? slash + 1 : cfg, sizeof(cfg) - (size_t)(slash ? slash + 1 - cfg : 0),
 			 "config.json");
-		rc = gpt_config_text(&m->s, &text, &text_len);
+		rc = gpt ? gpt_config_text(&m->s, &text, &text_len) : llama_config_text(&m->s, &text, &text_len);
 		if (rc)
 			dt_err_add(err, "%s: out of memory", cfg);
 		else
@@ -141,7 +178,7 @@ static int write_st(const struct rt_ckpt_model *m, const char *out, bool force, 
 	}
 	if (!rc)
 		rc = st_write(out, t, n, meta, 1, err);
-	if (!rc && gpt) {
+	if (!rc && (gpt || llama)) {
 		rc = dt_write_file_atomic(cfg, text, text_len, 0644);
 		if (rc)
 			dt_err_add(err, "%s: cannot write: %s", cfg, strerror(-rc));

@@ -33,13 +33,15 @@
 
 static const char usage_import[] =
 	"usage: dtrain-ckpt import SRC OUT_DIR [--config CONFIG.json] [--tokenizer DIR]\n"
-	"                          [--allow-nonfinite]\n"
+	"                          [--context N] [--allow-nonfinite]\n"
 	"\n"
-	"Makes a dtrain checkpoint of another program's GPT-2 weights, for `eval`,\n"
-	"`sample` and a run's checkpoint.init_from (fine-tuning). SRC is\n"
-	"  - a Hugging Face GPT-2: a directory holding model.safetensors and\n"
-	"    config.json, or the .safetensors file (its config.json beside it, or\n"
-	"    --config); float32, float16 and bfloat16 weights;\n"
+	"Makes a dtrain checkpoint of another program's GPT-2 or Llama weights, for\n"
+	"`eval`, `sample` and a run's checkpoint.init_from (fine-tuning). SRC is\n"
+	"  - a Hugging Face model: a directory holding config.json and\n"
+	"    model.safetensors (or the shards model.safetensors.index.json lists),\n"
+	"    or the .safetensors or index file (its config.json beside it, or\n"
+	"    --config); GPT-2 (model_type \"gpt2\") or the Llama family (\"llama\",\n"
+	"    \"mistral\", \"qwen2\"); float32, float16 and bfloat16 weights;\n"
 	"  - an llm.c checkpoint (gpt2_124M.bin: float32, or bfloat16 as llm.c's\n"
 	"    version 5), known by its header or a name ending in .bin.\n"
 	"The checkpoint is OUT_DIR/step-00000000: the whole model as one stage, no\n"
@@ -52,12 +54,14 @@ static const char usage_import[] =
 	"Options:\n"
 	"  --config FILE     the Hugging Face config.json (default: beside SRC)\n"
 	"  --tokenizer DIR   where the tokenizer's files are (default: beside SRC)\n"
+	"  --context N       a Llama's model.context (default: max_position_embeddings,\n"
+	"                    at most 2048; no weight depends on it)\n"
 	"  --allow-nonfinite import NaN and infinite weights all the same (to inspect\n"
 	"                    or export them: verify, eval, sample and init_from\n"
 	"                    refuse such a checkpoint)\n"
 	"  -h, --help        this text\n"
 	"\n"
-	"Exit codes: 0 imported, 1 failure (not GPT-2, a damaged or truncated file,\n"
+	"Exit codes: 0 imported, 1 failure (another architecture, a damaged or truncated file,\n"
 	"non-finite weights, OUT_DIR not empty, I/O error), 2 usage error.\n";
 
 #define LLMC_MAGIC 20240326
@@ -139,7 +143,7 @@ static void fill_meta(struct ckpt_meta *m, const struct rt_import *im, const cha
 	m->steps_per_epoch = m->global_batch = m->train_rows = 1;
 	snprintf(m->optimizer, sizeof(m->optimizer), "none");
 	m->optimizer_shards = 1;
-	snprintf(m->model_type, sizeof(m->model_type), "gpt");
+	snprintf(m->model_type, sizeof(m->model_type), "%s", im->s.model.type);
 	snprintf(m->model_config, sizeof(m->model_config), "%s", im->config);
 	m->n_blocks = im->n_blocks;
 	m->data = m->pipeline = 1;
@@ -169,8 +173,9 @@ static int check_finite(const struct rt_import *im, const char *src, bool hf, bo
 		for (k = 0; k < n; k++)
 			if (!isfinite(v[k]))
 				first = count++ ? first : k;
-		if (!count || !strcmp(t->name, "lm_head.weight"))
-			continue; /* wte's copy (tied), named as wte */
+		if (!count || (!strcmp(t->name, "lm_head.weight") &&
+				(!strcmp(im->s.model.type, "gpt") || im->s.model.tie_word_embeddings)))
+			continue; /* the embedding's copy (tied), named as the embedding */
 		r = t->ndim == 2 ? first / (size_t)t->shape[1] : first;
 		c = t->ndim == 2 ? first % (size_t)t->shape[1] : 0;
 		if (t->ndim == 2 && hf && rt_hf_conv1d(t->name))
@@ -204,6 +209,8 @@ static int locate(const char *src, const char *config, char *st, char *cfg, size
 		return dt_err_add(err, "%s: %s", src, strerror(errno)), -errno;
 	if (S_ISDIR(sb.st_mode)) {
 		snprintf(st, size, "%s/model.safetensors", src);
+		if (access(st, F_OK)) /* sharded */
+			snprintf(st, size, "%s/model.safetensors.index.json", src);
 		snprintf(cfg, size, "%s/config.json", config ? "" : src);
 		if (config)
 			snprintf(cfg, size, "%s", config);
@@ -226,13 +233,14 @@ static int locate(const char *src, const char *config, char *st, char *cfg, size
 }
 
 static int parse_import(int argc, char **argv, const char **config, const char **tokenizer,
-			bool *allow_nonfinite)
+			long *context, bool *allow_nonfinite)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' }, { "tokenizer", required_argument, NULL, 't' },
 		{ "allow-nonfinite", no_argument, NULL, 'a' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "context", required_argument, NULL, 'T' }, { NULL, 0, NULL, 0 },
 	};
+	char *end;
 	int c;
 
 	optind = 1;
@@ -244,6 +252,11 @@ static int parse_import(int argc, char **argv, const char **config, const char *
 			*(c == 'c' ? config : tokenizer) = optarg;
 		else if (c == 'a')
 			*allow_nonfinite = true;
+		else if (c == 'T') {
+			*context = strtol(optarg, &end, 10);
+			if (*context < 1 || *end || *context > 1L << 24)
+				return dt_usage_error("dtrain-ckpt", usage_import, "--context: expected a number in [1, 16777216] (got \"%s\")", optarg);
+		}
 		else if (c == ':')
 			return dt_usage_error("dtrain-ckpt", usage_import, "%s: needs a value", argv[optind - 1]);
 		else
@@ -266,7 +279,7 @@ int rt_cmd_import(int argc, char **argv)
 	const char *config = NULL, *tokenizer = NULL, *src, *out;
 	char st[4200], cfg[4200] = "", name[32], tdir[4200];
 	bool llmc, allow_nonfinite = false;
-	int rc = parse_import(argc, argv, &config, &tokenizer, &allow_nonfinite);
+	int rc = parse_import(argc, argv, &config, &tokenizer, &im.want_context, &allow_nonfinite);
 
 	if (rc)
 		return rc == 1 ? 0 : rc;
@@ -301,9 +314,11 @@ int rt_cmd_import(int argc, char **argv)
 				      &err);
 	if (!rc) {
 		ckpt_step_name(0, name, sizeof(name));
-		printf("dtrain-ckpt: imported %s (%s GPT-2: V %ld, T %ld, L %ld, NH %ld, C %ld; %.1f M parameters%s) into %s/%s\n",
-		       st, llmc ? "llm.c" : "Hugging Face", im.V, im.T, im.L, im.NH, im.C,
-		       (double)(im.n_params - (size_t)(im.V * im.C)) / 1e6,
+		bool tied = !strcmp(im.s.model.type, "gpt") || im.s.model.tie_word_embeddings;
+
+		printf("dtrain-ckpt: imported %s (%s %s: V %ld, T %ld, L %ld, NH %ld, C %ld; %.1f M parameters%s) into %s/%s\n",
+		       st, llmc ? "llm.c" : "Hugging Face", llmc || !strcmp(im.family, "gpt2") ? "GPT-2" : im.family, im.V, im.T, im.L, im.NH, im.C,
+		       (double)(im.n_params - (tied ? (size_t)(im.V * im.C) : 0)) / 1e6,
 		       bpe ? "; its BPE tokenizer" : "", out, name);
 	}
 	dt_err_print("dtrain-ckpt", "", &err);

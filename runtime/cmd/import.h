@@ -20,12 +20,18 @@
 
 #include "base/err.h"
 #include "checkpoint/ckpt.h"
+#include "jobs/spec.h"
+
+struct json_object;
 
 /* A GPT being imported: its shape, dtrain's table of its tensors (offsets
  * into params) and the parameters. Zero-initialise; rt_import_free(). */
 struct rt_import {
+	long want_context;         /* in: --context, or 0 (import_hf_llama.c) */
+	char family[32];           /* out: config.json's model_type ("gpt2", "llama") */
+	struct spec s;             /* model.*: the model imported (a GPT's: from V..C) */
 	long V, T, L, NH, C;       /* vocabulary, context, layers, heads, width */
-	char config[256];          /* the model's config, as dtrain-run writes it */
+	char config[CKPT_CONFIG_MAX]; /* the model's config, as dtrain-run writes it */
 	int n_blocks;
 	struct ckpt_tensor *t;     /* [n], owned */
 	int n;
@@ -53,6 +59,11 @@ void rt_transpose(const float *in, float *out, size_t rows, size_t cols);
 int rt_import_hf(const char *safetensors, const char *config_json, struct rt_import *im,
 		 struct dt_err *err);
 int rt_import_llmc(const char *bin, struct rt_import *im, struct dt_err *err);
+/* import_hf_llama.c: config (parsed, of model_type type) and the weights,
+ * a .safetensors file or a model.safetensors.index.json; context 0: the
+ * default (max_position_embeddings, at most 2048) */
+int rt_import_hf_llama(const char *weights, struct json_object *config, const char *type,
+		       const char *config_path, long context, struct rt_import *im, struct dt_err *err);
 
 /* dtrain-ckpt import and export (export_st.c; --format h5 goes to the
  * checkpoint library's own export): argv from the command's name on;

@@ -1,6 +1,7 @@
 /*
- * import_hf.c - a Hugging Face GPT-2 (model.safetensors + config.json)
- * into dtrain's GPT (import.h).
+ * import_hf.c - a Hugging Face model (config.json and its weights) into a
+ * dtrain model (import.h): GPT-2 here, the Llama family in
+ * import_hf_llama.c, by config.json's model_type.
  *
  * config.json must say GPT-2 as dtrain builds it: model_type "gpt2",
  * activation_function "gelu_new" (the tanh form), layer_norm_epsilon 1e-5,
@@ -61,26 +62,26 @@ static int want_same(struct json_object *c, const char *key, const char *str, do
 			  str ? str : boolean >= 0 ? (boolean ? "true" : "false") : "1e-05"), -EINVAL;
 }
 
-static int read_config(const char *path, struct rt_import *im, struct dt_err *err)
+/* config.json as a JSON object into *c (caller puts it) */
+static int load_config(const char *path, struct json_object **c, struct dt_err *err)
 {
-	struct json_object *c, *o;
-	int rc = 0;
-
 	if (access(path, R_OK))
 		return dt_err_add(err, "%s: %s (hint: --config names the model's config.json)", path,
 				  strerror(errno)), -errno;
-	c = json_object_from_file(path);
-	if (!c || !json_object_is_type(c, json_type_object)) {
-		json_object_put(c);
+	*c = json_object_from_file(path);
+	if (!*c || !json_object_is_type(*c, json_type_object))
 		return dt_err_add(err, "%s: not a JSON object (hint: --config names the model's config.json)",
 				  path), -EINVAL;
-	}
-	if (!json_object_object_get_ex(c, "model_type", &o) || !json_object_is_type(o, json_type_string) ||
-	    strcmp(json_object_get_string(o), "gpt2"))
-		rc = (dt_err_add(err, "%s: model_type is %s: only GPT-2 (\"gpt2\") imports", path,
-				o ? json_object_to_json_string(o) : "missing"), -EINVAL);
-	if (!rc)
-		rc = want_long(c, "vocab_size", NULL, &im->V, path, err) ||
+	return 0;
+}
+
+/* GPT-2's config (model_type "gpt2") */
+static int read_config(struct json_object *c, const char *path, struct rt_import *im, struct dt_err *err)
+{
+	struct json_object *o;
+	int rc;
+
+	rc = want_long(c, "vocab_size", NULL, &im->V, path, err) ||
 		     want_long(c, "n_positions", "n_ctx", &im->T, path, err) ||
 		     want_long(c, "n_layer", NULL, &im->L, path, err) ||
 		     want_long(c, "n_head", NULL, &im->NH, path, err) ||
@@ -97,7 +98,6 @@ static int read_config(const char *path, struct rt_import *im, struct dt_err *er
 	    json_object_get_int64(o) != 4 * im->C)
 		rc = (dt_err_add(err, "%s: n_inner is %s; dtrain's GPT-2 has 4 n_embd (%ld)", path,
 				json_object_to_json_string(o), 4 * im->C), -EINVAL);
-	json_object_put(c);
 	return rc;
 }
 
@@ -201,13 +201,18 @@ static int read_tensors(const struct st_file *f, struct rt_import *im, struct dt
 	return rc;
 }
 
-int rt_import_hf(const char *safetensors, const char *config_json, struct rt_import *im,
-		 struct dt_err *err)
+/* GPT-2 from one safetensors file */
+static int import_gpt2(const char *safetensors, struct json_object *c, const char *config_json,
+		       struct rt_import *im, struct dt_err *err)
 {
 	struct st_file f = { 0 };
 	const struct ckpt_tensor *wte, *head;
-	int rc = read_config(config_json, im, err);
+	size_t n = strlen(safetensors);
+	int rc = read_config(c, config_json, im, err);
 
+	if (!rc && n > 11 && !strcmp(safetensors + n - 11, ".index.json"))
+		rc = (dt_err_add(err, "%s: a sharded GPT-2: dtrain imports GPT-2 from one model.safetensors", safetensors),
+		      -EINVAL);
 	if (!rc)
 		rc = rt_import_table(im, config_json, err);
 	if (!rc)
@@ -222,4 +227,33 @@ int rt_import_hf(const char *safetensors, const char *config_json, struct rt_imp
 	memcpy(im->params + head->offset, im->params + wte->offset,
 	       (size_t)(wte->shape[0] * wte->shape[1]) * sizeof(float));
 	return 0;
+}
+
+int rt_import_hf(const char *weights, const char *config_json, struct rt_import *im,
+		 struct dt_err *err)
+{
+	static const char *const llamas[] = { "llama", "mistral", "qwen2" };
+	struct json_object *c = NULL, *o = NULL;
+	const char *type;
+	int rc = load_config(config_json, &c, err);
+
+	if (!rc) {
+		json_object_object_get_ex(c, "model_type", &o);
+		type = o && json_object_is_type(o, json_type_string) ? json_object_get_string(o) : "";
+		snprintf(im->family, sizeof(im->family), "%s", type);
+		if (!strcmp(type, "gpt2")) {
+			rc = import_gpt2(weights, c, config_json, im, err);
+		} else {
+			size_t k = 0;
+
+			while (k < sizeof(llamas) / sizeof(llamas[0]) && strcmp(type, llamas[k]))
+				k++;
+			rc = k < sizeof(llamas) / sizeof(llamas[0])
+				     ? rt_import_hf_llama(weights, c, type, config_json, im->want_context, im, err)
+				     : (dt_err_add(err, "%s: model_type is %s: dtrain imports GPT-2 (\"gpt2\") and the Llama family (\"llama\", \"mistral\", \"qwen2\")",
+						   config_json, o ? json_object_to_json_string(o) : "missing"), -EINVAL);
+		}
+	}
+	json_object_put(c);
+	return rc;
 }

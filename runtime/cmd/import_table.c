@@ -17,30 +17,34 @@
 
 int rt_import_table(struct rt_import *im, const char *src, struct dt_err *err)
 {
-	struct spec s = { 0 };
+	struct spec *s = &im->s;
 	const struct rt_model_ops *ops;
 	struct dt_buf cfg = { 0 };
 	size_t off = 0;
 	int rc;
 
-	s.model.type = (char *)"gpt";
-	s.model.vocab_size = im->V;
-	s.model.context = im->T;
-	s.model.layers = im->L;
-	s.model.heads = im->NH;
-	s.model.embd = im->C;
-	ops = rt_model_find(&s, err);
-	if (!ops || ops->check(&s, err))
-		return dt_err_add(err, "%s: dtrain's GPT cannot take this shape (V %ld, T %ld, L %ld, NH %ld, C %ld)",
-				  src, im->V, im->T, im->L, im->NH, im->C), -EINVAL;
-	if (ops->config(&s, &cfg) || cfg.len >= sizeof(im->config)) {
+	if (!s->model.type) { /* a GPT, of the caller's shape */
+		s->model.type = (char *)"gpt";
+		s->model.vocab_size = im->V;
+		s->model.context = im->T;
+		s->model.layers = im->L;
+		s->model.heads = im->NH;
+		s->model.embd = im->C;
+	}
+	ops = rt_model_find(s, err);
+	if (!ops || ops->check(s, err))
+		return dt_err_add(err, "%s: dtrain's %s cannot take this shape (V %ld, T %ld, L %ld, NH %ld, C %ld)%s",
+				  src, strcmp(s->model.type, "gpt") ? "Llama" : "GPT", im->V, im->T, im->L, im->NH,
+				  im->C, strcmp(s->model.type, "gpt") ? " (hint: --context sets a shorter context)" : ""),
+		       -EINVAL;
+	if (ops->config(s, &cfg) || cfg.len >= sizeof(im->config)) {
 		dt_buf_free(&cfg);
 		return dt_err_add(err, "%s: out of memory for the model's config", src), -ENOMEM;
 	}
 	memcpy(im->config, cfg.p, cfg.len + 1);
 	dt_buf_free(&cfg);
-	im->n_blocks = ops->blocks(&s);
-	rc = rt_ckpt_model_table(&s, &im->t, &im->n, err);
+	im->n_blocks = ops->blocks(s);
+	rc = rt_ckpt_model_table(s, &im->t, &im->n, err);
 	if (rc)
 		return rc;
 	for (int i = 0; i < im->n; i++) {

@@ -37,8 +37,9 @@ static const char usage_sample[] =
 	"                          [--device D]\n"
 	"\n"
 	"Generates N tokens after the prompt with the language model (model.type\n"
-	"\"gpt\") of checkpoint CKPT, saved on any layout (a run directory stands for\n"
-	"its newest checkpoint), and writes the prompt and them to stdout.\n"
+	"\"gpt\" or \"llama\") of checkpoint CKPT, saved on any layout (a run\n"
+	"directory stands for its newest checkpoint), and writes the prompt and\n"
+	"them to stdout.\n"
 	"A model whose checkpoint carries GPT-2's BPE tokenizer (trained on\n"
 	"dtrain-data text --bpe, or imported with one) and a byte-level model\n"
 	"(vocab_size 256) take the prompt as text and write text; any other takes\n"
@@ -330,7 +331,7 @@ static int sample_run(const struct sample_opts *o, struct rt_dev *dev, struct dt
 	if (rc)
 		goto out;
 	if (!m.st.ops->reads_tokens) {
-		rc = (dt_err_add(err, "%s: holds model.type \"%s\", which is not a language model; sample needs one (model.type \"gpt\")",
+		rc = (dt_err_add(err, "%s: holds model.type \"%s\", which is not a language model; sample needs one (model.type \"gpt\" or \"llama\")",
 				 m.path, m.st.ops->type), -EINVAL);
 		goto out;
 	}

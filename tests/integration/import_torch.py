@@ -293,11 +293,11 @@ def hostile(d):
     bad("arch", edit(lambda h: h.update({"h.0.crossattention.c_attn.weight": {"dtype": "F32", "shape": [C], "data_offsets": [end, end + 4 * C]}})),
         good[8 + n:] + bytes(4 * C))
     # another architecture by its config
-    os.makedirs(d + "/bad-llama", exist_ok=True)
-    with open(d + "/bad-llama/model.safetensors", "wb") as f:
+    os.makedirs(d + "/bad-gemma", exist_ok=True)
+    with open(d + "/bad-gemma/model.safetensors", "wb") as f:
         f.write(good)
-    with open(d + "/bad-llama/config.json", "w") as f:
-        json.dump({"model_type": "llama", "vocab_size": V}, f)
+    with open(d + "/bad-gemma/config.json", "w") as f:
+        json.dump({"model_type": "gemma", "vocab_size": V}, f)
     # llm.c: a wrong magic, a truncated file
     llmc = open(d + "/gpt2.bin", "rb").read()
     with open(d + "/bad-magic.bin", "wb") as f:

@@ -181,4 +181,5 @@ def main():
     assert worst[0] <= 1e-5, "the AdamW step differs from dtrain's"
     assert noise <= lr, "a key bias of a slow frequency moved beyond lr"
 
-main()
+if __name__ == "__main__":
+    main()
