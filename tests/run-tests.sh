@@ -4,11 +4,12 @@
 # the normal build, then in the AddressSanitizer + UBSan build (all but the
 # accuracy runs and the recovery runs, which the normal build already did:
 # tests/integration/CMakeLists.txt says why).
-# Tests run side by side, as many at once as the machine has cores
-# (DTRAIN_TEST_JOBS overrides): the cluster tests one at a time (they share
-# the cluster: RESOURCE_LOCK), the others beside them, which fills the time a
-# cluster test spends waiting on Slurm; tests/integration/CMakeLists.txt
-# says which tests take the whole machine and which run alone.
+# Tests run side by side, one more at once than the machine has cores
+# (DTRAIN_TEST_JOBS overrides): the cluster tests in two chains, one on each
+# of two local clusters (RESOURCE_LOCK), the others beside them, which fills
+# the time a cluster test spends waiting on Slurm and its jobs' sleeps;
+# tests/integration/CMakeLists.txt says which tests take two cores and which
+# run alone.
 # A test that cannot run here (the GPU tests on a machine without a GPU)
 # exits 77: ctest counts it as skipped, which does not fail the run, and the
 # summary names it.
@@ -17,7 +18,7 @@ set -uo pipefail
 
 build=${1:?usage: run-tests.sh BUILD_DIR ASAN_BUILD_DIR}
 asan=${2:?usage: run-tests.sh BUILD_DIR ASAN_BUILD_DIR}
-jobs=${DTRAIN_TEST_JOBS:-$(nproc)}
+jobs=${DTRAIN_TEST_JOBS:-$(($(nproc) + 1))}
 rc=0
 log=$(mktemp "${TMPDIR:-/tmp}/dtrain-tests-XXXXXX")
 trap 'rm -f "$log"' EXIT
