@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from import_torch import read_safetensors  # noqa: E402
 from llama_torch import Llama  # noqa: E402
 
 
@@ -134,21 +135,6 @@ def check(d, train, logits_path, samples, context):
     r = float((logits - theirs).abs().max() / logits.abs().max())
     print(f"  logits of {samples} windows of {T}: {r:.3g} relative to PyTorch's")
     assert r <= 1e-5, "dtrain's logits of the imported model differ from PyTorch's"
-
-
-def read_safetensors(path):
-    """{name: float32 tensor} of a file of F32 tensors"""
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    header = json.loads(b[8:8 + n])
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        assert t["dtype"] == "F32", f"{name}: {t['dtype']}"
-        lo, hi = t["data_offsets"]
-        out[name] = torch.from_numpy(np.frombuffer(b[8 + n + lo:8 + n + hi], dtype="<f4").copy()).view(t["shape"])
-    return out
 
 
 def same(d, exported):
