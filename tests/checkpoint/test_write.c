@@ -777,7 +777,8 @@ static void test_root_cached(void **state)
 		if (round == 4)
 			snprintf(t[5].name, sizeof(t[5].name), "4.b");
 		if (round > 0) /* round 0 keeps what check_meta_attrs expects */
-			snprintf(m.created, sizeof(m.created), "2027-01-0%dT23:59:5%dZ", round, round);
+			snprintf(m.created, sizeof(m.created), "2027-01-0%uT23:59:5%uZ",
+				 (unsigned)round % 10u, (unsigned)round % 10u);
 		if (round == 1) {
 			snprintf(m.job_id, sizeof(m.job_id), "9999");
 			m.lr = 0.5;
