@@ -425,23 +425,28 @@ int ckpt_commit(const struct ckpt_dir *dir, const struct ckpt_dir *tmp,
 		struct dt_err *err);
 
 /* The tokenizer files a checkpoint may carry (tokenizer.c): GPT-2 BPE's
- * encoder.json and vocab.bpe, listed in the manifest with stage -1. */
+ * encoder.json and vocab.bpe, or Hugging Face's tokenizer.json, listed in
+ * the manifest with stage -1. */
 #define CKPT_TOKENIZER_ENCODER "encoder.json"
 #define CKPT_TOKENIZER_MERGES "vocab.bpe"
-extern const char *const ckpt_tokenizer_files[2]; /* those two names */
+#define CKPT_TOKENIZER_HF "tokenizer.json"
 struct ckpt_tokenizer {
-	const char *data[2]; /* the two files' bytes: encoder.json, vocab.bpe */
+	int n;               /* 2: encoder.json, vocab.bpe; 1: tokenizer.json */
+	const char *name[2]; /* those names */
+	const char *data[2]; /* the files' bytes [len] */
 	size_t len[2];
 };
-/* Writes tok's two files into a save's tmp directory (made new, never
- * through a link) and fills files[2] for the commit (names, stage -1,
- * size, CRC). Any thread. 0 or -errno naming the path. */
+/* Writes tok's files into a save's tmp directory (made new, never through
+ * a link) and fills files[tok->n] for the commit (names, stage -1, size,
+ * CRC). Any thread. 0, -EINVAL for names other than those above, or
+ * -errno naming the path. */
 int ckpt_tokenizer_write(const struct ckpt_dir *tmpdir, const struct ckpt_tokenizer *tok,
 			 struct ckpt_file files[2], struct dt_err *err);
-/* Does the checkpoint of manifest m carry a tokenizer (its files then lie
- * in the checkpoint's directory under ckpt_tokenizer_files' names)? */
+/* The tokenizer files the checkpoint of manifest m carries (they lie in
+ * the checkpoint's directory): their count, 0, 1 or 2, and their names
+ * into names (valid as long as m). */
 struct ckpt_manifest;
-bool ckpt_tokenizer_of(const struct ckpt_manifest *m);
+int ckpt_tokenizer_of(const struct ckpt_manifest *m, const char *names[2]);
 
 /* A whole model's parameters as one checkpoint, written by one process
  * (whole.c; what `dtrain-ckpt import` makes): meta of one stage

@@ -778,15 +778,19 @@ static int parse_tensors(const struct at *at, json_object *root, struct ckpt_man
 }
 
 /* The name file cf must have, into want, and its slot (the root 0, the
- * shards, the pieces, then the tokenizer's two at tok_slot, when they may
- * be there: tok_slot >= 0). */
+ * shards, the pieces, then the tokenizer's tok_files at tok_slot: GPT-2's
+ * two or tokenizer.json). */
 static int file_slot(const struct ckpt_file *cf, int pipeline, int shards, int tok_slot,
-		     char *want, size_t size)
+		     int tok_files, char *want, size_t size)
 {
-	if (cf->stage < 0 && tok_slot >= 0 &&
+	if (cf->stage < 0 && tok_files == 2 &&
 	    (!strcmp(cf->name, CKPT_TOKENIZER_ENCODER) || !strcmp(cf->name, CKPT_TOKENIZER_MERGES))) {
 		snprintf(want, size, "%s", cf->name);
 		return tok_slot + !strcmp(cf->name, CKPT_TOKENIZER_MERGES);
+	}
+	if (cf->stage < 0 && tok_files == 1 && strcmp(cf->name, CKPT_ROOT)) {
+		snprintf(want, size, "%s", CKPT_TOKENIZER_HF);
+		return tok_slot;
 	}
 	if (cf->stage < 0) {
 		snprintf(want, size, "%s", CKPT_ROOT);
@@ -816,12 +820,9 @@ static int parse_files(const struct at *at, json_object *root, struct ckpt_manif
 
 	if (get_array(at, root, "", "files", 0, CKPT_MAX_FILES, &arr, &n))
 		return -EINVAL;
-	if (n == count + 1)
-		return BAD(at->err, "%s: files: the tokenizer's files come as a pair (%s, %s)", at->path,
-			   CKPT_TOKENIZER_ENCODER, CKPT_TOKENIZER_MERGES);
-	if (n != count && n != count + 2)
-		return BAD(at->err, "%s: files: must have %zu elements (the root, the shards and optimizer pieces), or %zu with the tokenizer's two (has %zu)",
-			   at->path, count, count + 2, n);
+	if (n < count || n > count + 2)
+		return BAD(at->err, "%s: files: must have %zu elements (the root, the shards and optimizer pieces), or %zu or %zu with the tokenizer's (has %zu)",
+			   at->path, count, count + 1, count + 2, n);
 	for (i = 0; i < n; i++) {
 		struct ckpt_file *cf = &m->files[i];
 
@@ -845,7 +846,7 @@ static int parse_files(const struct at *at, json_object *root, struct ckpt_manif
 			cf->piece = (int)x;
 			cf->is_piece = true;
 		}
-		slot = file_slot(cf, pipeline, shards, n > count ? (int)count : -1, want, sizeof(want));
+		slot = file_slot(cf, pipeline, shards, (int)count, (int)(n - count), want, sizeof(want));
 		if (strcmp(cf->name, want) != 0)
 			return BAD(at->err,
 				   "%s: %s.name: stage %d's file must be named \"%s\" (a plain name written by dtrain)",

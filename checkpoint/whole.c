@@ -63,7 +63,8 @@ int ckpt_write_whole(const char *dir, const struct ckpt_meta *meta,
 	if (!rc && tok)
 		rc = ckpt_tokenizer_write(&t, tok, files + 2, err);
 	if (!rc)
-		rc = ckpt_commit(&d, &t, meta, tensors, n, files, tok ? 4 : 2, 1000, &committed, err);
+		rc = ckpt_commit(&d, &t, meta, tensors, n, files, 2 + (tok ? tok->n : 0), 1000, &committed,
+				 err);
 	else /* only the directory made and held, never one swapped in */
 		ckpt_tmp_remove(&d, &t);
 out:

@@ -42,7 +42,8 @@ static const char usage_main[] =
 	"Commands:\n"
 	"  fashion-mnist [--src DIR] OUT_DIR   Fashion-MNIST to OUT_DIR/train.h5, test.h5\n"
 	"  synthetic OUT.h5 [OPTIONS]          a learnable synthetic classification set\n"
-	"  text FILE... OUT_DIR [--bpe E V]    text as byte-level (or GPT-2 BPE) tokens: OUT_DIR/train.h5, val.h5\n"
+	"  text FILE... OUT_DIR [--bpe E V | --tokenizer J]\n"
+	"                                      text as byte-level (or BPE) tokens: OUT_DIR/train.h5, val.h5\n"
 	"  tokens FILE... OUT_DIR              pre-tokenized shards (llm.c, nanoGPT .bin)\n"
 	"  info FILE.h5                        check a data set or token stream and describe it\n"
 	"  count FILE.h5 [--context T]         the samples a job draws from it (quick)\n"
@@ -117,8 +118,8 @@ static const char usage_count[] =
 	"  -h, --help   this text\n";
 
 static const char usage_text[] =
-	"usage: dtrain-data text FILE... OUT_DIR [--bpe ENCODER_JSON VOCAB_BPE]\n"
-	"                        [--val-fraction F | --val FILE]...\n"
+	"usage: dtrain-data text FILE... OUT_DIR [--bpe ENCODER_JSON VOCAB_BPE |\n"
+	"                        --tokenizer TOKENIZER_JSON] [--val-fraction F | --val FILE]...\n"
 	"\n"
 	"Tokenizes text byte-level (vocabulary 256: each byte is a token) into two\n"
 	"token streams, OUT_DIR/train.h5 and OUT_DIR/val.h5. The files are read\n"
@@ -134,9 +135,16 @@ static const char usage_text[] =
 	"encoded on its own, and the two files are recorded in the outputs so\n"
 	"that \"dtrain-data decode\" and other tools decode with them.\n"
 	"\n"
+	"With --tokenizer, tokenizes with a Hugging Face tokenizer.json of a\n"
+	"byte-level BPE (Llama 3, Qwen2 without its normalizer, SmolLM, GPT-2):\n"
+	"each file as the tokenizer encodes one text (its added tokens matched in\n"
+	"it, its template's ids around it: Llama 3's begin-of-text first), ids up\n"
+	"to its vocabulary (128256 for Llama 3), the file recorded in the outputs.\n"
+	"\n"
 	"Options:\n"
 	"  --bpe E V         GPT-2 BPE with encoder.json E and vocab.bpe V (Hugging\n"
 	"                    Face's vocab.json and merges.txt)\n"
+	"  --tokenizer J     Hugging Face's tokenizer.json J\n"
 	"  --val-fraction F  the share held out (default 0.1), 0 < F < 1\n"
 	"  --val FILE        a validation file instead (repeat for several)\n"
 	"  -h, --help        this text\n";
@@ -146,7 +154,8 @@ static const char usage_decode[] =
 	"\n"
 	"Writes tokens [N, N + count) of a token stream (default: all of them) to\n"
 	"standard output as the bytes they stand for: a byte-level stream's ids\n"
-	"are its bytes, a stream made with \"dtrain-data text --bpe\" is decoded\n"
+	"are its bytes, a stream made with \"dtrain-data text --bpe\" or\n"
+	"\"--tokenizer\" is decoded\n"
 	"with the tokenizer it records. A stream of imported shards records\n"
 	"none: --ids prints its ids.\n"
 	"\n"
@@ -329,12 +338,14 @@ static int cmd_synthetic(int argc, char **argv)
 /* text and tokens: FILE... OUT_DIR and their options; 1 for --help, 0, or
  * the usage exit code. */
 static int parse_import(int argc, char **argv, const char *usage, bool want_vocab,
-			struct rt_tokens_split *split, const char ***val, long long *vocab)
+			struct rt_tokens_split *split, const char ***val, long long *vocab,
+			const char **tokenizer)
 {
 	static const struct option opts[] = {
 		{ "val-fraction", required_argument, NULL, 'f' },
 		{ "val", required_argument, NULL, 'v' },
 		{ "vocab", required_argument, NULL, 'V' },
+		{ "tokenizer", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -362,6 +373,8 @@ static int parse_import(int argc, char **argv, const char *usage, bool want_voca
 			if (parse_int(optarg, 2, 65536, vocab))
 				return usage_error(usage, "--vocab: expected an integer in [2, 65536] (got \"%s\")",
 						   optarg);
+		} else if (c == 't' && !want_vocab) {
+			*tokenizer = optarg;
 		} else if (c == ':') {
 			return usage_error(usage, "%s: missing its value", argv[optind - 1]);
 		} else {
@@ -402,8 +415,14 @@ static int take_bpe(int *argc, char **argv, const char **enc, const char **merge
 	return 0;
 }
 
-/* text (with or without --bpe) or tokens: the import into OUT_DIR. */
-static int run_import(int argc, char **argv, bool text, const char *enc, const char *merges,
+/* What an import reads: the tokenizer's files, if any. */
+struct import_tok {
+	const char *enc, *merges; /* --bpe */
+	const char *json;         /* --tokenizer */
+};
+
+/* text (with or without a tokenizer) or tokens: the import into OUT_DIR. */
+static int run_import(int argc, char **argv, bool text, const struct import_tok *tk,
 		      const struct rt_tokens_split *split, long long vocab, struct dt_err *err)
 {
 	const char *const *files = (const char *const *)argv + optind;
@@ -412,9 +431,9 @@ static int run_import(int argc, char **argv, bool text, const char *enc, const c
 
 	if (!text)
 		return rt_tokens_from_shards(files, n, (int32_t)vocab, split, argv[argc - 1], err);
-	if (!enc)
+	if (!tk->enc && !tk->json)
 		return rt_tokens_from_text(files, n, split, argv[argc - 1], err);
-	rc = rt_bpe_load(&bpe, enc, merges, err);
+	rc = tk->json ? rt_bpe_load_hf(&bpe, tk->json, err) : rt_bpe_load(&bpe, tk->enc, tk->merges, err);
 	if (!rc)
 		rc = rt_tokens_from_text_bpe(files, n, bpe, split, argv[argc - 1], err);
 	rt_bpe_free(bpe);
@@ -424,20 +443,24 @@ static int run_import(int argc, char **argv, bool text, const char *enc, const c
 static int cmd_import(int argc, char **argv, bool text)
 {
 	struct rt_tokens_split split = { 0.1, NULL, 0 };
-	const char **val = NULL, *enc = NULL, *merges = NULL;
+	struct import_tok tk = { 0 };
+	const char **val = NULL;
 	long long vocab = RT_GPT2_VOCAB;
 	struct dt_err err = { 0 };
 	int rc;
 	double t0 = dt_mono_s();
 
-	if (text && (rc = take_bpe(&argc, argv, &enc, &merges)))
+	if (text && (rc = take_bpe(&argc, argv, &tk.enc, &tk.merges)))
 		return rc;
-	rc = parse_import(argc, argv, text ? usage_text : usage_tokens, !text, &split, &val, &vocab);
+	rc = parse_import(argc, argv, text ? usage_text : usage_tokens, !text, &split, &val, &vocab,
+			  &tk.json);
+	if (!rc && tk.enc && tk.json)
+		rc = usage_error(usage_text, "%s", "--bpe and --tokenizer: one tokenizer, not both");
 	if (rc) {
 		free(val);
 		return rc == 1 ? DT_EXIT_OK : rc;
 	}
-	rc = run_import(argc, argv, text, enc, merges, &split, vocab, &err);
+	rc = run_import(argc, argv, text, &tk, &split, vocab, &err);
 	free(val);
 	if (rc) {
 		print_err(&err);

@@ -81,28 +81,30 @@ static bool is_llmc(const char *path)
 	return yes;
 }
 
-/* The tokenizer beside the model (GPT-2's own names, encoder.json and
- * vocab.bpe, or Hugging Face's, vocab.json and merges.txt), in dir: loaded
- * to check it and its vocabulary against the model's. *bpe NULL: none. */
-static int find_tokenizer(const char *dir, long V, struct rt_bpe **bpe, struct dt_err *err)
+/* The tokenizer beside the model in dir (bpe.h, rt_bpe_load_dir: a GPT-2
+ * looks for its own files first, a Llama for tokenizer.json alone), loaded
+ * to check it and its vocabulary
+ * against the model's. *bpe NULL: none. One that dtrain does not read
+ * (-ENOTSUP), found without --tokenizer, is left out with a warning. */
+static int find_tokenizer(const char *dir, const struct rt_import *im, bool asked,
+			  struct rt_bpe **bpe, struct dt_err *err)
 {
-	static const char *const names[2][2] = { { "encoder.json", "vocab.bpe" },
-						  { "vocab.json", "merges.txt" } };
-	char enc[4300], merges[4300];
-	int rc = 0;
+	int rc = rt_bpe_load_dir(bpe, dir, !strcmp(im->s.model.type, "gpt"), err);
 
-	*bpe = NULL;
-	for (int i = 0; i < 2 && !*bpe && !rc; i++) {
-		snprintf(enc, sizeof(enc), "%s/%s", dir, names[i][0]);
-		snprintf(merges, sizeof(merges), "%s/%s", dir, names[i][1]);
-		if (access(enc, F_OK) || access(merges, F_OK))
-			continue;
-		rc = rt_bpe_load(bpe, enc, merges, err);
-		if (!rc && rt_bpe_vocab(*bpe) > V) /* a model's may be padded (50304) */
-			rc = (dt_err_add(err, "%s: %d tokens, more than the model's vocabulary of %ld: not its tokenizer",
-					 enc, (int)rt_bpe_vocab(*bpe), V), -EINVAL);
+	if (rc == -ENOENT && !err->count)
+		return 0;
+	if (rc == -ENOTSUP && !asked) {
+		dt_err_print("dtrain-ckpt", "warning: ", err);
+		dt_err_clear(err);
+		fprintf(stderr, "dtrain-ckpt: warning: the tokenizer is left out (the checkpoint samples token ids)\n");
+		return 0;
 	}
-	return rc;
+	if (rc)
+		return rc;
+	if (rt_bpe_vocab(*bpe) > im->V) /* a model's may be padded (50304) */
+		return dt_err_add(err, "%s: %d tokens, more than the model's vocabulary of %ld: not its tokenizer",
+				  dir, (int)rt_bpe_vocab(*bpe), im->V), -EINVAL;
+	return 0;
 }
 
 /* the directory of a path: itself when it is one */
@@ -295,20 +297,20 @@ int rt_cmd_import(int argc, char **argv)
 		rc = check_finite(&im, st, !llmc, allow_nonfinite, &err);
 	if (!rc && tokenizer && (stat(tokenizer, &sb) || !S_ISDIR(sb.st_mode)))
 		rc = (dt_err_add(&err, "--tokenizer: %s: not a directory", tokenizer), -ENOENT);
-	/* GPT-2's BPE only: a Llama's vocab.json and merges.txt (Qwen2 ships
-	 * them) split text with another regex, which dtrain does not read yet */
-	if (!rc && tokenizer && strcmp(im.s.model.type, "gpt"))
-		rc = (dt_err_add(&err, "--tokenizer: dtrain reads GPT-2's BPE only; a %s model's tokenizer is not read yet (its checkpoint samples token ids)",
-				 im.family), -ENOTSUP);
-	if (!rc && !strcmp(im.s.model.type, "gpt")) {
+	if (!rc) {
 		dir_of(tokenizer ? tokenizer : src, tdir, sizeof(tdir));
-		rc = find_tokenizer(tdir, im.V, &bpe, &err);
+		rc = find_tokenizer(tdir, &im, tokenizer != NULL, &bpe, &err);
 		if (!rc && tokenizer && !bpe)
-			rc = (dt_err_add(&err, "--tokenizer: %s holds neither encoder.json and vocab.bpe nor vocab.json and merges.txt",
+			rc = (dt_err_add(&err, "--tokenizer: %s holds no tokenizer (tokenizer.json, encoder.json and vocab.bpe, or vocab.json and merges.txt)",
 					 tokenizer), -ENOENT);
 	}
-	if (bpe)
-		rt_bpe_files(bpe, &tok.data[0], &tok.len[0], &tok.data[1], &tok.len[1]);
+	if (bpe) {
+		struct rt_bpe_files f;
+
+		rt_bpe_files(bpe, &f);
+		tok = (struct ckpt_tokenizer){ f.n, { f.name[0], f.name[1] }, { f.data[0], f.data[1] },
+					       { f.len[0], f.len[1] } };
+	}
 	if (!rc && !(meta = malloc(sizeof(*meta))))
 		rc = -ENOMEM;
 	if (!rc) {
@@ -325,7 +327,7 @@ int rt_cmd_import(int argc, char **argv)
 		printf("dtrain-ckpt: imported %s (%s %s: V %ld, T %ld, L %ld, NH %ld, C %ld; %.1f M parameters%s) into %s/%s\n",
 		       st, llmc ? "llm.c" : "Hugging Face", llmc || !strcmp(im.family, "gpt2") ? "GPT-2" : im.family, im.V, im.T, im.L, im.NH, im.C,
 		       (double)(im.n_params - (tied ? (size_t)(im.V * im.C) : 0)) / 1e6,
-		       bpe ? "; its BPE tokenizer" : "", out, name);
+		       bpe ? "; its tokenizer" : "", out, name);
 	}
 	dt_err_print("dtrain-ckpt", "", &err);
 	free(meta);

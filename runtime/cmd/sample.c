@@ -214,13 +214,16 @@ static int load_tokenizer(const struct rt_ckpt_model *m, long V, struct text *tx
 			  struct dt_err *err)
 {
 	struct ckpt_manifest *man = malloc(sizeof(*man));
-	char enc[4200], merges[4200];
-	int rc = man ? ckpt_manifest_read(m->path, man, err) : -ENOMEM;
+	char a[4200], b[4200];
+	const char *names[2];
+	int rc = man ? ckpt_manifest_read(m->path, man, err) : -ENOMEM, n = 0;
 
-	if (!rc && ckpt_tokenizer_of(man)) {
-		snprintf(enc, sizeof(enc), "%s/%s", m->path, CKPT_TOKENIZER_ENCODER);
-		snprintf(merges, sizeof(merges), "%s/%s", m->path, CKPT_TOKENIZER_MERGES);
-		rc = rt_bpe_load(&tx->bpe, enc, merges, err);
+	if (!rc)
+		n = ckpt_tokenizer_of(man, names);
+	if (n) {
+		snprintf(a, sizeof(a), "%s/%s", m->path, names[0]);
+		snprintf(b, sizeof(b), "%s/%s", m->path, n == 2 ? names[1] : "");
+		rc = n == 2 ? rt_bpe_load(&tx->bpe, a, b, err) : rt_bpe_load_hf(&tx->bpe, a, err);
 		if (!rc && rt_bpe_vocab(tx->bpe) > V) /* a model's may be padded (50304) */
 			rc = (dt_err_add(err, "%s: its tokenizer has %ld tokens, more than its model's %ld", m->path,
 					 (long)rt_bpe_vocab(tx->bpe), V), -EINVAL);
@@ -238,7 +241,7 @@ static int prompt_tokens(const char *prompt, const struct text *tx, long V, int3
 
 	if (!tx->bpe)
 		return prompt_ids(prompt, tx->bytes, V, ids, n, err);
-	*ids = malloc((len + 1) * sizeof(**ids));
+	*ids = malloc((rt_bpe_max_ids(tx->bpe, len) + 1) * sizeof(**ids));
 	if (!*ids)
 		return dt_err_add(err, "out of memory for the prompt"), -ENOMEM;
 	rc = rt_bpe_encode(tx->bpe, prompt, len, *ids, &got, err);

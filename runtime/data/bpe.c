@@ -1,9 +1,12 @@
 /*
- * bpe.c - GPT-2's byte-level BPE (bpe.h): loading and checking the two
- * files, the pre-tokenizer, the merge loop, encoding and decoding.
+ * bpe.c - byte-level BPE (bpe.h): a tokenizer built and checked (its
+ * vocabulary, added tokens, merges and rules: the loaders' side of
+ * internal.h), GPT-2's two files loaded into it, the merge loop, encoding
+ * and decoding. Hugging Face's tokenizer.json is read by hf_tokenizer.c,
+ * the pre-tokenizers are pretok.c's.
  *
- * Sections: the byte alphabet, the pre-tokenizer, loading encoder.json,
- * loading vocab.bpe, life cycle, merging, encoding and decoding.
+ * Sections: the byte alphabet, the vocabulary, the merges, the rules,
+ * GPT-2's files, life cycle, queries, merging, encoding and decoding.
  */
 #include "runtime/data/bpe.h"
 
@@ -16,6 +19,7 @@
 
 #include "base/io.h"
 #include "base/json.h"
+#include "runtime/data/internal.h"
 
 #define CACHE_SLOTS 4096 /* pre-tokens remembered, direct-mapped by hash */
 #define CACHE_BYTES 24   /* the longest pre-token cached */
@@ -40,15 +44,32 @@ struct cand {
 	size_t pos;
 };
 
+/* A token in the index of whole pre-tokens (ignore_merges). */
+struct word {
+	uint64_t hash; /* of its bytes; 0: an empty slot */
+	int32_t id;
+};
+
 struct rt_bpe {
-	int32_t vocab;
-	char *encoder, *merges;        /* the files' bytes, as loaded */
-	size_t encoder_len, merges_len;
+	int32_t vocab;                 /* every id: the vocabulary's, then the added tokens' */
+	int32_t n_model;               /* the vocabulary's: [0, n_model) */
+	char *file[2];                 /* the files' bytes, as loaded */
+	size_t file_len[2];
+	struct rt_bpe_files files;     /* them, named */
 	uint8_t *tok;                  /* every token's bytes, concatenated */
 	size_t *tok_at;                /* [vocab + 1]: token i is tok[tok_at[i] .. tok_at[i + 1]) */
 	int32_t byte_id[256];          /* the token of each single byte */
 	struct merge *map;             /* open addressing, [map_size], a power of two */
 	size_t map_size;
+	/* added tokens: matched in a text first, the longest at the first place */
+	int32_t *added;                /* [n_added] their ids */
+	uint8_t **added_bytes;         /* [n_added] their text (NUL-terminated) */
+	size_t *added_len;             /* [n_added] */
+	int n_added;
+	bool starts_added[256];        /* a byte that begins an added token */
+	struct rt__bpe_rules rules;
+	struct word *words;            /* [words_size], a power of two; ignore_merges only */
+	size_t words_size;
 	/* the merge loop's work space, for a pre-token of up to cap bytes */
 	int32_t *sym;                  /* [cap] each symbol's token */
 	size_t *next, *prev, cap;      /* [cap] the list of live symbols (NONE ends it) */
@@ -87,105 +108,7 @@ static int char_byte(uint32_t cp)
 	return -1;
 }
 
-/* --- the pre-tokenizer --- */
-
-enum cls { C_LETTER, C_NUMBER, C_SPACE, C_OTHER };
-
-bool rt_bpe_is_space(uint32_t cp)
-{
-	return (cp >= 0x9 && cp <= 0xd) || cp == 0x20 || cp == 0x85 || cp == 0xa0 || cp == 0x1680 ||
-	       (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 || cp == 0x202f ||
-	       cp == 0x205f || cp == 0x3000;
-}
-
-static bool cont(uint8_t c)
-{
-	return (c & 0xc0) == 0x80;
-}
-
-/* The character at s [n >= 1]: its byte length, and its code point into
- * *cp, or UINT32_MAX for a byte that starts no valid UTF-8 sequence (RFC
- * 3629: no overlong forms, no surrogates, nothing past U+10FFFF). */
-static size_t utf8(const uint8_t *s, size_t n, uint32_t *cp)
-{
-	uint8_t c = s[0];
-
-	*cp = UINT32_MAX;
-	if (c < 0x80)
-		return *cp = c, 1;
-	if (c >= 0xc2 && c <= 0xdf && n >= 2 && cont(s[1]))
-		return *cp = (uint32_t)(c & 0x1f) << 6 | (s[1] & 0x3f), 2;
-	if (c >= 0xe0 && c <= 0xef && n >= 3 && cont(s[1]) && cont(s[2]) &&
-	    !(c == 0xe0 && s[1] < 0xa0) && !(c == 0xed && s[1] > 0x9f))
-		return *cp = (uint32_t)(c & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f), 3;
-	if (c >= 0xf0 && c <= 0xf4 && n >= 4 && cont(s[1]) && cont(s[2]) && cont(s[3]) &&
-	    !(c == 0xf0 && s[1] < 0x90) && !(c == 0xf4 && s[1] > 0x8f))
-		return *cp = (uint32_t)(c & 0x07) << 18 | (uint32_t)(s[1] & 0x3f) << 12 |
-			     (uint32_t)(s[2] & 0x3f) << 6 | (s[3] & 0x3f), 4;
-	return 1;
-}
-
-/* The class of the character at s [n >= 1], its length into *len. */
-static enum cls cls_at(const uint8_t *s, size_t n, size_t *len)
-{
-	uint32_t cp;
-
-	*len = utf8(s, n, &cp);
-	if (cp == UINT32_MAX)
-		return C_OTHER;
-	if (rt_bpe_is_letter(cp))
-		return C_LETTER;
-	if (rt_bpe_is_number(cp))
-		return C_NUMBER;
-	return rt_bpe_is_space(cp) ? C_SPACE : C_OTHER;
-}
-
-/* 's 't 're 've 'm 'll 'd at s [n] (s[0] is '\''): its length, or 0. */
-static size_t contraction(const uint8_t *s, size_t n)
-{
-	if (n >= 2 && (s[1] == 's' || s[1] == 't' || s[1] == 'm' || s[1] == 'd'))
-		return 2;
-	if (n >= 3 && ((s[1] == 'r' && s[2] == 'e') || (s[1] == 'v' && s[2] == 'e') ||
-		       (s[1] == 'l' && s[2] == 'l')))
-		return 3;
-	return 0;
-}
-
-/* The end of the run of characters of class c that starts at s + at. */
-static size_t run(const uint8_t *s, size_t n, size_t at, enum cls c)
-{
-	size_t len;
-
-	while (at < n && cls_at(s + at, n - at, &len) == c)
-		at += len;
-	return at;
-}
-
-size_t rt_bpe_split(const uint8_t *s, size_t n)
-{
-	size_t len, k, last = 0, at = 0;
-	enum cls c = cls_at(s, n, &len);
-
-	if (s[0] == '\'' && (k = contraction(s, n)))
-		return k;
-	if (s[0] == ' ' && n > 1) {
-		enum cls next = cls_at(s + 1, n - 1, &k);
-
-		if (next != C_SPACE) /* ' ?\p{L}+', ' ?\p{N}+', ' ?[^\s\p{L}\p{N}]+' */
-			return run(s, n, 1, next);
-	}
-	if (c != C_SPACE)
-		return run(s, n, 0, c);
-	/* '\s+(?!\S)': the run but its last character, when a non-space
-	 * follows and that leaves one; else '\s+', the whole run */
-	while (at < n && cls_at(s + at, n - at, &len) == C_SPACE) {
-		last = len;
-		at += len;
-	}
-	return at < n && at > last ? at - last : at;
-}
-
-/* --- loading encoder.json --- */
+/* --- the vocabulary --- */
 
 /* The bytes that token string key spells into out (room for strlen(key));
  * their count, or -1 when a character is not in the byte alphabet (its
@@ -200,7 +123,7 @@ static long spell(const char *key, uint8_t *out, uint32_t *bad)
 
 	*bad = UINT32_MAX;
 	while (at < n) {
-		len = utf8(s + at, n - at, &cp);
+		len = rt__bpe_utf8(s + at, n - at, &cp);
 		if (cp == UINT32_MAX || (b = char_byte(cp)) < 0) {
 			*bad = cp;
 			return -1;
@@ -234,7 +157,9 @@ static int check_ids(struct json_object *enc, int32_t vocab, const char **keys, 
 	return 0;
 }
 
-/* Every token's bytes into b->tok / b->tok_at, and the single bytes'. */
+/* Every token's bytes into b->tok / b->tok_at, and the single bytes':
+ * keys [vocab], those of the vocabulary spelt in the byte alphabet, the
+ * added tokens' after it as they are. */
 static int spell_all(struct rt_bpe *b, const char **keys, size_t total, const char *name,
 		     struct dt_err *err)
 {
@@ -249,15 +174,18 @@ static int spell_all(struct rt_bpe *b, const char **keys, size_t total, const ch
 		b->byte_id[i] = -1;
 	b->tok_at[0] = 0;
 	for (i = 0; i < b->vocab; i++) {
-		k = spell(keys[i], b->tok + b->tok_at[i], &bad);
-		if (k < 0 && bad == UINT32_MAX)
-			return dt_err_add(err, "%s: token \"%.80s\" (id %d) is empty or not UTF-8",
-					  name, keys[i], (int)i);
-		if (k < 0)
+		if (i >= b->n_model) {
+			k = (long)strlen(keys[i]);
+			memcpy(b->tok + b->tok_at[i], keys[i], (size_t)k);
+		} else if ((k = spell(keys[i], b->tok + b->tok_at[i], &bad)) < 0) {
+			if (bad == UINT32_MAX)
+				return dt_err_add(err, "%s: token \"%.80s\" (id %d) is empty or not UTF-8",
+						  name, keys[i], (int)i);
 			return dt_err_add(err, "%s: token \"%.80s\" (id %d): U+%04X is not a character of GPT-2's byte alphabet",
 					  name, keys[i], (int)i, (unsigned)bad);
+		}
 		b->tok_at[i + 1] = b->tok_at[i] + (size_t)k;
-		if (k == 1)
+		if (k == 1 && i < b->n_model)
 			b->byte_id[b->tok[b->tok_at[i]]] = i;
 	}
 	for (i = 0; i < 256; i++)
@@ -267,49 +195,96 @@ static int spell_all(struct rt_bpe *b, const char **keys, size_t total, const ch
 	return 0;
 }
 
-/* Parses b->encoder into *enc (the caller puts it) and the tokens' bytes. */
-static int load_encoder(struct rt_bpe *b, const char *name, struct json_object **enc,
-			struct dt_err *err)
+/* The ids the added tokens [n] put after a vocabulary of vocab: into
+ * *extra; they must be vocab, vocab + 1, ... with no gap, each once. */
+static int added_ids(const struct rt__bpe_added *added, int n, int32_t vocab, int32_t *extra,
+		     const char *name, struct dt_err *err)
 {
-	struct dt_json_error je;
+	int64_t top = vocab;
+	unsigned char *seen = NULL;
+	int i, rc = 0;
+
+	for (i = 0; i < n; i++) {
+		if (added[i].id < 0 || !added[i].content[0])
+			return dt_err_add(err, "%s: added token %d (\"%.80s\"): its id is negative or its text empty",
+					  name, i, added[i].content);
+		top = added[i].id >= top ? (int64_t)added[i].id + 1 : top;
+	}
+	if (top > RT_BPE_MAX_VOCAB)
+		return dt_err_add(err, "%s: added token ids reach %lld, past %d", name, (long long)top,
+				  RT_BPE_MAX_VOCAB);
+	*extra = (int32_t)(top - vocab);
+	if (!(seen = calloc((size_t)*extra + 1, 1)))
+		return dt_err_add(err, "%s: out of memory", name), -ENOMEM;
+	for (i = 0; i < n && !rc; i++)
+		if (added[i].id >= vocab && seen[added[i].id - vocab]++)
+			rc = dt_err_add(err, "%s: added tokens: id %d twice", name, (int)added[i].id);
+	for (i = 0; i < *extra && !rc; i++)
+		if (!seen[i])
+			rc = dt_err_add(err, "%s: added tokens: no token has id %d, between the vocabulary's %d and the last added %lld",
+					name, (int)(vocab + i), (int)vocab, (long long)top - 1);
+	free(seen);
+	return rc;
+}
+
+/* The added tokens' ids and text, for rt_bpe_encode to find them. */
+static int keep_added(struct rt_bpe *b, const struct rt__bpe_added *added, int n, const char *name,
+		      struct dt_err *err)
+{
+	b->added = calloc((size_t)n + 1, sizeof(*b->added));
+	b->added_bytes = calloc((size_t)n + 1, sizeof(*b->added_bytes));
+	b->added_len = calloc((size_t)n + 1, sizeof(*b->added_len));
+	if (!b->added || !b->added_bytes || !b->added_len)
+		return dt_err_add(err, "%s: out of memory", name), -ENOMEM;
+	for (b->n_added = 0; b->n_added < n; b->n_added++) {
+		const struct rt__bpe_added *a = &added[b->n_added];
+
+		if (!(b->added_bytes[b->n_added] = (uint8_t *)strdup(a->content)))
+			return dt_err_add(err, "%s: out of memory", name), -ENOMEM;
+		b->added[b->n_added] = a->id;
+		b->added_len[b->n_added] = strlen(a->content);
+		b->starts_added[(uint8_t)a->content[0]] = true;
+	}
+	return 0;
+}
+
+int rt__bpe_vocab(struct rt_bpe *b, struct json_object *vocab, const struct rt__bpe_added *added,
+		  int n_added, const char *name, struct dt_err *err)
+{
 	const char **keys = NULL;
 	size_t total = 0;
-	int line, col, rc, n;
+	int32_t extra = 0, i;
+	int rc, n = json_object_object_length(vocab);
 
-	rc = dt_json_parse_object(b->encoder, b->encoder_len, 4, enc, &je);
-	if (rc == -EINVAL) {
-		dt_json_line_col(b->encoder, b->encoder_len, je.offset, &line, &col);
-		return dt_err_add(err, "%s: line %d, column %d: not JSON: %s", name, line, col, je.what);
-	}
-	if (rc == -EDOM)
-		return dt_err_add(err, "%s: not a JSON object of token -> id", name);
-	if (rc)
-		return dt_err_add(err, "%s: cannot parse: %s", name, strerror(-rc)), rc;
-	n = json_object_object_length(*enc);
 	if (n < 256 || n > RT_BPE_MAX_VOCAB)
 		return dt_err_add(err, "%s: %d tokens; a byte-level BPE has 256 .. %d", name, n,
 				  RT_BPE_MAX_VOCAB);
-	b->vocab = n;
-	keys = calloc((size_t)n, sizeof(*keys));
-	b->tok_at = malloc(((size_t)n + 1) * sizeof(*b->tok_at));
+	if ((rc = added_ids(added, n_added, n, &extra, name, err)))
+		return rc;
+	b->n_model = n;
+	b->vocab = n + extra;
+	keys = calloc((size_t)b->vocab, sizeof(*keys));
+	b->tok_at = malloc(((size_t)b->vocab + 1) * sizeof(*b->tok_at));
 	if (!keys || !b->tok_at) {
-		dt_err_add(err, "%s: out of memory for %d tokens", name, n);
+		dt_err_add(err, "%s: out of memory for %d tokens", name, (int)b->vocab);
 		rc = -ENOMEM;
 		goto out;
 	}
-	if ((rc = check_ids(*enc, n, keys, name, err)))
+	if ((rc = check_ids(vocab, n, keys, name, err)))
 		goto out;
-	json_object_object_foreach(*enc, key, val) {
-		(void)val;
-		total += strlen(key);
-	}
-	rc = spell_all(b, keys, total, name, err);
+	for (i = 0; i < n_added; i++)
+		if (added[i].id >= n)
+			keys[added[i].id] = added[i].content;
+	for (i = 0; i < b->vocab; i++)
+		total += strlen(keys[i]);
+	if (!(rc = spell_all(b, keys, total, name, err)))
+		rc = keep_added(b, added, n_added, name, err);
 out:
 	free(keys);
 	return rc;
 }
 
-/* --- loading vocab.bpe --- */
+/* --- the merges --- */
 
 static uint64_t key_of(int32_t left, int32_t right)
 {
@@ -341,69 +316,155 @@ static int32_t id_of(struct json_object *enc, const char *s)
 	return json_object_object_get_ex(enc, s, &v) ? (int32_t)json_object_get_int64(v) : -1;
 }
 
-/* One merge line (NUL-terminated, in place): its pair into the map. */
-static int add_merge(struct rt_bpe *b, struct json_object *enc, char *line, int lineno,
-		     int32_t rank, const char *name, struct dt_err *err)
+int rt__bpe_merges(struct rt_bpe *b, size_t n, const char *name, struct dt_err *err)
 {
-	char *sp = strchr(line, ' '), *joined = NULL;
-	int32_t l, r, res;
+	for (b->map_size = 16; b->map_size < 2 * n; b->map_size *= 2)
+		;
+	b->map = calloc(b->map_size, sizeof(*b->map));
+	return b->map ? 0 : (dt_err_add(err, "%s: out of memory for %zu merges", name, n), -ENOMEM);
+}
+
+int rt__bpe_merge(struct rt_bpe *b, struct json_object *vocab, const char *left, const char *right,
+		  int32_t rank, int32_t *first, const char *where, struct dt_err *err)
+{
+	int32_t l = id_of(vocab, left), r = id_of(vocab, right), res;
+	char *joined = NULL;
 	size_t i;
 
-	if (!sp || sp == line || !sp[1] || strchr(sp + 1, ' '))
-		return dt_err_add(err, "%s: line %d: a merge is two symbols separated by one space (got \"%.80s\")",
-				  name, lineno, line);
-	*sp = '\0';
-	l = id_of(enc, line);
-	r = id_of(enc, sp + 1);
 	if (l < 0 || r < 0)
-		return dt_err_add(err, "%s: line %d: merge \"%.80s %.80s\": \"%.80s\" is not a token of the encoder",
-				  name, lineno, line, sp + 1, l < 0 ? line : sp + 1);
-	if (asprintf(&joined, "%s%s", line, sp + 1) < 0)
-		return dt_err_add(err, "%s: out of memory", name), -ENOMEM;
-	res = id_of(enc, joined);
+		return dt_err_add(err, "%s: merge \"%.80s %.80s\": \"%.80s\" is not a token of the encoder",
+				  where, left, right, l < 0 ? left : right);
+	if (asprintf(&joined, "%s%s", left, right) < 0)
+		return dt_err_add(err, "%s: out of memory", where), -ENOMEM;
+	res = id_of(vocab, joined);
 	if (res < 0) {
-		dt_err_add(err, "%s: line %d: merge \"%.80s %.80s\": its result \"%.80s\" is not a token of the encoder",
-			   name, lineno, line, sp + 1, joined);
+		dt_err_add(err, "%s: merge \"%.80s %.80s\": its result \"%.80s\" is not a token of the encoder",
+			   where, left, right, joined);
 		free(joined);
 		return -EINVAL;
 	}
 	free(joined);
 	i = slot_of(b, key_of(l, r));
-	if (b->map[i].key)
-		return dt_err_add(err, "%s: line %d: merge \"%.80s %.80s\" repeats line %d", name,
-				  lineno, line, sp + 1, (int)b->map[i].rank + 2);
+	if (b->map[i].key) {
+		*first = b->map[i].rank;
+		return -EEXIST;
+	}
 	b->map[i] = (struct merge){ key_of(l, r), rank, res };
 	return 0;
 }
 
-/* Every merge of b->merges into the map, checked against enc. */
-static int load_merges(struct rt_bpe *b, struct json_object *enc, const char *name,
-		       struct dt_err *err)
+/* --- the rules --- */
+
+static uint64_t hash_bytes(const uint8_t *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ s[i]) * 0x100000001b3ull;
+	return h ? h : 1; /* 0 marks an empty slot */
+}
+
+/* The slot of the token of bytes s [n] in b->words, or of an empty one. */
+static size_t word_slot(const struct rt_bpe *b, const uint8_t *s, size_t n)
+{
+	uint64_t h = hash_bytes(s, n);
+	size_t i = (size_t)h & (b->words_size - 1), len;
+	const uint8_t *t;
+
+	for (; b->words[i].hash; i = (i + 1) & (b->words_size - 1)) {
+		if (b->words[i].hash != h)
+			continue;
+		t = rt_bpe_token(b, b->words[i].id, &len);
+		if (len == n && !memcmp(t, s, n))
+			break;
+	}
+	return i;
+}
+
+/* The index of the vocabulary's tokens by their bytes (ignore_merges). */
+static int index_words(struct rt_bpe *b)
+{
+	const uint8_t *t;
+	size_t len, i;
+	int32_t id;
+
+	for (b->words_size = 16; b->words_size < 2 * (size_t)b->n_model; b->words_size *= 2)
+		;
+	if (!(b->words = calloc(b->words_size, sizeof(*b->words))))
+		return -ENOMEM;
+	for (id = 0; id < b->n_model; id++) {
+		t = rt_bpe_token(b, id, &len);
+		i = word_slot(b, t, len);
+		if (!b->words[i].hash)
+			b->words[i] = (struct word){ hash_bytes(t, len), id };
+	}
+	return 0;
+}
+
+int rt__bpe_rules(struct rt_bpe *b, const struct rt__bpe_rules *r, const char *name,
+		  struct dt_err *err)
+{
+	int i;
+
+	for (i = 0; i < r->n_before + r->n_after; i++) {
+		int32_t id = i < r->n_before ? r->before[i] : r->after[i - r->n_before];
+
+		if (id < 0 || id >= b->vocab)
+			return dt_err_add(err, "%s: the template's id %d is not a token (the vocabulary has %d)",
+					  name, (int)id, (int)b->vocab);
+	}
+	b->rules = *r;
+	if (r->ignore_merges && index_words(b))
+		return dt_err_add(err, "%s: out of memory", name), -ENOMEM;
+	return 0;
+}
+
+/* --- GPT-2's files --- */
+
+/* One merge line of vocab.bpe (NUL-terminated, in place) into the map. */
+static int add_merge(struct rt_bpe *b, struct json_object *enc, char *line, int lineno,
+		     int32_t rank, const char *name, struct dt_err *err)
+{
+	char *sp = strchr(line, ' '), where[4200];
+	int32_t first;
+	int rc;
+
+	if (!sp || sp == line || !sp[1] || strchr(sp + 1, ' '))
+		return dt_err_add(err, "%s: line %d: a merge is two symbols separated by one space (got \"%.80s\")",
+				  name, lineno, line);
+	*sp = '\0';
+	snprintf(where, sizeof(where), "%s: line %d", name, lineno);
+	rc = rt__bpe_merge(b, enc, line, sp + 1, rank, &first, where, err);
+	if (rc == -EEXIST)
+		return dt_err_add(err, "%s: merge \"%.80s %.80s\" repeats line %d", where, line, sp + 1,
+				  (int)first + 2);
+	return rc;
+}
+
+/* Every merge of vocab.bpe text [len] into the map, checked against enc. */
+static int load_merges(struct rt_bpe *b, struct json_object *enc, const char *merges, size_t len,
+		       const char *name, struct dt_err *err)
 {
 	char *text = NULL, *line, *end;
 	size_t lines = 1, i;
 	int32_t rank = 0;
 	int lineno = 1, rc = 0;
 
-	for (i = 0; i < b->merges_len; i++)
-		lines += b->merges[i] == '\n';
-	if (memchr(b->merges, '\0', b->merges_len))
+	for (i = 0; i < len; i++)
+		lines += merges[i] == '\n';
+	if (memchr(merges, '\0', len))
 		return dt_err_add(err, "%s: holds a NUL byte: not a vocab.bpe text file", name);
-	if (b->merges_len < 8 || memcmp(b->merges, "#version", 8))
+	if (len < 8 || memcmp(merges, "#version", 8))
 		return dt_err_add(err, "%s: line 1: must be \"#version: 0.2\" (GPT-2's vocab.bpe)", name);
-	for (b->map_size = 16; b->map_size < 2 * lines; b->map_size *= 2)
-		;
-	b->map = calloc(b->map_size, sizeof(*b->map));
-	text = malloc(b->merges_len + 1);
-	if (!b->map || !text) {
-		free(text);
+	if ((rc = rt__bpe_merges(b, lines, name, err)))
+		return rc;
+	if (!(text = malloc(len + 1)))
 		return dt_err_add(err, "%s: out of memory", name), -ENOMEM;
-	}
-	memcpy(text, b->merges, b->merges_len);
-	text[b->merges_len] = '\0';
+	memcpy(text, merges, len);
+	text[len] = '\0';
 	line = strchr(text, '\n');
-	for (line = line ? line + 1 : text + b->merges_len; !rc && line < text + b->merges_len;
-	     line = end) {
+	for (line = line ? line + 1 : text + len; !rc && line < text + len; line = end) {
 		end = strchr(line, '\n');
 		end = end ? (*end = '\0', end + 1) : line + strlen(line);
 		rc = add_merge(b, enc, line, ++lineno, rank++, name, err);
@@ -412,29 +473,69 @@ static int load_merges(struct rt_bpe *b, struct json_object *enc, const char *na
 	return rc;
 }
 
+/* encoder.json text [len], parsed into *enc (the caller puts it). */
+static int parse_encoder(const char *text, size_t len, const char *name, struct json_object **enc,
+			 struct dt_err *err)
+{
+	struct dt_json_error je;
+	int line, col, rc;
+
+	rc = dt_json_parse_object(text, len, 4, enc, &je);
+	if (rc == -EINVAL) {
+		dt_json_line_col(text, len, je.offset, &line, &col);
+		return dt_err_add(err, "%s: line %d, column %d: not JSON: %s", name, line, col, je.what);
+	}
+	if (rc == -EDOM)
+		return dt_err_add(err, "%s: not a JSON object of token -> id", name);
+	if (rc)
+		return dt_err_add(err, "%s: cannot parse: %s", name, strerror(-rc)), rc;
+	return 0;
+}
+
 /* --- life cycle --- */
+
+int rt__bpe_new(struct rt_bpe **out, const struct rt_bpe_files *f, struct dt_err *err)
+{
+	struct rt_bpe *b = calloc(1, sizeof(*b));
+	int i;
+
+	*out = NULL;
+	if (!b || !(b->cache = calloc(CACHE_SLOTS, sizeof(*b->cache))))
+		goto oom;
+	b->files = *f;
+	for (i = 0; i < f->n; i++) {
+		if (!(b->file[i] = malloc(f->len[i] + 1)))
+			goto oom;
+		memcpy(b->file[i], f->data[i], f->len[i]);
+		b->file[i][f->len[i]] = '\0';
+		b->file_len[i] = f->len[i];
+		b->files.data[i] = b->file[i];
+	}
+	*out = b;
+	return 0;
+oom:
+	rt_bpe_free(b);
+	return dt_err_add(err, "%s: out of memory", f->name[0]), -ENOMEM;
+}
 
 int rt_bpe_load_mem(struct rt_bpe **out, const char *encoder, size_t encoder_len,
 		    const char *encoder_name, const char *merges, size_t merges_len,
 		    const char *merges_name, struct dt_err *err)
 {
+	const struct rt_bpe_files f = { RT_BPE_NAME, 2, { "encoder.json", "vocab.bpe" },
+					{ encoder, merges }, { encoder_len, merges_len } };
+	const struct rt__bpe_rules gpt2 = { .pretok = RT_PRETOK_GPT2 };
 	struct json_object *enc = NULL;
-	struct rt_bpe *b = calloc(1, sizeof(*b));
-	int rc = -ENOMEM;
+	struct rt_bpe *b = NULL;
+	int rc;
 
 	*out = NULL;
-	if (!b || !(b->encoder = malloc(encoder_len + 1)) || !(b->merges = malloc(merges_len + 1)) ||
-	    !(b->cache = calloc(CACHE_SLOTS, sizeof(*b->cache)))) {
-		dt_err_add(err, "%s: out of memory", encoder_name);
+	if ((rc = rt__bpe_new(&b, &f, err)) ||
+	    (rc = parse_encoder(encoder, encoder_len, encoder_name, &enc, err)) ||
+	    (rc = rt__bpe_vocab(b, enc, NULL, 0, encoder_name, err)) ||
+	    (rc = load_merges(b, enc, merges, merges_len, merges_name, err)))
 		goto out;
-	}
-	memcpy(b->encoder, encoder, encoder_len);
-	memcpy(b->merges, merges, merges_len);
-	b->encoder_len = encoder_len;
-	b->merges_len = merges_len;
-	rc = load_encoder(b, encoder_name, &enc, err);
-	if (!rc)
-		rc = load_merges(b, enc, merges_name, err);
+	rc = rt__bpe_rules(b, &gpt2, encoder_name, err);
 out:
 	json_object_put(enc);
 	if (rc)
@@ -468,6 +569,12 @@ void rt_bpe_free(struct rt_bpe *b)
 {
 	if (!b)
 		return;
+	for (int i = 0; i < b->n_added; i++)
+		free(b->added_bytes[i]);
+	free(b->added_bytes);
+	free(b->added_len);
+	free(b->added);
+	free(b->words);
 	free(b->cache);
 	free(b->gen);
 	free(b->heap);
@@ -477,8 +584,8 @@ void rt_bpe_free(struct rt_bpe *b)
 	free(b->map);
 	free(b->tok_at);
 	free(b->tok);
-	free(b->merges);
-	free(b->encoder);
+	free(b->file[1]);
+	free(b->file[0]);
 	free(b);
 }
 
@@ -495,13 +602,14 @@ const uint8_t *rt_bpe_token(const struct rt_bpe *b, int32_t id, size_t *len)
 	return b->tok + b->tok_at[id];
 }
 
-void rt_bpe_files(const struct rt_bpe *b, const char **encoder, size_t *encoder_len,
-		  const char **merges, size_t *merges_len)
+void rt_bpe_files(const struct rt_bpe *b, struct rt_bpe_files *f)
 {
-	*encoder = b->encoder;
-	*encoder_len = b->encoder_len;
-	*merges = b->merges;
-	*merges_len = b->merges_len;
+	*f = b->files;
+}
+
+size_t rt_bpe_max_ids(const struct rt_bpe *b, size_t len)
+{
+	return len + (size_t)b->rules.n_before + (size_t)b->rules.n_after;
 }
 
 /* --- merging --- */
@@ -614,25 +722,20 @@ static void merge_all(struct rt_bpe *b, size_t n)
 
 /* --- encoding and decoding --- */
 
-static size_t hash_of(const uint8_t *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		h = (h ^ s[i]) * 0x100000001b3ull;
-	return (size_t)(h % CACHE_SLOTS);
-}
-
 /* The ids of pre-token s [n] into ids; their count into *k. */
 static int encode_word(struct rt_bpe *b, const uint8_t *s, size_t n, int32_t *ids, size_t *k)
 {
-	struct cache_slot *c = n <= CACHE_BYTES ? &b->cache[hash_of(s, n)] : NULL;
+	struct cache_slot *c = n <= CACHE_BYTES ? &b->cache[hash_bytes(s, n) % CACHE_SLOTS] : NULL;
 	size_t i;
 
 	if (c && c->len == n && !memcmp(c->bytes, s, n)) {
 		memcpy(ids, c->ids, c->n * sizeof(*ids));
 		*k = c->n;
+		return 0;
+	}
+	if (b->words && b->words[i = word_slot(b, s, n)].hash) { /* ignore_merges */
+		ids[0] = b->words[i].id;
+		*k = 1;
 		return 0;
 	}
 	if (reserve(b, n))
@@ -651,21 +754,66 @@ static int encode_word(struct rt_bpe *b, const uint8_t *s, size_t n, int32_t *id
 	return 0;
 }
 
-int rt_bpe_encode(struct rt_bpe *b, const void *text, size_t len, int32_t *ids, size_t *n,
-		  struct dt_err *err)
+/* The first added token in s [n]: its place (n when none) and, into *which,
+ * its index; the longest of those that begin at the first place. */
+static size_t find_added(const struct rt_bpe *b, const uint8_t *s, size_t n, int *which)
 {
-	const uint8_t *s = text;
+	size_t at, best;
+	int i;
+
+	for (at = 0; at < n; at++) {
+		if (!b->starts_added[s[at]])
+			continue;
+		for (best = 0, i = 0; i < b->n_added; i++)
+			if (b->added_len[i] > best && b->added_len[i] <= n - at &&
+			    !memcmp(s + at, b->added_bytes[i], b->added_len[i])) {
+				best = b->added_len[i];
+				*which = i;
+			}
+		if (best)
+			return at;
+	}
+	return n;
+}
+
+/* The pre-tokens of s [len] (no added token in it), encoded after ids [*n]. */
+static int encode_span(struct rt_bpe *b, const uint8_t *s, size_t len, int32_t *ids, size_t *n,
+		       struct dt_err *err)
+{
 	size_t at = 0, w, k;
 
-	*n = 0;
 	while (at < len) {
-		w = rt_bpe_split(s + at, len - at);
+		w = rt_bpe_split_as(b->rules.pretok, s + at, len - at);
 		if (encode_word(b, s + at, w, ids + *n, &k))
 			return dt_err_add(err, "out of memory to encode a pre-token of %zu bytes", w), -ENOMEM;
 		*n += k;
 		at += w;
 	}
 	return 0;
+}
+
+int rt_bpe_encode(struct rt_bpe *b, const void *text, size_t len, int32_t *ids, size_t *n,
+		  struct dt_err *err)
+{
+	const uint8_t *s = text;
+	size_t at = 0, next;
+	int i, which = 0, rc = 0;
+
+	*n = 0;
+	for (i = 0; i < b->rules.n_before; i++)
+		ids[(*n)++] = b->rules.before[i];
+	while (!rc && at < len) {
+		next = b->n_added ? at + find_added(b, s + at, len - at, &which) : len;
+		rc = encode_span(b, s + at, next - at, ids, n, err);
+		at = next;
+		if (at < len) {
+			ids[(*n)++] = b->added[which];
+			at += b->added_len[which];
+		}
+	}
+	for (i = 0; i < b->rules.n_after; i++)
+		ids[(*n)++] = b->rules.after[i];
+	return rc;
 }
 
 int rt_bpe_decode(const struct rt_bpe *b, const int32_t *ids, size_t n, char **out, size_t *len,

@@ -1,8 +1,8 @@
 /*
  * bpe_h5.c - the tokenizer recorded in a token stream (bpe.h,
  * rt_bpe_load_tokens): `dtrain-data text --bpe` stores encoder.json and
- * vocab.bpe byte for byte (tokens.c), so that a later tool decodes with the
- * tokenizer the stream was made with.
+ * vocab.bpe, `--tokenizer` tokenizer.json, byte for byte (tokens.c), so
+ * that a later tool decodes with the tokenizer the stream was made with.
  */
 #include "runtime/data/bpe.h"
 
@@ -64,23 +64,27 @@ out:
 	return rc;
 }
 
-/* The root attributes: a token stream with tokenizer "gpt2-bpe"; its
- * vocab_size into *vocab. */
-static int check_root(hid_t file, const char *path, int64_t *vocab, struct dt_err *err)
+/* The root attributes: a token stream that records a tokenizer, its kind
+ * into kind [size] and its vocab_size into *vocab. */
+static int check_root(hid_t file, const char *path, char *kind, size_t size, int64_t *vocab,
+		      struct dt_err *err)
 {
 	char why[DT_H5_WHY_MAX], *s = NULL;
-	bool stream, bpe;
+	bool stream;
 
 	stream = dt_h5_attr_get_str(file, "format", 64, &s, why) == 0 && !strcmp(s, RT_TOKENS_FORMAT);
 	free(s);
 	s = NULL;
 	if (!stream)
 		return dt_err_add(err, "%s: not a dtrain token stream", path);
-	bpe = dt_h5_attr_get_str(file, "tokenizer", 64, &s, why) == 0 && !strcmp(s, RT_BPE_NAME);
+	if (dt_h5_attr_get_str(file, "tokenizer", 64, &s, why) ||
+	    (strcmp(s, RT_BPE_NAME) && strcmp(s, RT_BPE_HF_NAME))) {
+		free(s);
+		return dt_err_add(err, "%s: records no tokenizer (attribute tokenizer \"%s\" or \"%s\"; made by dtrain-data text --bpe or --tokenizer)",
+				  path, RT_BPE_NAME, RT_BPE_HF_NAME), -ENOENT;
+	}
+	snprintf(kind, size, "%s", s);
 	free(s);
-	if (!bpe)
-		return dt_err_add(err, "%s: records no tokenizer (attribute tokenizer \"%s\"; made by dtrain-data text --bpe)",
-				  path, RT_BPE_NAME), -ENOENT;
 	if (dt_h5_attr_get_i64(file, "vocab_size", vocab, why))
 		return dt_err_add(err, "%s: attribute vocab_size: %s", path, why);
 	return 0;
@@ -90,10 +94,10 @@ int rt_bpe_load_tokens(struct rt_bpe **out, const char *tokens_h5, struct dt_err
 {
 	struct dt_h5_quiet q;
 	hid_t fapl = H5I_INVALID_HID, file = H5I_INVALID_HID;
-	char *enc = NULL, *merges = NULL, enc_name[4200], merges_name[4200];
-	size_t enc_len = 0, merges_len = 0;
+	struct rt_bpe_files f = { 0 };
+	char *data[2] = { NULL, NULL }, kind[64], set[64], where[4200];
 	int64_t vocab = 0;
-	int rc = -EINVAL;
+	int rc = -EINVAL, i;
 
 	*out = NULL;
 	dt_h5_quiet_on(&q);
@@ -103,13 +107,20 @@ int rt_bpe_load_tokens(struct rt_bpe **out, const char *tokens_h5, struct dt_err
 		dt_err_add(err, "%s: cannot open as HDF5", tokens_h5);
 		goto out;
 	}
-	if ((rc = check_root(file, tokens_h5, &vocab, err)) ||
-	    (rc = read_bytes(file, tokens_h5, RT_BPE_H5_ENCODER, &enc, &enc_len, err)) ||
-	    (rc = read_bytes(file, tokens_h5, RT_BPE_H5_MERGES, &merges, &merges_len, err)))
+	if ((rc = check_root(file, tokens_h5, kind, sizeof(kind), &vocab, err)))
 		goto out;
-	snprintf(enc_name, sizeof(enc_name), "%s:/%s", tokens_h5, RT_BPE_H5_ENCODER);
-	snprintf(merges_name, sizeof(merges_name), "%s:/%s", tokens_h5, RT_BPE_H5_MERGES);
-	rc = rt_bpe_load_mem(out, enc, enc_len, enc_name, merges, merges_len, merges_name, err);
+	f.kind = kind;
+	f.n = strcmp(kind, RT_BPE_NAME) ? 1 : 2;
+	f.name[0] = f.n == 1 ? "tokenizer.json" : "encoder.json";
+	f.name[1] = "vocab.bpe";
+	for (i = 0; i < f.n && !rc; i++) {
+		snprintf(set, sizeof(set), "%s/%s", RT_BPE_H5_GROUP, f.name[i]);
+		rc = read_bytes(file, tokens_h5, set, &data[i], &f.len[i], err);
+		f.data[i] = data[i];
+	}
+	snprintf(where, sizeof(where), "%s:/%s", tokens_h5, RT_BPE_H5_GROUP);
+	if (!rc)
+		rc = rt_bpe_load_files(out, &f, where, err);
 	if (!rc && rt_bpe_vocab(*out) != vocab) {
 		rc = dt_err_add(err, "%s: the recorded tokenizer has %d tokens but vocab_size is %" PRId64,
 				tokens_h5, (int)rt_bpe_vocab(*out), vocab);
@@ -117,8 +128,8 @@ int rt_bpe_load_tokens(struct rt_bpe **out, const char *tokens_h5, struct dt_err
 		*out = NULL;
 	}
 out:
-	free(merges);
-	free(enc);
+	free(data[1]);
+	free(data[0]);
 	dt_h5_close(&file, H5Fclose);
 	dt_h5_close(&fapl, H5Pclose);
 	dt_h5_quiet_off(&q);

@@ -273,21 +273,23 @@ static int put_bytes(hid_t file, hid_t dcpl, const char *name, const char *data,
 }
 
 /* The tokenizer bpe into file (rt_tokens_write_bpe): the attribute and the
- * two files' bytes under /tokenizer; 0 or -EIO. */
+ * files' bytes under /tokenizer, each under its name; 0 or -EIO. */
 static int put_tokenizer(hid_t file, hid_t dcpl, const struct rt_bpe *bpe)
 {
-	const char *enc, *merges;
-	size_t enc_len, merges_len;
+	struct rt_bpe_files f;
+	char set[64];
 	hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE), group = H5I_INVALID_HID;
-	int rc = -EIO;
+	int rc = -EIO, i;
 
-	rt_bpe_files(bpe, &enc, &enc_len, &merges, &merges_len);
+	rt_bpe_files(bpe, &f);
 	if (gcpl >= 0 && H5Pset_obj_track_times(gcpl, 0) >= 0 &&
 	    (group = H5Gcreate2(file, RT_BPE_H5_GROUP, H5P_DEFAULT, gcpl, H5P_DEFAULT)) >= 0 &&
-	    !put_bytes(file, dcpl, RT_BPE_H5_ENCODER, enc, enc_len) &&
-	    !put_bytes(file, dcpl, RT_BPE_H5_MERGES, merges, merges_len) &&
-	    !put_str(file, "tokenizer", RT_BPE_NAME))
+	    !put_str(file, "tokenizer", f.kind))
 		rc = 0;
+	for (i = 0; i < f.n && !rc; i++) {
+		snprintf(set, sizeof(set), "%s/%s", RT_BPE_H5_GROUP, f.name[i]);
+		rc = put_bytes(file, dcpl, set, f.data[i], f.len[i]) ? -EIO : 0;
+	}
 	dt_h5_close(&group, H5Gclose);
 	dt_h5_close(&gcpl, H5Pclose);
 	return rc;
@@ -413,7 +415,8 @@ struct how {
 };
 
 /* A text file as tokens appended to s: its bytes, or (how->bpe) their
- * GPT-2 BPE encoding, which has at most a token per byte. */
+ * encoding, a document of its own (Llama 3's template puts its
+ * begin-of-text id before it). */
 static int read_text(const char *path, const struct how *how, struct stream *s,
 		     struct dt_err *err)
 {
@@ -423,7 +426,7 @@ static int read_text(const char *path, const struct how *how, struct stream *s,
 
 	if (rc)
 		return dt_err_add(err, "%s: cannot read: %s", path, strerror(-rc)), rc;
-	if (stream_add(s, (int64_t)len)) {
+	if (stream_add(s, (int64_t)(how->bpe ? rt_bpe_max_ids(how->bpe, len) : len))) {
 		free(text);
 		return dt_err_add(err, "%s: out of memory for %zu tokens", path, len), -ENOMEM;
 	}
@@ -610,7 +613,12 @@ int rt_tokens_from_text_bpe(const char *const *files, int n, struct rt_bpe *bpe,
 			    const struct rt_tokens_split *split, const char *out_dir,
 			    struct dt_err *err)
 {
-	const struct how how = { read_text, "GPT-2 BPE tokens", rt_bpe_vocab(bpe), false, bpe };
+	struct rt_bpe_files f;
+	struct how how = { read_text, "GPT-2 BPE tokens", rt_bpe_vocab(bpe), false, bpe };
+
+	rt_bpe_files(bpe, &f);
+	if (strcmp(f.kind, RT_BPE_NAME))
+		how.what = "tokenizer.json tokens";
 
 	return import(&how, files, n, split, out_dir, err);
 }

@@ -224,23 +224,28 @@ static int hold_dir(struct rt_ckpt *c, const struct spec *s, bool make, struct d
 	return make ? ckpt_clean_tmp(&c->held, e) : 0;
 }
 
-/* Rank 0: the tokenizer that data.train records (dtrain-data text --bpe),
- * kept to go into every save, so that `dtrain-ckpt sample` reads and
- * writes text. A tokenizer that cannot be read is a warning, not an error
- * of this rank alone: the checkpoints then carry none. */
-static bool record_tokenizer(struct rt_ckpt *c, const struct spec *s)
+/* Rank 0: the tokenizer that data.train records (dtrain-data text --bpe
+ * or --tokenizer), kept to go into every save, so that `dtrain-ckpt
+ * sample` reads and writes text: the count of its files. A tokenizer that
+ * cannot be read is a warning, not an error of this rank alone: the
+ * checkpoints then carry none. */
+static int record_tokenizer(struct rt_ckpt *c, const struct spec *s)
 {
+	struct rt_bpe_files f;
 	struct dt_err e = { 0 };
 	int rc;
 
-	if (!s->data.train || strcmp(s->model.type, "gpt")) /* token streams are a GPT's */
-		return false;
+	if (!s->data.train || !strcmp(s->model.type, "mlp")) /* token streams are a language model's */
+		return 0;
 	rc = rt_bpe_load_tokens(&c->bpe, s->data.train, &e);
 	if (rc && rc != -ENOENT) {
 		dt_err_add(&e, "data.train's tokenizer is not recorded in the checkpoints");
 		rt__ckpt_warn_lines(c, &e);
 	}
-	return rc == 0;
+	if (rc)
+		return 0;
+	rt_bpe_files(c->bpe, &f);
+	return f.n;
 }
 
 int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *g,
@@ -293,7 +298,7 @@ int rt_ckpt_init(struct rt_ckpt *c, const struct spec *s, const struct rt_grid *
 		return -EINVAL;
 	}
 	if (g->rank == 0 && c->dir[0] && c->n_files + 2 <= CKPT_MAX_FILES)
-		c->n_files += record_tokenizer(c, s) ? 2 : 0;
+		c->n_files += c->n_tok_files = record_tokenizer(c, s);
 	c->files = calloc((size_t)c->n_files, sizeof(*c->files));
 	if (!c->meta || !c->files || tensor_tables(c, err))
 		return dt_err_add(err, "rank %d: out of memory for the checkpoint's tables", g->rank),
@@ -564,9 +569,12 @@ static void *writer_main(void *arg)
 					     &c->local_err);
 	}
 	if (!c->local_rc && c->bpe) {
+		struct rt_bpe_files f;
 		struct ckpt_tokenizer tok;
 
-		rt_bpe_files(c->bpe, &tok.data[0], &tok.len[0], &tok.data[1], &tok.len[1]);
+		rt_bpe_files(c->bpe, &f);
+		tok = (struct ckpt_tokenizer){ f.n, { f.name[0], f.name[1] }, { f.data[0], f.data[1] },
+					       { f.len[0], f.len[1] } };
 		c->local_rc = ckpt_tokenizer_write(&c->tmp_held, &tok, c->tok_files, &c->local_err);
 	}
 	if (c->g->rank != 0)
@@ -645,8 +653,8 @@ static int gather(struct rt_ckpt *c, struct dt_err *err)
 			c->files[at].crc = (uint32_t)all[7 * w + 6];
 			c->bytes += c->files[at].size;
 		}
-	for (k = 0; c->bpe && k < 2; k++) {
-		c->files[c->n_files - 2 + k] = c->tok_files[k];
+	for (k = 0; c->bpe && k < c->n_tok_files; k++) {
+		c->files[c->n_files - c->n_tok_files + k] = c->tok_files[k];
 		c->bytes += c->tok_files[k].size;
 	}
 	free(all);

@@ -145,11 +145,12 @@ struct rt_ckpt {
 	atomic_int commit_done;
 	int failed;              /* first rank that could not write its part, or -1 */
 	struct ckpt_file *files; /* [n_files], owned: root, shards, pieces, and
-				  * on rank 0 the tokenizer's two files */
+				  * on rank 0 the tokenizer's files */
 	int n_files;
 	struct rt_bpe *bpe;      /* rank 0: data.train's tokenizer, recorded in
 				  * every save (checkpoint/ckpt.h), or NULL */
 	struct ckpt_file tok_files[2]; /* its files in the save in flight */
+	int n_tok_files;         /* rank 0: their count, 0, 1 or 2 */
 	uint64_t bytes;
 	double max_stall_s, max_write_s;
 	int commit_rc;

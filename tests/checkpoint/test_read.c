@@ -620,7 +620,7 @@ static void test_manifest_refusals(void **state)
 	dt_err_clear(&err);
 	assert_int_equal(ckpt__manifest_parse(json_object_to_json_string(a), "D/MANIFEST.json", m,
 					      &err), -EINVAL);
-	assert_true(tu_has(&err, "files: must have 3 elements (the root, the shards and optimizer pieces), or 5 with the tokenizer's two (has 2)"));
+	assert_true(tu_has(&err, "files: must have 3 elements (the root, the shards and optimizer pieces), or 4 or 5 with the tokenizer's (has 2)"));
 	json_object_put(a);
 	assert_int_equal(parse_edited("files[0].crc32", json_object_new_string("1234567"), &err),
 			 -EINVAL);
@@ -716,9 +716,11 @@ static json_object *file_entry(const char *name)
 	return f;
 }
 
-/* The standard manifest with the files named added; rc, message in err. */
-static int parse_with_files(const char *a, const char *b, bool *tokenizer, struct dt_err *err)
+/* The standard manifest with the files named added; rc, message in err;
+ * the count of tokenizer files ckpt_tokenizer_of finds into *tokenizer. */
+static int parse_with_files(const char *a, const char *b, int *tokenizer, struct dt_err *err)
 {
+	const char *names[2];
 	struct ckpt_manifest *m = malloc(sizeof(*m));
 	json_object *root = manifest_tree();
 	int rc;
@@ -729,25 +731,31 @@ static int parse_with_files(const char *a, const char *b, bool *tokenizer, struc
 		node(root, "files[4]", true, file_entry(b));
 	dt_err_clear(err);
 	rc = ckpt__manifest_parse(json_object_to_json_string(root), "D/MANIFEST.json", m, err);
-	*tokenizer = !rc && ckpt_tokenizer_of(m);
+	*tokenizer = rc ? 0 : ckpt_tokenizer_of(m, names);
+	if (*tokenizer == 2) /* GPT-2's pair, encoder first */
+		assert_string_equal(names[0], "encoder.json");
 	json_object_put(root);
 	free(m);
 	return rc;
 }
 
-/* The tokenizer's two files (tokenizer.c): a pair under their names, or
- * none; anything else is refused */
+/* The tokenizer's files (tokenizer.c): GPT-2's pair under their names,
+ * tokenizer.json, or none; anything else is refused */
 static void test_manifest_tokenizer(void **state)
 {
 	struct dt_err err = { 0 };
-	bool tok = false;
+	int tok = 0;
 
 	(void)state;
 	assert_int_equal(parse_edited(NULL, NULL, &err), 0);
 	assert_int_equal(parse_with_files("vocab.bpe", "encoder.json", &tok, &err), 0);
-	assert_true(tok);
+	assert_int_equal(tok, 2);
+	assert_int_equal(parse_with_files("tokenizer.json", NULL, &tok, &err), 0);
+	assert_int_equal(tok, 1);
 	assert_int_equal(parse_with_files("encoder.json", NULL, &tok, &err), -EINVAL);
-	assert_true(tu_has(&err, "D/MANIFEST.json: files: the tokenizer's files come as a pair (encoder.json, vocab.bpe)"));
+	assert_true(tu_has(&err, "D/MANIFEST.json: files[3].name: stage -1's file must be named \"tokenizer.json\""));
+	assert_int_equal(parse_with_files("tokenizer.json", "encoder.json", &tok, &err), -EINVAL);
+	assert_true(tu_has(&err, "D/MANIFEST.json: files[3].name: stage -1's file must be named \"model.h5\""));
 	assert_int_equal(parse_with_files("encoder.json", "encoder.json", &tok, &err), -EINVAL);
 	assert_true(tu_has(&err, "\"encoder.json\" is listed twice"));
 	assert_int_equal(parse_with_files("encoder.json", "merges.txt", &tok, &err), -EINVAL);

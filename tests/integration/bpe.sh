@@ -17,21 +17,7 @@ mapfile -t texts < <(find /usr/share/games/fortunes -maxdepth 1 -type f ! -name 
 [ "${#texts[@]}" -gt 10 ] || fail "the fortunes are missing (Debian package fortunes; make deps installs it)"
 
 # --- the tricky strings ---
-{
-	printf 'Hello world! I\x27m sure you\x27re fine, they\x27ve said; we\x27ll see. It\x27s \x27S \x27\x27s don\x27t\n'
-	printf 'spaces:  two   three    four\t\ttabs \t mixed  \n\n\n  indented\n'
-	printf 'crlf line\r\nanother\r\n\r\n'
-	printf 'digits 12345 3.14159 1,000,000 0x1F 2024-05-20 \xd9\xa1\xd9\xa2\xd9\xa3 \xe2\x85\xab \xc2\xbd\n'
-	printf 'caf\xc3\xa9 na\xc3\xafve \xc3\x9cber stra\xc3\x9fe \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xd0\xbf\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82 \xce\xb1\xce\xb2\xce\xb3\n'
-	printf 'emoji \xf0\x9f\x98\x80\xf0\x9f\x91\x8b\xf0\x9f\x8f\xbd! \xf0\x9f\x87\xab\xf0\x9f\x87\xb7 \xe2\x9d\xa4\xef\xb8\x8f ok\n'
-	printf 'nbsp\xc2\xa0here ideographic\xe3\x80\x80space \x1c\x1d file-separators\n'
-	printf 'invalid \xff\xfe bytes \xc3 cut \xe2\x82 short \xc0\xaf overlong \xed\xa0\x80 surrogate\n'
-	printf '<|endoftext|> punctuation!!! ??? ... --- (a) [b] {c} "quoted" `tick`\n'
-	printf 'trailing spaces   \n\ttab start\n   '
-} >"$T/tricky.txt"
-# a second file that ends inside a run of spaces, and one without a newline
-printf 'end   ' >"$T/tricky2.txt"
-printf 'x\x27ll\xf0\x9f\x98\x80' >"$T/tricky3.txt"
+tricky_text "$T"
 
 # --- a GPT-2-like tokenizer: 256 bytes, 2000 merges, <|endoftext|> ---
 $REF train "$T/tok" 2000 "${texts[@]:0:12}" "$T/tricky.txt" || fail "bpe_ref.py train"

@@ -97,7 +97,8 @@ def read_text(path):
 
 # --- training ---
 
-def train(files, n_merges):
+def train(files, n_merges, split=split):
+    """The merges, learnt on the pre-tokens split(text) of the files."""
     words = collections.Counter()
     for path in files:
         for piece in split(read_text(path)):

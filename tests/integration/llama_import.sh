@@ -14,7 +14,8 @@
 # file and the key or tensor: an activation, biases, a rope_scaling and a
 # sliding window dtrain's Llama does not compute, another model_type, a
 # tensor of another architecture, a missing one, another shape, a tokenizer
-# (not read yet: one beside the model is left out).
+# of more tokens than the model (one dtrain does not read, a SentencePiece
+# model's, is left out with a warning).
 . "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3 # Debian's, with python3-torch and python3-h5py (site/deps.list)
 $PY -c 'import torch, h5py' 2>"$T/py.err" || { cat "$T/py.err"; fail "$PY lacks torch or h5py (site/install-deps.sh --for test installs python3-torch and python3-h5py)"; }
@@ -139,14 +140,24 @@ refused nohead "no tensor \"lm_head.weight\" (tie_word_embeddings is false: the 
 cp -r "$T/qwen" "$T/lost"
 rm "$T/lost/model-00002-of-00003.safetensors"
 refused lost "$T/lost/model-00002-of-00003.safetensors: cannot open: No such file or directory"
-# a Llama's tokenizer (Qwen2 ships vocab.json and merges.txt) is not read
-# yet: beside the model it is left out, and --tokenizer is refused
+# a Llama's tokenizer is its tokenizer.json: GPT-2's file names beside it
+# (Qwen2 ships vocab.json and merges.txt too) are not read, one of more
+# tokens than the model has is refused, one dtrain does not read (a
+# SentencePiece model) is left out with a warning, refused with --tokenizer
 cp -r "$T/qwen" "$T/tok"
 printf '{"a": 0}' >"$T/tok/vocab.json"
 printf '#version: 0.2\n' >"$T/tok/merges.txt"
 expect_rc 0 "$CKPT" import "$T/tok" "$T/tok-ck"
 must_not_contain "$T/out" "tokenizer"
+$PY "$DTRAIN_SOURCE_DIR/tests/integration/hf_tokenizer_ref.py" train "$T/tok/tokenizer.json" qwen2 0 /dev/null ||
+	fail "hf_tokenizer_ref.py train"
+expect_rc 1 "$CKPT" import "$T/tok" "$T/tok-ck2"
+must_contain "$T/err" "$T/tok: 260 tokens, more than the model's vocabulary of 256: not its tokenizer"
+jq '.model.byte_fallback = true' "$T/tok/tokenizer.json" >"$T/sp.json" && mv "$T/sp.json" "$T/tok/tokenizer.json"
+expect_rc 0 "$CKPT" import "$T/tok" "$T/tok-ck3"
+must_contain "$T/err" "warning: $T/tok/tokenizer.json: model.byte_fallback: a SentencePiece-style tokenizer"
+must_contain "$T/err" "the tokenizer is left out"
 expect_rc 1 "$CKPT" import "$T/tok" "$T/tok-ck2" --tokenizer "$T/tok"
-must_contain "$T/err" "--tokenizer: dtrain reads GPT-2's BPE only; a qwen2 model's tokenizer is not read yet (its checkpoint samples token ids)"
+must_contain "$T/err" "$T/tok/tokenizer.json: model.byte_fallback: a SentencePiece-style tokenizer"
 [ ! -e "$T/tok-ck2" ] || fail "a refused import left $T/tok-ck2"
-pass "refused, naming the file and the key or tensor: gelu, attention_bias, rope_scaling yarn, a sliding window, gemma, a shape, an extra tensor, a missing head, a lost shard"
+pass "refused, naming the file and the key or tensor: gelu, attention_bias, rope_scaling yarn, a sliding window, gemma, a shape, an extra tensor, a missing head, a lost shard, a tokenizer too big or SentencePiece"

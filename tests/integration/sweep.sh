@@ -16,11 +16,11 @@
 site=$(write_site)
 
 "$DTRAIN_BIN/dtrain-data" text /usr/share/games/fortunes/fortunes "$T/text" >/dev/null || fail "dtrain-data text"
-# 3000 steps: task 0 is preempted after step 500, and 2500 steps (about 5 s
-# here, two tasks at once) leave the high-priority job time to arrive; the
-# sanitizer build runs 75 steps/s, and 1200 leave it 9 s
-total=3000
-[ $sanitized -eq 1 ] && total=1200
+# 2000 steps, each at least 8 ms long in the sweep (DTRAIN_FAULT_STEP,
+# base/fault.h): task 0 is preempted after step 500, and the 1500 steps
+# left (12 s or more, in any build on any machine) leave the high-priority
+# job time to arrive
+total=2000
 final_name=step-$(printf %08d $total)
 cat >"$T/job.json" <<JSON
 { "name": "sweep", "model": { "type": "gpt", "vocab_size": 256, "context": 32, "layers": 2, "heads": 2, "embd": 32 },
@@ -60,7 +60,7 @@ reference_run_1
 
 # --- the sweep, and a job after it ---
 expect_rc 0 $SUBMIT sweep "$T/job.json" --site "$site" --grid train.optimizer.lr=0.003,0.001 \
-	--grid model.embd=32,48 --max-parallel 2
+	--grid model.embd=32,48 --max-parallel 2 --set env.DTRAIN_FAULT_STEP=slow@8
 id=$(cat "$T/out")
 must_contain "$T/err" "submitted sweep $id (sweep): 4 tasks, at most 2 at once"
 dir=$(run_dir_of sweep)
