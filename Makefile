@@ -5,6 +5,7 @@
 #                    on the local Slurm cluster (started when none is
 #                    configured)
 #   make demo-gpt    the same with the GPT example (jobs/gpt-tiny-2x2.json)
+#   make demo-llama  the same with the Llama example (jobs/llama-tiny-2x2.json)
 #   make test        install what is missing, the test tools too, build, run
 #                    every test (also under AddressSanitizer + UBSan, in a
 #                    CPU-only build; the Release configuration is compiled too)
@@ -38,7 +39,7 @@ comma      := ,
 DEPS_FOR   ?= demo$(if $(filter test test-fast,$(MAKECMDGOALS)),$(comma)test)$(if \
               $(filter bench bench-checkpoint,$(MAKECMDGOALS)),$(comma)bench)
 
-.PHONY: all help deps build build-asan build-release gpu-bundle test test-fast demo demo-gpt bench bench-checkpoint cluster-up \
+.PHONY: all help deps build build-asan build-release gpu-bundle test test-fast demo demo-gpt demo-llama bench bench-checkpoint cluster-up \
         cluster-down cluster-status install clean
 
 all: build
@@ -94,6 +95,10 @@ demo: build
 # The GPT example (jobs/gpt-tiny-2x2.json): a byte-level GPT on the fortunes.
 demo-gpt: build
 	@bash site/demo.sh $(BUILD) jobs/gpt-tiny-2x2.json
+
+# The Llama example (jobs/llama-tiny-2x2.json): a byte-level Llama on the fortunes.
+demo-llama: build
+	@bash site/demo.sh $(BUILD) jobs/llama-tiny-2x2.json
 
 # Every benchmark, alternating dtrain and its peer, one table (bench/README.md).
 bench: build

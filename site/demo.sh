@@ -7,7 +7,8 @@
 # (site/site.json) that fits it. The spec's data paths are relative to the repository root.
 # It stops at the first step that fails, with that step's own message (above
 # it) and a hint; the exit code is the step's.
-# With SPEC jobs/gpt-tiny-2x2.json (make demo-gpt) it tokenizes the fortunes
+# With SPEC jobs/gpt-tiny-2x2.json (make demo-gpt) or jobs/llama-tiny-2x2.json
+# (make demo-llama), a language model, it tokenizes the fortunes
 # instead, and prints the validation bits per byte and a sample of text.
 # It ends with the commands to go on from a shell (with the export
 # SLURM_CONF=... line of the local cluster it started); Ctrl-C while it
@@ -43,9 +44,10 @@ else
 	site_args=(--site "$top/site/site.json")
 fi
 
-# a GPT spec (jobs/gpt-tiny-2x2.json) trains on fortunes' text, byte-level
+# a language model's spec (jobs/gpt-tiny-2x2.json, jobs/llama-tiny-2x2.json)
+# trains on fortunes' text, byte-level
 gpt=false
-grep -q '"type": *"gpt"' "$spec" && gpt=true
+grep -Eq '"type": *"(gpt|llama)"' "$spec" && gpt=true
 if $gpt; then
 	data=build/data/fortunes
 	if [ ! -s "$data/train.h5" ] || [ ! -s "$data/val.h5" ]; then

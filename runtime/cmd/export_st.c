@@ -124,8 +124,7 @@ static int config_free(const char *path, const char *text, size_t len, bool forc
 static int write_st(const struct rt_ckpt_model *m, const char *out, bool force, struct dt_err *err)
 {
 	bool gpt = !strcmp(m->s.model.type, "gpt"), llama = !strcmp(m->s.model.type, "llama");
-	/* Hugging Face leaves a tied head out */
-	bool drop_head = gpt || (llama && m->s.model.tie_word_embeddings);
+	bool drop_head = rt_import_head_tied(&m->s.model); /* Hugging Face leaves it out */
 	const struct rt_stage *st = &m->st;
 	struct st_out *t = calloc((size_t)st->n_tensors, sizeof(*t));
 	float *conv = NULL;

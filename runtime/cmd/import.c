@@ -176,8 +176,7 @@ static int check_finite(const struct rt_import *im, const char *src, bool hf, bo
 		for (k = 0; k < n; k++)
 			if (!isfinite(v[k]))
 				first = count++ ? first : k;
-		if (!count || (!strcmp(t->name, "lm_head.weight") &&
-				(!strcmp(im->s.model.type, "gpt") || im->s.model.tie_word_embeddings)))
+		if (!count || (!strcmp(t->name, "lm_head.weight") && rt_import_head_tied(&im->s.model)))
 			continue; /* the embedding's copy (tied), named as the embedding */
 		r = t->ndim == 2 ? first / (size_t)t->shape[1] : first;
 		c = t->ndim == 2 ? first % (size_t)t->shape[1] : 0;
@@ -322,7 +321,7 @@ int rt_cmd_import(int argc, char **argv)
 				      &err);
 	if (!rc) {
 		ckpt_step_name(0, name, sizeof(name));
-		bool tied = !strcmp(im.s.model.type, "gpt") || im.s.model.tie_word_embeddings;
+		bool tied = rt_import_head_tied(&im.s.model);
 
 		printf("dtrain-ckpt: imported %s (%s %s: V %ld, T %ld, L %ld, NH %ld, C %ld; %.1f M parameters%s) into %s/%s\n",
 		       st, llmc ? "llm.c" : "Hugging Face", llmc || !strcmp(im.family, "gpt2") ? "GPT-2" : im.family, im.V, im.T, im.L, im.NH, im.C,

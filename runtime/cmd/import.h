@@ -47,6 +47,9 @@ int rt_import_table(struct rt_import *im, const char *src, struct dt_err *err);
 const struct ckpt_tensor *rt_import_find(const struct rt_import *im, const char *name);
 void rt_import_free(struct rt_import *im);
 
+/* The model's lm_head.weight is a copy of its embedding (a GPT's always,
+ * a Llama's with tie_word_embeddings): Hugging Face's files leave it out. */
+bool rt_import_head_tied(const struct spec_model *m);
 /* Hugging Face stores this weight [in][out] (its Conv1D). */
 bool rt_hf_conv1d(const char *name);
 /* in [rows][cols] -> out [cols][rows] */
@@ -59,11 +62,12 @@ void rt_transpose(const float *in, float *out, size_t rows, size_t cols);
 int rt_import_hf(const char *safetensors, const char *config_json, struct rt_import *im,
 		 struct dt_err *err);
 int rt_import_llmc(const char *bin, struct rt_import *im, struct dt_err *err);
-/* import_hf_llama.c: config (parsed, of model_type type) and the weights,
- * a .safetensors file or a model.safetensors.index.json; context 0: the
- * default (max_position_embeddings, at most 2048) */
-int rt_import_hf_llama(const char *weights, struct json_object *config, const char *type,
-		       const char *config_path, long context, struct rt_import *im, struct dt_err *err);
+/* import_hf_llama.c: config (parsed, of model_type im->family) and the
+ * weights, a .safetensors file or a model.safetensors.index.json; the
+ * context im->want_context, or when 0 the default
+ * (max_position_embeddings, at most 2048) */
+int rt_import_hf_llama(const char *weights, struct json_object *config, const char *config_path,
+		       struct rt_import *im, struct dt_err *err);
 
 /* dtrain-ckpt import and export (export_st.c; --format h5 goes to the
  * checkpoint library's own export): argv from the command's name on;

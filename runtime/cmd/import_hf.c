@@ -249,7 +249,7 @@ int rt_import_hf(const char *weights, const char *config_json, struct rt_import 
 			while (k < sizeof(llamas) / sizeof(llamas[0]) && strcmp(type, llamas[k]))
 				k++;
 			rc = k < sizeof(llamas) / sizeof(llamas[0])
-				     ? rt_import_hf_llama(weights, c, type, config_json, im->want_context, im, err)
+				     ? rt_import_hf_llama(weights, c, config_json, im, err)
 				     : (dt_err_add(err, "%s: model_type is %s: dtrain imports GPT-2 (\"gpt2\") and the Llama family (\"llama\", \"mistral\", \"qwen2\")",
 						   config_json, o ? json_object_to_json_string(o) : "missing"), -EINVAL);
 		}

@@ -140,11 +140,14 @@ static int refuse_unsupported(struct json_object *c, const char *type, long posi
 	return 0;
 }
 
-/* config.json into im->s.model (and im->V..C for the messages) */
-static int read_config(struct json_object *c, const char *type, long context, struct rt_import *im,
-		       const char *path, struct dt_err *err)
+/* config.json (of model_type im->family) into im->s.model (and im->V..C
+ * for the messages), its context im->want_context's when not 0 */
+static int read_config(struct json_object *c, struct rt_import *im, const char *path,
+		       struct dt_err *err)
 {
 	struct spec_model *m = &im->s.model;
+	const char *type = im->family;
+	long context = im->want_context;
 	long positions = 0;
 	int rc;
 
@@ -324,12 +327,12 @@ static int read_tensors(const struct shards *sh, struct rt_import *im, const cha
 	return rc;
 }
 
-int rt_import_hf_llama(const char *weights, struct json_object *config, const char *type,
-		       const char *config_path, long context, struct rt_import *im, struct dt_err *err)
+int rt_import_hf_llama(const char *weights, struct json_object *config, const char *config_path,
+		       struct rt_import *im, struct dt_err *err)
 {
 	struct shards sh = { 0 };
 	size_t n = strlen(weights);
-	int rc = read_config(config, type, context, im, config_path, err);
+	int rc = read_config(config, im, config_path, err);
 
 	if (!rc)
 		rc = rt_import_table(im, config_path, err);

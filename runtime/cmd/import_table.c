@@ -79,6 +79,11 @@ void rt_import_free(struct rt_import *im)
 	memset(im, 0, sizeof(*im));
 }
 
+bool rt_import_head_tied(const struct spec_model *m)
+{
+	return !strcmp(m->type, "gpt") || (!strcmp(m->type, "llama") && m->tie_word_embeddings);
+}
+
 bool rt_hf_conv1d(const char *name)
 {
 	static const char *const conv1d[] = { ".attn.c_attn.weight", ".attn.c_proj.weight",
