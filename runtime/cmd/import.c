@@ -276,7 +276,7 @@ int rt_cmd_import(int argc, char **argv)
 	struct dt_err err = { 0 };
 	struct ckpt_meta *meta = NULL;
 	struct rt_bpe *bpe = NULL;
-	struct ckpt_tokenizer tok;
+	struct ckpt_tokenizer tok = { 0 };
 	struct stat sb;
 	const char *config = NULL, *tokenizer = NULL, *src, *out;
 	char st[4200], cfg[4200] = "", name[32], tdir[4200];
@@ -326,7 +326,7 @@ int rt_cmd_import(int argc, char **argv)
 		printf("dtrain-ckpt: imported %s (%s %s: V %ld, T %ld, L %ld, NH %ld, C %ld; %.1f M parameters%s) into %s/%s\n",
 		       st, llmc ? "llm.c" : "Hugging Face", llmc || !strcmp(im.family, "gpt2") ? "GPT-2" : im.family, im.V, im.T, im.L, im.NH, im.C,
 		       (double)(im.n_params - (tied ? (size_t)(im.V * im.C) : 0)) / 1e6,
-		       bpe ? "; its tokenizer" : "", out, name);
+		       !bpe ? "" : tok.n == 2 ? "; its BPE tokenizer" : "; its tokenizer.json", out, name);
 	}
 	dt_err_print("dtrain-ckpt", "", &err);
 	free(meta);
