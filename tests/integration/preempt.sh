@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Preemption on the local cluster, as an unlucky user meets it: a 2-node x
-# 2-task training job (an MLP, or with argument gpt a GPT whose optimizer is
-# sharded over its 2 replicas) in the low partition is preempted twice by a job in
+# 2-task training job (an MLP, or with argument gpt or llama a GPT or a Llama
+# whose optimizer is sharded over its 2 replicas) in the low partition is
+# preempted twice by a job in
 # the high partition that needs every CPU, at moments picked at random; each
 # time Slurm sends SIGTERM, dtrain-run saves at the next step boundary and
 # exits 75, Slurm requeues the job, and it resumes from its checkpoint. Then
@@ -12,17 +13,22 @@
 : "${SLURM_CONF:?needs the local cluster}"
 site=$(write_site)
 
-# MODEL (the first argument): mlp, or gpt (a byte-level GPT on fortunes,
-# its tied embedding across the two stages, parallel.optimizer "sharded":
-# each replica saves and resumes its own optimizer piece)
+# MODEL (the first argument): mlp, gpt (a byte-level GPT on fortunes, its
+# tied embedding across the two stages) or llama (a byte-level Llama,
+# grouped-query heads, its head untied); the language models with
+# parallel.optimizer "sharded": each replica saves and resumes its own
+# optimizer piece
 model=${1:-mlp}
 optimizer=replicated
-if [ "$model" = gpt ]; then
+if [ "$model" = gpt ] || [ "$model" = llama ]; then
 	optimizer=sharded
 	"$DTRAIN_BIN/dtrain-data" text /usr/share/games/fortunes/fortunes "$T/text" >/dev/null ||
 		fail "dtrain-data text"
 	total=1500
 	model_json='"model": { "type": "gpt", "vocab_size": 256, "context": 32, "layers": 2, "heads": 2, "embd": 32 },
+  "data": { "train": "'"$T"'/text/train.h5" },'
+	[ "$model" = llama ] && model_json='"model": { "type": "llama", "vocab_size": 256, "context": 32, "layers": 2,
+    "heads": 4, "kv_heads": 2, "embd": 32, "intermediate_size": 64 },
   "data": { "train": "'"$T"'/text/train.h5" },'
 	train_json='"train": { "epochs": 200, "max_steps": '"$total"', "global_batch": 8, "log_every": 50,
              "optimizer": { "type": "adamw", "lr": 0.003, "weight_decay": 0.1 }, "grad_clip": 1.0 },'
