@@ -136,7 +136,7 @@ static const char usage_text[] =
 	"that \"dtrain-data decode\" and other tools decode with them.\n"
 	"\n"
 	"With --tokenizer, tokenizes with a Hugging Face tokenizer.json of a\n"
-	"byte-level BPE (Llama 3, Qwen2 without its normalizer, SmolLM, GPT-2):\n"
+	"byte-level BPE (Llama 3, Qwen2: its text must be in NFC, SmolLM, GPT-2):\n"
 	"each file as the tokenizer encodes one text (its added tokens matched in\n"
 	"it, its template's ids around it: Llama 3's begin-of-text first), ids up\n"
 	"to its vocabulary (128256 for Llama 3), the file recorded in the outputs.\n"

@@ -800,6 +800,13 @@ int rt_bpe_encode(struct rt_bpe *b, const void *text, size_t len, int32_t *ids, 
 	int i, which = 0, rc = 0;
 
 	*n = 0;
+	if (b->rules.nfc && (next = rt_bpe_nfc_prefix(s, len)) < len) {
+		uint32_t cp;
+
+		rt__bpe_utf8(s + next, len - next, &cp);
+		return dt_err_add(err, "byte %zu: U+%04X: the text is not in Unicode's NFC there (or may not be), which this tokenizer's normalizer asks for (hint: normalize it first: uconv -x NFC, or Python's unicodedata.normalize)",
+				  next, (unsigned)cp);
+	}
 	for (i = 0; i < b->rules.n_before; i++)
 		ids[(*n)++] = b->rules.before[i];
 	while (!rc && at < len) {

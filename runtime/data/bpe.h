@@ -158,6 +158,16 @@ size_t rt_bpe_split(const uint8_t *s, size_t n);
  * the Unicode tables of unicode_classes.c (generated, its top says which). */
 bool rt_bpe_is_letter(uint32_t cp);
 bool rt_bpe_is_number(uint32_t cp);
+/* NFC's quick check (UAX #15): the character may change under NFC or
+ * compose with the one before (NFC_Quick_Check No or Maybe); and its
+ * canonical combining class (0 for most). unicode_classes.c. */
+bool rt_bpe_nfc_unsure(uint32_t cp);
+int rt_bpe_combining_class(uint32_t cp);
+/* The offset in s [n] of the first character at which NFC's quick check
+ * cannot say s is in NFC (rt_bpe_nfc_unsure, or combining classes out of
+ * canonical order), or n: s [n] is in NFC, and Hugging Face's NFC
+ * normalizer leaves it as it is. Bytes that are not UTF-8 pass. */
+size_t rt_bpe_nfc_prefix(const uint8_t *s, size_t n);
 /* \s as Python's `regex` module has it, Unicode's White_Space property:
  * U+0009..000D, 0020, 0085, 00A0, 1680, 2000..200A, 2028, 2029, 202F, 205F,
  * 3000. (str.isspace() also has U+001C..001F; `regex` and we do not.) */

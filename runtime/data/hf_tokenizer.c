@@ -8,7 +8,9 @@
  *                  ignore_merges. Refused: byte_fallback (a SentencePiece
  *                  model: Llama 2, TinyLlama), dropout, a subword prefix or
  *                  an end-of-word suffix; any other type.
- *   normalizer     none (null); any other is refused.
+ *   normalizer     none (null), or NFC (Qwen2's), as a check: a text
+ *                  that NFC would change is refused at its byte offset
+ *                  (rt_bpe_nfc_prefix); any other is refused.
  *   pre_tokenizer  GPT-2's ByteLevel with its own regex; a Split on Llama
  *                  3's or Qwen2's regex, then ByteLevel without one; Digits
  *                  one by one, then ByteLevel with GPT-2's (SmolLM); never
@@ -343,14 +345,16 @@ static int post_processor(struct json_object *root, struct rt__bpe_rules *r, con
 
 /* --- loading --- */
 
-/* Everything but the model's vocabulary and merges. */
-static int check_rest(struct json_object *root, const char *name, struct dt_err *err)
+/* The normalizer and the decoder. */
+static int check_rest(struct json_object *root, struct rt__bpe_rules *r, const char *name,
+		      struct dt_err *err)
 {
-	const char *dec = str(get(root, "decoder"), "type");
+	const char *dec = str(get(root, "decoder"), "type"), *norm = str(get(root, "normalizer"), "type");
 
-	if (!none(root, "normalizer"))
-		return NOT_SUPPORTED("%s: normalizer: \"%s\" is not supported (none is: Llama 3, SmolLM and GPT-2 have none; Qwen2's NFC is not read yet)",
-				  name, str(get(root, "normalizer"), "type") ? str(get(root, "normalizer"), "type") : "?");
+	r->nfc = norm && !strcmp(norm, "NFC");
+	if (!none(root, "normalizer") && !r->nfc)
+		return NOT_SUPPORTED("%s: normalizer: \"%s\" is not supported (none is, as Llama 3's, SmolLM's and GPT-2's; and NFC, Qwen2's)",
+				  name, norm ? norm : "?");
 	if (!none(root, "decoder") && (!dec || strcmp(dec, "ByteLevel")))
 		return NOT_SUPPORTED("%s: decoder: \"%s\" is not supported (ByteLevel is)", name,
 				  dec ? dec : "?");
@@ -389,7 +393,7 @@ int rt_bpe_load_hf_mem(struct rt_bpe **out, const char *json, size_t len, const 
 	if ((rc = parse(json, len, name, &root, err)))
 		return rc;
 	model = get(root, "model");
-	if ((rc = check_model(model, &vocab, name, err)) || (rc = check_rest(root, name, err)) ||
+	if ((rc = check_model(model, &vocab, name, err)) || (rc = check_rest(root, &rules, name, err)) ||
 	    (rc = pre_tokenizer(root, &rules.pretok, name, err)) ||
 	    (rc = post_processor(root, &rules, name, err)) ||
 	    (rc = added_tokens(root, &added, &n_added, name, err)) || (rc = rt__bpe_new(&b, &f, err)) ||

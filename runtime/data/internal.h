@@ -69,6 +69,7 @@ int rt__bpe_merge(struct rt_bpe *b, struct json_object *vocab, const char *left,
 struct rt__bpe_rules {
 	enum rt_bpe_pretok pretok;
 	bool ignore_merges; /* a pre-token that is a token is that token (Llama 3) */
+	bool nfc;           /* the text must be in NFC (Qwen2's normalizer) */
 	int32_t before[RT_BPE_MAX_TEMPLATE], after[RT_BPE_MAX_TEMPLATE]; /* the template's ids */
 	int n_before, n_after;
 };

@@ -1,7 +1,8 @@
 /*
  * pretok.c - the pre-tokenizers of byte-level BPE (bpe.h): where a text is
  * cut into pre-tokens before any merge, as the regular expression of each
- * tokenizer family has it, matched by hand on UTF-8.
+ * tokenizer family has it, matched by hand on UTF-8; and the check that a
+ * text is in NFC, for a tokenizer that normalizes to it.
  *
  * Every pattern below matches at the first character of any text (its last
  * alternatives take a run of spaces, or one character of any class), so
@@ -9,7 +10,7 @@
  * cut by taking first pre-tokens one after the other.
  *
  * Sections: characters and their classes, GPT-2's pattern, Llama 3's and
- * Qwen2's pattern, digits alone, the dispatch.
+ * Qwen2's pattern, digits alone, NFC, the dispatch.
  */
 #include "runtime/data/bpe.h"
 
@@ -203,6 +204,30 @@ static size_t split_digits(const uint8_t *s, size_t n)
 	while (at < n && cls_at(s + at, n - at, &len) != C_NUMBER)
 		at += len;
 	return rt_bpe_split(s, at);
+}
+
+/* --- NFC --- */
+
+size_t rt_bpe_nfc_prefix(const uint8_t *s, size_t n)
+{
+	size_t at = 0, len;
+	int last = 0, k;
+	uint32_t cp;
+
+	while (at < n) {
+		if (s[at] < 0x80) { /* ASCII: class 0, always NFC */
+			last = 0;
+			at++;
+			continue;
+		}
+		len = rt__bpe_utf8(s + at, n - at, &cp);
+		k = cp == UINT32_MAX ? 0 : rt_bpe_combining_class(cp);
+		if (cp != UINT32_MAX && (rt_bpe_nfc_unsure(cp) || (k && last > k)))
+			return at;
+		last = k;
+		at += len;
+	}
+	return n;
 }
 
 /* --- the dispatch --- */

@@ -92,7 +92,7 @@ refused() {
 	[ ! -e "$T/x" ] || fail "a refused import left $T/x behind"
 }
 refused sp '.model.byte_fallback = true' "model.byte_fallback: a SentencePiece-style tokenizer (Llama 2, TinyLlama, Mistral 7B v0.1): not supported"
-refused nfc '.normalizer = {"type": "NFC"}' "normalizer: \"NFC\" is not supported"
+refused nfkc '.normalizer = {"type": "NFKC"}' "normalizer: \"NFKC\" is not supported"
 refused wp '.model.type = "WordPiece"' "model.type: \"WordPiece\": dtrain reads BPE tokenizers only"
 refused regex '.pre_tokenizer.pretokenizers[0].pattern.Regex = "\\s+"' "pre_tokenizer.pretokenizers[0].pattern.Regex: \"\\s+\" is not Llama 3's or Qwen2's"
 refused prefix '.pre_tokenizer.pretokenizers[1].add_prefix_space = true' "pre_tokenizer: not one dtrain reads"
@@ -104,4 +104,11 @@ expect_rc 1 "$DATA" text "${tricky[0]}" "$T/x" --tokenizer "$T/cut.json"
 must_contain "$T/err" "$T/cut.json: line 1, column"
 expect_rc 2 "$DATA" text "${tricky[0]}" "$T/x" --tokenizer "$T/llama3.json" --bpe "$T/a" "$T/b"
 must_contain "$T/err" "--bpe and --tokenizer: one tokenizer, not both"
-pass "refusals name the file and the JSON path: SentencePiece, NFC, WordPiece, another regex, add_prefix_space, an id gap, a merge, lstrip, cut JSON"
+# Qwen2's NFC normalizer: a text NFC would change (e and a combining acute
+# accent, at byte 4) is refused where it changes
+printf 'caf\x65\xcc\x81 ok\n' >"$T/nfd.txt"
+expect_rc 1 "$DATA" text "$T/nfd.txt" "$T/x" --tokenizer "$T/qwen2.json"
+must_contain "$T/err" "$T/nfd.txt: cannot encode"
+must_contain "$T/err" "byte 4: U+0301: the text is not in Unicode's NFC there (or may not be)"
+[ ! -e "$T/x" ] || fail "a refused import left $T/x behind"
+pass "refusals name the file and the JSON path: SentencePiece, NFKC, WordPiece, another regex, add_prefix_space, an id gap, a merge, lstrip, cut JSON; text not in NFC for Qwen2's"

@@ -18,14 +18,16 @@ What the tokenizers of the families have, and each KIND's file has:
           <|begin_of_text|> first; the vocabulary is padded with tokens
           "~" + four letters to 70000, so that ids pass 65535 (and one of
           them, a whole pre-token of a text, tests ignore_merges)
-  qwen2   a Split on Qwen2's regex (digits one by one) then ByteLevel,
-          added tokens after the vocabulary, merges as [a, b] pairs
+  qwen2   its NFC normalizer, a Split on Qwen2's regex (digits one by one)
+          then ByteLevel, added tokens after the vocabulary, merges as
+          [a, b] pairs
   smollm  Digits one by one, then ByteLevel with GPT-2's regex; its special
           tokens are the vocabulary's first ids, and added tokens too
   gpt2    ByteLevel with GPT-2's regex, <|endoftext|> the last id
 
 Encoding a text: the added tokens are found first (the leftmost, the
-longest there), every span between is cut into pre-tokens, each mapped to
+longest there), every span between is normalized (NFC, where the
+tokenizer says so) and cut into pre-tokens, each mapped to
 GPT-2's byte alphabet; with ignore_merges a pre-token that is a token is
 that token, else the pair of lowest rank (the leftmost of equals) is
 merged until none has a rank; then the template's ids. Bytes that are not
@@ -34,6 +36,7 @@ UTF-8 are lone surrogates (surrogateescape), as bpe_ref.py has them.
 import json
 import os
 import sys
+import unicodedata
 
 import regex
 
@@ -159,7 +162,8 @@ def post_processor(kind, specials):
 def write(out, kind, merges):
     vocab, specials = vocabulary(kind, merges)
     doc = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": specials,
-           "normalizer": None, "pre_tokenizer": pre_tokenizer(kind),
+           "normalizer": {"type": "NFC"} if kind == "qwen2" else None,
+           "pre_tokenizer": pre_tokenizer(kind),
            "post_processor": post_processor(kind, specials),
            "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
                        "use_regex": True},
@@ -185,6 +189,7 @@ class Tokenizer:
             self.ranks[tuple(m.split(" ") if isinstance(m, str) else m)] = r
         self.ignore_merges = model.get("ignore_merges", False)
         self.added = {t["content"]: t["id"] for t in doc["added_tokens"]}
+        self.nfc = (doc.get("normalizer") or {}).get("type") == "NFC"
         pre = json.dumps(doc["pre_tokenizer"])
         self.kind = ("llama3" if json.dumps(LLAMA3) in pre else "qwen2" if json.dumps(QWEN2) in pre
                      else "smollm" if "Digits" in pre else "gpt2")
@@ -228,6 +233,8 @@ class Tokenizer:
             if span is None:
                 ids.append(special)
                 continue
+            if self.nfc:
+                span = unicodedata.normalize("NFC", span)
             for piece in pre_tokens(self.kind, span):
                 if piece not in self.cache:
                     self.cache[piece] = self.bpe(piece)

@@ -148,14 +148,14 @@ static void test_alphabet(void **state)
 
 /* --- the pre-tokenizer --- */
 
-/* s cut into pre-tokens, joined by '|', equals want. */
-static void split_is(const char *s, const char *want)
+/* s cut into pre-tokens by how, joined by '|', equals want. */
+static void split_as_is(enum rt_bpe_pretok how, const char *s, const char *want)
 {
 	char got[512];
 	size_t n = strlen(s), at = 0, k, g = 0;
 
 	while (at < n) {
-		k = rt_bpe_split((const uint8_t *)s + at, n - at);
+		k = rt_bpe_split_as(how, (const uint8_t *)s + at, n - at);
 		assert_true(k >= 1 && k <= n - at);
 		if (at)
 			got[g++] = '|';
@@ -166,6 +166,11 @@ static void split_is(const char *s, const char *want)
 	got[g] = '\0';
 	if (strcmp(got, want))
 		fail_msg("split of \"%s\": got \"%s\", want \"%s\"", s, got, want);
+}
+
+static void split_is(const char *s, const char *want)
+{
+	split_as_is(RT_PRETOK_GPT2, s, want);
 }
 
 static void test_split(void **state)
@@ -206,6 +211,46 @@ static void test_split(void **state)
 	assert_true(rt_bpe_is_letter(0x4e00) && rt_bpe_is_letter('Z') && !rt_bpe_is_letter('1'));
 	assert_true(rt_bpe_is_number(0x661) && rt_bpe_is_number(0x216b) && !rt_bpe_is_number('a'));
 	assert_true(rt_bpe_is_space(0x3000) && rt_bpe_is_space(0x85) && !rt_bpe_is_space(0x1c));
+}
+
+/* Llama 3's and Qwen2's patterns, SmolLM's digits (pretok.c); the ids of
+ * whole tokenizers against the `tokenizers` library's are
+ * tests/integration/hf_tokenizer.sh's */
+static void test_split_families(void **state)
+{
+	(void)state;
+	/* contractions in either case; a long s is an s */
+	split_as_is(RT_PRETOK_LLAMA3, "IT'S we'Ll it'\xc5\xbfx", "IT|'S| we|'Ll| it|'\xc5\xbf|x");
+	/* digits in threes (Qwen2: one by one); a letter run takes one character before it */
+	split_as_is(RT_PRETOK_LLAMA3, "1234567 (ab", "123|456|7| (|ab");
+	split_as_is(RT_PRETOK_QWEN2, "2024x", "2|0|2|4|x");
+	split_as_is(RT_PRETOK_LLAMA3, "\tword 'x", "\tword| '|x");
+	/* spaces up to the last newline; a newline never starts a letter run */
+	split_as_is(RT_PRETOK_LLAMA3, "a  \n \n\n  b", "a|  \n \n\n| | b");
+	split_as_is(RT_PRETOK_LLAMA3, "x\r\n\r\ny", "x|\r\n\r\n|y");
+	split_as_is(RT_PRETOK_LLAMA3, "ok!!\n\nz", "ok|!!\n\n|z");
+	/* SmolLM: every digit alone, GPT-2's pattern between */
+	split_as_is(RT_PRETOK_DIGITS_GPT2, "ab 12 x3", "ab| |1|2| x|3");
+}
+
+/* NFC's quick check (rt_bpe_nfc_prefix): where a text stops being surely
+ * in NFC */
+static void test_nfc(void **state)
+{
+	const char *ok[] = { "plain ascii", "caf\xc3\xa9", "\xd7\xa9\xd6\xb8\xd7\x9c", "\xff\xfe bytes" };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		assert_int_equal(rt_bpe_nfc_prefix((const uint8_t *)ok[i], strlen(ok[i])), strlen(ok[i]));
+	/* e + combining acute: NFC composes it */
+	assert_int_equal(rt_bpe_nfc_prefix((const uint8_t *)"cafe\xcc\x81", 6), 4);
+	/* Hebrew points out of canonical order: sheva (class 10) after hataf segol (11) */
+	assert_int_equal(rt_bpe_nfc_prefix((const uint8_t *)"\xd7\x90\xd6\xb1\xd6\xb0", 6), 4);
+	/* the Angstrom sign: NFC maps it to another character */
+	assert_int_equal(rt_bpe_nfc_prefix((const uint8_t *)"x\xe2\x84\xab", 4), 1);
+	assert_int_equal(rt_bpe_combining_class(0x301), 230);
+	assert_int_equal(rt_bpe_combining_class('a'), 0);
 }
 
 /* --- merges --- */
@@ -423,6 +468,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_alphabet),
 		cmocka_unit_test(test_split),
+		cmocka_unit_test(test_split_families),
+		cmocka_unit_test(test_nfc),
 		cmocka_unit_test(test_merges),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_token_file),
