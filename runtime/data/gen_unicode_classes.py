@@ -53,7 +53,7 @@ def nfc_unsure():
     return rs
 
 
-def ccc_table():
+def ccc_runs():
     """(first, last, class) of every run of one non-zero combining class."""
     rs = []
     for cp in range(0x110000):
@@ -64,26 +64,17 @@ def ccc_table():
             rs[-1] = (rs[-1][0], cp, k)
         else:
             rs.append((cp, cp, k))
-    lines = ["/* canonical combining classes but 0: %d runs, one table */" % len(rs),
-             "static const uint32_t combining[][3] = {"]
-    row = "\t"
-    for lo, hi, k in rs:
-        cell = "{ 0x%x, 0x%x, %d }, " % (lo, hi, k)
-        if len(row) + len(cell) > 92:
-            lines.append(row.rstrip())
-            row = "\t"
-        row += cell
-    lines.append(row.rstrip())
-    lines.append("};")
-    return "\n".join(lines)
+    return rs
 
 
 def table(name, rs, what):
+    """A C table of rows rs: ranges (lo, hi), or (lo, hi, value)."""
+    width = len(rs[0])
     lines = ["/* %s: %d ranges, one table */" % (what, len(rs)),
-             "static const uint32_t %s[][2] = {" % name]
+             "static const uint32_t %s[][%d] = {" % (name, width)]
     row = "\t"
-    for lo, hi in rs:
-        cell = "{ 0x%x, 0x%x }, " % (lo, hi)
+    for r in rs:
+        cell = "{ " + ", ".join(("0x%x" if i < 2 else "%d") % v for i, v in enumerate(r)) + " }, "
         if len(row) + len(cell) > 92:
             lines.append(row.rstrip())
             row = "\t"
@@ -108,7 +99,7 @@ def main():
     w(table("letters", ranges("L"), "L*") + "\n\n")
     w(table("numbers", ranges("N"), "N*") + "\n\n")
     w(table("nfc_unsure", nfc_unsure(), "NFC_Quick_Check No or Maybe") + "\n\n")
-    w(ccc_table() + "\n\n")
+    w(table("combining", ccc_runs(), "canonical combining classes but 0, in runs of one class") + "\n\n")
     w("""/* Whether cp lies in one of the ranges r [n]: a binary search. */
 static bool in_ranges(const uint32_t (*r)[2], size_t n, uint32_t cp)
 {

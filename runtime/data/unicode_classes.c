@@ -237,7 +237,7 @@ static const uint32_t nfc_unsure[][2] = {
 	{ 0x1d1bb, 0x1d1c0 }, { 0x2f800, 0x2fa1d },
 };
 
-/* canonical combining classes but 0: 382 runs, one table */
+/* canonical combining classes but 0, in runs of one class: 382 ranges, one table */
 static const uint32_t combining[][3] = {
 	{ 0x300, 0x314, 230 }, { 0x315, 0x315, 232 }, { 0x316, 0x319, 220 },
 	{ 0x31a, 0x31a, 232 }, { 0x31b, 0x31b, 216 }, { 0x31c, 0x320, 220 },
