@@ -15,6 +15,8 @@
 #   4. gradient synchronisation: exposed allreduce time per step against one
 #      blocking MPI_Allreduce of the whole gradient (bench/allreduce.c).
 #   5. pipeline: idle fraction of gpipe and 1f1b against (p-1)/m.
+#   (4b and 4d: the GPT and the Llama against PyTorch 1.13 running the same
+#   model, bench/torch_gpt.py and bench/torch_llama.py.)
 #   6. checkpoints (bench/checkpoint.sh) and 7. start-up (bench/startup.sh).
 #   8. the 2x2 example on the local cluster without a site file against the
 #      same job with site/site.json (bench/nosite.sh).
@@ -46,6 +48,9 @@ GPTS = {"tiny": {"vocab": 256, "context": 128, "layers": 4, "heads": 4, "embd": 
                  "steps": 40, "window": 10},
         "gpt2-small": {"vocab": 50257, "context": 64, "layers": 12, "heads": 12, "embd": 768, "batch": 4,
                        "steps": 6, "window": 2}}
+# the Llama rows' config: jobs/llama-tiny-2x2.json's model (issue #47)
+LLAMA = {"vocab": 256, "context": 128, "layers": 4, "heads": 4, "kv_heads": 2, "embd": 128,
+         "intermediate": 352, "batch": 16, "steps": 40, "window": 10}
 INPUTS, CLASSES, BATCH = 784, 10, 64
 
 
@@ -226,6 +231,35 @@ class Bench:
             "torch_gpt.py" + (" (autocast bf16)" if bf16 else ""),
             env={"PEER_TORCH_AUTOCAST": "bf16" if bf16 else ""}, blas_all=not bf16)
 
+    def torch_llama(self, threads, steps):
+        """torch_gpt.py --model llama's tokens/s at its best (fp32)."""
+        c = LLAMA
+        keys = ("vocab", "context", "layers", "heads", "kv_heads", "embd", "intermediate", "batch")
+        return self.peer_best(
+            [PY, os.path.join(SRC, "bench", "torch_gpt.py"), "--model", "llama", "--tokens", self.gpt_data("tiny")]
+            + sum((["--" + k.replace("_", "-"), str(c[k])] for k in keys), [])
+            + ["--threads", str(threads), "--steps", str(steps), "--warmup", "2"], 1, threads,
+            "tokens_per_s_median_window", "torch_gpt.py --model llama")
+
+    def dtrain_llama(self, threads=1, steps=20, window=5):
+        """dtrain-run of the Llama config, one process; the step events after the first window."""
+        c = LLAMA
+        self.runs += 1
+        name = "run-%03d" % self.runs
+        run_dir = os.path.join(self.work, name)
+        subprocess.run(["rm", "-rf", run_dir])
+        sets = ["name=bench-llama", "run_dir=" + run_dir, "data.train=" + self.gpt_data("tiny"),
+                "data.test=null", "model.vocab_size=%d" % c["vocab"], "model.context=%d" % c["context"],
+                "model.layers=%d" % c["layers"], "model.heads=%d" % c["heads"],
+                "model.kv_heads=%d" % c["kv_heads"], "model.embd=%d" % c["embd"],
+                "model.intermediate_size=%d" % c["intermediate"], "parallel.data=1", "parallel.pipeline=1",
+                "parallel.micro_batches=1", "resources.nodes=1", "resources.tasks_per_node=1",
+                "resources.cpus_per_task=%d" % threads, "train.global_batch=%d" % c["batch"],
+                "train.epochs=1000", "train.max_steps=%d" % (steps + window), "train.log_every=%d" % window,
+                "train.eval_every=0", "train.optimizer.lr=0.0006", "train.lr_schedule.warmup_steps=0",
+                "checkpoint.every_steps=0", "checkpoint.resume=never"]
+        return self.run_spec(name, run_dir, "llama-tiny-2x2.json", sets, 1, threads)
+
     def gpt_data(self, cfg):
         """The config's token stream: the fortunes byte-level (vocabulary 256),
         else random tokens below the vocabulary (as the issue measured)."""
@@ -382,7 +416,7 @@ def main():
     ap = argparse.ArgumentParser(description="dtrain's benchmarks against their peers (make bench)")
     ap.add_argument("build", help="the build directory (make build)")
     ap.add_argument("--quick", action="store_true", help="fewer steps and rounds (a smoke run)")
-    ap.add_argument("--only", default="throughput,compute,grad,replicas,gpt,shard,pipeline,checkpoint,startup,nosite,data",
+    ap.add_argument("--only", default="throughput,compute,grad,replicas,gpt,llama,shard,pipeline,checkpoint,startup,nosite,data",
                     help="comma list of sections to run (default: all)")
     a = ap.parse_args()
     only = set(a.only.split(","))
@@ -839,6 +873,31 @@ def main():
             "products (dtrain-bench-sgemm --lib onednn-bf16 --linear gpt), 1 thread; medians of triplets")
 
     section("gpt", gpt_rows)
+
+    # --- 4d. the Llama against PyTorch (issue #47) ---
+    # jobs/llama-tiny-2x2.json's model in one process, fp32 (the Llama's
+    # bf16 is not built yet), against torch_llama.py's: rounds alternate
+    # the two, each at its best thread count; medians of the rounds.
+    def llama_rows():
+        if "llama" not in only:
+            return
+        rates, peer = {}, {}
+        st, win_ = (LLAMA["steps"] // 2, LLAMA["window"] // 2) if a.quick else (LLAMA["steps"], LLAMA["window"])
+        for r in range(rounds):
+            for th in ([cores, 1] if cores > 1 else [1]):
+                progress("llama tiny, 1 process x %d thread(s), round %d/%d" % (th, r + 1, rounds))
+                e = b.dtrain_llama(threads=th, steps=st, window=win_)
+                rates.setdefault(th, []).append(statistics.median(x["tokens_per_s"] for x in e))
+                peer.setdefault(th, []).append(b.torch_llama(th, st))
+        res["llama_runs"] = [{"threads": k, "dtrain": v, "pytorch": peer[k]} for k, v in rates.items()]
+        bo = max(rates, key=lambda k: statistics.median(rates[k]))
+        bp = max(peer, key=lambda k: statistics.median(peer[k]))
+        o, p = statistics.median(rates[bo]), statistics.median(peer[bp])
+        row("llama", "Llama tiny, 1 process (tokens/s)", o, p, "tokens/s", o / p, 1.0,
+            "jobs/llama-tiny-2x2.json's model, fp32; threads: dtrain %d, PyTorch %d (each its best); "
+            "peer: bench/torch_llama.py" % (bo, bp))
+
+    section("llama", llama_rows)
 
     # --- 4c. the sharded optimizer (issue #21) ---
     # GPT-2 small, one stage, D = 2 and 4 replicas (one sequence of 64

@@ -7,7 +7,9 @@
 #     training throughput in tokens/s on a dtrain token stream, the same
 #     model, batch of windows, AdamW (decay on 2-D tensors), clipping at 1.0,
 #     as dtrain trains it; --procs N > 1 runs DistributedDataParallel over
-#     gloo (25 MB buckets, allreduce overlapped with backward).
+#     gloo (25 MB buckets, allreduce overlapped with backward). With
+#     --model llama the same for a Llama (bench/torch_llama.py: --kv-heads,
+#     --intermediate), the peer of the Llama rows.
 # What is timed and printed is as bench/peer_torch.py does for the MLP: after
 # --warmup steps, --steps steps, the median rate over windows of
 # max(1, steps // 5) steps; one JSON line on stdout. Exit 0, 1 failure, 2 usage.
@@ -29,6 +31,7 @@ import torch.multiprocessing as mp  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from peer_torch import setup_process, timed_steps, torch_setup  # noqa: E402  (this directory)
+from torch_llama import Llama  # noqa: E402  (this directory)
 
 
 class Block(nn.Module):
@@ -94,7 +97,10 @@ def worker(rank, a):
     T = a.context
     n = (tok.numel() - 1) // T
     torch.manual_seed(a.seed)
-    model = GPT(a.vocab, T, a.layers, a.heads, a.embd)
+    if a.model == "llama":
+        model = Llama(a.vocab, T, a.layers, a.heads, a.kv_heads, a.embd, a.intermediate)
+    else:
+        model = GPT(a.vocab, T, a.layers, a.heads, a.embd)
     opt = adamw(model, 6e-4, 0.1)
     if a.procs > 1:
         model = nn.parallel.DistributedDataParallel(model)
@@ -132,16 +138,17 @@ def spawned(rank, a):
 
 
 def main():
-    p = argparse.ArgumentParser(description="PyTorch peer of dtrain's GPT benchmark rows: tokens/s")
+    p = argparse.ArgumentParser(description="PyTorch peer of dtrain's GPT and Llama benchmark rows: tokens/s")
     p.add_argument("--tokens", required=True, help="a dtrain token stream (HDF5, /tokens)")
+    p.add_argument("--model", choices=("gpt", "llama"), default="gpt")
     for name, default in (("vocab", 256), ("context", 128), ("layers", 4), ("heads", 4), ("embd", 128),
-                          ("batch", 16), ("procs", 1), ("threads", 1), ("steps", 20), ("warmup", 3),
-                          ("seed", 0)):
+                          ("kv-heads", 2), ("intermediate", 352), ("batch", 16), ("procs", 1),
+                          ("threads", 1), ("steps", 20), ("warmup", 3), ("seed", 0)):
         p.add_argument("--" + name, type=int, default=default)
     a = p.parse_args()
-    if min(a.vocab, a.context, a.layers, a.heads, a.embd, a.batch, a.procs, a.threads, a.steps) < 1 \
-            or a.batch % a.procs or a.embd % a.heads:
-        p.error("sizes must be positive, --batch a multiple of --procs, --embd of --heads")
+    if min(a.vocab, a.context, a.layers, a.heads, a.embd, a.kv_heads, a.intermediate, a.batch, a.procs,
+           a.threads, a.steps) < 1 or a.batch % a.procs or a.embd % a.heads or a.heads % a.kv_heads:
+        p.error("sizes must be positive, --batch a multiple of --procs, --embd of --heads, --heads of --kv-heads")
     try:
         if a.procs == 1:
             worker(0, a)
