@@ -101,9 +101,9 @@ static int find_tokenizer(const char *dir, const struct rt_import *im, bool aske
 	}
 	if (rc)
 		return rc;
-	if (rt_bpe_vocab(*bpe) > im->V) /* a model's may be padded (50304) */
+	if (rt_bpe_vocab(*bpe) > im->s.model.vocab_size) /* a model's may be padded (50304) */
 		return dt_err_add(err, "%s: %d tokens, more than the model's vocabulary of %ld: not its tokenizer",
-				  dir, (int)rt_bpe_vocab(*bpe), im->V), -EINVAL;
+				  dir, (int)rt_bpe_vocab(*bpe), im->s.model.vocab_size), -EINVAL;
 	return 0;
 }
 
@@ -324,8 +324,8 @@ int rt_cmd_import(int argc, char **argv)
 		bool tied = rt_import_head_tied(&im.s.model);
 
 		printf("dtrain-ckpt: imported %s (%s %s: V %ld, T %ld, L %ld, NH %ld, C %ld; %.1f M parameters%s) into %s/%s\n",
-		       st, llmc ? "llm.c" : "Hugging Face", llmc || !strcmp(im.family, "gpt2") ? "GPT-2" : im.family, im.V, im.T, im.L, im.NH, im.C,
-		       (double)(im.n_params - (tied ? (size_t)(im.V * im.C) : 0)) / 1e6,
+		       st, llmc ? "llm.c" : "Hugging Face", llmc || !strcmp(im.family, "gpt2") ? "GPT-2" : im.family, im.s.model.vocab_size, im.s.model.context, im.s.model.layers, im.s.model.heads, im.s.model.embd,
+		       (double)(im.n_params - (tied ? (size_t)(im.s.model.vocab_size * im.s.model.embd) : 0)) / 1e6,
 		       !bpe ? "" : tok.n == 2 ? "; its BPE tokenizer" : "; its tokenizer.json", out, name);
 	}
 	dt_err_print("dtrain-ckpt", "", &err);

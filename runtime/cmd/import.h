@@ -29,8 +29,8 @@ struct json_object;
 struct rt_import {
 	long want_context;         /* in: --context, or 0 (import_hf_llama.c) */
 	char family[32];           /* out: config.json's model_type ("gpt2", "llama") */
-	struct spec s;             /* model.*: the model imported (a GPT's: from V..C) */
-	long V, T, L, NH, C;       /* vocabulary, context, layers, heads, width */
+	struct spec s;             /* model.*: the model imported (a GPT's reader
+				    * sets vocab_size, context, layers, heads, embd) */
 	char config[CKPT_CONFIG_MAX]; /* the model's config, as dtrain-run writes it */
 	int n_blocks;
 	struct ckpt_tensor *t;     /* [n], owned */
@@ -39,9 +39,10 @@ struct rt_import {
 	size_t n_params;
 };
 
-/* Builds the table of the GPT of im's shape (V..C set by the caller) and
- * allocates params (zeroed). 0, or -EINVAL naming what dtrain's GPT
- * refuses of that shape (src in the message), -ENOMEM. */
+/* Builds the table of the model im->s.model describes (a GPT's reader
+ * leaves its type NULL: "gpt") and allocates params (zeroed). 0, or
+ * -EINVAL naming what dtrain's model refuses of that shape (src in the
+ * message), -ENOMEM. */
 int rt_import_table(struct rt_import *im, const char *src, struct dt_err *err);
 /* The tensor of dtrain's name, or NULL. */
 const struct ckpt_tensor *rt_import_find(const struct rt_import *im, const char *name);

@@ -81,11 +81,11 @@ static int read_config(struct json_object *c, const char *path, struct rt_import
 	struct json_object *o;
 	int rc;
 
-	rc = want_long(c, "vocab_size", NULL, &im->V, path, err) ||
-		     want_long(c, "n_positions", "n_ctx", &im->T, path, err) ||
-		     want_long(c, "n_layer", NULL, &im->L, path, err) ||
-		     want_long(c, "n_head", NULL, &im->NH, path, err) ||
-		     want_long(c, "n_embd", NULL, &im->C, path, err) ? -EINVAL : 0;
+	rc = want_long(c, "vocab_size", NULL, &im->s.model.vocab_size, path, err) ||
+		     want_long(c, "n_positions", "n_ctx", &im->s.model.context, path, err) ||
+		     want_long(c, "n_layer", NULL, &im->s.model.layers, path, err) ||
+		     want_long(c, "n_head", NULL, &im->s.model.heads, path, err) ||
+		     want_long(c, "n_embd", NULL, &im->s.model.embd, path, err) ? -EINVAL : 0;
 	if (!rc)
 		rc = want_same(c, "activation_function", "gelu_new", 0, -1, path, err) ||
 		     want_same(c, "layer_norm_epsilon", NULL, 1e-5, -1, path, err) ||
@@ -95,9 +95,9 @@ static int read_config(struct json_object *c, const char *path, struct rt_import
 		     want_same(c, "scale_attn_by_inverse_layer_idx", NULL, 0, 0, path, err) ||
 		     want_same(c, "reorder_and_upcast_attn", NULL, 0, 0, path, err) ? -EINVAL : 0;
 	if (!rc && json_object_object_get_ex(c, "n_inner", &o) && !json_object_is_type(o, json_type_null) &&
-	    json_object_get_int64(o) != 4 * im->C)
+	    json_object_get_int64(o) != 4 * im->s.model.embd)
 		rc = (dt_err_add(err, "%s: n_inner is %s; dtrain's GPT-2 has 4 n_embd (%ld)", path,
-				json_object_to_json_string(o), 4 * im->C), -EINVAL);
+				json_object_to_json_string(o), 4 * im->s.model.embd), -EINVAL);
 	return rc;
 }
 

@@ -140,8 +140,8 @@ static int refuse_unsupported(struct json_object *c, const char *type, long posi
 	return 0;
 }
 
-/* config.json (of model_type im->family) into im->s.model (and im->V..C
- * for the messages), its context im->want_context's when not 0 */
+/* config.json (of model_type im->family) into im->s.model, its context
+ * im->want_context's when not 0 */
 static int read_config(struct json_object *c, struct rt_import *im, const char *path,
 		       struct dt_err *err)
 {
@@ -169,11 +169,6 @@ static int read_config(struct json_object *c, struct rt_import *im, const char *
 	m->tie_word_embeddings = get_bool(c, "tie_word_embeddings", false);
 	m->qkv_bias = !strcmp(type, "qwen2");
 	m->context = context ? context : positions < DEFAULT_CONTEXT ? positions : DEFAULT_CONTEXT;
-	im->V = m->vocab_size;
-	im->T = m->context;
-	im->L = m->layers;
-	im->NH = m->heads;
-	im->C = m->embd;
 	return 0;
 }
 

@@ -83,11 +83,11 @@ static int read_header(struct llmc *f, struct rt_import *im, struct dt_err *err)
 		return dt_err_add(err, "%s: padded vocabulary %" PRId32 " below the vocabulary %" PRId32,
 				  f->path, h[7], h[3]), -EINVAL;
 	f->elem = h[1] == 3 ? 4 : 2;
-	im->T = T = (uint64_t)h[2];
-	im->V = h[3];
-	im->L = f->layers = L = (uint64_t)h[4];
-	im->NH = h[5];
-	im->C = C = (uint64_t)h[6];
+	im->s.model.context = T = (uint64_t)h[2];
+	im->s.model.vocab_size = h[3];
+	im->s.model.layers = f->layers = L = (uint64_t)h[4];
+	im->s.model.heads = h[5];
+	im->s.model.embd = C = (uint64_t)h[6];
 	Vp = (uint64_t)h[7];
 	f->count[WTE] = Vp * C;
 	f->count[WPE] = T * C;
@@ -106,7 +106,7 @@ static int read_header(struct llmc *f, struct rt_import *im, struct dt_err *err)
 	want = LLMC_HEADER + at * f->elem; /* below 2^48: the bounds above */
 	if ((uint64_t)sb.st_size != want)
 		return dt_err_add(err, "%s: %lld bytes, where its header (V %ld, T %ld, L %ld, C %ld, Vp %llu, %s) says %llu: %s",
-				  f->path, (long long)sb.st_size, im->V, im->T, im->L, im->C,
+				  f->path, (long long)sb.st_size, im->s.model.vocab_size, im->s.model.context, im->s.model.layers, im->s.model.embd,
 				  (unsigned long long)Vp, f->elem == 4 ? "float32" : "bfloat16",
 				  (unsigned long long)want,
 				  (uint64_t)sb.st_size < want ? "truncated" : "not what it says"), -EINVAL;

@@ -23,19 +23,13 @@ int rt_import_table(struct rt_import *im, const char *src, struct dt_err *err)
 	size_t off = 0;
 	int rc;
 
-	if (!s->model.type) { /* a GPT, of the caller's shape */
+	if (!s->model.type) /* a GPT, of the shape the reader set */
 		s->model.type = (char *)"gpt";
-		s->model.vocab_size = im->V;
-		s->model.context = im->T;
-		s->model.layers = im->L;
-		s->model.heads = im->NH;
-		s->model.embd = im->C;
-	}
 	ops = rt_model_find(s, err);
 	if (!ops || ops->check(s, err))
 		return dt_err_add(err, "%s: dtrain's %s cannot take this shape (V %ld, T %ld, L %ld, NH %ld, C %ld)%s",
-				  src, strcmp(s->model.type, "gpt") ? "Llama" : "GPT", im->V, im->T, im->L, im->NH,
-				  im->C, strcmp(s->model.type, "gpt") ? " (hint: --context sets a shorter context)" : ""),
+				  src, strcmp(s->model.type, "gpt") ? "Llama" : "GPT", im->s.model.vocab_size, im->s.model.context, im->s.model.layers, im->s.model.heads,
+				  im->s.model.embd, strcmp(s->model.type, "gpt") ? " (hint: --context sets a shorter context)" : ""),
 		       -EINVAL;
 	if (ops->config(s, &cfg) || cfg.len >= sizeof(im->config)) {
 		dt_buf_free(&cfg);
