@@ -53,9 +53,8 @@ struct word {
 struct rt_bpe {
 	int32_t vocab;                 /* every id: the vocabulary's, then the added tokens' */
 	int32_t n_model;               /* the vocabulary's: [0, n_model) */
-	char *file[2];                 /* the files' bytes, as loaded */
-	size_t file_len[2];
-	struct rt_bpe_files files;     /* them, named */
+	char *file[2];                 /* owned: the files' bytes, as loaded ... */
+	struct rt_bpe_files files;     /* ... and them named, with their lengths */
 	uint8_t *tok;                  /* every token's bytes, concatenated */
 	size_t *tok_at;                /* [vocab + 1]: token i is tok[tok_at[i] .. tok_at[i + 1]) */
 	int32_t byte_id[256];          /* the token of each single byte */
@@ -473,20 +472,18 @@ static int load_merges(struct rt_bpe *b, struct json_object *enc, const char *me
 	return rc;
 }
 
-/* encoder.json text [len], parsed into *enc (the caller puts it). */
-static int parse_encoder(const char *text, size_t len, const char *name, struct json_object **enc,
-			 struct dt_err *err)
+int rt__bpe_parse(const char *text, size_t len, int depth, const char *name, const char *what,
+		  struct json_object **out, struct dt_err *err)
 {
 	struct dt_json_error je;
-	int line, col, rc;
+	int line, col, rc = dt_json_parse_object(text, len, depth, out, &je);
 
-	rc = dt_json_parse_object(text, len, 4, enc, &je);
 	if (rc == -EINVAL) {
 		dt_json_line_col(text, len, je.offset, &line, &col);
 		return dt_err_add(err, "%s: line %d, column %d: not JSON: %s", name, line, col, je.what);
 	}
 	if (rc == -EDOM)
-		return dt_err_add(err, "%s: not a JSON object of token -> id", name);
+		return dt_err_add(err, "%s: not %s", name, what);
 	if (rc)
 		return dt_err_add(err, "%s: cannot parse: %s", name, strerror(-rc)), rc;
 	return 0;
@@ -508,7 +505,6 @@ int rt__bpe_new(struct rt_bpe **out, const struct rt_bpe_files *f, struct dt_err
 			goto oom;
 		memcpy(b->file[i], f->data[i], f->len[i]);
 		b->file[i][f->len[i]] = '\0';
-		b->file_len[i] = f->len[i];
 		b->files.data[i] = b->file[i];
 	}
 	*out = b;
@@ -531,7 +527,7 @@ int rt_bpe_load_mem(struct rt_bpe **out, const char *encoder, size_t encoder_len
 
 	*out = NULL;
 	if ((rc = rt__bpe_new(&b, &f, err)) ||
-	    (rc = parse_encoder(encoder, encoder_len, encoder_name, &enc, err)) ||
+	    (rc = rt__bpe_parse(encoder, encoder_len, 4, encoder_name, "a JSON object of token -> id", &enc, err)) ||
 	    (rc = rt__bpe_vocab(b, enc, NULL, 0, encoder_name, err)) ||
 	    (rc = load_merges(b, enc, merges, merges_len, merges_name, err)))
 		goto out;

@@ -35,7 +35,6 @@
 #include <json-c/json.h>
 
 #include "base/io.h"
-#include "base/json.h"
 #include "runtime/data/internal.h"
 
 /* Hugging Face's regular expressions, as tokenizer.json spells them. */
@@ -361,23 +360,6 @@ static int check_rest(struct json_object *root, struct rt__bpe_rules *r, const c
 	return 0;
 }
 
-static int parse(const char *json, size_t len, const char *name, struct json_object **root,
-		 struct dt_err *err)
-{
-	struct dt_json_error je;
-	int line, col, rc = dt_json_parse_object(json, len, 16, root, &je);
-
-	if (rc == -EINVAL) {
-		dt_json_line_col(json, len, je.offset, &line, &col);
-		return dt_err_add(err, "%s: line %d, column %d: not JSON: %s", name, line, col, je.what);
-	}
-	if (rc == -EDOM)
-		return dt_err_add(err, "%s: not a JSON object (a tokenizer.json)", name);
-	if (rc)
-		return dt_err_add(err, "%s: cannot parse: %s", name, strerror(-rc)), rc;
-	return 0;
-}
-
 int rt_bpe_load_hf_mem(struct rt_bpe **out, const char *json, size_t len, const char *name,
 		       struct dt_err *err)
 {
@@ -390,7 +372,7 @@ int rt_bpe_load_hf_mem(struct rt_bpe **out, const char *json, size_t len, const 
 	int n_added = 0, rc;
 
 	*out = NULL;
-	if ((rc = parse(json, len, name, &root, err)))
+	if ((rc = rt__bpe_parse(json, len, 16, name, "a JSON object (a tokenizer.json)", &root, err)))
 		return rc;
 	model = get(root, "model");
 	if ((rc = check_model(model, &vocab, name, err)) || (rc = check_rest(root, &rules, name, err)) ||
@@ -409,7 +391,7 @@ out:
 		rt_bpe_free(b);
 	else
 		*out = b;
-	return rc ? rc : 0;
+	return rc;
 }
 
 int rt_bpe_load_hf(struct rt_bpe **out, const char *tokenizer_json, struct dt_err *err)

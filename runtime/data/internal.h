@@ -40,6 +40,12 @@ void rt__data_windows_close(struct rt_data *d);
  * 3629: no overlong forms, no surrogates, nothing past U+10FFFF). */
 size_t rt__bpe_utf8(const uint8_t *s, size_t n, uint32_t *cp);
 
+/* JSON text [len] (an object, nested at most depth deep) into *out (the
+ * caller puts it); messages name the file name and the line and column of
+ * a syntax error, or say it is not what (the object it should be). bpe.c. */
+int rt__bpe_parse(const char *text, size_t len, int depth, const char *name, const char *what,
+		  struct json_object **out, struct dt_err *err);
+
 /* An empty tokenizer holding copies of the files f (rt_bpe_files gives
  * them back); the caller frees it with rt_bpe_free. */
 int rt__bpe_new(struct rt_bpe **out, const struct rt_bpe_files *f, struct dt_err *err);
